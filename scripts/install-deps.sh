@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Installs what obkv-proxy's run and test commands need, skipping what is already there.
+#   scripts/install-deps.sh run    -> seekdb (PyPI pylibseekdb) + a MySQL client
+#   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL
+# Python packages go into a project-local virtualenv (.venv) so nothing system-wide is touched.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+what=${1:-test}
+
+need_apt=()
+command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
+if [[ $what == test ]]; then
+  command -v mariadbd >/dev/null 2>&1 || [[ -x /usr/sbin/mariadbd ]] || need_apt+=(mariadb-server)
+  command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
+  command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || need_apt+=(haproxy)
+fi
+python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
+if ((${#need_apt[@]})); then
+  echo "installing Debian packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # policy-rc.d keeps the package's own service from starting: our scripts start private instances.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+fi
+
+if [[ ! -x .venv/bin/python ]]; then
+  python3 -m venv .venv
+fi
+py_need=()
+.venv/bin/python -c 'import pylibseekdb' 2>/dev/null || py_need+=(pylibseekdb)
+if [[ $what == test ]]; then
+  .venv/bin/python -c 'import pymysql' 2>/dev/null || py_need+=(pymysql)
+fi
+if ((${#py_need[@]})); then
+  echo "installing Python packages into .venv: ${py_need[*]}"
+  .venv/bin/pip install -q "${py_need[@]}"
+fi
+echo "dependencies ready"

@@ -1,0 +1,155 @@
+//! Connections to the backend database.
+//!
+//! In the default mode a session's backend connection is opened by `connect` and logged in by
+//! the client itself (the proxy relays the exchange). In proxy-auth mode the proxy logs in with
+//! `login`, and `pool` keeps idle, reset connections for reuse.
+
+pub mod pool;
+
+use std::io;
+use std::time::Duration;
+
+use tokio::net::TcpStream;
+
+use crate::protocol::constants::{cap, com};
+use crate::protocol::handshake::{build_handshake_response, parse_auth_switch, parse_greeting, Greeting};
+use crate::protocol::stream::PacketStream;
+use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
+
+pub type BackendStream = PacketStream<TcpStream>;
+
+#[derive(Debug, thiserror::Error)]
+pub enum BackendError {
+    #[error("{0}")]
+    Connect(String),
+    #[error("backend I/O error: {0}")]
+    Io(#[from] io::Error),
+    #[error("backend protocol error: {0}")]
+    Protocol(&'static str),
+    /// The backend answered with an ERR packet (kept whole, to relay as it is).
+    #[error("backend refused: {}", String::from_utf8_lossy(.0.get(9..).unwrap_or(&[])))]
+    Refused(Vec<u8>),
+    #[error("{0}")]
+    Unsupported(&'static str),
+}
+
+/// Opens a TCP connection (TCP_NODELAY: the protocol is request/response, latency matters).
+pub async fn connect(addr: &str, timeout: Duration) -> Result<BackendStream, BackendError> {
+    let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => return Err(BackendError::Connect(e.to_string())),
+        Err(_) => return Err(BackendError::Connect(format!("timed out after {} ms", timeout.as_millis()))),
+    };
+    tcp.set_nodelay(true)?;
+    Ok(PacketStream::new(tcp))
+}
+
+/// Reads the backend's greeting; an ERR in its place (too many connections, host blocked) is
+/// returned as `Refused` so it can be relayed.
+pub async fn read_greeting(stream: &mut BackendStream) -> Result<(Vec<u8>, Greeting), BackendError> {
+    let mut raw = Vec::new();
+    stream.read_frame_into(&mut raw).await?;
+    if raw.first() == Some(&0xff) {
+        return Err(BackendError::Refused(raw));
+    }
+    let g = parse_greeting(&raw).ok_or(BackendError::Protocol("unparseable greeting"))?;
+    Ok((raw, g))
+}
+
+/// A backend connection the proxy logged in itself (proxy-auth mode).
+pub struct LoggedIn {
+    pub stream: BackendStream,
+    pub greeting: Greeting,
+    /// Capabilities in force on this connection (what the proxy sent).
+    pub caps: u32,
+}
+
+/// Credentials and session shape of a proxy-made backend login.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct LoginSpec {
+    pub user: String,
+    pub password: String,
+    pub caps: u32,
+    pub charset: u8,
+    pub database: Option<Vec<u8>>,
+}
+
+pub async fn login(addr: &str, timeout: Duration, spec: &LoginSpec) -> Result<LoggedIn, BackendError> {
+    let mut stream = connect(addr, timeout).await?;
+    let (_, greeting) = read_greeting(&mut stream).await?;
+    let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::COMPRESS | cap::CONNECT_ATTRS);
+    let plugin: &[u8] = if greeting.auth_plugin == CACHING_SHA2_PLUGIN {
+        CACHING_SHA2_PLUGIN
+    } else {
+        NATIVE_PLUGIN
+    };
+    let auth = answer_for(plugin, spec.password.as_bytes(), &greeting.scramble);
+    let resp = build_handshake_response(caps, spec.charset, spec.user.as_bytes(), &auth, spec.database.as_deref(), plugin);
+    stream.send_packet(1, &resp).await?;
+    finish_auth(&mut stream, spec.password.as_bytes(), &greeting.scramble).await?;
+    Ok(LoggedIn { stream, greeting, caps })
+}
+
+fn answer_for(plugin: &[u8], password: &[u8], salt: &[u8]) -> Vec<u8> {
+    if plugin == CACHING_SHA2_PLUGIN {
+        sha2_scramble(password, salt)
+    } else {
+        native_scramble(password, salt)
+    }
+}
+
+/// Client side of the rest of an auth exchange: auth switches and caching_sha2's fast path.
+async fn finish_auth(stream: &mut BackendStream, password: &[u8], salt: &[u8]) -> Result<(), BackendError> {
+    let mut p = Vec::new();
+    loop {
+        let h = stream.read_frame_into(&mut p).await?;
+        let seq = h.seq.wrapping_add(1);
+        match p.first() {
+            Some(0x00) => return Ok(()),
+            Some(0xff) => return Err(BackendError::Refused(p)),
+            Some(0xfe) => {
+                let (plugin, new_salt) = parse_auth_switch(&p).ok_or(BackendError::Protocol("bad auth switch"))?;
+                if plugin != NATIVE_PLUGIN && plugin != CACHING_SHA2_PLUGIN {
+                    return Err(BackendError::Unsupported("backend asked for an auth plugin other than mysql_native_password or caching_sha2_password"));
+                }
+                let salt_used = if new_salt.is_empty() { salt.to_vec() } else { new_salt };
+                stream.send_packet(seq, &answer_for(&plugin, password, &salt_used)).await?;
+            }
+            Some(0x01) if p.get(1) == Some(&0x03) => continue, // fast auth succeeded, OK follows
+            Some(0x01) if p.get(1) == Some(&0x04) => {
+                return Err(BackendError::Unsupported(
+                    "backend requires caching_sha2_password full authentication (RSA key exchange) for the pooled login; use a mysql_native_password account for auth.users.backend_user",
+                ))
+            }
+            _ => return Err(BackendError::Protocol("unexpected packet during login")),
+        }
+    }
+}
+
+/// Leaves a logged-in connection with a clean session: COM_RESET_CONNECTION (rolls back, drops
+/// temporary tables, user variables and prepared statements, resets session variables).
+pub async fn reset(stream: &mut BackendStream) -> Result<(), BackendError> {
+    stream.send_packet(0, &[com::RESET_CONNECTION]).await?;
+    let mut p = Vec::new();
+    stream.read_frame_into(&mut p).await?;
+    match p.first() {
+        Some(0x00) => Ok(()),
+        Some(0xff) => Err(BackendError::Refused(p)),
+        _ => Err(BackendError::Protocol("unexpected answer to COM_RESET_CONNECTION")),
+    }
+}
+
+/// Selects a database on a logged-in connection (COM_INIT_DB).
+pub async fn init_db(stream: &mut BackendStream, db: &[u8]) -> Result<(), BackendError> {
+    let mut cmd = Vec::with_capacity(db.len() + 1);
+    cmd.push(com::INIT_DB);
+    cmd.extend_from_slice(db);
+    stream.send_packet(0, &cmd).await?;
+    let mut p = Vec::new();
+    stream.read_frame_into(&mut p).await?;
+    match p.first() {
+        Some(0x00) => Ok(()),
+        Some(0xff) => Err(BackendError::Refused(p)),
+        _ => Err(BackendError::Protocol("unexpected answer to COM_INIT_DB")),
+    }
+}

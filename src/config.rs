@@ -1,0 +1,247 @@
+//! Configuration: a TOML file (every key documented in `config/obkv-proxy.toml`), overridden by
+//! environment variables, overridden by command-line flags.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Deserialize;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+    #[error("invalid config file {path}: {source}")]
+    Parse {
+        path: PathBuf,
+        source: Box<toml::de::Error>,
+    },
+    #[error("invalid configuration: {0}")]
+    Invalid(String),
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct Config {
+    pub proxy: ProxySection,
+    pub backend: BackendSection,
+    pub auth: AuthSection,
+    pub pool: PoolSection,
+    pub tls: TlsSection,
+    pub log: LogSection,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct ProxySection {
+    pub listen: String,
+    pub max_connections: usize,
+    pub handshake_timeout_ms: u64,
+    pub max_packet_bytes: usize,
+    pub shutdown_grace_ms: u64,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackendSection {
+    pub address: String,
+    pub connect_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AuthMode {
+    /// The backend authenticates every client with its own accounts; the proxy stores nothing.
+    Backend,
+    /// The proxy authenticates the users listed here and logs in to the backend as the mapped user.
+    Proxy,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AuthSection {
+    pub mode: AuthMode,
+    pub users: Vec<ProxyUser>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ProxyUser {
+    pub name: String,
+    /// mysql_native_password hash: `*` + 40 hex digits of SHA1(SHA1(password)), as MySQL stores it.
+    pub password_hash: String,
+    pub backend_user: String,
+    #[serde(default)]
+    pub backend_password: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct PoolSection {
+    pub max_idle: usize,
+    pub idle_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TlsSection {
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LogSection {
+    pub level: String,
+}
+
+impl Default for ProxySection {
+    fn default() -> Self {
+        ProxySection {
+            listen: "127.0.0.1:2883".into(),
+            max_connections: 2048,
+            handshake_timeout_ms: 10_000,
+            max_packet_bytes: 64 << 20,
+            shutdown_grace_ms: 10_000,
+        }
+    }
+}
+
+impl Default for BackendSection {
+    fn default() -> Self {
+        BackendSection {
+            address: "127.0.0.1:2881".into(),
+            connect_timeout_ms: 3_000,
+        }
+    }
+}
+
+impl Default for AuthSection {
+    fn default() -> Self {
+        AuthSection {
+            mode: AuthMode::Backend,
+            users: Vec::new(),
+        }
+    }
+}
+
+impl Default for PoolSection {
+    fn default() -> Self {
+        PoolSection {
+            max_idle: 64,
+            idle_timeout_ms: 60_000,
+        }
+    }
+}
+
+impl Default for LogSection {
+    fn default() -> Self {
+        LogSection {
+            level: "info".into(),
+        }
+    }
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            proxy: ProxySection::default(),
+            backend: BackendSection::default(),
+            auth: AuthSection::default(),
+            pool: PoolSection::default(),
+            tls: TlsSection::default(),
+            log: LogSection::default(),
+        }
+    }
+}
+
+impl Config {
+    pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.to_owned(),
+            source,
+        })?;
+        Self::from_toml(&text).map_err(|e| match e {
+            ConfigError::Parse { source, .. } => ConfigError::Parse {
+                path: path.to_owned(),
+                source,
+            },
+            other => other,
+        })
+    }
+
+    pub fn from_toml(text: &str) -> Result<Config, ConfigError> {
+        let cfg: Config = toml::from_str(text).map_err(|e| ConfigError::Parse {
+            path: PathBuf::new(),
+            source: Box::new(e),
+        })?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    /// Checks what serde cannot: addresses, limits, user entries, TLS file pairs.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.proxy.listen.parse::<SocketAddr>().is_err() {
+            return bad(format!("proxy.listen = {:?} is not HOST:PORT (an IP address and a port)", self.proxy.listen));
+        }
+        if !self.backend.address.contains(':') {
+            return bad(format!("backend.address = {:?} is not HOST:PORT", self.backend.address));
+        }
+        if self.proxy.max_connections == 0 {
+            return bad("proxy.max_connections must be at least 1".into());
+        }
+        if self.proxy.max_packet_bytes < 1024 {
+            return bad("proxy.max_packet_bytes must be at least 1024".into());
+        }
+        if self.tls.cert.is_some() != self.tls.key.is_some() {
+            return bad("tls.cert and tls.key must be given together".into());
+        }
+        if self.auth.mode == AuthMode::Proxy && self.auth.users.is_empty() {
+            return bad("auth.mode = \"proxy\" needs at least one [[auth.users]] entry".into());
+        }
+        for u in &self.auth.users {
+            if crate::session::auth::parse_native_hash(&u.password_hash).is_none() {
+                return bad(format!(
+                    "auth.users {:?}: password_hash must be '*' and 40 hex digits (SHA1(SHA1(password)), as `obkv-proxy hash-password` prints)",
+                    u.name
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    pub fn handshake_timeout(&self) -> Duration {
+        Duration::from_millis(self.proxy.handshake_timeout_ms)
+    }
+
+    pub fn connect_timeout(&self) -> Duration {
+        Duration::from_millis(self.backend.connect_timeout_ms)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn example_config_parses_and_defaults_apply() {
+        let text = include_str!("../config/obkv-proxy.toml");
+        let cfg = Config::from_toml(text).expect("example config is valid");
+        assert_eq!(cfg.proxy.listen, "127.0.0.1:2883");
+        assert_eq!(Config::from_toml("").expect("empty").backend.address, "127.0.0.1:2881");
+    }
+
+    #[test]
+    fn unknown_keys_and_bad_values_are_rejected() {
+        assert!(Config::from_toml("[proxy]\nlisten_addr = \"x\"").is_err());
+        assert!(Config::from_toml("[proxy]\nlisten = \"nonsense\"").is_err());
+        assert!(Config::from_toml("[tls]\ncert = \"a.pem\"").is_err());
+        assert!(Config::from_toml("[auth]\nmode = \"proxy\"").is_err());
+        let bad_hash = "[auth]\nmode = \"proxy\"\n[[auth.users]]\nname = \"a\"\npassword_hash = \"secret\"\nbackend_user = \"root\"";
+        assert!(Config::from_toml(bad_hash).is_err());
+    }
+}

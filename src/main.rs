@@ -1,0 +1,114 @@
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use obkv_proxy::config::Config;
+use tracing_subscriber::EnvFilter;
+
+/// MySQL wire-protocol proxy for OBKV-HBase tables on OceanBase, MariaDB and MySQL.
+#[derive(Parser, Debug)]
+#[command(version, about)]
+struct Cli {
+    /// TOML configuration file (see config/obkv-proxy.toml).
+    #[arg(long, short = 'c', env = "OBKV_PROXY_CONFIG", global = true)]
+    config: Option<PathBuf>,
+    /// Address to listen on, HOST:PORT (overrides proxy.listen).
+    #[arg(long, env = "OBKV_PROXY_LISTEN", global = true)]
+    listen: Option<String>,
+    /// Backend database address, HOST:PORT (overrides backend.address).
+    #[arg(long, env = "OBKV_PROXY_BACKEND", global = true)]
+    backend: Option<String>,
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Serve clients (the default).
+    Run,
+    /// Check the configuration, print the effective settings and exit.
+    CheckConfig,
+    /// Print the mysql_native_password hash of a password, for auth.users.password_hash.
+    HashPassword { password: String },
+}
+
+fn load(cli: &Cli) -> Result<Config, String> {
+    let mut cfg = match &cli.config {
+        Some(p) => Config::from_file(p).map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    if let Some(l) = &cli.listen {
+        cfg.proxy.listen = l.clone();
+    }
+    if let Some(b) = &cli.backend {
+        cfg.backend.address = b.clone();
+    }
+    cfg.validate().map_err(|e| e.to_string())?;
+    Ok(cfg)
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    if let Some(Command::HashPassword { password }) = &cli.command {
+        println!("{}", obkv_proxy::session::auth::native_hash(password.as_bytes()));
+        return ExitCode::SUCCESS;
+    }
+    let cfg = match load(&cli) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("obkv-proxy: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    if let Some(Command::CheckConfig) = &cli.command {
+        println!("configuration OK");
+        println!("{cfg:#?}");
+        return ExitCode::SUCCESS;
+    }
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cfg.log.level));
+    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("obkv-proxy: cannot start runtime: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    runtime.block_on(async move {
+        let listener = match tokio::net::TcpListener::bind(&cfg.proxy.listen).await {
+            Ok(l) => l,
+            Err(e) => {
+                eprintln!("obkv-proxy: cannot listen on {}: {e}", cfg.proxy.listen);
+                return ExitCode::FAILURE;
+            }
+        };
+        match obkv_proxy::server::run(listener, cfg, shutdown_signal()).await {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                eprintln!("obkv-proxy: {e}");
+                ExitCode::FAILURE
+            }
+        }
+    })
+}
+
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(t) => t,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {},
+            _ = term.recv() => {},
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
+}

@@ -1,0 +1,103 @@
+//! Numeric constants of the MySQL client/server protocol (capability flags, status flags,
+//! command bytes) that the proxy reads or edits.
+
+pub mod cap {
+    pub const LONG_PASSWORD: u32 = 1;
+    pub const FOUND_ROWS: u32 = 1 << 1;
+    pub const LONG_FLAG: u32 = 1 << 2;
+    pub const CONNECT_WITH_DB: u32 = 1 << 3;
+    pub const NO_SCHEMA: u32 = 1 << 4;
+    pub const COMPRESS: u32 = 1 << 5;
+    pub const ODBC: u32 = 1 << 6;
+    pub const LOCAL_FILES: u32 = 1 << 7;
+    pub const IGNORE_SPACE: u32 = 1 << 8;
+    pub const PROTOCOL_41: u32 = 1 << 9;
+    pub const INTERACTIVE: u32 = 1 << 10;
+    pub const SSL: u32 = 1 << 11;
+    pub const IGNORE_SIGPIPE: u32 = 1 << 12;
+    pub const TRANSACTIONS: u32 = 1 << 13;
+    pub const RESERVED: u32 = 1 << 14;
+    pub const SECURE_CONNECTION: u32 = 1 << 15;
+    pub const MULTI_STATEMENTS: u32 = 1 << 16;
+    pub const MULTI_RESULTS: u32 = 1 << 17;
+    pub const PS_MULTI_RESULTS: u32 = 1 << 18;
+    pub const PLUGIN_AUTH: u32 = 1 << 19;
+    pub const CONNECT_ATTRS: u32 = 1 << 20;
+    pub const PLUGIN_AUTH_LENENC_CLIENT_DATA: u32 = 1 << 21;
+    pub const CAN_HANDLE_EXPIRED_PASSWORDS: u32 = 1 << 22;
+    pub const SESSION_TRACK: u32 = 1 << 23;
+    pub const DEPRECATE_EOF: u32 = 1 << 24;
+
+    /// Capabilities the proxy can relay faithfully. Everything else is masked out of the greeting
+    /// (and out of the client's answer): compression would hide the command stream, optional
+    /// result-set metadata and query attributes change framing the proxy must read, and unknown
+    /// vendor bits (OceanBase's, MariaDB's extended ones) are not advertised because the proxy
+    /// does not know what they change.
+    pub const PROXY_SUPPORTED: u32 = LONG_PASSWORD
+        | FOUND_ROWS
+        | LONG_FLAG
+        | CONNECT_WITH_DB
+        | NO_SCHEMA
+        | ODBC
+        | LOCAL_FILES
+        | IGNORE_SPACE
+        | PROTOCOL_41
+        | INTERACTIVE
+        | IGNORE_SIGPIPE
+        | TRANSACTIONS
+        | RESERVED
+        | SECURE_CONNECTION
+        | MULTI_STATEMENTS
+        | MULTI_RESULTS
+        | PS_MULTI_RESULTS
+        | PLUGIN_AUTH
+        | CONNECT_ATTRS
+        | PLUGIN_AUTH_LENENC_CLIENT_DATA
+        | CAN_HANDLE_EXPIRED_PASSWORDS
+        | SESSION_TRACK
+        | DEPRECATE_EOF;
+}
+
+pub mod status {
+    pub const IN_TRANS: u16 = 1;
+    pub const AUTOCOMMIT: u16 = 2;
+    pub const MORE_RESULTS_EXISTS: u16 = 8;
+    pub const CURSOR_EXISTS: u16 = 64;
+    pub const LAST_ROW_SENT: u16 = 128;
+}
+
+/// Command bytes (first byte of a command packet).
+pub mod com {
+    pub const SLEEP: u8 = 0x00;
+    pub const QUIT: u8 = 0x01;
+    pub const INIT_DB: u8 = 0x02;
+    pub const QUERY: u8 = 0x03;
+    pub const FIELD_LIST: u8 = 0x04;
+    pub const CREATE_DB: u8 = 0x05;
+    pub const DROP_DB: u8 = 0x06;
+    pub const REFRESH: u8 = 0x07;
+    pub const STATISTICS: u8 = 0x09;
+    pub const PROCESS_INFO: u8 = 0x0a;
+    pub const PROCESS_KILL: u8 = 0x0c;
+    pub const DEBUG: u8 = 0x0d;
+    pub const PING: u8 = 0x0e;
+    pub const CHANGE_USER: u8 = 0x11;
+    pub const STMT_PREPARE: u8 = 0x16;
+    pub const STMT_EXECUTE: u8 = 0x17;
+    pub const STMT_SEND_LONG_DATA: u8 = 0x18;
+    pub const STMT_CLOSE: u8 = 0x19;
+    pub const STMT_RESET: u8 = 0x1a;
+    pub const SET_OPTION: u8 = 0x1b;
+    pub const STMT_FETCH: u8 = 0x1c;
+    pub const RESET_CONNECTION: u8 = 0x1f;
+}
+
+/// Largest payload of one protocol frame; a longer payload continues in the next frame.
+pub const MAX_FRAME: usize = 0xFF_FFFF;
+
+/// utf8mb4_general_ci, used for text the proxy itself produces.
+pub const CHARSET_UTF8MB4_GENERAL_CI: u8 = 45;
+
+/// Field types used by result sets the proxy builds itself.
+pub const MYSQL_TYPE_LONGLONG: u8 = 0x08;
+pub const MYSQL_TYPE_VAR_STRING: u8 = 0xfd;

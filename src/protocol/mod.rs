@@ -1,0 +1,9 @@
+//! The MySQL client/server protocol: framing, the connection phase, status packets and the
+//! response state machine. No policy lives here.
+
+pub mod constants;
+pub mod handshake;
+pub mod packets;
+pub mod response;
+pub mod stream;
+pub mod wire;

@@ -1,0 +1,266 @@
+//! Builders for the few packets the proxy writes itself (errors, OK, EOF, small result sets)
+//! and parsers for the status packets it must understand.
+
+use super::constants::{CHARSET_UTF8MB4_GENERAL_CI, MYSQL_TYPE_VAR_STRING};
+use super::wire::{put_lenenc_bytes, put_lenenc_int, Reader};
+
+/// An error the proxy itself reports to a client, with a MySQL error code and SQLSTATE.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorInfo {
+    pub code: u16,
+    pub sqlstate: [u8; 5],
+    pub message: String,
+}
+
+impl ErrorInfo {
+    pub fn new(code: u16, sqlstate: &str, message: impl Into<String>) -> Self {
+        let mut state = *b"HY000";
+        if sqlstate.len() == 5 {
+            state.copy_from_slice(sqlstate.as_bytes());
+        }
+        ErrorInfo {
+            code,
+            sqlstate: state,
+            message: message.into(),
+        }
+    }
+
+    /// Backend could not be reached (client-library code 2003, as a MySQL client would report).
+    pub fn backend_unreachable(addr: &str, reason: &str) -> Self {
+        Self::new(
+            2003,
+            "HY000",
+            format!("obkv-proxy: can't connect to backend MySQL server on '{addr}' ({reason})"),
+        )
+    }
+
+    /// Backend connection lost while a command was in flight (2013-style).
+    pub fn backend_lost(addr: &str) -> Self {
+        Self::new(
+            2013,
+            "HY000",
+            format!("obkv-proxy: lost connection to backend MySQL server on '{addr}' during query"),
+        )
+    }
+
+    pub fn unknown_command(cmd: u8) -> Self {
+        Self::new(
+            1047,
+            "08S01",
+            format!("Unknown command (0x{cmd:02x} is not supported by obkv-proxy)"),
+        )
+    }
+
+    pub fn packet_too_large(limit: usize) -> Self {
+        Self::new(
+            1153,
+            "08S01",
+            format!("Got a packet bigger than 'max_allowed_packet' bytes (obkv-proxy limit {limit})"),
+        )
+    }
+
+    pub fn out_of_order() -> Self {
+        Self::new(1156, "08S01", "Got packets out of order")
+    }
+
+    pub fn bad_handshake() -> Self {
+        Self::new(1043, "08S01", "Bad handshake")
+    }
+
+    pub fn too_many_connections() -> Self {
+        Self::new(1040, "08004", "Too many connections")
+    }
+
+    pub fn access_denied(user: &[u8], host: &str, with_password: bool) -> Self {
+        Self::new(
+            1045,
+            "28000",
+            format!(
+                "Access denied for user '{}'@'{}' (using password: {})",
+                String::from_utf8_lossy(user),
+                host,
+                if with_password { "YES" } else { "NO" }
+            ),
+        )
+    }
+
+    pub fn malformed_backend_packet(what: &str) -> Self {
+        Self::new(
+            2027,
+            "HY000",
+            format!("obkv-proxy: malformed packet from backend ({what})"),
+        )
+    }
+
+    pub fn unsupported_in_prepared() -> Self {
+        Self::new(
+            1295,
+            "HY000",
+            "This command is not supported in the prepared statement protocol yet",
+        )
+    }
+
+    pub fn to_packet(&self) -> Vec<u8> {
+        let mut p = Vec::with_capacity(9 + self.message.len());
+        p.push(0xff);
+        p.extend_from_slice(&self.code.to_le_bytes());
+        p.push(b'#');
+        p.extend_from_slice(&self.sqlstate);
+        p.extend_from_slice(self.message.as_bytes());
+        p
+    }
+}
+
+pub fn ok_packet(affected: u64, last_insert_id: u64, status: u16, warnings: u16) -> Vec<u8> {
+    let mut p = vec![0x00];
+    put_lenenc_int(&mut p, affected);
+    put_lenenc_int(&mut p, last_insert_id);
+    p.extend_from_slice(&status.to_le_bytes());
+    p.extend_from_slice(&warnings.to_le_bytes());
+    p
+}
+
+/// The packet that ends a result set: a classic EOF, or an OK packet with the 0xFE header when
+/// the client negotiated DEPRECATE_EOF.
+pub fn end_of_rows_packet(deprecate_eof: bool, status: u16, warnings: u16) -> Vec<u8> {
+    if deprecate_eof {
+        let mut p = ok_packet(0, 0, status, warnings);
+        p[0] = 0xfe;
+        p
+    } else {
+        let mut p = vec![0xfe];
+        p.extend_from_slice(&warnings.to_le_bytes());
+        p.extend_from_slice(&status.to_le_bytes());
+        p
+    }
+}
+
+/// Status fields of an OK packet (header 0x00 or 0xFE).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OkInfo {
+    pub affected_rows: u64,
+    pub last_insert_id: u64,
+    pub status: u16,
+    pub warnings: u16,
+}
+
+pub fn parse_ok(p: &[u8]) -> Option<OkInfo> {
+    let mut r = Reader::new(p);
+    let h = r.u8()?;
+    if h != 0x00 && h != 0xfe {
+        return None;
+    }
+    let affected_rows = r.lenenc_int()?;
+    let last_insert_id = r.lenenc_int()?;
+    let status = r.u16()?;
+    let warnings = r.u16().unwrap_or(0);
+    Some(OkInfo {
+        affected_rows,
+        last_insert_id,
+        status,
+        warnings,
+    })
+}
+
+/// (warnings, status) of a classic EOF packet.
+pub fn parse_eof(p: &[u8]) -> Option<(u16, u16)> {
+    let mut r = Reader::new(p);
+    if r.u8()? != 0xfe {
+        return None;
+    }
+    let warnings = r.u16()?;
+    let status = r.u16()?;
+    Some((warnings, status))
+}
+
+/// Error code of an ERR packet.
+pub fn parse_err_code(p: &[u8]) -> Option<u16> {
+    let mut r = Reader::new(p);
+    if r.u8()? != 0xff {
+        return None;
+    }
+    r.u16()
+}
+
+/// A text-protocol result set built by the proxy (for locally answered statements): every
+/// column is a utf8mb4 string.
+pub fn text_result_set(
+    columns: &[&str],
+    rows: &[Vec<Option<String>>],
+    deprecate_eof: bool,
+    status: u16,
+) -> Vec<Vec<u8>> {
+    let mut packets = Vec::with_capacity(columns.len() + rows.len() + 3);
+    let mut count = Vec::new();
+    put_lenenc_int(&mut count, columns.len() as u64);
+    packets.push(count);
+    for name in columns {
+        let mut c = Vec::with_capacity(32 + name.len());
+        put_lenenc_bytes(&mut c, b"def");
+        put_lenenc_bytes(&mut c, b""); // schema
+        put_lenenc_bytes(&mut c, b""); // table
+        put_lenenc_bytes(&mut c, b""); // org_table
+        put_lenenc_bytes(&mut c, name.as_bytes());
+        put_lenenc_bytes(&mut c, name.as_bytes());
+        c.push(0x0c);
+        c.extend_from_slice(&u16::from(CHARSET_UTF8MB4_GENERAL_CI).to_le_bytes());
+        c.extend_from_slice(&(1024u32 * 4).to_le_bytes());
+        c.push(MYSQL_TYPE_VAR_STRING);
+        c.extend_from_slice(&0u16.to_le_bytes()); // flags
+        c.push(0); // decimals
+        c.extend_from_slice(&[0, 0]);
+        packets.push(c);
+    }
+    if !deprecate_eof {
+        packets.push(end_of_rows_packet(false, status, 0));
+    }
+    for row in rows {
+        let mut r = Vec::new();
+        for v in row {
+            match v {
+                Some(s) => put_lenenc_bytes(&mut r, s.as_bytes()),
+                None => r.push(0xfb),
+            }
+        }
+        packets.push(r);
+    }
+    packets.push(end_of_rows_packet(deprecate_eof, status, 0));
+    packets
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn err_packet_layout() {
+        let p = ErrorInfo::new(1047, "08S01", "Unknown command").to_packet();
+        assert_eq!(&p[..9], &[0xff, 0x17, 0x04, b'#', b'0', b'8', b'S', b'0', b'1']);
+        assert_eq!(&p[9..], b"Unknown command");
+        assert_eq!(parse_err_code(&p), Some(1047));
+    }
+
+    #[test]
+    fn ok_and_eof_round_trip() {
+        let p = ok_packet(300, 7, 0x0022, 3);
+        assert_eq!(
+            parse_ok(&p),
+            Some(OkInfo {
+                affected_rows: 300,
+                last_insert_id: 7,
+                status: 0x22,
+                warnings: 3
+            })
+        );
+        let e = end_of_rows_packet(false, 0x0002, 5);
+        assert_eq!(parse_eof(&e), Some((5, 2)));
+        let o = end_of_rows_packet(true, 0x000a, 1);
+        assert_eq!(o[0], 0xfe);
+        assert_eq!(parse_ok(&o).map(|i| (i.status, i.warnings)), Some((0x0a, 1)));
+    }
+
+    #[test]
+    fn bad_sqlstate_falls_back_to_hy000() {
+        assert_eq!(&ErrorInfo::new(1, "X", "m").sqlstate, b"HY000");
+    }
+}

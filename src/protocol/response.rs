@@ -1,0 +1,425 @@
+//! Where a backend response ends.
+//!
+//! The proxy relays response packets without decoding rows; it only needs to know when the
+//! response to a command is complete, and the few status fields that matter (transaction state,
+//! errors, prepared-statement ids). `ResponseTracker` is that knowledge as a pure state machine:
+//! the session feeds it each packet (the whole payload when `needs_whole_packet` says so, else
+//! just the first bytes) and it answers whether more packets follow.
+
+use super::constants::{cap, status};
+use super::packets::{parse_eof, parse_err_code, parse_ok};
+use super::wire::Reader;
+use super::constants::MAX_FRAME;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ResponseKind {
+    /// COM_QUERY: OK, ERR, LOCAL INFILE request, or text result sets (possibly several).
+    Query,
+    /// COM_STMT_EXECUTE: OK, ERR, or binary result sets; with a cursor, metadata only.
+    Execute,
+    /// COM_STMT_PREPARE: prepare-OK with parameter and column definitions, or ERR.
+    Prepare,
+    /// COM_FIELD_LIST: column definitions ending in EOF, or ERR.
+    FieldList,
+    /// COM_STMT_FETCH: rows ending in EOF, or ERR.
+    Fetch,
+    /// One packet: OK, ERR, EOF, or COM_STATISTICS' string.
+    Single,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Step {
+    /// More packets of this response follow.
+    More,
+    /// The response is complete.
+    Done,
+    /// The backend asks for a local file: relay client packets up to an empty one, then go on.
+    LocalInfile,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum State {
+    First,
+    Columns(u64),
+    ColumnsEof,
+    Rows,
+    PrepareParams(u16),
+    PrepareParamsEof,
+    PrepareColumns(u16),
+    PrepareColumnsEof,
+    UntilEof,
+    Finished,
+}
+
+/// What the proxy learned from a complete response.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Summary {
+    /// Server status flags of the last status-bearing packet.
+    pub status: Option<u16>,
+    pub error_code: Option<u16>,
+    pub warnings: u16,
+    pub affected_rows: u64,
+    pub result_sets: u32,
+    pub rows: u64,
+    /// COM_STMT_PREPARE: (statement id, columns, parameters).
+    pub prepared: Option<(u32, u16, u16)>,
+}
+
+#[derive(Debug)]
+pub struct ResponseTracker {
+    kind: ResponseKind,
+    deprecate_eof: bool,
+    state: State,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unexpected backend packet: {0}")]
+pub struct FramingError(pub &'static str);
+
+impl ResponseTracker {
+    pub fn new(kind: ResponseKind, client_caps: u32) -> Self {
+        let state = match kind {
+            ResponseKind::FieldList | ResponseKind::Fetch => State::UntilEof,
+            _ => State::First,
+        };
+        ResponseTracker {
+            kind,
+            deprecate_eof: client_caps & cap::DEPRECATE_EOF != 0,
+            state,
+            summary: Summary::default(),
+        }
+    }
+
+    pub fn is_done(&self) -> bool {
+        self.state == State::Finished
+    }
+
+    /// Whether `feed` needs the whole payload of a packet that starts with `first` and has
+    /// `len` bytes. Rows and column definitions are never needed whole, so they can be streamed.
+    pub fn needs_whole_packet(&self, first: Option<u8>, len: usize) -> bool {
+        match self.state {
+            State::First | State::ColumnsEof | State::PrepareParamsEof | State::PrepareColumnsEof => true,
+            State::Rows | State::UntilEof => is_terminator(first, len) || first == Some(0xff),
+            _ => false,
+        }
+    }
+
+    /// Feeds one packet. `payload` is the whole payload if `needs_whole_packet` said so, else at
+    /// least its first byte (when `len > 0`).
+    pub fn feed(&mut self, len: usize, payload: &[u8]) -> Result<Step, FramingError> {
+        let first = payload.first().copied();
+        match self.state {
+            State::Finished => Err(FramingError("packet after end of response")),
+            State::First => self.first_packet(payload),
+            State::Columns(n) => {
+                self.state = if n > 1 {
+                    State::Columns(n - 1)
+                } else if self.deprecate_eof {
+                    State::Rows
+                } else {
+                    State::ColumnsEof
+                };
+                Ok(Step::More)
+            }
+            State::ColumnsEof => {
+                let (_, st) = parse_eof(payload).ok_or(FramingError("expected EOF after columns"))?;
+                self.summary.status = Some(st);
+                if self.kind == ResponseKind::Execute && st & status::CURSOR_EXISTS != 0 {
+                    return Ok(self.finish());
+                }
+                self.state = State::Rows;
+                Ok(Step::More)
+            }
+            State::Rows => {
+                if first == Some(0xff) {
+                    self.summary.error_code = parse_err_code(payload);
+                    return Ok(self.finish());
+                }
+                if is_terminator(first, len) {
+                    let st = self.terminator_status(payload)?;
+                    if st & status::MORE_RESULTS_EXISTS != 0 {
+                        self.state = State::First;
+                        return Ok(Step::More);
+                    }
+                    return Ok(self.finish());
+                }
+                self.summary.rows += 1;
+                Ok(Step::More)
+            }
+            State::UntilEof => {
+                if first == Some(0xff) {
+                    self.summary.error_code = parse_err_code(payload);
+                    return Ok(self.finish());
+                }
+                if is_terminator(first, len) {
+                    self.terminator_status(payload)?;
+                    return Ok(self.finish());
+                }
+                self.summary.rows += 1;
+                Ok(Step::More)
+            }
+            State::PrepareParams(n) => {
+                self.state = if n > 1 {
+                    State::PrepareParams(n - 1)
+                } else if self.deprecate_eof {
+                    self.after_prepare_params()
+                } else {
+                    State::PrepareParamsEof
+                };
+                Ok(self.step_or_finish())
+            }
+            State::PrepareParamsEof => {
+                parse_eof(payload).ok_or(FramingError("expected EOF after parameters"))?;
+                self.state = self.after_prepare_params();
+                Ok(self.step_or_finish())
+            }
+            State::PrepareColumns(n) => {
+                self.state = if n > 1 {
+                    State::PrepareColumns(n - 1)
+                } else if self.deprecate_eof {
+                    State::Finished
+                } else {
+                    State::PrepareColumnsEof
+                };
+                Ok(self.step_or_finish())
+            }
+            State::PrepareColumnsEof => {
+                parse_eof(payload).ok_or(FramingError("expected EOF after prepared columns"))?;
+                Ok(self.finish())
+            }
+        }
+    }
+
+    fn first_packet(&mut self, payload: &[u8]) -> Result<Step, FramingError> {
+        let first = *payload.first().ok_or(FramingError("empty response packet"))?;
+        if self.kind == ResponseKind::Single {
+            match first {
+                0x00 => self.take_ok(payload),
+                0xff => self.summary.error_code = parse_err_code(payload),
+                0xfe => {
+                    if let Some((w, st)) = parse_eof(payload) {
+                        self.summary.warnings = w;
+                        self.summary.status = Some(st);
+                    }
+                }
+                _ => {} // COM_STATISTICS answers with a bare string
+            }
+            return Ok(self.finish());
+        }
+        match first {
+            0xff => {
+                self.summary.error_code = parse_err_code(payload);
+                Ok(self.finish())
+            }
+            0x00 if self.kind == ResponseKind::Prepare => {
+                let mut r = Reader::new(payload);
+                r.u8();
+                let (Some(id), Some(cols), Some(params)) = (r.u32(), r.u16(), r.u16()) else {
+                    return Err(FramingError("short prepare OK"));
+                };
+                r.u8();
+                self.summary.warnings = r.u16().unwrap_or(0);
+                self.summary.prepared = Some((id, cols, params));
+                self.state = State::PrepareParams(params);
+                if params == 0 {
+                    self.state = self.after_prepare_params();
+                }
+                Ok(self.step_or_finish())
+            }
+            0x00 => {
+                self.take_ok(payload);
+                let st = self.summary.status.unwrap_or(0);
+                if st & status::MORE_RESULTS_EXISTS != 0 {
+                    Ok(Step::More)
+                } else {
+                    Ok(self.finish())
+                }
+            }
+            0xfb if self.kind == ResponseKind::Query => Ok(Step::LocalInfile),
+            _ if self.kind == ResponseKind::Prepare => Err(FramingError("bad prepare response")),
+            _ => {
+                let n = Reader::new(payload)
+                    .lenenc_int()
+                    .filter(|&n| n > 0)
+                    .ok_or(FramingError("bad column count"))?;
+                self.summary.result_sets += 1;
+                self.state = State::Columns(n);
+                Ok(Step::More)
+            }
+        }
+    }
+
+    fn after_prepare_params(&self) -> State {
+        match self.summary.prepared {
+            Some((_, cols, _)) if cols > 0 => State::PrepareColumns(cols),
+            _ => State::Finished,
+        }
+    }
+
+    fn step_or_finish(&self) -> Step {
+        if self.state == State::Finished {
+            Step::Done
+        } else {
+            Step::More
+        }
+    }
+
+    fn take_ok(&mut self, payload: &[u8]) {
+        if let Some(ok) = parse_ok(payload) {
+            self.summary.status = Some(ok.status);
+            self.summary.warnings = ok.warnings;
+            self.summary.affected_rows = ok.affected_rows;
+        }
+    }
+
+    fn terminator_status(&mut self, payload: &[u8]) -> Result<u16, FramingError> {
+        let (warnings, st) = if self.deprecate_eof {
+            let ok = parse_ok(payload).ok_or(FramingError("bad end-of-rows OK"))?;
+            (ok.warnings, ok.status)
+        } else {
+            parse_eof(payload).ok_or(FramingError("bad EOF"))?
+        };
+        self.summary.warnings = warnings;
+        self.summary.status = Some(st);
+        Ok(st)
+    }
+
+    fn finish(&mut self) -> Step {
+        self.state = State::Finished;
+        Step::Done
+    }
+}
+
+/// An EOF or end-of-rows OK packet starts with 0xFE and is shorter than a full frame; a row that
+/// starts with 0xFE (an 8-byte length prefix) is always a full 16 MiB frame.
+fn is_terminator(first: Option<u8>, len: usize) -> bool {
+    first == Some(0xfe) && len < MAX_FRAME
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::packets::{end_of_rows_packet, ok_packet, text_result_set, ErrorInfo};
+
+    fn run(t: &mut ResponseTracker, packets: &[Vec<u8>]) -> Vec<Step> {
+        packets.iter().map(|p| t.feed(p.len(), p).expect("valid")).collect()
+    }
+
+    #[test]
+    fn ok_ends_a_query() {
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        assert_eq!(run(&mut t, &[ok_packet(1, 0, 2, 0)]), vec![Step::Done]);
+        assert_eq!(t.summary.affected_rows, 1);
+    }
+
+    #[test]
+    fn result_set_in_both_eof_styles() {
+        for deprecate in [false, true] {
+            let caps = if deprecate { cap::DEPRECATE_EOF } else { 0 };
+            let rows = vec![vec![Some("1".into()), None], vec![Some("2".into()), Some("x".into())]];
+            let packets = text_result_set(&["a", "b"], &rows, deprecate, 2);
+            let mut t = ResponseTracker::new(ResponseKind::Query, caps);
+            let steps = run(&mut t, &packets);
+            assert_eq!(steps.last(), Some(&Step::Done));
+            assert!(steps[..steps.len() - 1].iter().all(|s| *s == Step::More));
+            assert_eq!(t.summary.rows, 2);
+            assert!(t.is_done());
+        }
+    }
+
+    #[test]
+    fn multi_results_continue_until_last() {
+        let more = status::MORE_RESULTS_EXISTS | 2;
+        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], false, 2);
+        let last = packets.len() - 1;
+        packets[last] = end_of_rows_packet(false, more, 0);
+        packets.push(ok_packet(1, 0, more, 0));
+        packets.push(ok_packet(0, 0, 2, 0));
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        let steps = run(&mut t, &packets);
+        assert_eq!(steps.iter().filter(|s| **s == Step::Done).count(), 1);
+        assert_eq!(steps.last(), Some(&Step::Done));
+    }
+
+    #[test]
+    fn error_mid_rows_ends_response() {
+        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], false, 2);
+        packets.pop();
+        packets.push(ErrorInfo::new(1317, "70100", "interrupted").to_packet());
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        assert_eq!(run(&mut t, &packets).last(), Some(&Step::Done));
+        assert_eq!(t.summary.error_code, Some(1317));
+    }
+
+    #[test]
+    fn big_row_starting_with_fe_is_not_a_terminator() {
+        let mut t = ResponseTracker::new(ResponseKind::Query, cap::DEPRECATE_EOF);
+        t.feed(1, &[1]).unwrap();
+        t.feed(10, &[3, b'd']).unwrap();
+        assert!(!t.needs_whole_packet(Some(0xfe), MAX_FRAME));
+        assert_eq!(t.feed(MAX_FRAME, &[0xfe]).unwrap(), Step::More);
+        assert!(t.needs_whole_packet(Some(0xfe), 7));
+    }
+
+    #[test]
+    fn prepare_with_params_and_columns() {
+        for deprecate in [false, true] {
+            let caps = if deprecate { cap::DEPRECATE_EOF } else { 0 };
+            let mut head = vec![0u8];
+            head.extend_from_slice(&7u32.to_le_bytes());
+            head.extend_from_slice(&1u16.to_le_bytes()); // columns
+            head.extend_from_slice(&2u16.to_le_bytes()); // params
+            head.extend_from_slice(&[0, 0, 0]);
+            let mut packets = vec![head, vec![3], vec![3]];
+            if !deprecate {
+                packets.push(end_of_rows_packet(false, 2, 0));
+            }
+            packets.push(vec![3]);
+            if !deprecate {
+                packets.push(end_of_rows_packet(false, 2, 0));
+            }
+            let mut t = ResponseTracker::new(ResponseKind::Prepare, caps);
+            let steps = run(&mut t, &packets);
+            assert_eq!(steps.last(), Some(&Step::Done));
+            assert_eq!(steps.iter().filter(|s| **s == Step::Done).count(), 1);
+            assert_eq!(t.summary.prepared, Some((7, 1, 2)));
+        }
+    }
+
+    #[test]
+    fn prepare_without_params_or_columns_is_one_packet() {
+        let mut head = vec![0u8];
+        head.extend_from_slice(&9u32.to_le_bytes());
+        head.extend_from_slice(&[0, 0, 0, 0, 0, 0, 0]);
+        let mut t = ResponseTracker::new(ResponseKind::Prepare, 0);
+        assert_eq!(t.feed(head.len(), &head).unwrap(), Step::Done);
+    }
+
+    #[test]
+    fn cursor_execute_ends_after_metadata() {
+        let mut t = ResponseTracker::new(ResponseKind::Execute, 0);
+        t.feed(1, &[1]).unwrap();
+        t.feed(5, &[3]).unwrap();
+        let eof = end_of_rows_packet(false, status::CURSOR_EXISTS | 2, 0);
+        assert_eq!(t.feed(eof.len(), &eof).unwrap(), Step::Done);
+    }
+
+    #[test]
+    fn local_infile_request_is_reported() {
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        assert_eq!(t.feed(5, &[0xfb, b'/', b'x']).unwrap(), Step::LocalInfile);
+        let ok = ok_packet(3, 0, 2, 0);
+        assert_eq!(t.feed(ok.len(), &ok).unwrap(), Step::Done);
+    }
+
+    #[test]
+    fn garbage_is_an_error_not_a_panic() {
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        assert!(t.feed(0, &[]).is_err());
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        t.feed(1, &[1]).unwrap();
+        t.feed(1, &[3]).unwrap();
+        assert!(t.feed(2, &[0x00, 0x01]).is_err()); // not an EOF where one is due
+    }
+}

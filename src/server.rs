@@ -1,0 +1,167 @@
+//! The accept loop: `run(listener, config, shutdown)` serves until `shutdown` completes, then
+//! lets sessions finish their current command (up to `proxy.shutdown_grace_ms`).
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tokio::task::JoinSet;
+use tokio_rustls::TlsAcceptor;
+use tracing::{error, info, warn};
+
+use crate::admin::{bump, Stats};
+use crate::backend::pool::Pool;
+use crate::backend::{self, BackendError, BackendStream, LoggedIn, LoginSpec};
+use crate::config::{Config, ConfigError, ProxyUser};
+use crate::protocol::handshake::Greeting;
+use crate::protocol::packets::ErrorInfo;
+use crate::session;
+use crate::session::auth::{parse_native_hash, verify_native};
+
+/// State every session shares.
+pub struct Shared {
+    pub config: Config,
+    pub tls: Option<TlsAcceptor>,
+    pub stats: Stats,
+    pub pool: Pool,
+    pub shutdown: watch::Receiver<bool>,
+    users: HashMap<Vec<u8>, (ProxyUser, [u8; 20])>,
+    next_connection_id: AtomicU32,
+    /// Proxy-auth mode: the backend's greeting (version string, capabilities), learned once.
+    backend_greeting: Mutex<Option<Greeting>>,
+}
+
+impl Shared {
+    pub fn new(config: Config, shutdown: watch::Receiver<bool>) -> Result<Shared, ConfigError> {
+        config.validate()?;
+        let tls = match (&config.tls.cert, &config.tls.key) {
+            (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
+            _ => None,
+        };
+        let users = config
+            .auth
+            .users
+            .iter()
+            .filter_map(|u| parse_native_hash(&u.password_hash).map(|h| (u.name.as_bytes().to_vec(), (u.clone(), h))))
+            .collect();
+        let pool = Pool::new(config.pool.max_idle, Duration::from_millis(config.pool.idle_timeout_ms));
+        Ok(Shared {
+            tls,
+            stats: Stats::default(),
+            pool,
+            shutdown,
+            users,
+            next_connection_id: AtomicU32::new(1),
+            backend_greeting: Mutex::new(None),
+            config,
+        })
+    }
+
+    pub fn next_connection_id(&self) -> u32 {
+        self.next_connection_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// The proxy user whose password produced `response` for `salt`.
+    pub fn check_proxy_user(&self, name: &[u8], salt: &[u8], response: &[u8]) -> Option<&ProxyUser> {
+        let (user, stored) = self.users.get(name)?;
+        verify_native(stored, salt, response).then_some(user)
+    }
+
+    pub async fn backend_greeting(&self) -> Result<Greeting, BackendError> {
+        if let Some(g) = self.backend_greeting.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+            return Ok(g);
+        }
+        let mut s = backend::connect(&self.config.backend.address, self.config.connect_timeout()).await?;
+        let (_, g) = backend::read_greeting(&mut s).await?;
+        *self.backend_greeting.lock().unwrap_or_else(|e| e.into_inner()) = Some(g.clone());
+        Ok(g)
+    }
+
+    /// A backend connection logged in for `spec`: an idle pooled one, or a new login.
+    pub async fn backend_login(&self, spec: &LoginSpec) -> Result<LoggedIn, BackendError> {
+        if let Some(c) = self.pool.take(spec) {
+            return Ok(c);
+        }
+        backend::login(&self.config.backend.address, self.config.connect_timeout(), spec).await
+    }
+
+    /// Resets a cleanly released backend connection in the background and pools it.
+    pub fn recycle(self: &Arc<Self>, spec: LoginSpec, greeting: Greeting, mut stream: BackendStream, caps: u32) {
+        let shared = self.clone();
+        tokio::spawn(async move {
+            match backend::reset(&mut stream).await {
+                Ok(()) => shared.pool.put(spec, LoggedIn { stream, greeting, caps }),
+                Err(e) => warn!("backend connection not reusable, closed: {e}"),
+            }
+        });
+    }
+}
+
+/// Serves clients from `listener` until `shutdown` resolves.
+pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ConfigError> {
+    let (stop_tx, stop_rx) = watch::channel(false);
+    let shared = Arc::new(Shared::new(config, stop_rx)?);
+    let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
+    let mut sessions = JoinSet::new();
+    tokio::pin!(shutdown);
+    if let Ok(addr) = listener.local_addr() {
+        info!(listen = %addr, backend = %shared.config.backend.address, auth = ?shared.config.auth.mode, tls = shared.tls.is_some(), "obkv-proxy serving");
+    }
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            accepted = listener.accept() => match accepted {
+                Ok((tcp, peer)) => {
+                    bump(&shared.stats.connections_total);
+                    match limit.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            let shared = shared.clone();
+                            sessions.spawn(async move {
+                                session::serve(tcp, peer, shared).await;
+                                drop(permit);
+                            });
+                        }
+                        Err(_) => {
+                            bump(&shared.stats.connections_refused);
+                            sessions.spawn(refuse(tcp));
+                        }
+                    }
+                }
+                Err(e) => {
+                    // e.g. out of file descriptors: back off instead of spinning
+                    warn!("accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
+            Some(done) = sessions.join_next(), if !sessions.is_empty() => {
+                if let Err(e) = done {
+                    if e.is_panic() {
+                        error!("session task panicked: {e}");
+                    }
+                }
+            }
+        }
+    }
+    info!(sessions = sessions.len(), "shutting down");
+    let _ = stop_tx.send(true);
+    let grace = Duration::from_millis(shared.config.proxy.shutdown_grace_ms);
+    let drained = tokio::time::timeout(grace, async { while sessions.join_next().await.is_some() {} }).await;
+    if drained.is_err() {
+        warn!(sessions = sessions.len(), "grace period over, closing remaining sessions");
+        sessions.abort_all();
+    }
+    Ok(())
+}
+
+async fn refuse(mut tcp: TcpStream) {
+    let p = ErrorInfo::too_many_connections().to_packet();
+    let mut frame = vec![p.len() as u8, (p.len() >> 8) as u8, 0, 0];
+    frame.extend_from_slice(&p);
+    let _ = tcp.write_all(&frame).await;
+    let _ = tcp.shutdown().await;
+}

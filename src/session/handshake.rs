@@ -1,0 +1,363 @@
+//! Establishing a session: the connection phase in both auth modes, TLS upgrade, and
+//! COM_CHANGE_USER.
+//!
+//! Default mode ("backend"): the proxy connects to the backend first and relays its greeting
+//! (salt and version string included) with the capability flags narrowed to what the proxy can
+//! relay, then relays the client's answer and every auth round (auth switch, caching_sha2 data)
+//! until the backend says OK or ERR. The backend's accounts and grants apply unchanged.
+//!
+//! Proxy mode: the proxy sends its own greeting with a fresh random salt, checks the client
+//! against `auth.users`, and attaches a backend connection logged in as the mapped user, taken
+//! from the pool when one with the same session shape is idle.
+
+use std::io;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use rand::Rng;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tracing::{debug, info, warn};
+
+use super::auth::NATIVE_PLUGIN;
+use super::client_io::ClientIo;
+use super::Session;
+use crate::admin::bump;
+use crate::backend::{self, BackendError, BackendStream, LoginSpec};
+use crate::config::AuthMode;
+use crate::protocol::constants::{cap, MAX_FRAME};
+use crate::protocol::handshake::{
+    build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response, set_greeting_capabilities,
+    set_response_capabilities, HandshakeResponse,
+};
+use crate::protocol::packets::{ok_packet, ErrorInfo};
+use crate::protocol::stream::PacketStream;
+use crate::server::Shared;
+
+/// Largest login packet accepted (user, auth data, database and connect attributes).
+const MAX_LOGIN_PACKET: usize = 1 << 20;
+
+/// Why a session was not established (already reported to the client where possible).
+#[derive(Debug)]
+pub enum HandshakeFailure {
+    Io(io::Error),
+    Rejected(&'static str),
+}
+
+impl From<io::Error> for HandshakeFailure {
+    fn from(e: io::Error) -> Self {
+        HandshakeFailure::Io(e)
+    }
+}
+
+pub async fn establish(tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Result<Session, HandshakeFailure> {
+    match shared.config.auth.mode {
+        AuthMode::Backend => establish_relayed(tcp, peer, shared).await,
+        AuthMode::Proxy => establish_proxy_auth(tcp, peer, shared).await,
+    }
+}
+
+/// Capability flags the proxy advertises: the backend's, narrowed to what can be relayed, plus
+/// TLS when the proxy has a certificate (TLS ends at the proxy).
+pub fn advertised_caps(backend_caps: u32, tls: bool) -> u32 {
+    let c = backend_caps & cap::PROXY_SUPPORTED;
+    if tls {
+        c | cap::SSL
+    } else {
+        c
+    }
+}
+
+async fn write_raw_packet(tcp: &mut TcpStream, seq: u8, payload: &[u8]) -> io::Result<()> {
+    let mut frame = Vec::with_capacity(payload.len() + 4);
+    let n = payload.len().min(MAX_FRAME) as u32;
+    frame.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
+    frame.extend_from_slice(&payload[..n as usize]);
+    tcp.write_all(&frame).await?;
+    tcp.flush().await
+}
+
+/// Reads one packet straight from the socket, without read-ahead: after an SSLRequest the next
+/// bytes belong to the TLS handshake.
+async fn read_raw_packet(tcp: &mut TcpStream) -> Result<(u8, Vec<u8>), HandshakeFailure> {
+    let mut h = [0u8; 4];
+    tcp.read_exact(&mut h).await?;
+    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    if len > MAX_LOGIN_PACKET {
+        return Err(HandshakeFailure::Rejected("login packet too large"));
+    }
+    let mut p = vec![0u8; len];
+    tcp.read_exact(&mut p).await?;
+    Ok((h[3], p))
+}
+
+/// Reads the client's login request, upgrading to TLS first when it asks. Returns the client
+/// stream, the raw HandshakeResponse41 and its sequence id.
+async fn read_login_request(
+    mut tcp: TcpStream,
+    shared: &Shared,
+    advertised: u32,
+) -> Result<(PacketStream<ClientIo>, Vec<u8>, u8), HandshakeFailure> {
+    let (seq, first) = read_raw_packet(&mut tcp).await?;
+    if !is_ssl_request(&first) {
+        return Ok((PacketStream::new(ClientIo::Plain(tcp)), first, seq));
+    }
+    let Some(acceptor) = shared.tls.as_ref().filter(|_| advertised & cap::SSL != 0) else {
+        let _ = write_raw_packet(&mut tcp, seq.wrapping_add(1), &ErrorInfo::bad_handshake().to_packet()).await;
+        return Err(HandshakeFailure::Rejected("SSLRequest without TLS configured"));
+    };
+    let tls = acceptor.accept(tcp).await?;
+    let mut client = PacketStream::new(ClientIo::Tls(Box::new(tls)));
+    let mut p = Vec::new();
+    let h = client.read_frame_into(&mut p).await?;
+    if h.len > MAX_LOGIN_PACKET {
+        return Err(HandshakeFailure::Rejected("login packet too large"));
+    }
+    Ok((client, p, h.seq))
+}
+
+async fn reject(client: &mut PacketStream<ClientIo>, seq: u8, err: ErrorInfo, why: &'static str) -> HandshakeFailure {
+    let _ = client.send_packet(seq, &err.to_packet()).await;
+    client.shutdown().await;
+    HandshakeFailure::Rejected(why)
+}
+
+async fn establish_relayed(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Result<Session, HandshakeFailure> {
+    let addr = shared.config.backend.address.clone();
+    let mut backend = match backend::connect(&addr, shared.config.connect_timeout()).await {
+        Ok(b) => b,
+        Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
+    };
+    let (mut greeting_raw, greeting) = match backend::read_greeting(&mut backend).await {
+        Ok(g) => g,
+        Err(BackendError::Refused(err)) => {
+            // e.g. "Too many connections" from the backend: relay it as the first packet
+            let _ = write_raw_packet(&mut tcp, 0, &err).await;
+            return Err(HandshakeFailure::Rejected("backend refused the connection"));
+        }
+        Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
+    };
+    let advertised = advertised_caps(greeting.capabilities, shared.tls.is_some());
+    set_greeting_capabilities(&mut greeting_raw, &greeting, advertised);
+    write_raw_packet(&mut tcp, 0, &greeting_raw).await?;
+
+    let (mut client, mut response_raw, seq) = read_login_request(tcp, &shared, advertised).await?;
+    let Some(response) = parse_handshake_response(&response_raw) else {
+        bump(&shared.stats.client_protocol_errors);
+        return Err(reject(&mut client, seq.wrapping_add(1), ErrorInfo::bad_handshake(), "unparseable login").await);
+    };
+    // The backend never saw the SSLRequest: its sequence ids run one behind the client's.
+    let seq_delta = seq.wrapping_sub(1);
+    let client_caps = response.capabilities & advertised & !cap::SSL;
+    set_response_capabilities(&mut response_raw, client_caps);
+    if backend.send_packet(1, &response_raw).await.is_err() {
+        return Err(reject(&mut client, seq.wrapping_add(1), ErrorInfo::backend_lost(&addr), "backend lost during login").await);
+    }
+    if !relay_auth(&mut client, &mut backend, seq_delta, &addr).await? {
+        debug!(%peer, user = %String::from_utf8_lossy(&response.user), "backend refused login");
+        return Err(HandshakeFailure::Rejected("authentication failed"));
+    }
+    info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), "session established");
+    Ok(Session::new(shared, peer, client, backend, client_caps, None))
+}
+
+async fn report_backend_down(tcp: &mut TcpStream, shared: &Shared, addr: &str, e: &BackendError) -> HandshakeFailure {
+    bump(&shared.stats.backend_connect_errors);
+    warn!(backend = addr, "cannot reach backend: {e}");
+    let _ = write_raw_packet(tcp, 0, &ErrorInfo::backend_unreachable(addr, &e.to_string()).to_packet()).await;
+    let _ = tcp.shutdown().await;
+    HandshakeFailure::Rejected("backend unreachable")
+}
+
+/// Relays an auth exchange until the backend's OK (true) or ERR (false). Client sequence ids are
+/// the backend's plus `seq_delta`.
+pub async fn relay_auth(
+    client: &mut PacketStream<ClientIo>,
+    backend: &mut BackendStream,
+    seq_delta: u8,
+    addr: &str,
+) -> Result<bool, HandshakeFailure> {
+    let mut p = Vec::new();
+    let mut next_client_seq = seq_delta.wrapping_add(2);
+    loop {
+        let h = match backend.read_frame_into(&mut p).await {
+            Ok(h) => h,
+            Err(_) => return Err(reject(client, next_client_seq, ErrorInfo::backend_lost(addr), "backend lost during login").await),
+        };
+        client.send_packet(h.seq.wrapping_add(seq_delta), &p).await?;
+        match p.first() {
+            Some(0x00) => return Ok(true),
+            Some(0xff) => {
+                client.shutdown().await;
+                return Ok(false);
+            }
+            Some(0x01) if p.as_slice() == [0x01, 0x03] => continue, // caching_sha2 fast auth: OK follows
+            _ => {}
+        }
+        let ch = client.read_frame_into(&mut p).await?;
+        next_client_seq = ch.seq.wrapping_add(1);
+        if backend.send_packet(ch.seq.wrapping_sub(seq_delta), &p).await.is_err() {
+            return Err(reject(client, next_client_seq, ErrorInfo::backend_lost(addr), "backend lost during login").await);
+        }
+    }
+}
+
+fn random_salt() -> [u8; 20] {
+    let mut rng = rand::rng();
+    let mut s = [0u8; 20];
+    for b in &mut s {
+        // printable, never NUL: the salt's second part is NUL-terminated on the wire
+        *b = rng.random_range(0x21u8..0x7f);
+    }
+    s
+}
+
+async fn establish_proxy_auth(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Result<Session, HandshakeFailure> {
+    let addr = shared.config.backend.address.clone();
+    let backend_greeting = match shared.backend_greeting().await {
+        Ok(g) => g,
+        Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
+    };
+    let salt = random_salt();
+    let advertised = advertised_caps(backend_greeting.capabilities, shared.tls.is_some());
+    let conn_id = shared.next_connection_id();
+    let greeting = build_greeting(
+        &backend_greeting.server_version,
+        conn_id,
+        &salt,
+        advertised,
+        backend_greeting.charset,
+        backend_greeting.status,
+        NATIVE_PLUGIN,
+    );
+    write_raw_packet(&mut tcp, 0, &greeting).await?;
+    let (mut client, response_raw, seq) = read_login_request(tcp, &shared, advertised).await?;
+    let Some(response) = parse_handshake_response(&response_raw) else {
+        bump(&shared.stats.client_protocol_errors);
+        return Err(reject(&mut client, seq.wrapping_add(1), ErrorInfo::bad_handshake(), "unparseable login").await);
+    };
+    let client_caps = response.capabilities & advertised & !cap::SSL;
+    let (auth_data, next_seq) = native_auth_data(&mut client, &response, &salt, seq.wrapping_add(1)).await?;
+    let host = peer.ip().to_string();
+    let Some(user) = shared.check_proxy_user(&response.user, &salt, &auth_data) else {
+        info!(%peer, user = %String::from_utf8_lossy(&response.user), "proxy authentication failed");
+        let err = ErrorInfo::access_denied(&response.user, &host, !auth_data.is_empty());
+        return Err(reject(&mut client, next_seq, err, "authentication failed").await);
+    };
+    let spec = LoginSpec {
+        user: user.backend_user.clone(),
+        password: user.backend_password.clone(),
+        caps: client_caps,
+        charset: response.charset,
+        database: response.database.clone().filter(|d| !d.is_empty()),
+    };
+    let logged = match shared.backend_login(&spec).await {
+        Ok(l) => l,
+        Err(BackendError::Refused(err)) => {
+            let _ = client.send_packet(next_seq, &err).await;
+            return Err(HandshakeFailure::Rejected("backend refused the mapped login"));
+        }
+        Err(e) => {
+            bump(&shared.stats.backend_connect_errors);
+            warn!(backend = %addr, "backend login failed: {e}");
+            let err = ErrorInfo::backend_unreachable(&addr, &e.to_string());
+            return Err(reject(&mut client, next_seq, err, "backend unreachable").await);
+        }
+    };
+    client
+        .send_packet(next_seq, &ok_packet(0, 0, backend_greeting.status, 0))
+        .await?;
+    info!(%peer, user = %String::from_utf8_lossy(&response.user), backend_user = %spec.user, "session established (proxy auth)");
+    let caps = logged.caps;
+    Ok(Session::new(shared, peer, client, logged.stream, caps, Some((spec, logged.greeting))))
+}
+
+/// The client's mysql_native_password answer; asks for it with an auth switch when the client
+/// started with another plugin. Returns the answer and the next sequence id.
+async fn native_auth_data(
+    client: &mut PacketStream<ClientIo>,
+    response: &HandshakeResponse,
+    salt: &[u8; 20],
+    seq: u8,
+) -> Result<(Vec<u8>, u8), HandshakeFailure> {
+    let plugin = response.auth_plugin.as_deref().unwrap_or(NATIVE_PLUGIN);
+    if plugin == NATIVE_PLUGIN || plugin.is_empty() {
+        return Ok((response.auth_response.clone(), seq));
+    }
+    client.send_packet(seq, &build_auth_switch(NATIVE_PLUGIN, salt)).await?;
+    let mut p = Vec::new();
+    let h = client.read_frame_into(&mut p).await?;
+    Ok((p, h.seq.wrapping_add(1)))
+}
+
+/// COM_CHANGE_USER fields (after the command byte).
+pub struct ChangeUser {
+    pub user: Vec<u8>,
+    pub database: Option<Vec<u8>>,
+    pub charset: Option<u8>,
+}
+
+pub fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
+    let mut r = crate::protocol::wire::Reader::new(p);
+    let user = r.null_terminated().to_vec();
+    if caps & cap::SECURE_CONNECTION != 0 {
+        let n = usize::from(r.u8()?);
+        r.take(n)?;
+    } else {
+        r.null_terminated();
+    }
+    let db = r.null_terminated().to_vec();
+    let charset = r.u16().map(|c| c as u8);
+    Some(ChangeUser {
+        user,
+        database: Some(db).filter(|d| !d.is_empty()),
+        charset,
+    })
+}
+
+/// Proxy mode COM_CHANGE_USER: re-authenticates with a fresh salt (auth switch), then gives the
+/// session a clean backend connection for the new user. Returns false when refused.
+pub async fn proxy_change_user(session: &mut Session, request: ChangeUser) -> Result<bool, HandshakeFailure> {
+    let salt = random_salt();
+    session.client.send_packet(1, &build_auth_switch(NATIVE_PLUGIN, &salt)).await?;
+    let mut p = Vec::new();
+    let h = session.client.read_frame_into(&mut p).await?;
+    let seq = h.seq.wrapping_add(1);
+    let host = session.peer.ip().to_string();
+    let Some(user) = session.shared.check_proxy_user(&request.user, &salt, &p) else {
+        let err = ErrorInfo::access_denied(&request.user, &host, !p.is_empty());
+        session.client.send_packet(seq, &err.to_packet()).await?;
+        return Ok(false);
+    };
+    let Some((old_spec, _)) = session.pooled.as_ref() else {
+        return Ok(false);
+    };
+    let spec = LoginSpec {
+        user: user.backend_user.clone(),
+        password: user.backend_password.clone(),
+        caps: old_spec.caps,
+        charset: request.charset.unwrap_or(old_spec.charset),
+        database: request.database,
+    };
+    match session.shared.backend_login(&spec).await {
+        Ok(logged) => {
+            let old = std::mem::replace(&mut session.backend, logged.stream);
+            let old_pooled = session.pooled.replace((spec, logged.greeting));
+            session.statements.clear();
+            if let Some((old_spec, old_greeting)) = old_pooled {
+                session.shared.recycle(old_spec, old_greeting, old, session.client_caps);
+            }
+            session.client.send_packet(seq, &ok_packet(0, 0, 2, 0)).await?;
+            Ok(true)
+        }
+        Err(BackendError::Refused(err)) => {
+            session.client.send_packet(seq, &err).await?;
+            Ok(false)
+        }
+        Err(e) => {
+            let err = ErrorInfo::backend_unreachable(&session.shared.config.backend.address, &e.to_string());
+            session.client.send_packet(seq, &err.to_packet()).await?;
+            Ok(false)
+        }
+    }
+}

@@ -1,0 +1,466 @@
+//! One client session: the command loop.
+//!
+//! The story of a command: read it from the client → ask the router (`sql::router`) → forward
+//! it (or a rewrite) to the session's pinned backend connection, or answer locally → relay the
+//! backend's response packets to the client as they arrive, watching only the status packets
+//! (`protocol::response`) to know where the response ends.
+
+pub mod auth;
+pub mod client_io;
+pub mod handshake;
+
+use std::collections::HashMap;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use tokio::net::TcpStream;
+use tracing::{debug, warn};
+
+use crate::admin::bump;
+use crate::backend::{BackendStream, LoginSpec};
+use crate::config::AuthMode;
+use crate::protocol::constants::{cap, com, status, MAX_FRAME};
+use crate::protocol::handshake::Greeting;
+use crate::protocol::packets::{text_result_set, ErrorInfo};
+use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
+use crate::protocol::stream::{CopyError, PacketStream};
+use crate::server::Shared;
+use crate::sql::classify::Class;
+use crate::sql::router::{self, Answer, Decision, Origin, PreparedInfo};
+use client_io::ClientIo;
+
+/// How a session ended; decides whether its backend connection may be reused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum End {
+    /// COM_QUIT, or the client closed between commands: the backend is idle and clean.
+    ClientQuit,
+    /// The client vanished or broke the protocol mid-command: the backend may be mid-response.
+    ClientGone,
+    /// The backend connection failed; the client was told.
+    BackendLost,
+    /// Proxy shutdown between commands.
+    Shutdown,
+}
+
+/// Accepts one client: handshake, then the command loop.
+pub async fn serve(tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
+    let _ = tcp.set_nodelay(true);
+    let timeout = shared.config.handshake_timeout();
+    let session = match tokio::time::timeout(timeout, handshake::establish(tcp, peer, shared.clone())).await {
+        Ok(Ok(s)) => s,
+        Ok(Err(e)) => {
+            debug!(%peer, "no session: {e:?}");
+            return;
+        }
+        Err(_) => {
+            debug!(%peer, "login not finished within {} ms", timeout.as_millis());
+            return;
+        }
+    };
+    session.run().await;
+}
+
+pub struct Session {
+    shared: Arc<Shared>,
+    peer: SocketAddr,
+    client: PacketStream<ClientIo>,
+    backend: BackendStream,
+    client_caps: u32,
+    /// Proxy-auth mode: the login this backend connection was made for (its pool key).
+    pooled: Option<(LoginSpec, Greeting)>,
+    statements: HashMap<u32, PreparedInfo>,
+    /// Server status of the last response (transaction state for local answers).
+    last_status: u16,
+    /// The current command, frames joined.
+    command: Vec<u8>,
+    /// How many frames the client used for the current command.
+    command_frames: u8,
+}
+
+enum ReadError {
+    Closed,
+    OutOfOrder(u8),
+    TooLarge(u8),
+}
+
+impl Session {
+    fn new(
+        shared: Arc<Shared>,
+        peer: SocketAddr,
+        client: PacketStream<ClientIo>,
+        backend: BackendStream,
+        client_caps: u32,
+        pooled: Option<(LoginSpec, Greeting)>,
+    ) -> Self {
+        Session {
+            shared,
+            peer,
+            client,
+            backend,
+            client_caps,
+            pooled,
+            statements: HashMap::new(),
+            last_status: status::AUTOCOMMIT,
+            command: Vec::with_capacity(1024),
+            command_frames: 1,
+        }
+    }
+
+    async fn run(mut self) {
+        let stats = &self.shared.stats;
+        stats.connections_active.fetch_add(1, Ordering::Relaxed);
+        let end = self.command_loop().await;
+        self.shared.stats.connections_active.fetch_sub(1, Ordering::Relaxed);
+        debug!(peer = %self.peer, ?end, "session ended");
+        let clean = matches!(end, End::ClientQuit | End::Shutdown);
+        self.client.shutdown().await;
+        match self.pooled.take() {
+            Some((spec, greeting)) if clean => {
+                self.shared.recycle(spec, greeting, self.backend, self.client_caps);
+            }
+            _ if clean => {
+                // tell the backend goodbye so it does not log an aborted connection
+                let _ = self.backend.send_packet(0, &[com::QUIT]).await;
+                self.backend.shutdown().await;
+            }
+            _ => {} // dropped: a connection with a response in flight is never reused
+        }
+    }
+
+    async fn command_loop(&mut self) -> End {
+        let mut shutdown = self.shared.shutdown.clone();
+        loop {
+            let read = tokio::select! {
+                r = read_command(&mut self.client, self.shared.config.proxy.max_packet_bytes, &mut self.command) => r,
+                _ = shutdown.changed() => return End::Shutdown,
+            };
+            match read {
+                Ok(frames) => self.command_frames = frames,
+                Err(ReadError::Closed) => return End::ClientQuit,
+                Err(ReadError::OutOfOrder(seq)) => {
+                    return self.protocol_error(seq, ErrorInfo::out_of_order()).await;
+                }
+                Err(ReadError::TooLarge(seq)) => {
+                    let limit = self.shared.config.proxy.max_packet_bytes;
+                    return self.protocol_error(seq, ErrorInfo::packet_too_large(limit)).await;
+                }
+            }
+            bump(&self.shared.stats.commands_total);
+            let result = match self.command.first().copied() {
+                None => self.answer_error(ErrorInfo::new(1835, "08S01", "Malformed communication packet")).await,
+                Some(com::QUIT) => return End::ClientQuit,
+                Some(com::QUERY) => self.on_query().await,
+                Some(com::STMT_PREPARE) => self.on_prepare().await,
+                Some(com::STMT_EXECUTE) => self.on_execute().await,
+                Some(com::STMT_SEND_LONG_DATA) => self.forward_without_response().await,
+                Some(com::STMT_CLOSE) => {
+                    if let Some(id) = self.statement_id() {
+                        self.statements.remove(&id);
+                    }
+                    self.forward_without_response().await
+                }
+                Some(com::STMT_FETCH) => self.forward(ResponseKind::Fetch).await.map(drop),
+                Some(com::FIELD_LIST) => self.forward(ResponseKind::FieldList).await.map(drop),
+                Some(com::PROCESS_INFO) => self.forward(ResponseKind::Query).await.map(drop),
+                Some(com::RESET_CONNECTION) => {
+                    self.statements.clear();
+                    self.forward(ResponseKind::Single).await.map(drop)
+                }
+                Some(
+                    com::INIT_DB
+                    | com::PING
+                    | com::STATISTICS
+                    | com::SET_OPTION
+                    | com::STMT_RESET
+                    | com::PROCESS_KILL
+                    | com::DEBUG
+                    | com::REFRESH,
+                ) => self.forward(ResponseKind::Single).await.map(drop),
+                Some(com::CHANGE_USER) => self.on_change_user().await,
+                Some(other) => self.answer_error(ErrorInfo::unknown_command(other)).await,
+            };
+            if let Err(end) = result {
+                return end;
+            }
+        }
+    }
+
+    fn statement_id(&self) -> Option<u32> {
+        let b = self.command.get(1..5)?;
+        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+    }
+
+    async fn on_query(&mut self) -> Result<(), End> {
+        let (class, decision) = router::decide(&self.command[1..], Origin::Text);
+        if class != Class::Plain {
+            bump(&self.shared.stats.statements_flagged);
+        }
+        self.apply(decision, ResponseKind::Query).await.map(drop)
+    }
+
+    async fn on_prepare(&mut self) -> Result<(), End> {
+        let (class, decision) = router::decide(&self.command[1..], Origin::Prepare);
+        if class != Class::Plain {
+            bump(&self.shared.stats.statements_flagged);
+        }
+        if let Some(summary) = self.apply(decision, ResponseKind::Prepare).await? {
+            if let Some((id, _, params)) = summary.prepared {
+                self.statements.insert(id, PreparedInfo { class, params });
+            }
+        }
+        Ok(())
+    }
+
+    async fn on_execute(&mut self) -> Result<(), End> {
+        let decision = match self.statement_id().and_then(|id| self.statements.get(&id)) {
+            Some(info) => router::decide_execute(info),
+            None => Decision::Forward, // unknown id: the backend reports it
+        };
+        self.apply(decision, ResponseKind::Execute).await.map(drop)
+    }
+
+    async fn on_change_user(&mut self) -> Result<(), End> {
+        self.statements.clear();
+        if self.shared.config.auth.mode == AuthMode::Proxy {
+            let Some(request) = handshake::parse_change_user(&self.command[1..], self.client_caps) else {
+                return self.answer_error(ErrorInfo::bad_handshake()).await;
+            };
+            return match handshake::proxy_change_user(self, request).await {
+                Ok(true) => Ok(()),
+                _ => Err(End::ClientGone),
+            };
+        }
+        self.backend.queue_packet(0, &self.command);
+        if self.backend.flush().await.is_err() {
+            return Err(self.lose_backend(1).await);
+        }
+        let addr = self.shared.config.backend.address.clone();
+        match handshake::relay_auth(&mut self.client, &mut self.backend, 0, &addr).await {
+            Ok(true) => Ok(()),
+            _ => Err(End::ClientGone), // refused or broken: the session is over, as on a MySQL server
+        }
+    }
+
+    /// Carries out a router decision. Returns the response summary when the backend answered.
+    async fn apply(&mut self, decision: Decision, kind: ResponseKind) -> Result<Option<Summary>, End> {
+        match decision {
+            Decision::Forward => self.forward(kind).await.map(Some),
+            Decision::Rewrite(text) => {
+                self.command.truncate(1);
+                self.command.extend_from_slice(&text);
+                self.forward(kind).await.map(Some)
+            }
+            Decision::Answer(answer) => {
+                bump(&self.shared.stats.answered_locally);
+                match answer {
+                    Answer::Error(e) => self.answer_error(e).await?,
+                    Answer::ProxyStatus => self.answer_proxy_status().await?,
+                }
+                Ok(None)
+            }
+        }
+    }
+
+    async fn answer_error(&mut self, e: ErrorInfo) -> Result<(), End> {
+        let seq = self.command_frames;
+        if self.client.send_packet(seq, &e.to_packet()).await.is_err() {
+            return Err(End::ClientGone);
+        }
+        Ok(())
+    }
+
+    async fn answer_proxy_status(&mut self) -> Result<(), End> {
+        let mut rows: Vec<Vec<Option<String>>> = self
+            .shared
+            .stats
+            .rows()
+            .into_iter()
+            .map(|(k, v)| vec![Some(k.to_string()), Some(v)])
+            .collect();
+        rows.push(vec![Some("backend".into()), Some(self.shared.config.backend.address.clone())]);
+        rows.push(vec![Some("idle_pooled_backend_connections".into()), Some(self.shared.pool.idle_count().to_string())]);
+        let deprecate_eof = self.client_caps & cap::DEPRECATE_EOF != 0;
+        let packets = text_result_set(&["Variable_name", "Value"], &rows, deprecate_eof, self.last_status & !status::MORE_RESULTS_EXISTS);
+        let mut seq = self.command_frames;
+        for p in &packets {
+            seq = self.client.queue_packet(seq, p);
+        }
+        self.client.flush().await.map_err(|_| End::ClientGone)
+    }
+
+    async fn forward_without_response(&mut self) -> Result<(), End> {
+        self.backend.queue_packet(0, &self.command);
+        if self.backend.flush().await.is_err() {
+            return Err(self.lose_backend(self.command_frames).await);
+        }
+        Ok(())
+    }
+
+    /// Sends the current command to the backend and relays the response.
+    async fn forward(&mut self, kind: ResponseKind) -> Result<Summary, End> {
+        let backend_frames = self.backend.queue_packet(0, &self.command);
+        if self.backend.flush().await.is_err() {
+            return Err(self.lose_backend(self.command_frames).await);
+        }
+        // Response sequence ids continue the command's; they differ when a rewrite changed the
+        // number of frames.
+        let seq_delta = self.command_frames.wrapping_sub(backend_frames);
+        let summary = self.relay_response(kind, seq_delta).await?;
+        if let Some(st) = summary.status {
+            self.last_status = st;
+        }
+        Ok(summary)
+    }
+
+    async fn relay_response(&mut self, kind: ResponseKind, seq_delta: u8) -> Result<Summary, End> {
+        let mut tracker = ResponseTracker::new(kind, self.client_caps);
+        let mut next_seq = self.command_frames;
+        // A packet of 16 MiB - 1 or more continues in further frames, which are relayed as they
+        // are and not shown to the tracker.
+        let mut continuing = false;
+        let mut step = Step::More;
+        loop {
+            let header = match self.backend.read_header().await {
+                Ok(h) => h,
+                Err(_) => return Err(self.lose_backend(next_seq).await),
+            };
+            let seq = header.seq.wrapping_add(seq_delta);
+            next_seq = seq.wrapping_add(1);
+            if !continuing {
+                let first = if header.len > 0 {
+                    match self.backend.peek(1).await {
+                        Ok(b) => Some(b[0]),
+                        Err(_) => return Err(self.lose_backend(next_seq).await),
+                    }
+                } else {
+                    None
+                };
+                if tracker.needs_whole_packet(first, header.len) {
+                    let payload = match self.backend.read_payload(header.len).await {
+                        Ok(p) => p,
+                        Err(_) => return Err(self.lose_backend(next_seq).await),
+                    };
+                    step = match tracker.feed(header.len, payload) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            warn!(peer = %self.peer, "{e}");
+                            return Err(self.backend_protocol_error(next_seq, e.0).await);
+                        }
+                    };
+                    self.client.queue_header(header.len, seq);
+                    self.client.queue_bytes(payload);
+                } else {
+                    let head = [first.unwrap_or(0)];
+                    step = match tracker.feed(header.len, &head[..header.len.min(1)]) {
+                        Ok(s) => s,
+                        Err(e) => return Err(self.backend_protocol_error(next_seq, e.0).await),
+                    };
+                    self.client.queue_header(header.len, seq);
+                    self.copy_backend_payload(header.len, next_seq).await?;
+                }
+            } else {
+                self.client.queue_header(header.len, seq);
+                self.copy_backend_payload(header.len, next_seq).await?;
+            }
+            continuing = header.len == MAX_FRAME;
+            if continuing {
+                continue;
+            }
+            match step {
+                Step::More => {
+                    if self.client.flush_if_full().await.is_err() {
+                        return Err(End::ClientGone);
+                    }
+                }
+                Step::Done => {
+                    if self.client.flush().await.is_err() {
+                        return Err(End::ClientGone);
+                    }
+                    return Ok(tracker.summary);
+                }
+                Step::LocalInfile => {
+                    if self.client.flush().await.is_err() {
+                        return Err(End::ClientGone);
+                    }
+                    self.relay_local_infile(seq_delta).await?;
+                }
+            }
+        }
+    }
+
+    async fn copy_backend_payload(&mut self, len: usize, next_seq: u8) -> Result<(), End> {
+        match self.backend.copy_payload_to(len, &mut self.client).await {
+            Ok(()) => Ok(()),
+            Err(CopyError::Read(_)) => Err(self.lose_backend(next_seq).await),
+            Err(CopyError::Write(_)) => Err(End::ClientGone),
+        }
+    }
+
+    /// LOAD DATA LOCAL: the client sends the file as packets ending with an empty one.
+    async fn relay_local_infile(&mut self, seq_delta: u8) -> Result<(), End> {
+        let mut previous_full = false;
+        loop {
+            let h = self.client.read_header().await.map_err(|_| End::ClientGone)?;
+            self.backend.queue_header(h.len, h.seq.wrapping_sub(seq_delta));
+            match self.client.copy_payload_to(h.len, &mut self.backend).await {
+                Ok(()) => {}
+                Err(CopyError::Read(_)) => return Err(End::ClientGone),
+                Err(CopyError::Write(_)) => return Err(self.lose_backend(h.seq.wrapping_add(1)).await),
+            }
+            if h.len == 0 && !previous_full {
+                break;
+            }
+            previous_full = h.len == MAX_FRAME;
+        }
+        if self.backend.flush().await.is_err() {
+            return Err(self.lose_backend(0).await);
+        }
+        Ok(())
+    }
+
+    /// The backend connection failed mid-command: tell the client (2013) and end the session.
+    async fn lose_backend(&mut self, seq: u8) -> End {
+        bump(&self.shared.stats.backend_lost);
+        let addr = &self.shared.config.backend.address;
+        warn!(peer = %self.peer, backend = %addr, "lost backend connection");
+        let _ = self.client.send_packet(seq, &ErrorInfo::backend_lost(addr).to_packet()).await;
+        End::BackendLost
+    }
+
+    async fn backend_protocol_error(&mut self, seq: u8, what: &str) -> End {
+        let _ = self
+            .client
+            .send_packet(seq, &ErrorInfo::malformed_backend_packet(what).to_packet())
+            .await;
+        End::BackendLost
+    }
+
+    async fn protocol_error(&mut self, seq: u8, e: ErrorInfo) -> End {
+        bump(&self.shared.stats.client_protocol_errors);
+        debug!(peer = %self.peer, code = e.code, "client protocol error: {}", e.message);
+        let _ = self.client.send_packet(seq, &e.to_packet()).await;
+        End::ClientGone
+    }
+}
+
+/// Reads one command, joining 16 MiB frames; returns the number of frames it used.
+async fn read_command(client: &mut PacketStream<ClientIo>, max: usize, out: &mut Vec<u8>) -> Result<u8, ReadError> {
+    out.clear();
+    let mut expected = 0u8;
+    loop {
+        let h = client.read_header().await.map_err(|_: io::Error| ReadError::Closed)?;
+        if h.seq != expected {
+            return Err(ReadError::OutOfOrder(h.seq.wrapping_add(1)));
+        }
+        expected = expected.wrapping_add(1);
+        if out.len() + h.len > max {
+            return Err(ReadError::TooLarge(expected));
+        }
+        out.extend_from_slice(client.read_payload(h.len).await.map_err(|_| ReadError::Closed)?);
+        if h.len < MAX_FRAME {
+            return Ok(expected);
+        }
+    }
+}

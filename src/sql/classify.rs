@@ -1,0 +1,139 @@
+//! The lexical pre-check: a few byte scans that decide whether a statement could concern an
+//! OBKV-HBase table or a proxy command. Only statements it flags may pay for a full SQL parse;
+//! plain traffic costs one pass of `memchr` over the text.
+
+use memchr::{memchr, memchr2};
+
+/// What the pre-check saw.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Class {
+    /// Nothing the proxy has business with: forward unchanged.
+    Plain,
+    /// Mentions `$` (HBase table names are `group$family`) or TABLEGROUP.
+    MaybeHbase,
+    /// `SHOW PROXY ...`: answered by the proxy itself.
+    ProxyCommand,
+}
+
+pub fn classify(sql: &[u8]) -> Class {
+    if is_proxy_command(sql) {
+        return Class::ProxyCommand;
+    }
+    if memchr(b'$', sql).is_some() || contains_ignore_case(sql, b"tablegroup") {
+        return Class::MaybeHbase;
+    }
+    Class::Plain
+}
+
+/// Skips leading white space and comments (`/* */`, `-- `, `#`).
+fn skip_noise(mut s: &[u8]) -> &[u8] {
+    loop {
+        let before = s.len();
+        while let Some((c, rest)) = s.split_first() {
+            if c.is_ascii_whitespace() {
+                s = rest;
+            } else {
+                break;
+            }
+        }
+        if let Some(rest) = s.strip_prefix(b"/*") {
+            s = match memchr::memmem::find(rest, b"*/") {
+                Some(i) => &rest[i + 2..],
+                None => &[],
+            };
+        } else if s.starts_with(b"-- ") || s.starts_with(b"#") {
+            s = match memchr(b'\n', s) {
+                Some(i) => &s[i + 1..],
+                None => &[],
+            };
+        }
+        if s.len() == before {
+            return s;
+        }
+    }
+}
+
+fn take_word(s: &[u8]) -> (&[u8], &[u8]) {
+    let end = s
+        .iter()
+        .position(|c| !(c.is_ascii_alphanumeric() || *c == b'_'))
+        .unwrap_or(s.len());
+    (&s[..end], &s[end..])
+}
+
+/// The statement's words after leading noise, upper-cased, at most `n` of them.
+pub fn leading_words(sql: &[u8], n: usize) -> Vec<String> {
+    let mut out = Vec::with_capacity(n);
+    let mut s = sql;
+    while out.len() < n {
+        s = skip_noise(s);
+        let (w, rest) = take_word(s);
+        if w.is_empty() {
+            break;
+        }
+        out.push(String::from_utf8_lossy(w).to_ascii_uppercase());
+        s = rest;
+    }
+    out
+}
+
+fn is_proxy_command(sql: &[u8]) -> bool {
+    let s = skip_noise(sql);
+    if s.len() < 10 || !s[..4].eq_ignore_ascii_case(b"show") {
+        return false;
+    }
+    let words = leading_words(s, 2);
+    words.len() == 2 && words[1] == "PROXY"
+}
+
+fn contains_ignore_case(hay: &[u8], needle_lower: &[u8]) -> bool {
+    let first_lower = needle_lower[0];
+    let first_upper = first_lower.to_ascii_uppercase();
+    let mut start = 0;
+    while let Some(i) = memchr2(first_lower, first_upper, &hay[start..]) {
+        let at = start + i;
+        if hay
+            .get(at..at + needle_lower.len())
+            .is_some_and(|w| w.eq_ignore_ascii_case(needle_lower))
+        {
+            return true;
+        }
+        start = at + 1;
+    }
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_statements_stay_plain() {
+        for s in [
+            &b"SELECT 1"[..],
+            b"insert into t values (1, 'abc')",
+            b"SELECT * FROM sbtest1 WHERE id=?",
+            b"\xff\xfe binary \x00 bytes",
+            b"",
+        ] {
+            assert_eq!(classify(s), Class::Plain, "{:?}", String::from_utf8_lossy(s));
+        }
+    }
+
+    #[test]
+    fn hbase_candidates_are_flagged() {
+        assert_eq!(classify(b"create table h$f (K varbinary(1024))"), Class::MaybeHbase);
+        assert_eq!(classify(b"CREATE TableGroup g1"), Class::MaybeHbase);
+        assert_eq!(classify(b"select * from `ns`.`t$cf` where K = 'a'"), Class::MaybeHbase);
+    }
+
+    #[test]
+    fn proxy_commands_after_comments() {
+        assert_eq!(classify(b"SHOW PROXY STATUS"), Class::ProxyCommand);
+        assert_eq!(classify(b"/* hi */ show   proxy status"), Class::ProxyCommand);
+        assert_eq!(classify(b"-- x\nshow proxy status"), Class::ProxyCommand);
+        assert_eq!(classify(b"SHOW PROXYX"), Class::Plain);
+        assert_eq!(classify(b"SHOW PROCESSLIST"), Class::Plain);
+        assert_eq!(leading_words(b"  show proxy   status;", 5), vec!["SHOW", "PROXY", "STATUS"]);
+    }
+}

@@ -1,0 +1,4 @@
+//! Statement classification and the decision point every statement passes.
+
+pub mod classify;
+pub mod router;
