@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Starts or stops a private database instance for tests, benchmarks and the run command.
 #   scripts/backend.sh start mariadb|seekdb DIR PORT   -> prints the server pid when ready
+#   scripts/backend.sh exec mariadb|seekdb DIR PORT    -> same, but becomes the server process
 #   scripts/backend.sh stop DIR                         -> stops the instance whose data is in DIR
 # Each instance keeps all its files in DIR and listens on 127.0.0.1:PORT only.
 set -euo pipefail
@@ -25,7 +26,7 @@ wait_ready() { # PORT PID LOG SECONDS
 }
 
 start() {
-  local kind=$1 dir=$2 port=$3
+  local kind=$1 dir=$2 port=$3 mode=${4:-background}
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   case $kind in
@@ -37,10 +38,12 @@ start() {
         mariadb-install-db --no-defaults --datadir="$dir/data" --user=root \
           --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1
       fi
-      "$bin" --no-defaults --datadir="$dir/data" --socket="$dir/mariadb.sock" --port="$port" \
+      local args=(--no-defaults --datadir="$dir/data" --socket="$dir/mariadb.sock" --port="$port" \
         --bind-address=127.0.0.1 --user=root --pid-file="$dir/mariadb.pid" --log-error="$dir/error.log" \
         --skip-log-bin --character-set-server=utf8mb4 --max-connections=2000 \
-        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 </dev/null >/dev/null 2>&1 &
+        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2)
+      [[ $mode == exec ]] && exec "$bin" "${args[@]}" </dev/null >/dev/null 2>&1
+      "$bin" "${args[@]}" </dev/null >/dev/null 2>&1 &
       local pid=$!
       echo "$pid" >"$dir/server.pid"
       wait_ready "$port" "$pid" "$dir/error.log" 60
@@ -48,9 +51,11 @@ start() {
     seekdb)
       local sd
       sd=$(seekdb_dir)
-      LD_LIBRARY_PATH="$sd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$sd/seekdb" --nodaemon --port "$port" \
-        --base-dir "$dir" --parameter datafile_size=2G --parameter log_disk_size=2G \
-        --parameter memory_limit=4G --parameter cpu_count=2 </dev/null >"$dir/stdout.log" 2>&1 &
+      export LD_LIBRARY_PATH="$sd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+      local args=(--nodaemon --port "$port" --base-dir "$dir" --parameter datafile_size=2G
+        --parameter log_disk_size=2G --parameter memory_limit=4G --parameter cpu_count=2)
+      [[ $mode == exec ]] && exec "$sd/seekdb" "${args[@]}" </dev/null >"$dir/stdout.log" 2>&1
+      "$sd/seekdb" "${args[@]}" </dev/null >"$dir/stdout.log" 2>&1 &
       local pid=$!
       echo "$pid" >"$dir/server.pid"
       wait_ready "$port" "$pid" "$dir/stdout.log" 120
@@ -72,6 +77,8 @@ stop() {
 
 case ${1:-} in
   start) start "$2" "$3" "$4" ;;
+  # exec: prepare, then become the server in the foreground (the caller owns the pid and waits)
+  exec) start "$2" "$3" "$4" exec ;;
   stop) stop "$2" ;;
   *) echo "usage: $0 start mariadb|seekdb DIR PORT | stop DIR" >&2; exit 2 ;;
 esac

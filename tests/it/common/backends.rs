@@ -1,0 +1,217 @@
+//! Real backends for the tests: a private MariaDB and a private seekdb, started once per test
+//! binary by the project's own `scripts/backend.sh`. They are killed when the test process exits
+//! (PR_SET_PDEATHSIG), so a test run leaves no server behind. A backend that cannot be started
+//! fails the test loudly.
+//!
+//! `OBKV_TEST_MARIADB` / `OBKV_TEST_SEEKDB` (HOST:PORT) point the tests at running instances
+//! instead.
+
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use super::raw::RawConn;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    MariaDb,
+    SeekDb,
+}
+
+impl Kind {
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::MariaDb => "mariadb",
+            Kind::SeekDb => "seekdb",
+        }
+    }
+}
+
+pub const BOTH: [Kind; 2] = [Kind::MariaDb, Kind::SeekDb];
+
+pub fn project_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
+/// Children are spawned from one thread that never ends: PR_SET_PDEATHSIG fires when the
+/// spawning *thread* exits, and test threads end early.
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<u32>>);
+
+fn spawner() -> &'static Mutex<mpsc::Sender<SpawnRequest>> {
+    static SPAWNER: OnceLock<Mutex<mpsc::Sender<SpawnRequest>>> = OnceLock::new();
+    SPAWNER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<SpawnRequest>();
+        std::thread::spawn(move || {
+            let mut children: Vec<Child> = Vec::new();
+            while let Ok((mut cmd, reply)) = rx.recv() {
+                children.retain_mut(|c| matches!(c.try_wait(), Ok(None)));
+                let r = cmd.spawn().map(|c| {
+                    let pid = c.id();
+                    children.push(c);
+                    pid
+                });
+                let _ = reply.send(r);
+            }
+            // the sender lives in a static: never reached while the process runs
+            std::thread::park();
+        });
+        Mutex::new(tx)
+    })
+}
+
+/// Spawns a process that dies with the test process.
+pub fn spawn_owned(mut cmd: Command) -> u32 {
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            Ok(())
+        });
+    }
+    let (tx, rx) = mpsc::channel();
+    spawner().lock().unwrap().send((cmd, tx)).expect("spawner alive");
+    rx.recv().expect("spawner answered").expect("process spawned")
+}
+
+pub fn process_alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Err(_) => false,
+    }
+}
+
+pub struct Backend {
+    pub kind: Kind,
+    pub addr: String,
+    pub port: u16,
+    pub pid: Option<u32>,
+    pub dir: PathBuf,
+}
+
+impl Backend {
+    /// Starts a new private instance (its own folder and port).
+    pub fn start_private(kind: Kind, tag: &str) -> Backend {
+        let dir = project_root()
+            .join("target/obkv-test")
+            .join(format!("{}-{}-{}", kind.name(), tag, std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("test data folder");
+        let port = free_port();
+        let mut b = Backend {
+            kind,
+            addr: format!("127.0.0.1:{port}"),
+            port,
+            pid: None,
+            dir,
+        };
+        b.start();
+        b
+    }
+
+    /// (Re)starts the server on the same folder and port, waiting until it answers queries.
+    pub fn start(&mut self) {
+        let mut cmd = Command::new(project_root().join("scripts/backend.sh"));
+        cmd.args(["exec", self.kind.name()])
+            .arg(&self.dir)
+            .arg(self.port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let pid = spawn_owned(cmd);
+        self.pid = Some(pid);
+        let deadline = Instant::now() + Duration::from_secs(180);
+        loop {
+            if let Ok(mut c) = RawConn::connect(&self.addr, "root", "", None) {
+                if c.query_ok("SELECT 1") {
+                    return;
+                }
+            }
+            if !process_alive(pid) {
+                panic!(
+                    "{} backend exited during start-up (is it installed? run scripts/install-deps.sh); logs in {}",
+                    self.kind.name(),
+                    self.dir.display()
+                );
+            }
+            assert!(Instant::now() < deadline, "{} backend not ready after 180 s", self.kind.name());
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Stops the server (SIGTERM) and waits until it has exited.
+    pub fn stop(&mut self) {
+        let Some(pid) = self.pid.take() else { return };
+        unsafe {
+            libc::kill(pid as i32, libc::SIGTERM);
+        }
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while process_alive(pid) {
+            if Instant::now() > deadline {
+                unsafe {
+                    libc::kill(pid as i32, libc::SIGKILL);
+                }
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Backend {
+    fn drop(&mut self) {
+        if self.pid.is_some() {
+            self.stop();
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn clean_stale_dirs() {
+    let base = project_root().join("target/obkv-test");
+    let Ok(entries) = std::fs::read_dir(&base) else { return };
+    for e in entries.flatten() {
+        let name = e.file_name().to_string_lossy().to_string();
+        let owner_alive = name
+            .rsplit('-')
+            .next()
+            .and_then(|p| p.parse::<u32>().ok())
+            .is_some_and(|p| p == std::process::id() || Path::new(&format!("/proc/{p}")).exists());
+        if !owner_alive {
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
+}
+
+/// The backend shared by the tests of this run.
+pub fn shared(kind: Kind) -> &'static Backend {
+    static MARIADB: OnceLock<Backend> = OnceLock::new();
+    static SEEKDB: OnceLock<Backend> = OnceLock::new();
+    let (cell, var) = match kind {
+        Kind::MariaDb => (&MARIADB, "OBKV_TEST_MARIADB"),
+        Kind::SeekDb => (&SEEKDB, "OBKV_TEST_SEEKDB"),
+    };
+    cell.get_or_init(|| {
+        if let Ok(addr) = std::env::var(var) {
+            let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("HOST:PORT");
+            return Backend {
+                kind,
+                addr,
+                port,
+                pid: None,
+                dir: PathBuf::new(),
+            };
+        }
+        static CLEAN: OnceLock<()> = OnceLock::new();
+        CLEAN.get_or_init(clean_stale_dirs);
+        Backend::start_private(kind, "shared")
+    })
+}

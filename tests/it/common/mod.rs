@@ -1,0 +1,5 @@
+pub mod backends;
+pub mod proxy;
+pub mod raw;
+
+pub use backends::{shared, Kind, BOTH};

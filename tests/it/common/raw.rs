@@ -1,0 +1,192 @@
+//! A minimal synchronous MySQL client that keeps every response packet as raw bytes, so tests
+//! can compare what a client receives through the proxy with what it receives directly.
+
+use std::io::{self, Read, Write};
+use std::net::TcpStream;
+use std::time::Duration;
+
+use obkv_proxy::protocol::constants::{cap, com};
+use obkv_proxy::protocol::handshake::{build_handshake_response, parse_auth_switch, parse_greeting, Greeting};
+use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
+use obkv_proxy::session::auth::native_scramble;
+
+pub const DEFAULT_CAPS: u32 = cap::LONG_PASSWORD
+    | cap::LONG_FLAG
+    | cap::PROTOCOL_41
+    | cap::TRANSACTIONS
+    | cap::SECURE_CONNECTION
+    | cap::MULTI_STATEMENTS
+    | cap::MULTI_RESULTS
+    | cap::PS_MULTI_RESULTS
+    | cap::PLUGIN_AUTH
+    | cap::PLUGIN_AUTH_LENENC_CLIENT_DATA
+    | cap::LOCAL_FILES
+    | cap::DEPRECATE_EOF;
+
+/// One frame as received.
+pub type Frame = (u8, Vec<u8>);
+
+pub struct RawConn {
+    pub stream: TcpStream,
+    pub greeting: Greeting,
+    pub caps: u32,
+}
+
+#[derive(Debug)]
+pub enum ConnectError {
+    Io(io::Error),
+    /// The server answered with an ERR packet (code, message).
+    Server(u16, String),
+}
+
+impl From<io::Error> for ConnectError {
+    fn from(e: io::Error) -> Self {
+        ConnectError::Io(e)
+    }
+}
+
+pub fn err_of(p: &[u8]) -> Option<(u16, String)> {
+    if p.first() != Some(&0xff) || p.len() < 3 {
+        return None;
+    }
+    let code = u16::from_le_bytes([p[1], p[2]]);
+    let msg = if p.get(3) == Some(&b'#') { &p[9.min(p.len())..] } else { &p[3..] };
+    Some((code, String::from_utf8_lossy(msg).into_owned()))
+}
+
+pub fn read_frame_from(stream: &mut TcpStream) -> io::Result<Frame> {
+    let mut h = [0u8; 4];
+    stream.read_exact(&mut h)?;
+    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let mut p = vec![0u8; len];
+    stream.read_exact(&mut p)?;
+    Ok((h[3], p))
+}
+
+impl RawConn {
+    pub fn connect(addr: &str, user: &str, password: &str, db: Option<&str>) -> Result<RawConn, ConnectError> {
+        Self::connect_with(addr, user, password, db, DEFAULT_CAPS)
+    }
+
+    pub fn connect_with(addr: &str, user: &str, password: &str, db: Option<&str>, caps: u32) -> Result<RawConn, ConnectError> {
+        let mut stream = TcpStream::connect(addr)?;
+        stream.set_nodelay(true)?;
+        stream.set_read_timeout(Some(Duration::from_secs(120)))?;
+        let (_, g) = read_frame_from(&mut stream)?;
+        if let Some((code, msg)) = err_of(&g) {
+            return Err(ConnectError::Server(code, msg));
+        }
+        let greeting = parse_greeting(&g).ok_or_else(|| io::Error::other("bad greeting"))?;
+        let mut c = RawConn {
+            stream,
+            caps: caps & greeting.capabilities,
+            greeting,
+        };
+        let auth = native_scramble(password.as_bytes(), &c.greeting.scramble);
+        let resp = build_handshake_response(c.caps, 45, user.as_bytes(), &auth, db.map(str::as_bytes), b"mysql_native_password");
+        c.caps = u32::from_le_bytes([resp[0], resp[1], resp[2], resp[3]]);
+        c.write_frame(1, &resp)?;
+        loop {
+            let (seq, p) = c.read_frame()?;
+            match p.first() {
+                Some(0x00) => return Ok(c),
+                Some(0xff) => {
+                    let (code, msg) = err_of(&p).unwrap_or((0, String::new()));
+                    return Err(ConnectError::Server(code, msg));
+                }
+                Some(0xfe) => {
+                    let (_, salt) = parse_auth_switch(&p).ok_or_else(|| io::Error::other("bad auth switch"))?;
+                    c.write_frame(seq.wrapping_add(1), &native_scramble(password.as_bytes(), &salt))?;
+                }
+                _ => return Err(ConnectError::Io(io::Error::other("unexpected login packet"))),
+            }
+        }
+    }
+
+    pub fn read_frame(&mut self) -> io::Result<Frame> {
+        read_frame_from(&mut self.stream)
+    }
+
+    pub fn write_frame(&mut self, seq: u8, payload: &[u8]) -> io::Result<()> {
+        let n = payload.len() as u32;
+        let mut f = vec![n as u8, (n >> 8) as u8, (n >> 16) as u8, seq];
+        f.extend_from_slice(payload);
+        self.stream.write_all(&f)
+    }
+
+    /// Sends a command (one frame, or several if large) and returns every frame of the answer.
+    pub fn command(&mut self, payload: &[u8], kind: ResponseKind) -> io::Result<Vec<Frame>> {
+        let mut seq = 0u8;
+        let mut rest = payload;
+        loop {
+            let n = rest.len().min(0xff_ffff);
+            self.write_frame(seq, &rest[..n])?;
+            seq = seq.wrapping_add(1);
+            rest = &rest[n..];
+            if n < 0xff_ffff {
+                break;
+            }
+        }
+        self.read_response(kind)
+    }
+
+    pub fn read_response(&mut self, kind: ResponseKind) -> io::Result<Vec<Frame>> {
+        let mut t = ResponseTracker::new(kind, self.caps);
+        let mut out = Vec::new();
+        loop {
+            let (seq, p) = self.read_frame()?;
+            let step = t.feed(p.len(), &p).map_err(|e| io::Error::other(e.to_string()))?;
+            out.push((seq, p));
+            match step {
+                Step::Done => return Ok(out),
+                Step::More => {}
+                Step::LocalInfile => return Ok(out),
+            }
+        }
+    }
+
+    pub fn query(&mut self, sql: &[u8]) -> io::Result<Vec<Frame>> {
+        let mut cmd = vec![com::QUERY];
+        cmd.extend_from_slice(sql);
+        self.command(&cmd, ResponseKind::Query)
+    }
+
+    /// True when the statement succeeded (no ERR anywhere in the answer).
+    pub fn query_ok(&mut self, sql: &str) -> bool {
+        self.query(sql.as_bytes()).is_ok_and(|f| f.iter().all(|(_, p)| p.first() != Some(&0xff)))
+    }
+
+    /// Text rows of a simple single-result query (for assertions), NULL as None.
+    pub fn rows(&mut self, sql: &str) -> Vec<Vec<Option<Vec<u8>>>> {
+        let frames = self.query(sql.as_bytes()).expect("query answered");
+        if let Some((code, msg)) = frames.first().and_then(|(_, p)| err_of(p)) {
+            panic!("{sql}: error {code} {msg}");
+        }
+        let ncols = frames[0].1[0] as usize;
+        let mut rows = Vec::new();
+        let skip = 1 + ncols + usize::from(self.caps & cap::DEPRECATE_EOF == 0);
+        for (_, p) in &frames[skip..frames.len() - 1] {
+            let mut r = obkv_proxy::protocol::wire::Reader::new(p);
+            let mut row = Vec::new();
+            for _ in 0..ncols {
+                if r.remaining().first() == Some(&0xfb) {
+                    r.u8();
+                    row.push(None);
+                } else {
+                    row.push(Some(r.lenenc_bytes().expect("value").to_vec()));
+                }
+            }
+            rows.push(row);
+        }
+        rows
+    }
+
+    pub fn scalar(&mut self, sql: &str) -> String {
+        let rows = self.rows(sql);
+        String::from_utf8_lossy(rows[0][0].as_deref().unwrap_or(b"NULL")).into_owned()
+    }
+
+    pub fn quit(mut self) {
+        let _ = self.write_frame(0, &[com::QUIT]);
+    }
+}

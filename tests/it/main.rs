@@ -1,0 +1,5 @@
+//! Integration tests against real backends (MariaDB and seekdb), one test binary so the
+//! backends start once per run.
+
+mod common;
+mod corpus;
