@@ -2,4 +2,5 @@
 //! backends start once per run.
 
 mod common;
+mod clients;
 mod corpus;

@@ -1,0 +1,171 @@
+//! Acceptance 2: real clients through the proxy — the mariadb CLI, a Rust client on the binary
+//! protocol (mysql_async), and PyMySQL.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use mysql_async::prelude::*;
+use rand::{Rng, SeedableRng};
+
+use crate::common::backends::project_root;
+use crate::common::proxy;
+use crate::common::{shared, BOTH};
+
+fn mariadb_cli(addr: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
+    let (host, port) = addr.rsplit_once(':').expect("HOST:PORT");
+    let mut child = Command::new("mariadb")
+        .args(["--protocol=tcp", "-h", host, "-P", port, "-uroot", "--batch", "--silent"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mariadb client is installed (scripts/install-deps.sh)");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("script written");
+    let out = child.wait_with_output().expect("mariadb ran");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn mariadb_cli_use_show_source_and_status() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let script = dir.path().join("script.sql");
+    std::fs::write(
+        &script,
+        "CREATE TABLE sourced (id INT PRIMARY KEY, name VARCHAR(20));\nINSERT INTO sourced VALUES (1, 'from'), (2, 'script');\n",
+    )
+    .expect("script");
+    let session = format!(
+        "DROP DATABASE IF EXISTS obkv_cli;\nCREATE DATABASE obkv_cli;\nUSE obkv_cli\nsource {}\nSHOW TABLES;\nSELECT id, name FROM sourced ORDER BY id;\nSHOW COLUMNS FROM sourced;\nSELECT DATABASE();\n",
+        script.display()
+    );
+    for kind in BOTH {
+        let backend = shared(kind);
+        let (ok, direct, err) = mariadb_cli(&backend.addr, &[], &session);
+        assert!(ok, "{}: direct run failed: {err}", kind.name());
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let (ok, proxied, err) = mariadb_cli(&p.addr, &[], &session);
+        assert!(ok, "{}: proxied run failed: {err}", kind.name());
+        assert_eq!(direct, proxied, "{}: CLI output differs", kind.name());
+        assert!(proxied.contains("sourced") && proxied.contains("2\tscript") && proxied.contains("obkv_cli"));
+
+        let (ok, status, err) = mariadb_cli(&p.addr, &[], "status\n");
+        assert!(ok, "status failed: {err}");
+        let (_, direct_status, _) = mariadb_cli(&backend.addr, &[], "status\n");
+        let version_line = |s: &str| s.lines().find(|l| l.starts_with("Server version:")).map(str::to_owned);
+        assert!(version_line(&status).is_some(), "status:\n{status}");
+        assert_eq!(version_line(&status), version_line(&direct_status), "{}: server version differs", kind.name());
+        let port = p.addr.rsplit(':').next().expect("port");
+        assert!(status.contains(&format!("TCP port:\t\t{port}")), "status:\n{status}");
+    }
+}
+
+#[test]
+fn mariadb_cli_wrong_password_gets_backend_1045() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let (ok, _, err) = mariadb_cli(&p.addr, &["-pdefinitely-wrong"], "SELECT 1;\n");
+        assert!(!ok);
+        assert!(err.contains("ERROR 1045"), "{}: {err}", kind.name());
+    }
+}
+
+#[test]
+fn mariadb_cli_load_data_local_infile() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let data = dir.path().join("rows.tsv");
+    let mut text = String::new();
+    for i in 0..5000 {
+        text.push_str(&format!("{i}\tname-{i}\n"));
+    }
+    std::fs::write(&data, text).expect("data file");
+    let backend = shared(crate::common::Kind::MariaDb);
+    let p = proxy::start(proxy::config_for(&backend.addr));
+    let script = format!(
+        "DROP DATABASE IF EXISTS obkv_infile; CREATE DATABASE obkv_infile; USE obkv_infile;\nCREATE TABLE t (id INT PRIMARY KEY, name VARCHAR(20));\nLOAD DATA LOCAL INFILE '{}' INTO TABLE t;\nSELECT COUNT(*), SUM(id) FROM t;\n",
+        data.display()
+    );
+    let (ok, out, err) = mariadb_cli(&p.addr, &["--local-infile=1"], &script);
+    assert!(ok, "LOAD DATA LOCAL through proxy failed: {err}");
+    assert_eq!(out.trim(), format!("5000\t{}", (0..5000).sum::<i64>()));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rust_client_binary_protocol_round_trips_binary_values() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let (host, port) = p.addr.rsplit_once(':').expect("addr");
+        let opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname(host)
+            .tcp_port(port.parse().expect("port"))
+            .user(Some("root"))
+            .prefer_socket(false)
+            .stmt_cache_size(0);
+        let mut conn = mysql_async::Conn::new(opts).await.expect("connect through proxy");
+        conn.query_drop("CREATE DATABASE IF NOT EXISTS obkv_rust").await.expect("db");
+        conn.query_drop("USE obkv_rust").await.expect("use");
+        conn.query_drop("DROP TABLE IF EXISTS kv").await.expect("drop");
+        conn.query_drop("CREATE TABLE kv (k VARBINARY(64) PRIMARY KEY, v LONGBLOB NOT NULL, d DECIMAL(20,4), t DATETIME(6))")
+            .await
+            .expect("create");
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut expected = Vec::new();
+        let insert = conn.prep("INSERT INTO kv (k, v, d, t) VALUES (?, ?, ?, ?)").await.expect("prepare");
+        for i in 0..200u32 {
+            let mut k = i.to_be_bytes().to_vec();
+            k.extend((0..rng.random_range(0..20)).map(|_| rng.random::<u8>()));
+            let v: Vec<u8> = if i == 0 { (0..=255u8).collect() } else { (0..rng.random_range(0..3000)).map(|_| rng.random()).collect() };
+            conn.exec_drop(&insert, (k.clone(), v.clone(), "12345.6789", "2024-02-29 01:02:03.456789"))
+                .await
+                .expect("insert");
+            expected.push((k, v));
+        }
+        conn.close(insert).await.expect("close stmt");
+        let select = conn.prep("SELECT v, d, t FROM kv WHERE k = ?").await.expect("prepare select");
+        for (k, v) in &expected {
+            let row: Option<(Vec<u8>, String, mysql_async::Value)> = conn.exec_first(&select, (k.clone(),)).await.expect("select");
+            let (got, d, t) = row.expect("row exists");
+            assert_eq!(&got, v, "{}: value mismatch", kind.name());
+            assert_eq!(d, "12345.6789");
+            assert_eq!(t, mysql_async::Value::Date(2024, 2, 29, 1, 2, 3, 456789));
+        }
+        let n: Option<u64> = conn.exec_first("SELECT COUNT(*) FROM kv WHERE LENGTH(v) >= ?", (0,)).await.expect("count");
+        assert_eq!(n, Some(200));
+        // COM_RESET_CONNECTION (or change user) through the proxy leaves a clean session
+        conn.query_drop("SET @leftover = 1").await.expect("set");
+        conn.reset().await.expect("reset");
+        let left: Option<Option<i64>> = conn.query_first("SELECT @leftover").await.expect("read var");
+        assert_eq!(left, Some(None), "{}: session state survived reset", kind.name());
+        conn.disconnect().await.expect("disconnect");
+    }
+}
+
+#[test]
+fn pymysql_binary_values_and_unbuffered_stream() {
+    let python = project_root().join(".venv/bin/python");
+    assert!(python.exists(), "PyMySQL's virtualenv is missing: run scripts/install-deps.sh");
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let (host, port) = p.addr.rsplit_once(':').expect("addr");
+        let out = Command::new(&python)
+            .arg(project_root().join("tests/clients/pymysql_check.py"))
+            .args([host, port, "200000"])
+            .output()
+            .expect("python ran");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success() && stdout.starts_with("OK"),
+            "{}: {stdout}\n{}",
+            kind.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(stdout.contains("streamed=200000"), "{stdout}");
+    }
+}
