@@ -4,3 +4,5 @@
 mod common;
 mod clients;
 mod corpus;
+mod streaming;
+mod sysbench;
