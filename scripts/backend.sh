@@ -40,7 +40,7 @@ start() {
       fi
       local args=(--no-defaults --datadir="$dir/data" --socket="$dir/mariadb.sock" --port="$port" \
         --bind-address=127.0.0.1 --user=root --pid-file="$dir/mariadb.pid" --log-error="$dir/error.log" \
-        --skip-log-bin --character-set-server=utf8mb4 --max-connections=2000 \
+        --skip-log-bin --character-set-server=utf8mb4 --max-connections=2000 --max-allowed-packet=64M \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2)
       [[ $mode == exec ]] && exec "$bin" "${args[@]}" </dev/null >/dev/null 2>&1
       "$bin" "${args[@]}" </dev/null >/dev/null 2>&1 &

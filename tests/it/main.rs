@@ -2,7 +2,9 @@
 //! backends start once per run.
 
 mod common;
+mod bad_input;
 mod clients;
 mod corpus;
+mod resilience;
 mod streaming;
 mod sysbench;
