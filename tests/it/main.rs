@@ -4,6 +4,7 @@
 mod common;
 mod bad_input;
 mod clients;
+mod commands;
 mod corpus;
 mod resilience;
 mod streaming;
