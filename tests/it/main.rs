@@ -2,6 +2,7 @@
 //! backends start once per run.
 
 mod common;
+mod auth_tls;
 mod bad_input;
 mod clients;
 mod commands;
