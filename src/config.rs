@@ -23,7 +23,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub proxy: ProxySection,
@@ -145,19 +145,6 @@ impl Default for LogSection {
     }
 }
 
-impl Default for Config {
-    fn default() -> Self {
-        Config {
-            proxy: ProxySection::default(),
-            backend: BackendSection::default(),
-            auth: AuthSection::default(),
-            pool: PoolSection::default(),
-            tls: TlsSection::default(),
-            log: LogSection::default(),
-        }
-    }
-}
-
 impl Config {
     pub fn from_file(path: &Path) -> Result<Config, ConfigError> {
         let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
@@ -186,10 +173,16 @@ impl Config {
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         if self.proxy.listen.parse::<SocketAddr>().is_err() {
-            return bad(format!("proxy.listen = {:?} is not HOST:PORT (an IP address and a port)", self.proxy.listen));
+            return bad(format!(
+                "proxy.listen = {:?} is not HOST:PORT (an IP address and a port)",
+                self.proxy.listen
+            ));
         }
         if !self.backend.address.contains(':') {
-            return bad(format!("backend.address = {:?} is not HOST:PORT", self.backend.address));
+            return bad(format!(
+                "backend.address = {:?} is not HOST:PORT",
+                self.backend.address
+            ));
         }
         if self.proxy.max_connections == 0 {
             return bad("proxy.max_connections must be at least 1".into());
@@ -232,7 +225,10 @@ mod tests {
         let text = include_str!("../config/obkv-proxy.toml");
         let cfg = Config::from_toml(text).expect("example config is valid");
         assert_eq!(cfg.proxy.listen, "127.0.0.1:2883");
-        assert_eq!(Config::from_toml("").expect("empty").backend.address, "127.0.0.1:2881");
+        assert_eq!(
+            Config::from_toml("").expect("empty").backend.address,
+            "127.0.0.1:2881"
+        );
     }
 
     #[test]

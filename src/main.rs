@@ -50,7 +50,10 @@ fn load(cli: &Cli) -> Result<Config, String> {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     if let Some(Command::HashPassword { password }) = &cli.command {
-        println!("{}", obkv_proxy::session::auth::native_hash(password.as_bytes()));
+        println!(
+            "{}",
+            obkv_proxy::session::auth::native_hash(password.as_bytes())
+        );
         return ExitCode::SUCCESS;
     }
     let cfg = match load(&cli) {
@@ -65,10 +68,17 @@ fn main() -> ExitCode {
         println!("{cfg:#?}");
         return ExitCode::SUCCESS;
     }
-    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cfg.log.level));
-    tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).init();
+    let filter =
+        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cfg.log.level));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .init();
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("obkv-proxy: cannot start runtime: {e}");
@@ -97,13 +107,14 @@ async fn shutdown_signal() {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
     {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(t) => t,
-            Err(_) => {
-                let _ = ctrl_c.await;
-                return;
-            }
-        };
+        let mut term =
+            match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+                Ok(t) => t,
+                Err(_) => {
+                    let _ = ctrl_c.await;
+                    return;
+                }
+            };
         tokio::select! {
             _ = ctrl_c => {},
             _ = term.recv() => {},

@@ -47,9 +47,15 @@ impl Shared {
             .auth
             .users
             .iter()
-            .filter_map(|u| parse_native_hash(&u.password_hash).map(|h| (u.name.as_bytes().to_vec(), (u.clone(), h))))
+            .filter_map(|u| {
+                parse_native_hash(&u.password_hash)
+                    .map(|h| (u.name.as_bytes().to_vec(), (u.clone(), h)))
+            })
             .collect();
-        let pool = Pool::new(config.pool.max_idle, Duration::from_millis(config.pool.idle_timeout_ms));
+        let pool = Pool::new(
+            config.pool.max_idle,
+            Duration::from_millis(config.pool.idle_timeout_ms),
+        );
         Ok(Shared {
             tls,
             stats: Stats::default(),
@@ -67,18 +73,32 @@ impl Shared {
     }
 
     /// The proxy user whose password produced `response` for `salt`.
-    pub fn check_proxy_user(&self, name: &[u8], salt: &[u8], response: &[u8]) -> Option<&ProxyUser> {
+    pub fn check_proxy_user(
+        &self,
+        name: &[u8],
+        salt: &[u8],
+        response: &[u8],
+    ) -> Option<&ProxyUser> {
         let (user, stored) = self.users.get(name)?;
         verify_native(stored, salt, response).then_some(user)
     }
 
     pub async fn backend_greeting(&self) -> Result<Greeting, BackendError> {
-        if let Some(g) = self.backend_greeting.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+        if let Some(g) = self
+            .backend_greeting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+        {
             return Ok(g);
         }
-        let mut s = backend::connect(&self.config.backend.address, self.config.connect_timeout()).await?;
+        let mut s =
+            backend::connect(&self.config.backend.address, self.config.connect_timeout()).await?;
         let (_, g) = backend::read_greeting(&mut s).await?;
-        *self.backend_greeting.lock().unwrap_or_else(|e| e.into_inner()) = Some(g.clone());
+        *self
+            .backend_greeting
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(g.clone());
         Ok(g)
     }
 
@@ -87,15 +107,33 @@ impl Shared {
         if let Some(c) = self.pool.take(spec) {
             return Ok(c);
         }
-        backend::login(&self.config.backend.address, self.config.connect_timeout(), spec).await
+        backend::login(
+            &self.config.backend.address,
+            self.config.connect_timeout(),
+            spec,
+        )
+        .await
     }
 
     /// Resets a cleanly released backend connection in the background and pools it.
-    pub fn recycle(self: &Arc<Self>, spec: LoginSpec, greeting: Greeting, mut stream: BackendStream, caps: u32) {
+    pub fn recycle(
+        self: &Arc<Self>,
+        spec: LoginSpec,
+        greeting: Greeting,
+        mut stream: BackendStream,
+        caps: u32,
+    ) {
         let shared = self.clone();
         tokio::spawn(async move {
             match backend::reset(&mut stream).await {
-                Ok(()) => shared.pool.put(spec, LoggedIn { stream, greeting, caps }),
+                Ok(()) => shared.pool.put(
+                    spec,
+                    LoggedIn {
+                        stream,
+                        greeting,
+                        caps,
+                    },
+                ),
                 Err(e) => warn!("backend connection not reusable, closed: {e}"),
             }
         });
@@ -103,7 +141,11 @@ impl Shared {
 }
 
 /// Serves clients from `listener` until `shutdown` resolves.
-pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future<Output = ()>) -> Result<(), ConfigError> {
+pub async fn run(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+) -> Result<(), ConfigError> {
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared::new(config, stop_rx)?);
     let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
@@ -150,9 +192,15 @@ pub async fn run(listener: TcpListener, config: Config, shutdown: impl Future<Ou
     info!(sessions = sessions.len(), "shutting down");
     let _ = stop_tx.send(true);
     let grace = Duration::from_millis(shared.config.proxy.shutdown_grace_ms);
-    let drained = tokio::time::timeout(grace, async { while sessions.join_next().await.is_some() {} }).await;
+    let drained = tokio::time::timeout(grace, async {
+        while sessions.join_next().await.is_some() {}
+    })
+    .await;
     if drained.is_err() {
-        warn!(sessions = sessions.len(), "grace period over, closing remaining sessions");
+        warn!(
+            sessions = sessions.len(),
+            "grace period over, closing remaining sessions"
+        );
         sessions.abort_all();
     }
     Ok(())

@@ -9,7 +9,9 @@ use crate::config::ConfigError;
 
 pub fn acceptor(cert: &Path, key: &Path) -> Result<TlsAcceptor, ConfigError> {
     let bad = |m: String| ConfigError::Invalid(m);
-    let read = |p: &Path| std::fs::read(p).map_err(|e| bad(format!("tls: cannot read {}: {e}", p.display())));
+    let read = |p: &Path| {
+        std::fs::read(p).map_err(|e| bad(format!("tls: cannot read {}: {e}", p.display())))
+    };
     let cert_pem = read(cert)?;
     let key_pem = read(key)?;
     let certs = rustls_pemfile::certs(&mut cert_pem.as_slice())

@@ -44,7 +44,10 @@ impl Stats {
         let g = |c: &AtomicU64| c.load(Ordering::Relaxed).to_string();
         vec![
             ("version", env!("CARGO_PKG_VERSION").to_string()),
-            ("uptime_seconds", self.started.elapsed().as_secs().to_string()),
+            (
+                "uptime_seconds",
+                self.started.elapsed().as_secs().to_string(),
+            ),
             ("connections_active", g(&self.connections_active)),
             ("connections_total", g(&self.connections_total)),
             ("connections_refused", g(&self.connections_refused)),

@@ -12,7 +12,9 @@ use std::time::Duration;
 use tokio::net::TcpStream;
 
 use crate::protocol::constants::{cap, com};
-use crate::protocol::handshake::{build_handshake_response, parse_auth_switch, parse_greeting, Greeting};
+use crate::protocol::handshake::{
+    build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
+};
 use crate::protocol::stream::PacketStream;
 use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 
@@ -38,7 +40,12 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<BackendStream, Bac
     let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(BackendError::Connect(e.to_string())),
-        Err(_) => return Err(BackendError::Connect(format!("timed out after {} ms", timeout.as_millis()))),
+        Err(_) => {
+            return Err(BackendError::Connect(format!(
+                "timed out after {} ms",
+                timeout.as_millis()
+            )))
+        }
     };
     tcp.set_nodelay(true)?;
     Ok(PacketStream::new(tcp))
@@ -46,7 +53,9 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<BackendStream, Bac
 
 /// Reads the backend's greeting; an ERR in its place (too many connections, host blocked) is
 /// returned as `Refused` so it can be relayed.
-pub async fn read_greeting(stream: &mut BackendStream) -> Result<(Vec<u8>, Greeting), BackendError> {
+pub async fn read_greeting(
+    stream: &mut BackendStream,
+) -> Result<(Vec<u8>, Greeting), BackendError> {
     let mut raw = Vec::new();
     stream.read_frame_into(&mut raw).await?;
     if raw.first() == Some(&0xff) {
@@ -74,7 +83,11 @@ pub struct LoginSpec {
     pub database: Option<Vec<u8>>,
 }
 
-pub async fn login(addr: &str, timeout: Duration, spec: &LoginSpec) -> Result<LoggedIn, BackendError> {
+pub async fn login(
+    addr: &str,
+    timeout: Duration,
+    spec: &LoginSpec,
+) -> Result<LoggedIn, BackendError> {
     let mut stream = connect(addr, timeout).await?;
     let (_, greeting) = read_greeting(&mut stream).await?;
     let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::COMPRESS | cap::CONNECT_ATTRS);
@@ -84,10 +97,21 @@ pub async fn login(addr: &str, timeout: Duration, spec: &LoginSpec) -> Result<Lo
         NATIVE_PLUGIN
     };
     let auth = answer_for(plugin, spec.password.as_bytes(), &greeting.scramble);
-    let resp = build_handshake_response(caps, spec.charset, spec.user.as_bytes(), &auth, spec.database.as_deref(), plugin);
+    let resp = build_handshake_response(
+        caps,
+        spec.charset,
+        spec.user.as_bytes(),
+        &auth,
+        spec.database.as_deref(),
+        plugin,
+    );
     stream.send_packet(1, &resp).await?;
     finish_auth(&mut stream, spec.password.as_bytes(), &greeting.scramble).await?;
-    Ok(LoggedIn { stream, greeting, caps })
+    Ok(LoggedIn {
+        stream,
+        greeting,
+        caps,
+    })
 }
 
 fn answer_for(plugin: &[u8], password: &[u8], salt: &[u8]) -> Vec<u8> {
@@ -99,7 +123,11 @@ fn answer_for(plugin: &[u8], password: &[u8], salt: &[u8]) -> Vec<u8> {
 }
 
 /// Client side of the rest of an auth exchange: auth switches and caching_sha2's fast path.
-async fn finish_auth(stream: &mut BackendStream, password: &[u8], salt: &[u8]) -> Result<(), BackendError> {
+async fn finish_auth(
+    stream: &mut BackendStream,
+    password: &[u8],
+    salt: &[u8],
+) -> Result<(), BackendError> {
     let mut p = Vec::new();
     loop {
         let h = stream.read_frame_into(&mut p).await?;
@@ -135,7 +163,9 @@ pub async fn reset(stream: &mut BackendStream) -> Result<(), BackendError> {
     match p.first() {
         Some(0x00) => Ok(()),
         Some(0xff) => Err(BackendError::Refused(p)),
-        _ => Err(BackendError::Protocol("unexpected answer to COM_RESET_CONNECTION")),
+        _ => Err(BackendError::Protocol(
+            "unexpected answer to COM_RESET_CONNECTION",
+        )),
     }
 }
 

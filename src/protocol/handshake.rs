@@ -139,8 +139,7 @@ pub struct HandshakeResponse {
 pub const FIXED_RESPONSE_LEN: usize = 32;
 
 pub fn is_ssl_request(p: &[u8]) -> bool {
-    p.len() == FIXED_RESPONSE_LEN
-        && Reader::new(p).u32().is_some_and(|c| c & cap::SSL != 0)
+    p.len() == FIXED_RESPONSE_LEN && Reader::new(p).u32().is_some_and(|c| c & cap::SSL != 0)
 }
 
 pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
@@ -258,7 +257,15 @@ mod tests {
     fn greeting_build_parse_and_edit() {
         let salt = *b"abcdefghijklmnopqrst";
         let caps = cap::PROXY_SUPPORTED | cap::SSL;
-        let mut p = build_greeting(b"5.7.25-x", 42, &salt, caps, 45, 2, b"mysql_native_password");
+        let mut p = build_greeting(
+            b"5.7.25-x",
+            42,
+            &salt,
+            caps,
+            45,
+            2,
+            b"mysql_native_password",
+        );
         let g = parse_greeting(&p).expect("parses");
         assert_eq!(g.server_version, b"5.7.25-x");
         assert_eq!(g.connection_id, 42);
@@ -282,12 +289,22 @@ mod tests {
     #[test]
     fn response_build_parse_and_edit() {
         let caps = cap::PROXY_SUPPORTED;
-        let mut p = build_handshake_response(caps, 45, b"root", &[1; 20], Some(b"db1"), b"mysql_native_password");
+        let mut p = build_handshake_response(
+            caps,
+            45,
+            b"root",
+            &[1; 20],
+            Some(b"db1"),
+            b"mysql_native_password",
+        );
         let h = parse_handshake_response(&p).expect("parses");
         assert_eq!(h.user, b"root");
         assert_eq!(h.auth_response, vec![1; 20]);
         assert_eq!(h.database.as_deref(), Some(&b"db1"[..]));
-        assert_eq!(h.auth_plugin.as_deref(), Some(&b"mysql_native_password"[..]));
+        assert_eq!(
+            h.auth_plugin.as_deref(),
+            Some(&b"mysql_native_password"[..])
+        );
         set_response_capabilities(&mut p, h.capabilities & !cap::DEPRECATE_EOF);
         let h2 = parse_handshake_response(&p).expect("still parses");
         assert_eq!(h2.capabilities, h.capabilities & !cap::DEPRECATE_EOF);

@@ -55,7 +55,9 @@ impl ErrorInfo {
         Self::new(
             1153,
             "08S01",
-            format!("Got a packet bigger than 'max_allowed_packet' bytes (obkv-proxy limit {limit})"),
+            format!(
+                "Got a packet bigger than 'max_allowed_packet' bytes (obkv-proxy limit {limit})"
+            ),
         )
     }
 
@@ -235,7 +237,10 @@ mod tests {
     #[test]
     fn err_packet_layout() {
         let p = ErrorInfo::new(1047, "08S01", "Unknown command").to_packet();
-        assert_eq!(&p[..9], &[0xff, 0x17, 0x04, b'#', b'0', b'8', b'S', b'0', b'1']);
+        assert_eq!(
+            &p[..9],
+            &[0xff, 0x17, 0x04, b'#', b'0', b'8', b'S', b'0', b'1']
+        );
         assert_eq!(&p[9..], b"Unknown command");
         assert_eq!(parse_err_code(&p), Some(1047));
     }
@@ -256,7 +261,10 @@ mod tests {
         assert_eq!(parse_eof(&e), Some((5, 2)));
         let o = end_of_rows_packet(true, 0x000a, 1);
         assert_eq!(o[0], 0xfe);
-        assert_eq!(parse_ok(&o).map(|i| (i.status, i.warnings)), Some((0x0a, 1)));
+        assert_eq!(
+            parse_ok(&o).map(|i| (i.status, i.warnings)),
+            Some((0x0a, 1))
+        );
     }
 
     #[test]

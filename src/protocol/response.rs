@@ -6,10 +6,10 @@
 //! the session feeds it each packet (the whole payload when `needs_whole_packet` says so, else
 //! just the first bytes) and it answers whether more packets follow.
 
+use super::constants::MAX_FRAME;
 use super::constants::{cap, status};
 use super::packets::{parse_eof, parse_err_code, parse_ok};
 use super::wire::Reader;
-use super::constants::MAX_FRAME;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ResponseKind {
@@ -99,7 +99,10 @@ impl ResponseTracker {
     /// `len` bytes. Rows and column definitions are never needed whole, so they can be streamed.
     pub fn needs_whole_packet(&self, first: Option<u8>, len: usize) -> bool {
         match self.state {
-            State::First | State::ColumnsEof | State::PrepareParamsEof | State::PrepareColumnsEof => true,
+            State::First
+            | State::ColumnsEof
+            | State::PrepareParamsEof
+            | State::PrepareColumnsEof => true,
             State::Rows | State::UntilEof => is_terminator(first, len) || first == Some(0xff),
             _ => false,
         }
@@ -123,7 +126,8 @@ impl ResponseTracker {
                 Ok(Step::More)
             }
             State::ColumnsEof => {
-                let (_, st) = parse_eof(payload).ok_or(FramingError("expected EOF after columns"))?;
+                let (_, st) =
+                    parse_eof(payload).ok_or(FramingError("expected EOF after columns"))?;
                 self.summary.status = Some(st);
                 if self.kind == ResponseKind::Execute && st & status::CURSOR_EXISTS != 0 {
                     return Ok(self.finish());
@@ -192,7 +196,9 @@ impl ResponseTracker {
     }
 
     fn first_packet(&mut self, payload: &[u8]) -> Result<Step, FramingError> {
-        let first = *payload.first().ok_or(FramingError("empty response packet"))?;
+        let first = *payload
+            .first()
+            .ok_or(FramingError("empty response packet"))?;
         if self.kind == ResponseKind::Single {
             match first {
                 0x00 => self.take_ok(payload),
@@ -303,7 +309,10 @@ mod tests {
     use crate::protocol::packets::{end_of_rows_packet, ok_packet, text_result_set, ErrorInfo};
 
     fn run(t: &mut ResponseTracker, packets: &[Vec<u8>]) -> Vec<Step> {
-        packets.iter().map(|p| t.feed(p.len(), p).expect("valid")).collect()
+        packets
+            .iter()
+            .map(|p| t.feed(p.len(), p).expect("valid"))
+            .collect()
     }
 
     #[test]
@@ -317,7 +326,10 @@ mod tests {
     fn result_set_in_both_eof_styles() {
         for deprecate in [false, true] {
             let caps = if deprecate { cap::DEPRECATE_EOF } else { 0 };
-            let rows = vec![vec![Some("1".into()), None], vec![Some("2".into()), Some("x".into())]];
+            let rows = vec![
+                vec![Some("1".into()), None],
+                vec![Some("2".into()), Some("x".into())],
+            ];
             let packets = text_result_set(&["a", "b"], &rows, deprecate, 2);
             let mut t = ResponseTracker::new(ResponseKind::Query, caps);
             let steps = run(&mut t, &packets);

@@ -142,7 +142,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     /// Copies `len` payload bytes to `dst` without holding them all, writing `dst` out whenever
     /// its buffer fills, and flushing it before this side would block so the peer sees data early.
-    pub async fn copy_payload_to<D>(&mut self, mut len: usize, dst: &mut PacketStream<D>) -> Result<(), CopyError>
+    pub async fn copy_payload_to<D>(
+        &mut self,
+        mut len: usize,
+        dst: &mut PacketStream<D>,
+    ) -> Result<(), CopyError>
     where
         D: AsyncRead + AsyncWrite + Unpin,
     {
@@ -154,7 +158,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                 self.fill_some().await.map_err(CopyError::Read)?;
             }
             let n = len.min(self.buffered());
-            dst.wbuf.extend_from_slice(&self.rbuf[self.rpos..self.rpos + n]);
+            dst.wbuf
+                .extend_from_slice(&self.rbuf[self.rpos..self.rpos + n]);
             self.rpos += n;
             len -= n;
             if dst.wbuf.len() >= WRITE_HIGH_WATER {
@@ -167,7 +172,8 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Queues a frame header.
     pub fn queue_header(&mut self, len: usize, seq: u8) {
         let l = len as u32;
-        self.wbuf.extend_from_slice(&[l as u8, (l >> 8) as u8, (l >> 16) as u8, seq]);
+        self.wbuf
+            .extend_from_slice(&[l as u8, (l >> 8) as u8, (l >> 16) as u8, seq]);
     }
 
     /// Queues raw payload bytes (after `queue_header`).
@@ -268,6 +274,9 @@ mod tests {
         let mut r = PacketStream::new(b);
         let h = r.read_header().await.unwrap();
         assert_eq!(h.len, 10);
-        assert_eq!(r.read_payload(h.len).await.unwrap_err().kind(), io::ErrorKind::UnexpectedEof);
+        assert_eq!(
+            r.read_payload(h.len).await.unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
     }
 }

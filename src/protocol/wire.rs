@@ -41,7 +41,8 @@ impl<'a> Reader<'a> {
     }
 
     pub fn u32(&mut self) -> Option<u32> {
-        self.take(4).map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
+        self.take(4)
+            .map(|s| u32::from_le_bytes([s[0], s[1], s[2], s[3]]))
     }
 
     pub fn lenenc_int(&mut self) -> Option<u64> {
@@ -107,7 +108,16 @@ mod tests {
 
     #[test]
     fn lenenc_round_trip_at_every_width() {
-        for v in [0u64, 250, 251, 0xffff, 0x10000, 0xff_ffff, 0x100_0000, u64::MAX] {
+        for v in [
+            0u64,
+            250,
+            251,
+            0xffff,
+            0x10000,
+            0xff_ffff,
+            0x100_0000,
+            u64::MAX,
+        ] {
             let mut b = Vec::new();
             put_lenenc_int(&mut b, v);
             let mut r = Reader::new(&b);

@@ -54,10 +54,18 @@ pub fn verify_native(stored: &[u8; 20], salt: &[u8], response: &[u8]) -> bool {
     h.update(&salt[..salt.len().min(20)]);
     h.update(stored);
     let mix = h.finalize();
-    let stage1: Vec<u8> = response.iter().zip(mix.iter()).map(|(a, b)| a ^ b).collect();
+    let stage1: Vec<u8> = response
+        .iter()
+        .zip(mix.iter())
+        .map(|(a, b)| a ^ b)
+        .collect();
     let candidate = Sha1::digest(&stage1);
     // constant-time comparison: a mismatch position must not be observable
-    candidate.iter().zip(stored.iter()).fold(0u8, |acc, (a, b)| acc | (a ^ b)) == 0
+    candidate
+        .iter()
+        .zip(stored.iter())
+        .fold(0u8, |acc, (a, b)| acc | (a ^ b))
+        == 0
 }
 
 /// caching_sha2_password fast-auth answer: XOR(SHA256(pw), SHA256(SHA256(SHA256(pw)), salt)).
@@ -81,7 +89,10 @@ mod tests {
     #[test]
     fn native_hash_matches_mysql_password_function() {
         // MySQL: SELECT PASSWORD('secret') = '*14E65567ABDB5135D0CFD9A70B3032C179A49EE7'
-        assert_eq!(native_hash(b"secret"), "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7");
+        assert_eq!(
+            native_hash(b"secret"),
+            "*14E65567ABDB5135D0CFD9A70B3032C179A49EE7"
+        );
     }
 
     #[test]
@@ -89,8 +100,16 @@ mod tests {
         let stored = parse_native_hash(&native_hash(b"pw1")).expect("valid");
         let salt = b"0123456789abcdefghij";
         assert!(verify_native(&stored, salt, &native_scramble(b"pw1", salt)));
-        assert!(!verify_native(&stored, salt, &native_scramble(b"pw2", salt)));
-        assert!(!verify_native(&stored, b"other salt..........", &native_scramble(b"pw1", salt)));
+        assert!(!verify_native(
+            &stored,
+            salt,
+            &native_scramble(b"pw2", salt)
+        ));
+        assert!(!verify_native(
+            &stored,
+            b"other salt..........",
+            &native_scramble(b"pw1", salt)
+        ));
         assert!(!verify_native(&stored, salt, b"short"));
     }
 

@@ -20,7 +20,11 @@ impl ClientIo {
 }
 
 impl AsyncRead for ClientIo {
-    fn poll_read(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
         match self.get_mut() {
             ClientIo::Plain(s) => Pin::new(s).poll_read(cx, buf),
             ClientIo::Tls(s) => Pin::new(s.as_mut()).poll_read(cx, buf),
@@ -29,7 +33,11 @@ impl AsyncRead for ClientIo {
 }
 
 impl AsyncWrite for ClientIo {
-    fn poll_write(self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
         match self.get_mut() {
             ClientIo::Plain(s) => Pin::new(s).poll_write(cx, buf),
             ClientIo::Tls(s) => Pin::new(s.as_mut()).poll_write(cx, buf),

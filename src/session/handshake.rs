@@ -27,8 +27,8 @@ use crate::backend::{self, BackendError, BackendStream, LoginSpec};
 use crate::config::AuthMode;
 use crate::protocol::constants::{cap, MAX_FRAME};
 use crate::protocol::handshake::{
-    build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response, set_greeting_capabilities,
-    set_response_capabilities, HandshakeResponse,
+    build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response,
+    set_greeting_capabilities, set_response_capabilities, HandshakeResponse,
 };
 use crate::protocol::packets::{ok_packet, ErrorInfo};
 use crate::protocol::stream::PacketStream;
@@ -50,7 +50,11 @@ impl From<io::Error> for HandshakeFailure {
     }
 }
 
-pub async fn establish(tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Result<Session, HandshakeFailure> {
+pub async fn establish(
+    tcp: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<Session, HandshakeFailure> {
     match shared.config.auth.mode {
         AuthMode::Backend => establish_relayed(tcp, peer, shared).await,
         AuthMode::Proxy => establish_proxy_auth(tcp, peer, shared).await,
@@ -103,8 +107,15 @@ async fn read_login_request(
         return Ok((PacketStream::new(ClientIo::Plain(tcp)), first, seq));
     }
     let Some(acceptor) = shared.tls.as_ref().filter(|_| advertised & cap::SSL != 0) else {
-        let _ = write_raw_packet(&mut tcp, seq.wrapping_add(1), &ErrorInfo::bad_handshake().to_packet()).await;
-        return Err(HandshakeFailure::Rejected("SSLRequest without TLS configured"));
+        let _ = write_raw_packet(
+            &mut tcp,
+            seq.wrapping_add(1),
+            &ErrorInfo::bad_handshake().to_packet(),
+        )
+        .await;
+        return Err(HandshakeFailure::Rejected(
+            "SSLRequest without TLS configured",
+        ));
     };
     let tls = acceptor.accept(tcp).await?;
     let mut client = PacketStream::new(ClientIo::Tls(Box::new(tls)));
@@ -116,13 +127,22 @@ async fn read_login_request(
     Ok((client, p, h.seq))
 }
 
-async fn reject(client: &mut PacketStream<ClientIo>, seq: u8, err: ErrorInfo, why: &'static str) -> HandshakeFailure {
+async fn reject(
+    client: &mut PacketStream<ClientIo>,
+    seq: u8,
+    err: ErrorInfo,
+    why: &'static str,
+) -> HandshakeFailure {
     let _ = client.send_packet(seq, &err.to_packet()).await;
     client.shutdown().await;
     HandshakeFailure::Rejected(why)
 }
 
-async fn establish_relayed(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Result<Session, HandshakeFailure> {
+async fn establish_relayed(
+    mut tcp: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<Session, HandshakeFailure> {
     let addr = shared.config.backend.address.clone();
     let mut backend = match backend::connect(&addr, shared.config.connect_timeout()).await {
         Ok(b) => b,
@@ -144,27 +164,56 @@ async fn establish_relayed(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<Sha
     let (mut client, mut response_raw, seq) = read_login_request(tcp, &shared, advertised).await?;
     let Some(response) = parse_handshake_response(&response_raw) else {
         bump(&shared.stats.client_protocol_errors);
-        return Err(reject(&mut client, seq.wrapping_add(1), ErrorInfo::bad_handshake(), "unparseable login").await);
+        return Err(reject(
+            &mut client,
+            seq.wrapping_add(1),
+            ErrorInfo::bad_handshake(),
+            "unparseable login",
+        )
+        .await);
     };
     // The backend never saw the SSLRequest: its sequence ids run one behind the client's.
     let seq_delta = seq.wrapping_sub(1);
     let client_caps = response.capabilities & advertised & !cap::SSL;
     set_response_capabilities(&mut response_raw, client_caps);
     if backend.send_packet(1, &response_raw).await.is_err() {
-        return Err(reject(&mut client, seq.wrapping_add(1), ErrorInfo::backend_lost(&addr), "backend lost during login").await);
+        return Err(reject(
+            &mut client,
+            seq.wrapping_add(1),
+            ErrorInfo::backend_lost(&addr),
+            "backend lost during login",
+        )
+        .await);
     }
     if !relay_auth(&mut client, &mut backend, seq_delta, &addr).await? {
         debug!(%peer, user = %String::from_utf8_lossy(&response.user), "backend refused login");
         return Err(HandshakeFailure::Rejected("authentication failed"));
     }
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), "session established");
-    Ok(Session::new(shared, peer, client, backend, client_caps, None))
+    Ok(Session::new(
+        shared,
+        peer,
+        client,
+        backend,
+        client_caps,
+        None,
+    ))
 }
 
-async fn report_backend_down(tcp: &mut TcpStream, shared: &Shared, addr: &str, e: &BackendError) -> HandshakeFailure {
+async fn report_backend_down(
+    tcp: &mut TcpStream,
+    shared: &Shared,
+    addr: &str,
+    e: &BackendError,
+) -> HandshakeFailure {
     bump(&shared.stats.backend_connect_errors);
     warn!(backend = addr, "cannot reach backend: {e}");
-    let _ = write_raw_packet(tcp, 0, &ErrorInfo::backend_unreachable(addr, &e.to_string()).to_packet()).await;
+    let _ = write_raw_packet(
+        tcp,
+        0,
+        &ErrorInfo::backend_unreachable(addr, &e.to_string()).to_packet(),
+    )
+    .await;
     let _ = tcp.shutdown().await;
     HandshakeFailure::Rejected("backend unreachable")
 }
@@ -182,9 +231,19 @@ pub async fn relay_auth(
     loop {
         let h = match backend.read_frame_into(&mut p).await {
             Ok(h) => h,
-            Err(_) => return Err(reject(client, next_client_seq, ErrorInfo::backend_lost(addr), "backend lost during login").await),
+            Err(_) => {
+                return Err(reject(
+                    client,
+                    next_client_seq,
+                    ErrorInfo::backend_lost(addr),
+                    "backend lost during login",
+                )
+                .await)
+            }
         };
-        client.send_packet(h.seq.wrapping_add(seq_delta), &p).await?;
+        client
+            .send_packet(h.seq.wrapping_add(seq_delta), &p)
+            .await?;
         match p.first() {
             Some(0x00) => return Ok(true),
             Some(0xff) => {
@@ -196,8 +255,18 @@ pub async fn relay_auth(
         }
         let ch = client.read_frame_into(&mut p).await?;
         next_client_seq = ch.seq.wrapping_add(1);
-        if backend.send_packet(ch.seq.wrapping_sub(seq_delta), &p).await.is_err() {
-            return Err(reject(client, next_client_seq, ErrorInfo::backend_lost(addr), "backend lost during login").await);
+        if backend
+            .send_packet(ch.seq.wrapping_sub(seq_delta), &p)
+            .await
+            .is_err()
+        {
+            return Err(reject(
+                client,
+                next_client_seq,
+                ErrorInfo::backend_lost(addr),
+                "backend lost during login",
+            )
+            .await);
         }
     }
 }
@@ -212,7 +281,11 @@ fn random_salt() -> [u8; 20] {
     s
 }
 
-async fn establish_proxy_auth(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) -> Result<Session, HandshakeFailure> {
+async fn establish_proxy_auth(
+    mut tcp: TcpStream,
+    peer: SocketAddr,
+    shared: Arc<Shared>,
+) -> Result<Session, HandshakeFailure> {
     let addr = shared.config.backend.address.clone();
     let backend_greeting = match shared.backend_greeting().await {
         Ok(g) => g,
@@ -234,10 +307,17 @@ async fn establish_proxy_auth(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<
     let (mut client, response_raw, seq) = read_login_request(tcp, &shared, advertised).await?;
     let Some(response) = parse_handshake_response(&response_raw) else {
         bump(&shared.stats.client_protocol_errors);
-        return Err(reject(&mut client, seq.wrapping_add(1), ErrorInfo::bad_handshake(), "unparseable login").await);
+        return Err(reject(
+            &mut client,
+            seq.wrapping_add(1),
+            ErrorInfo::bad_handshake(),
+            "unparseable login",
+        )
+        .await);
     };
     let client_caps = response.capabilities & advertised & !cap::SSL;
-    let (auth_data, next_seq) = native_auth_data(&mut client, &response, &salt, seq.wrapping_add(1)).await?;
+    let (auth_data, next_seq) =
+        native_auth_data(&mut client, &response, &salt, seq.wrapping_add(1)).await?;
     let host = peer.ip().to_string();
     let Some(user) = shared.check_proxy_user(&response.user, &salt, &auth_data) else {
         info!(%peer, user = %String::from_utf8_lossy(&response.user), "proxy authentication failed");
@@ -255,7 +335,9 @@ async fn establish_proxy_auth(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<
         Ok(l) => l,
         Err(BackendError::Refused(err)) => {
             let _ = client.send_packet(next_seq, &err).await;
-            return Err(HandshakeFailure::Rejected("backend refused the mapped login"));
+            return Err(HandshakeFailure::Rejected(
+                "backend refused the mapped login",
+            ));
         }
         Err(e) => {
             bump(&shared.stats.backend_connect_errors);
@@ -269,7 +351,14 @@ async fn establish_proxy_auth(mut tcp: TcpStream, peer: SocketAddr, shared: Arc<
         .await?;
     info!(%peer, user = %String::from_utf8_lossy(&response.user), backend_user = %spec.user, "session established (proxy auth)");
     let caps = logged.caps;
-    Ok(Session::new(shared, peer, client, logged.stream, caps, Some((spec, logged.greeting))))
+    Ok(Session::new(
+        shared,
+        peer,
+        client,
+        logged.stream,
+        caps,
+        Some((spec, logged.greeting)),
+    ))
 }
 
 /// The client's mysql_native_password answer; asks for it with an auth switch when the client
@@ -284,7 +373,9 @@ async fn native_auth_data(
     if plugin == NATIVE_PLUGIN || plugin.is_empty() {
         return Ok((response.auth_response.clone(), seq));
     }
-    client.send_packet(seq, &build_auth_switch(NATIVE_PLUGIN, salt)).await?;
+    client
+        .send_packet(seq, &build_auth_switch(NATIVE_PLUGIN, salt))
+        .await?;
     let mut p = Vec::new();
     let h = client.read_frame_into(&mut p).await?;
     Ok((p, h.seq.wrapping_add(1)))
@@ -317,9 +408,15 @@ pub fn parse_change_user(p: &[u8], caps: u32) -> Option<ChangeUser> {
 
 /// Proxy mode COM_CHANGE_USER: re-authenticates with a fresh salt (auth switch), then gives the
 /// session a clean backend connection for the new user. Returns false when refused.
-pub async fn proxy_change_user(session: &mut Session, request: ChangeUser) -> Result<bool, HandshakeFailure> {
+pub async fn proxy_change_user(
+    session: &mut Session,
+    request: ChangeUser,
+) -> Result<bool, HandshakeFailure> {
     let salt = random_salt();
-    session.client.send_packet(1, &build_auth_switch(NATIVE_PLUGIN, &salt)).await?;
+    session
+        .client
+        .send_packet(1, &build_auth_switch(NATIVE_PLUGIN, &salt))
+        .await?;
     let mut p = Vec::new();
     let h = session.client.read_frame_into(&mut p).await?;
     let seq = h.seq.wrapping_add(1);
@@ -345,9 +442,14 @@ pub async fn proxy_change_user(session: &mut Session, request: ChangeUser) -> Re
             let old_pooled = session.pooled.replace((spec, logged.greeting));
             session.statements.clear();
             if let Some((old_spec, old_greeting)) = old_pooled {
-                session.shared.recycle(old_spec, old_greeting, old, session.client_caps);
+                session
+                    .shared
+                    .recycle(old_spec, old_greeting, old, session.client_caps);
             }
-            session.client.send_packet(seq, &ok_packet(0, 0, 2, 0)).await?;
+            session
+                .client
+                .send_packet(seq, &ok_packet(0, 0, 2, 0))
+                .await?;
             Ok(true)
         }
         Err(BackendError::Refused(err)) => {
@@ -355,7 +457,10 @@ pub async fn proxy_change_user(session: &mut Session, request: ChangeUser) -> Re
             Ok(false)
         }
         Err(e) => {
-            let err = ErrorInfo::backend_unreachable(&session.shared.config.backend.address, &e.to_string());
+            let err = ErrorInfo::backend_unreachable(
+                &session.shared.config.backend.address,
+                &e.to_string(),
+            );
             session.client.send_packet(seq, &err.to_packet()).await?;
             Ok(false)
         }

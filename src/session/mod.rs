@@ -48,7 +48,12 @@ enum End {
 pub async fn serve(tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let _ = tcp.set_nodelay(true);
     let timeout = shared.config.handshake_timeout();
-    let session = match tokio::time::timeout(timeout, handshake::establish(tcp, peer, shared.clone())).await {
+    let session = match tokio::time::timeout(
+        timeout,
+        handshake::establish(tcp, peer, shared.clone()),
+    )
+    .await
+    {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             debug!(%peer, "no session: {e:?}");
@@ -112,13 +117,17 @@ impl Session {
         let stats = &self.shared.stats;
         stats.connections_active.fetch_add(1, Ordering::Relaxed);
         let end = self.command_loop().await;
-        self.shared.stats.connections_active.fetch_sub(1, Ordering::Relaxed);
+        self.shared
+            .stats
+            .connections_active
+            .fetch_sub(1, Ordering::Relaxed);
         debug!(peer = %self.peer, ?end, "session ended");
         let clean = matches!(end, End::ClientQuit | End::Shutdown);
         self.client.shutdown().await;
         match self.pooled.take() {
             Some((spec, greeting)) if clean => {
-                self.shared.recycle(spec, greeting, self.backend, self.client_caps);
+                self.shared
+                    .recycle(spec, greeting, self.backend, self.client_caps);
             }
             _ if clean => {
                 // tell the backend goodbye so it does not log an aborted connection
@@ -144,12 +153,21 @@ impl Session {
                 }
                 Err(ReadError::TooLarge(seq)) => {
                     let limit = self.shared.config.proxy.max_packet_bytes;
-                    return self.protocol_error(seq, ErrorInfo::packet_too_large(limit)).await;
+                    return self
+                        .protocol_error(seq, ErrorInfo::packet_too_large(limit))
+                        .await;
                 }
             }
             bump(&self.shared.stats.commands_total);
             let result = match self.command.first().copied() {
-                None => self.answer_error(ErrorInfo::new(1835, "08S01", "Malformed communication packet")).await,
+                None => {
+                    self.answer_error(ErrorInfo::new(
+                        1835,
+                        "08S01",
+                        "Malformed communication packet",
+                    ))
+                    .await
+                }
                 Some(com::QUIT) => return End::ClientQuit,
                 Some(com::QUERY) => self.on_query().await,
                 Some(com::STMT_PREPARE) => self.on_prepare().await,
@@ -224,7 +242,8 @@ impl Session {
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.statements.clear();
         if self.shared.config.auth.mode == AuthMode::Proxy {
-            let Some(request) = handshake::parse_change_user(&self.command[1..], self.client_caps) else {
+            let Some(request) = handshake::parse_change_user(&self.command[1..], self.client_caps)
+            else {
                 return self.answer_error(ErrorInfo::bad_handshake()).await;
             };
             return match handshake::proxy_change_user(self, request).await {
@@ -244,7 +263,11 @@ impl Session {
     }
 
     /// Carries out a router decision. Returns the response summary when the backend answered.
-    async fn apply(&mut self, decision: Decision, kind: ResponseKind) -> Result<Option<Summary>, End> {
+    async fn apply(
+        &mut self,
+        decision: Decision,
+        kind: ResponseKind,
+    ) -> Result<Option<Summary>, End> {
         match decision {
             Decision::Forward => self.forward(kind).await.map(Some),
             Decision::Rewrite(text) => {
@@ -279,10 +302,21 @@ impl Session {
             .into_iter()
             .map(|(k, v)| vec![Some(k.to_string()), Some(v)])
             .collect();
-        rows.push(vec![Some("backend".into()), Some(self.shared.config.backend.address.clone())]);
-        rows.push(vec![Some("idle_pooled_backend_connections".into()), Some(self.shared.pool.idle_count().to_string())]);
+        rows.push(vec![
+            Some("backend".into()),
+            Some(self.shared.config.backend.address.clone()),
+        ]);
+        rows.push(vec![
+            Some("idle_pooled_backend_connections".into()),
+            Some(self.shared.pool.idle_count().to_string()),
+        ]);
         let deprecate_eof = self.client_caps & cap::DEPRECATE_EOF != 0;
-        let packets = text_result_set(&["Variable_name", "Value"], &rows, deprecate_eof, self.last_status & !status::MORE_RESULTS_EXISTS);
+        let packets = text_result_set(
+            &["Variable_name", "Value"],
+            &rows,
+            deprecate_eof,
+            self.last_status & !status::MORE_RESULTS_EXISTS,
+        );
         let mut seq = self.command_frames;
         for p in &packets {
             seq = self.client.queue_packet(seq, p);
@@ -402,12 +436,19 @@ impl Session {
     async fn relay_local_infile(&mut self, seq_delta: u8) -> Result<(), End> {
         let mut previous_full = false;
         loop {
-            let h = self.client.read_header().await.map_err(|_| End::ClientGone)?;
-            self.backend.queue_header(h.len, h.seq.wrapping_sub(seq_delta));
+            let h = self
+                .client
+                .read_header()
+                .await
+                .map_err(|_| End::ClientGone)?;
+            self.backend
+                .queue_header(h.len, h.seq.wrapping_sub(seq_delta));
             match self.client.copy_payload_to(h.len, &mut self.backend).await {
                 Ok(()) => {}
                 Err(CopyError::Read(_)) => return Err(End::ClientGone),
-                Err(CopyError::Write(_)) => return Err(self.lose_backend(h.seq.wrapping_add(1)).await),
+                Err(CopyError::Write(_)) => {
+                    return Err(self.lose_backend(h.seq.wrapping_add(1)).await)
+                }
             }
             if h.len == 0 && !previous_full {
                 break;
@@ -425,7 +466,10 @@ impl Session {
         bump(&self.shared.stats.backend_lost);
         let addr = &self.shared.config.backend.address;
         warn!(peer = %self.peer, backend = %addr, "lost backend connection");
-        let _ = self.client.send_packet(seq, &ErrorInfo::backend_lost(addr).to_packet()).await;
+        let _ = self
+            .client
+            .send_packet(seq, &ErrorInfo::backend_lost(addr).to_packet())
+            .await;
         End::BackendLost
     }
 
@@ -446,11 +490,18 @@ impl Session {
 }
 
 /// Reads one command, joining 16 MiB frames; returns the number of frames it used.
-async fn read_command(client: &mut PacketStream<ClientIo>, max: usize, out: &mut Vec<u8>) -> Result<u8, ReadError> {
+async fn read_command(
+    client: &mut PacketStream<ClientIo>,
+    max: usize,
+    out: &mut Vec<u8>,
+) -> Result<u8, ReadError> {
     out.clear();
     let mut expected = 0u8;
     loop {
-        let h = client.read_header().await.map_err(|_: io::Error| ReadError::Closed)?;
+        let h = client
+            .read_header()
+            .await
+            .map_err(|_: io::Error| ReadError::Closed)?;
         if h.seq != expected {
             return Err(ReadError::OutOfOrder(h.seq.wrapping_add(1)));
         }
@@ -458,7 +509,12 @@ async fn read_command(client: &mut PacketStream<ClientIo>, max: usize, out: &mut
         if out.len() + h.len > max {
             return Err(ReadError::TooLarge(expected));
         }
-        out.extend_from_slice(client.read_payload(h.len).await.map_err(|_| ReadError::Closed)?);
+        out.extend_from_slice(
+            client
+                .read_payload(h.len)
+                .await
+                .map_err(|_| ReadError::Closed)?,
+        );
         if h.len < MAX_FRAME {
             return Ok(expected);
         }

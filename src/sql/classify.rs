@@ -116,24 +116,41 @@ mod tests {
             b"\xff\xfe binary \x00 bytes",
             b"",
         ] {
-            assert_eq!(classify(s), Class::Plain, "{:?}", String::from_utf8_lossy(s));
+            assert_eq!(
+                classify(s),
+                Class::Plain,
+                "{:?}",
+                String::from_utf8_lossy(s)
+            );
         }
     }
 
     #[test]
     fn hbase_candidates_are_flagged() {
-        assert_eq!(classify(b"create table h$f (K varbinary(1024))"), Class::MaybeHbase);
+        assert_eq!(
+            classify(b"create table h$f (K varbinary(1024))"),
+            Class::MaybeHbase
+        );
         assert_eq!(classify(b"CREATE TableGroup g1"), Class::MaybeHbase);
-        assert_eq!(classify(b"select * from `ns`.`t$cf` where K = 'a'"), Class::MaybeHbase);
+        assert_eq!(
+            classify(b"select * from `ns`.`t$cf` where K = 'a'"),
+            Class::MaybeHbase
+        );
     }
 
     #[test]
     fn proxy_commands_after_comments() {
         assert_eq!(classify(b"SHOW PROXY STATUS"), Class::ProxyCommand);
-        assert_eq!(classify(b"/* hi */ show   proxy status"), Class::ProxyCommand);
+        assert_eq!(
+            classify(b"/* hi */ show   proxy status"),
+            Class::ProxyCommand
+        );
         assert_eq!(classify(b"-- x\nshow proxy status"), Class::ProxyCommand);
         assert_eq!(classify(b"SHOW PROXYX"), Class::Plain);
         assert_eq!(classify(b"SHOW PROCESSLIST"), Class::Plain);
-        assert_eq!(leading_words(b"  show proxy   status;", 5), vec!["SHOW", "PROXY", "STATUS"]);
+        assert_eq!(
+            leading_words(b"  show proxy   status;", 5),
+            vec!["SHOW", "PROXY", "STATUS"]
+        );
     }
 }

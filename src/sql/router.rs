@@ -86,8 +86,15 @@ mod tests {
     #[test]
     fn plain_is_forwarded_and_proxy_commands_answered() {
         assert_eq!(decide(b"select 1", Origin::Text).1, Decision::Forward);
-        assert_eq!(decide(b"show proxy status", Origin::Text).1, Decision::Answer(Answer::ProxyStatus));
-        assert!(matches!(decide(b"show proxy status", Origin::Prepare).1, Decision::Answer(Answer::Error(e)) if e.code == 1295));
-        assert!(matches!(decide(b"show proxy nonsense", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1064));
+        assert_eq!(
+            decide(b"show proxy status", Origin::Text).1,
+            Decision::Answer(Answer::ProxyStatus)
+        );
+        assert!(
+            matches!(decide(b"show proxy status", Origin::Prepare).1, Decision::Answer(Answer::Error(e)) if e.code == 1295)
+        );
+        assert!(
+            matches!(decide(b"show proxy nonsense", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1064)
+        );
     }
 }

@@ -14,7 +14,16 @@ use crate::common::{shared, Kind, BOTH};
 fn cli(addr: &str, user: &str, password: &str, extra: &[&str], sql: &str) -> (bool, String) {
     let (host, port) = addr.rsplit_once(':').expect("addr");
     let out = Command::new("mariadb")
-        .args(["--protocol=tcp", "-h", host, "-P", port, "-u", user, "--batch"])
+        .args([
+            "--protocol=tcp",
+            "-h",
+            host,
+            "-P",
+            port,
+            "-u",
+            user,
+            "--batch",
+        ])
         .arg(format!("--password={password}"))
         .args(extra)
         .args(["-e", sql])
@@ -22,7 +31,11 @@ fn cli(addr: &str, user: &str, password: &str, extra: &[&str], sql: &str) -> (bo
         .expect("mariadb client installed");
     (
         out.status.success(),
-        format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
     )
 }
 
@@ -33,13 +46,18 @@ struct Cert {
 }
 
 fn self_signed() -> Cert {
-    let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).expect("certificate");
+    let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
+        .expect("certificate");
     let dir = tempfile::tempdir().expect("tmp");
     let cert = dir.path().join("server.crt");
     let key = dir.path().join("server.key");
     std::fs::write(&cert, ck.cert.pem()).expect("write cert");
     std::fs::write(&key, ck.signing_key.serialize_pem()).expect("write key");
-    Cert { _dir: dir, cert, key }
+    Cert {
+        _dir: dir,
+        cert,
+        key,
+    }
 }
 
 #[test]
@@ -51,9 +69,19 @@ fn mysql_cli_with_ssl_through_the_proxy() {
         cfg.tls.cert = Some(cert.cert.clone());
         cfg.tls.key = Some(cert.key.clone());
         let p = proxy::start(cfg);
-        let (ok, out) = cli(&p.addr, "root", "", &["--ssl"], "status; SELECT 'over tls' AS v;");
+        let (ok, out) = cli(
+            &p.addr,
+            "root",
+            "",
+            &["--ssl"],
+            "status; SELECT 'over tls' AS v;",
+        );
         assert!(ok, "{}: {out}", kind.name());
-        assert!(out.contains("Cipher in use is TLS"), "{}: no TLS in status:\n{out}", kind.name());
+        assert!(
+            out.contains("Cipher in use is TLS"),
+            "{}: no TLS in status:\n{out}",
+            kind.name()
+        );
         assert!(out.contains("over tls"));
         // plain clients are still served by the same proxy
         let (ok, out) = cli(&p.addr, "root", "", &["--skip-ssl"], "status;");
@@ -90,13 +118,29 @@ fn proxy_auth_checks_users_itself() {
     for kind in BOTH {
         let backend = shared(kind);
         let p = proxy::start(proxy_auth_config(&backend.addr));
-        let (ok, out) = cli(&p.addr, "app", "app-pass", &[], "SELECT CURRENT_USER() AS u");
+        let (ok, out) = cli(
+            &p.addr,
+            "app",
+            "app-pass",
+            &[],
+            "SELECT CURRENT_USER() AS u",
+        );
         assert!(ok, "{}: {out}", kind.name());
-        assert!(out.contains("root@"), "{}: mapped to the backend user: {out}", kind.name());
+        assert!(
+            out.contains("root@"),
+            "{}: mapped to the backend user: {out}",
+            kind.name()
+        );
         let (ok, out) = cli(&p.addr, "app", "wrong", &[], "SELECT 1");
-        assert!(!ok && out.contains("ERROR 1045") && out.contains("'app'@'127.0.0.1'"), "{out}");
+        assert!(
+            !ok && out.contains("ERROR 1045") && out.contains("'app'@'127.0.0.1'"),
+            "{out}"
+        );
         let (ok, out) = cli(&p.addr, "root", "", &[], "SELECT 1");
-        assert!(!ok && out.contains("ERROR 1045"), "backend users are not proxy users: {out}");
+        assert!(
+            !ok && out.contains("ERROR 1045"),
+            "backend users are not proxy users: {out}"
+        );
         // a fresh random salt per connection
         let a = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
         let b = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
@@ -142,15 +186,33 @@ fn pool_reuse_is_clean(kind: Kind) {
             break c;
         }
         held.push(c);
-            assert!(held.len() < 200, "{}: the released backend connection was never reused", kind.name());
+        assert!(
+            held.len() < 200,
+            "{}: the released backend connection was never reused",
+            kind.name()
+        );
     };
     let mut reused = reused;
-    assert_eq!(reused.scalar("SELECT @secret"), "NULL", "{}: user variable survived", kind.name());
+    assert_eq!(
+        reused.scalar("SELECT @secret"),
+        "NULL",
+        "{}: user variable survived",
+        kind.name()
+    );
     assert_eq!(reused.scalar("SELECT DATABASE()"), "obkv_pool");
     if has_temp_table {
-        assert!(!reused.query_ok("SELECT * FROM tmp_left"), "temporary table survived");
+        assert!(
+            !reused.query_ok("SELECT * FROM tmp_left"),
+            "temporary table survived"
+        );
     }
-    assert!(!reused.scalar("SELECT @@SESSION.sql_mode").contains("ANSI_QUOTES"), "{}: sql_mode survived", kind.name());
+    assert!(
+        !reused
+            .scalar("SELECT @@SESSION.sql_mode")
+            .contains("ANSI_QUOTES"),
+        "{}: sql_mode survived",
+        kind.name()
+    );
 }
 
 #[test]
@@ -174,8 +236,10 @@ fn proxy_auth_change_user() {
             loop {
                 let (seq, pkt) = c.read_frame().expect("answer");
                 if pkt[0] == 0xfe {
-                    let (_, salt) = obkv_proxy::protocol::handshake::parse_auth_switch(&pkt).expect("switch");
-                    c.write_frame(seq + 1, &native_scramble(pass.as_bytes(), &salt)).expect("sent");
+                    let (_, salt) =
+                        obkv_proxy::protocol::handshake::parse_auth_switch(&pkt).expect("switch");
+                    c.write_frame(seq + 1, &native_scramble(pass.as_bytes(), &salt))
+                        .expect("sent");
                     continue;
                 }
                 return pkt;
@@ -183,9 +247,16 @@ fn proxy_auth_change_user() {
         };
         let ok = change(&mut c, "reporting", "rep-pass");
         assert_eq!(ok[0], 0, "{}: {:?}", kind.name(), err_of(&ok));
-        assert_eq!(c.scalar("SELECT @v"), "NULL", "clean session after change user");
+        assert_eq!(
+            c.scalar("SELECT @v"),
+            "NULL",
+            "clean session after change user"
+        );
         let bad = change(&mut c, "reporting", "nope");
         assert_eq!(err_of(&bad).map(|e| e.0), Some(1045));
-        assert!(matches!(RawConn::connect(&p.addr, "app", "x", None), Err(ConnectError::Server(1045, _))));
+        assert!(matches!(
+            RawConn::connect(&p.addr, "app", "x", None),
+            Err(ConnectError::Server(1045, _))
+        ));
     }
 }

@@ -24,14 +24,18 @@ fn assert_serving(p: &ProxyProcess) {
 
 /// Reads until the peer closes or errors; true when an ERR packet came first.
 fn got_error_or_close(s: &mut TcpStream) -> bool {
-    s.set_read_timeout(Some(Duration::from_secs(20))).expect("timeout");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
     let mut buf = Vec::new();
     let mut chunk = [0u8; 4096];
     loop {
         match s.read(&mut chunk) {
             Ok(0) => return true,
             Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock || e.kind() == std::io::ErrorKind::TimedOut => {
+            Err(e)
+                if e.kind() == std::io::ErrorKind::WouldBlock
+                    || e.kind() == std::io::ErrorKind::TimedOut =>
+            {
                 return buf.get(4) == Some(&0xff);
             }
             Err(_) => return true,
@@ -63,7 +67,11 @@ fn truncated_garbage_and_out_of_order_packets() {
         let _ = crate::common::raw::read_frame_from(&mut s).expect("greeting");
         s.write_all(&[40, 0, 0, 1]).expect("header");
         s.write_all(&[0x5a; 40]).expect("garbage");
-        assert!(got_error_or_close(&mut s), "{}: garbage login not refused", kind.name());
+        assert!(
+            got_error_or_close(&mut s),
+            "{}: garbage login not refused",
+            kind.name()
+        );
 
         // a login packet claiming more than the login limit
         let mut s = TcpStream::connect(&p.addr).expect("connect");
@@ -79,7 +87,9 @@ fn truncated_garbage_and_out_of_order_packets() {
 
         // an unknown command byte: error 1047, the session lives on
         let mut c = login(&p.addr);
-        let r = c.command(&[0x7f, 1, 2, 3], ResponseKind::Single).expect("answer");
+        let r = c
+            .command(&[0x7f, 1, 2, 3], ResponseKind::Single)
+            .expect("answer");
         assert_eq!(err_of(&r[0].1).map(|x| x.0), Some(1047));
         assert_eq!(c.scalar("SELECT 'alive'"), "alive");
         // an empty command
@@ -89,13 +99,17 @@ fn truncated_garbage_and_out_of_order_packets() {
 
         // truncated command after login, then close
         let mut c = login(&p.addr);
-        c.stream.write_all(&[50, 0, 0, 0, 3, b'S']).expect("partial");
+        c.stream
+            .write_all(&[50, 0, 0, 0, 3, b'S'])
+            .expect("partial");
         c.stream.shutdown(Shutdown::Write).expect("half close");
         assert!(got_error_or_close(&mut c.stream));
 
         // random garbage after login
         let mut c = login(&p.addr);
-        let garbage: Vec<u8> = (0..4096u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8).collect();
+        let garbage: Vec<u8> = (0..4096u32)
+            .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+            .collect();
         let _ = c.stream.write_all(&garbage);
         let _ = c.stream.shutdown(Shutdown::Write);
         assert!(got_error_or_close(&mut c.stream));
@@ -126,10 +140,24 @@ fn packets_at_and_above_16_mib() {
             assert_eq!(cmd.len(), total);
             let mut direct = login(&backend.addr);
             let mut proxied = login(&p.addr);
-            let d = direct.command(&cmd, ResponseKind::Query).expect("direct answer");
-            let q = proxied.command(&cmd, ResponseKind::Query).expect("proxy answer");
-            assert_eq!(d, q, "{}: {total}-byte statement answered differently", kind.name());
-            assert!(err_of(&d[0].1).is_none(), "{}: backend refused {total} bytes: {:?}", kind.name(), err_of(&d[0].1));
+            let d = direct
+                .command(&cmd, ResponseKind::Query)
+                .expect("direct answer");
+            let q = proxied
+                .command(&cmd, ResponseKind::Query)
+                .expect("proxy answer");
+            assert_eq!(
+                d,
+                q,
+                "{}: {total}-byte statement answered differently",
+                kind.name()
+            );
+            assert!(
+                err_of(&d[0].1).is_none(),
+                "{}: backend refused {total} bytes: {:?}",
+                kind.name(),
+                err_of(&d[0].1)
+            );
         }
         // a result row above 16 MiB comes back in several frames, relayed as they are
         let mut direct = login(&backend.addr);
@@ -137,7 +165,11 @@ fn packets_at_and_above_16_mib() {
         let sql = b"SELECT REPEAT('q', 20000000) AS big";
         let d = direct.query(sql).expect("direct");
         let q = proxied.query(sql).expect("proxied");
-        assert!(d.iter().any(|(_, f)| f.len() == MAX_FRAME), "{}: no multi-frame row in the direct answer", kind.name());
+        assert!(
+            d.iter().any(|(_, f)| f.len() == MAX_FRAME),
+            "{}: no multi-frame row in the direct answer",
+            kind.name()
+        );
         assert_eq!(d.len(), q.len());
         assert!(d == q, "{}: multi-frame row differs", kind.name());
         assert_eq!(proxied.scalar("SELECT 'after big row'"), "after big row");
@@ -183,7 +215,9 @@ fn a_thousand_connections_dropped_mid_handshake() {
             let addr = p.addr.clone();
             std::thread::spawn(move || {
                 for i in 0..100 {
-                    let Ok(mut s) = TcpStream::connect(&addr) else { continue };
+                    let Ok(mut s) = TcpStream::connect(&addr) else {
+                        continue;
+                    };
                     match (w + i) % 4 {
                         0 => {} // before the greeting
                         1 => {
@@ -216,7 +250,10 @@ fn a_thousand_connections_dropped_mid_handshake() {
         if now <= threads_before + 2 {
             break;
         }
-        assert!(Instant::now() < deadline, "backend connections leaked: {threads_before} before, {now} now");
+        assert!(
+            Instant::now() < deadline,
+            "backend connections leaked: {threads_before} before, {now} now"
+        );
         std::thread::sleep(Duration::from_millis(100));
     }
     assert!(!p.log_text().contains("panicked"));

@@ -14,14 +14,28 @@ use crate::common::{shared, BOTH};
 fn mariadb_cli(addr: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
     let (host, port) = addr.rsplit_once(':').expect("HOST:PORT");
     let mut child = Command::new("mariadb")
-        .args(["--protocol=tcp", "-h", host, "-P", port, "-uroot", "--batch", "--silent"])
+        .args([
+            "--protocol=tcp",
+            "-h",
+            host,
+            "-P",
+            port,
+            "-uroot",
+            "--batch",
+            "--silent",
+        ])
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .expect("the mariadb client is installed (scripts/install-deps.sh)");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("script written");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("script written");
     let out = child.wait_with_output().expect("mariadb ran");
     (
         out.status.success(),
@@ -51,16 +65,32 @@ fn mariadb_cli_use_show_source_and_status() {
         let (ok, proxied, err) = mariadb_cli(&p.addr, &[], &session);
         assert!(ok, "{}: proxied run failed: {err}", kind.name());
         assert_eq!(direct, proxied, "{}: CLI output differs", kind.name());
-        assert!(proxied.contains("sourced") && proxied.contains("2\tscript") && proxied.contains("obkv_cli"));
+        assert!(
+            proxied.contains("sourced")
+                && proxied.contains("2\tscript")
+                && proxied.contains("obkv_cli")
+        );
 
         let (ok, status, err) = mariadb_cli(&p.addr, &[], "status\n");
         assert!(ok, "status failed: {err}");
         let (_, direct_status, _) = mariadb_cli(&backend.addr, &[], "status\n");
-        let version_line = |s: &str| s.lines().find(|l| l.starts_with("Server version:")).map(str::to_owned);
+        let version_line = |s: &str| {
+            s.lines()
+                .find(|l| l.starts_with("Server version:"))
+                .map(str::to_owned)
+        };
         assert!(version_line(&status).is_some(), "status:\n{status}");
-        assert_eq!(version_line(&status), version_line(&direct_status), "{}: server version differs", kind.name());
+        assert_eq!(
+            version_line(&status),
+            version_line(&direct_status),
+            "{}: server version differs",
+            kind.name()
+        );
         let port = p.addr.rsplit(':').next().expect("port");
-        assert!(status.contains(&format!("TCP port:\t\t{port}")), "status:\n{status}");
+        assert!(
+            status.contains(&format!("TCP port:\t\t{port}")),
+            "status:\n{status}"
+        );
     }
 }
 
@@ -107,41 +137,81 @@ async fn rust_client_binary_protocol_round_trips_binary_values() {
             .user(Some("root"))
             .prefer_socket(false)
             .stmt_cache_size(0);
-        let mut conn = mysql_async::Conn::new(opts).await.expect("connect through proxy");
-        conn.query_drop("CREATE DATABASE IF NOT EXISTS obkv_rust").await.expect("db");
+        let mut conn = mysql_async::Conn::new(opts)
+            .await
+            .expect("connect through proxy");
+        conn.query_drop("CREATE DATABASE IF NOT EXISTS obkv_rust")
+            .await
+            .expect("db");
         conn.query_drop("USE obkv_rust").await.expect("use");
-        conn.query_drop("DROP TABLE IF EXISTS kv").await.expect("drop");
+        conn.query_drop("DROP TABLE IF EXISTS kv")
+            .await
+            .expect("drop");
         conn.query_drop("CREATE TABLE kv (k VARBINARY(64) PRIMARY KEY, v LONGBLOB NOT NULL, d DECIMAL(20,4), t DATETIME(6))")
             .await
             .expect("create");
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let mut expected = Vec::new();
-        let insert = conn.prep("INSERT INTO kv (k, v, d, t) VALUES (?, ?, ?, ?)").await.expect("prepare");
+        let insert = conn
+            .prep("INSERT INTO kv (k, v, d, t) VALUES (?, ?, ?, ?)")
+            .await
+            .expect("prepare");
         for i in 0..200u32 {
             let mut k = i.to_be_bytes().to_vec();
             k.extend((0..rng.random_range(0..20)).map(|_| rng.random::<u8>()));
-            let v: Vec<u8> = if i == 0 { (0..=255u8).collect() } else { (0..rng.random_range(0..3000)).map(|_| rng.random()).collect() };
-            conn.exec_drop(&insert, (k.clone(), v.clone(), "12345.6789", "2024-02-29 01:02:03.456789"))
-                .await
-                .expect("insert");
+            let v: Vec<u8> = if i == 0 {
+                (0..=255u8).collect()
+            } else {
+                (0..rng.random_range(0..3000))
+                    .map(|_| rng.random())
+                    .collect()
+            };
+            conn.exec_drop(
+                &insert,
+                (
+                    k.clone(),
+                    v.clone(),
+                    "12345.6789",
+                    "2024-02-29 01:02:03.456789",
+                ),
+            )
+            .await
+            .expect("insert");
             expected.push((k, v));
         }
         conn.close(insert).await.expect("close stmt");
-        let select = conn.prep("SELECT v, d, t FROM kv WHERE k = ?").await.expect("prepare select");
+        let select = conn
+            .prep("SELECT v, d, t FROM kv WHERE k = ?")
+            .await
+            .expect("prepare select");
         for (k, v) in &expected {
-            let row: Option<(Vec<u8>, String, mysql_async::Value)> = conn.exec_first(&select, (k.clone(),)).await.expect("select");
+            let row: Option<(Vec<u8>, String, mysql_async::Value)> = conn
+                .exec_first(&select, (k.clone(),))
+                .await
+                .expect("select");
             let (got, d, t) = row.expect("row exists");
             assert_eq!(&got, v, "{}: value mismatch", kind.name());
             assert_eq!(d, "12345.6789");
             assert_eq!(t, mysql_async::Value::Date(2024, 2, 29, 1, 2, 3, 456789));
         }
-        let n: Option<u64> = conn.exec_first("SELECT COUNT(*) FROM kv WHERE LENGTH(v) >= ?", (0,)).await.expect("count");
+        let n: Option<u64> = conn
+            .exec_first("SELECT COUNT(*) FROM kv WHERE LENGTH(v) >= ?", (0,))
+            .await
+            .expect("count");
         assert_eq!(n, Some(200));
         // COM_RESET_CONNECTION (or change user) through the proxy leaves a clean session
         conn.query_drop("SET @leftover = 1").await.expect("set");
         conn.reset().await.expect("reset");
-        let left: Option<Option<i64>> = conn.query_first("SELECT @leftover").await.expect("read var");
-        assert_eq!(left, Some(None), "{}: session state survived reset", kind.name());
+        let left: Option<Option<i64>> = conn
+            .query_first("SELECT @leftover")
+            .await
+            .expect("read var");
+        assert_eq!(
+            left,
+            Some(None),
+            "{}: session state survived reset",
+            kind.name()
+        );
         conn.disconnect().await.expect("disconnect");
     }
 }
@@ -149,7 +219,10 @@ async fn rust_client_binary_protocol_round_trips_binary_values() {
 #[test]
 fn pymysql_binary_values_and_unbuffered_stream() {
     let python = project_root().join(".venv/bin/python");
-    assert!(python.exists(), "PyMySQL's virtualenv is missing: run scripts/install-deps.sh");
+    assert!(
+        python.exists(),
+        "PyMySQL's virtualenv is missing: run scripts/install-deps.sh"
+    );
     for kind in BOTH {
         let backend = shared(kind);
         let p = proxy::start(proxy::config_for(&backend.addr));

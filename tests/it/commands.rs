@@ -16,7 +16,12 @@ fn cmd(code: u8, body: &[u8]) -> Vec<u8> {
 }
 
 fn prepare(c: &mut RawConn, sql: &str) -> (Vec<Frame>, u32) {
-    let r = c.command(&cmd(com::STMT_PREPARE, sql.as_bytes()), ResponseKind::Prepare).expect("prepare");
+    let r = c
+        .command(
+            &cmd(com::STMT_PREPARE, sql.as_bytes()),
+            ResponseKind::Prepare,
+        )
+        .expect("prepare");
     assert_eq!(r[0].1[0], 0, "prepare {sql} failed: {:?}", err_of(&r[0].1));
     let id = u32::from_le_bytes([r[0].1[1], r[0].1[2], r[0].1[3], r[0].1[4]]);
     (r, id)
@@ -29,16 +34,36 @@ fn script(addr: &str, db: &str) -> Vec<Vec<Frame>> {
     let mut out = Vec::new();
     assert!(c.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
     assert!(c.query_ok(&format!("CREATE DATABASE {db}")));
-    out.push(c.command(&cmd(com::INIT_DB, db.as_bytes()), ResponseKind::Single).expect("init db"));
+    out.push(
+        c.command(&cmd(com::INIT_DB, db.as_bytes()), ResponseKind::Single)
+            .expect("init db"),
+    );
     assert!(c.query_ok("CREATE TABLE t (id INT PRIMARY KEY, v VARBINARY(100), b LONGBLOB)"));
-    assert!(c.query_ok("INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', NULL), (3, 'c', NULL), (4, 'd', NULL)"));
+    assert!(c.query_ok(
+        "INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', NULL), (3, 'c', NULL), (4, 'd', NULL)"
+    ));
     out.push(c.command(&[com::PING], ResponseKind::Single).expect("ping"));
-    out.push(c.command(&cmd(com::FIELD_LIST, b"t\0"), ResponseKind::FieldList).expect("field list"));
-    out.push(c.command(&cmd(com::FIELD_LIST, b"no_such_table\0"), ResponseKind::FieldList).expect("field list"));
+    out.push(
+        c.command(&cmd(com::FIELD_LIST, b"t\0"), ResponseKind::FieldList)
+            .expect("field list"),
+    );
+    out.push(
+        c.command(
+            &cmd(com::FIELD_LIST, b"no_such_table\0"),
+            ResponseKind::FieldList,
+        )
+        .expect("field list"),
+    );
     // multi-statement option off, then on again
-    out.push(c.command(&cmd(com::SET_OPTION, &[1, 0]), ResponseKind::Single).expect("set option"));
+    out.push(
+        c.command(&cmd(com::SET_OPTION, &[1, 0]), ResponseKind::Single)
+            .expect("set option"),
+    );
     out.push(c.query(b"SELECT 1; SELECT 2").expect("multi refused"));
-    out.push(c.command(&cmd(com::SET_OPTION, &[0, 0]), ResponseKind::Single).expect("set option"));
+    out.push(
+        c.command(&cmd(com::SET_OPTION, &[0, 0]), ResponseKind::Single)
+            .expect("set option"),
+    );
 
     // cursor: execute with CURSOR_TYPE_READ_ONLY, then fetch in pieces
     let (prep, id) = prepare(&mut c, "SELECT id, v FROM t ORDER BY id");
@@ -46,13 +71,22 @@ fn script(addr: &str, db: &str) -> Vec<Vec<Frame>> {
     let mut exec = cmd(com::STMT_EXECUTE, &id.to_le_bytes());
     exec.push(1); // CURSOR_TYPE_READ_ONLY
     exec.extend_from_slice(&1u32.to_le_bytes());
-    out.push(c.command(&exec, ResponseKind::Execute).expect("execute with cursor"));
+    out.push(
+        c.command(&exec, ResponseKind::Execute)
+            .expect("execute with cursor"),
+    );
     for _ in 0..3 {
         let mut fetch = cmd(com::STMT_FETCH, &id.to_le_bytes());
         fetch.extend_from_slice(&2u32.to_le_bytes());
         out.push(c.command(&fetch, ResponseKind::Fetch).expect("fetch"));
     }
-    out.push(c.command(&cmd(com::STMT_RESET, &id.to_le_bytes()), ResponseKind::Single).expect("reset"));
+    out.push(
+        c.command(
+            &cmd(com::STMT_RESET, &id.to_le_bytes()),
+            ResponseKind::Single,
+        )
+        .expect("reset"),
+    );
 
     // long data for a parameter, then execute
     let (prep, id) = prepare(&mut c, "UPDATE t SET b = ? WHERE id = 2");
@@ -68,14 +102,26 @@ fn script(addr: &str, db: &str) -> Vec<Vec<Frame>> {
     exec.push(1); // new params bound
     exec.extend_from_slice(&[0xfb, 0]); // LONG_BLOB
     out.push(c.command(&exec, ResponseKind::Execute).expect("execute"));
-    out.push(c.query(b"SELECT LENGTH(b), MD5(b) FROM t WHERE id = 2").expect("read back"));
+    out.push(
+        c.query(b"SELECT LENGTH(b), MD5(b) FROM t WHERE id = 2")
+            .expect("read back"),
+    );
 
     // unknown statement id: the backend's own error
-    out.push(c.command(&cmd(com::STMT_EXECUTE, &[9, 9, 0, 0, 0, 1, 0, 0, 0]), ResponseKind::Execute).expect("bad id"));
+    out.push(
+        c.command(
+            &cmd(com::STMT_EXECUTE, &[9, 9, 0, 0, 0, 1, 0, 0, 0]),
+            ResponseKind::Execute,
+        )
+        .expect("bad id"),
+    );
 
     // reset connection: user variables are gone afterwards (or the backend's error, as it is)
     assert!(c.query_ok("SET @v = 5"));
-    out.push(c.command(&[com::RESET_CONNECTION], ResponseKind::Single).expect("reset connection"));
+    out.push(
+        c.command(&[com::RESET_CONNECTION], ResponseKind::Single)
+            .expect("reset connection"),
+    );
     out.push(c.query(b"SELECT @v").expect("var"));
 
     // statement ids are the backend's counters: mask them
@@ -98,10 +144,18 @@ fn commands_answer_as_the_backend_does() {
         let proxied = script(&p.addr, "obkv_commands");
         assert_eq!(direct.len(), proxied.len());
         for (i, (d, q)) in direct.iter().zip(&proxied).enumerate() {
-            assert!(d == q, "{} step {i} differs:\ndirect {d:?}\nproxy  {q:?}", kind.name());
+            assert!(
+                d == q,
+                "{} step {i} differs:\ndirect {d:?}\nproxy  {q:?}",
+                kind.name()
+            );
         }
         // the cursor really was a cursor: rows came from the fetches
-        assert!(direct[10].len() >= 2, "{}: fetch returned no rows", kind.name());
+        assert!(
+            direct[10].len() >= 2,
+            "{}: fetch returned no rows",
+            kind.name()
+        );
     }
 }
 
@@ -111,15 +165,22 @@ fn statistics_answers_with_the_backend_string() {
         let backend = shared(kind);
         let p = proxy::start(proxy::config_for(&backend.addr));
         let mut c = RawConn::connect(&p.addr, "root", "", None).expect("connect");
-        let r = c.command(&[com::STATISTICS], ResponseKind::Single).expect("statistics");
+        let r = c
+            .command(&[com::STATISTICS], ResponseKind::Single)
+            .expect("statistics");
         assert_eq!(r.len(), 1);
         let text = String::from_utf8_lossy(&r[0].1).into_owned();
         let mut d = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-        let direct = d.command(&[com::STATISTICS], ResponseKind::Single).expect("statistics");
+        let direct = d
+            .command(&[com::STATISTICS], ResponseKind::Single)
+            .expect("statistics");
         let direct_text = String::from_utf8_lossy(&direct[0].1).into_owned();
         // MariaDB's counters move between the two calls; seekdb answers with a fixed text
         match kind {
-            Kind::MariaDb => assert!(text.starts_with("Uptime") && direct_text.starts_with("Uptime"), "{text}"),
+            Kind::MariaDb => assert!(
+                text.starts_with("Uptime") && direct_text.starts_with("Uptime"),
+                "{text}"
+            ),
             Kind::SeekDb => assert_eq!(text, direct_text),
         }
         assert_eq!(c.scalar("SELECT 'after statistics'"), "after statistics");
@@ -134,9 +195,17 @@ fn greeting_advertises_only_relayable_capabilities() {
         let p = proxy::start(proxy::config_for(&backend.addr));
         let proxied = RawConn::connect(&p.addr, "root", "", None).expect("proxied");
         let (d, q) = (direct.greeting.capabilities, proxied.greeting.capabilities);
-        assert_eq!(q, d & cap::PROXY_SUPPORTED, "{}: proxy caps {q:#x}, backend {d:#x}", kind.name());
+        assert_eq!(
+            q,
+            d & cap::PROXY_SUPPORTED,
+            "{}: proxy caps {q:#x}, backend {d:#x}",
+            kind.name()
+        );
         assert_eq!(q & (cap::COMPRESS | cap::SSL), 0);
-        assert_eq!(proxied.greeting.server_version, direct.greeting.server_version);
+        assert_eq!(
+            proxied.greeting.server_version,
+            direct.greeting.server_version
+        );
         // default mode relays the backend's own salt: a fresh one on every connection
         let again = RawConn::connect(&p.addr, "root", "", None).expect("proxied");
         assert_ne!(proxied.greeting.scramble, again.greeting.scramble);
@@ -147,14 +216,16 @@ fn greeting_advertises_only_relayable_capabilities() {
 fn change_user(c: &mut RawConn, user: &str, password: &str, db: &str) -> Vec<Frame> {
     let mut body = user.as_bytes().to_vec();
     body.push(0);
-    let auth = obkv_proxy::session::auth::native_scramble(password.as_bytes(), &c.greeting.scramble);
+    let auth =
+        obkv_proxy::session::auth::native_scramble(password.as_bytes(), &c.greeting.scramble);
     body.push(auth.len() as u8);
     body.extend_from_slice(&auth);
     body.extend_from_slice(db.as_bytes());
     body.push(0);
     body.extend_from_slice(&45u16.to_le_bytes());
     body.extend_from_slice(b"mysql_native_password\0");
-    c.write_frame(0, &cmd(com::CHANGE_USER, &body)).expect("sent");
+    c.write_frame(0, &cmd(com::CHANGE_USER, &body))
+        .expect("sent");
     let mut frames = Vec::new();
     loop {
         let (seq, p) = c.read_frame().expect("answer");
@@ -163,7 +234,8 @@ fn change_user(c: &mut RawConn, user: &str, password: &str, db: &str) -> Vec<Fra
         match first {
             Some(0x00) | Some(0xff) => return frames,
             Some(0xfe) => {
-                let (_, salt) = obkv_proxy::protocol::handshake::parse_auth_switch(&p).expect("switch");
+                let (_, salt) =
+                    obkv_proxy::protocol::handshake::parse_auth_switch(&p).expect("switch");
                 let answer = obkv_proxy::session::auth::native_scramble(password.as_bytes(), &salt);
                 c.write_frame(seq + 1, &answer).expect("answer sent");
             }
@@ -186,15 +258,30 @@ fn change_user_is_relayed_to_the_backend() {
         let mut c = RawConn::connect(&p.addr, "root", "", None).expect("connect");
         assert!(c.query_ok("SET @before_change = 1"));
         let r = change_user(&mut c, "obkv_cu", "cu-pass", "obkv_cu_db");
-        assert_eq!(r.last().map(|f| f.1[0]), Some(0), "{}: change user failed: {:?}", kind.name(), r.last().and_then(|f| err_of(&f.1)));
+        assert_eq!(
+            r.last().map(|f| f.1[0]),
+            Some(0),
+            "{}: change user failed: {:?}",
+            kind.name(),
+            r.last().and_then(|f| err_of(&f.1))
+        );
         let who = c.scalar("SELECT CURRENT_USER()");
         assert!(who.starts_with("obkv_cu@"), "{}: now {who}", kind.name());
         assert_eq!(c.scalar("SELECT DATABASE()"), "obkv_cu_db");
-        assert_eq!(c.scalar("SELECT @before_change"), "NULL", "session state must not survive");
+        assert_eq!(
+            c.scalar("SELECT @before_change"),
+            "NULL",
+            "session state must not survive"
+        );
 
         let mut c = RawConn::connect(&p.addr, "root", "", None).expect("connect");
         let r = change_user(&mut c, "obkv_cu", "wrong", "");
-        assert_eq!(r.last().and_then(|f| err_of(&f.1)).map(|e| e.0), Some(1045), "{}", kind.name());
+        assert_eq!(
+            r.last().and_then(|f| err_of(&f.1)).map(|e| e.0),
+            Some(1045),
+            "{}",
+            kind.name()
+        );
         // the proxy still serves new sessions
         assert!(RawConn::connect(&p.addr, "root", "", None).is_ok());
         let _ = admin.query_ok("DROP USER 'obkv_cu'@'%'");
@@ -216,7 +303,12 @@ fn show_proxy_status_is_answered_by_the_proxy() {
     assert_eq!(get("connections_active").as_deref(), Some("1"));
     assert_eq!(get("backend").as_deref(), Some(backend.addr.as_str()));
     // the decision point also sees prepared statements: a proxy command cannot be prepared
-    let r = c.command(&cmd(com::STMT_PREPARE, b"SHOW PROXY STATUS"), ResponseKind::Prepare).expect("answer");
+    let r = c
+        .command(
+            &cmd(com::STMT_PREPARE, b"SHOW PROXY STATUS"),
+            ResponseKind::Prepare,
+        )
+        .expect("answer");
     assert_eq!(err_of(&r[0].1).map(|e| e.0), Some(1295));
     // and the backend never saw it: direct, the statement is a syntax error
     let mut d = RawConn::connect(&backend.addr, "root", "", None).expect("direct");

@@ -9,7 +9,6 @@ use crate::common::proxy;
 use crate::common::raw::{Frame, RawConn};
 use crate::common::{shared, Kind, BOTH};
 
-
 fn all_bytes_literal() -> String {
     let mut s = String::from("x'");
     for b in 0u8..=255 {
@@ -117,7 +116,9 @@ fn corpus() -> Vec<Vec<u8>> {
     .collect();
     // non-UTF-8 statement bytes: a raw binary literal, as drivers send bytes values
     let mut raw = b"INSERT INTO kv VALUES ('raw', _binary'".to_vec();
-    raw.extend_from_slice(&[0x00, 0xff, 0xfe, 0x80, b'\\', b'\\', b'\\', b'\'', 0x01, 0xc3, 0x28]);
+    raw.extend_from_slice(&[
+        0x00, 0xff, 0xfe, 0x80, b'\\', b'\\', b'\\', b'\'', 0x01, 0xc3, 0x28,
+    ]);
     raw.extend_from_slice(b"')");
     v.push(raw);
     v.push(b"SELECT HEX(v), v FROM kv WHERE k = 'raw'".to_vec());
@@ -141,18 +142,32 @@ fn fresh_db(addr: &str, db: &str) -> RawConn {
 
 fn run_text(addr: &str) -> Vec<Vec<Frame>> {
     let mut c = fresh_db(addr, "obkv_corpus_text");
-    corpus().iter().map(|s| c.query(s).expect("answered")).collect()
+    corpus()
+        .iter()
+        .map(|s| c.query(s).expect("answered"))
+        .collect()
 }
 
 fn show(frames: &[Frame]) -> String {
     frames
         .iter()
-        .map(|(s, p)| format!("  #{s} {:?}", String::from_utf8_lossy(&p[..p.len().min(120)])))
+        .map(|(s, p)| {
+            format!(
+                "  #{s} {:?}",
+                String::from_utf8_lossy(&p[..p.len().min(120)])
+            )
+        })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-fn assert_same(kind: Kind, what: &str, stmts: &[Vec<u8>], direct: &[Vec<Frame>], proxied: &[Vec<Frame>]) {
+fn assert_same(
+    kind: Kind,
+    what: &str,
+    stmts: &[Vec<u8>],
+    direct: &[Vec<Frame>],
+    proxied: &[Vec<Frame>],
+) {
     assert_eq!(direct.len(), proxied.len());
     for (i, (d, p)) in direct.iter().zip(proxied).enumerate() {
         assert!(
@@ -178,8 +193,14 @@ fn text_protocol_corpus_is_byte_identical() {
         assert_same(kind, "text", &stmts, &direct, &proxied);
         // the corpus exercised what it claims to
         let flat: Vec<&Frame> = direct.iter().flatten().collect();
-        assert!(flat.iter().any(|(_, f)| f.first() == Some(&0xff)), "no errors in corpus");
-        assert!(direct.iter().filter(|r| r.len() > 3).count() > 20, "too few result sets");
+        assert!(
+            flat.iter().any(|(_, f)| f.first() == Some(&0xff)),
+            "no errors in corpus"
+        );
+        assert!(
+            direct.iter().filter(|r| r.len() > 3).count() > 20,
+            "too few result sets"
+        );
     }
 }
 
@@ -199,13 +220,18 @@ fn run_binary(addr: &str) -> Vec<Vec<Frame>> {
     for s in corpus() {
         let mut cmd = vec![com::STMT_PREPARE];
         cmd.extend_from_slice(&s);
-        let prep = c.command(&cmd, ResponseKind::Prepare).expect("prepare answered");
+        let prep = c
+            .command(&cmd, ResponseKind::Prepare)
+            .expect("prepare answered");
         let mut frames = prep.clone();
         if prep[0].1[0] == 0x00 {
             let id = u32::from_le_bytes([prep[0].1[1], prep[0].1[2], prep[0].1[3], prep[0].1[4]]);
             let params = u16::from_le_bytes([prep[0].1[7], prep[0].1[8]]);
             if params == 0 {
-                frames.extend(c.command(&stmt_execute(id), ResponseKind::Execute).expect("execute answered"));
+                frames.extend(
+                    c.command(&stmt_execute(id), ResponseKind::Execute)
+                        .expect("execute answered"),
+                );
             }
             let mut close = vec![com::STMT_CLOSE];
             close.extend_from_slice(&id.to_le_bytes());
@@ -225,7 +251,14 @@ fn binary_protocol_corpus_is_byte_identical() {
         let p = proxy::start(proxy::config_for(&backend.addr));
         let proxied = run_binary(&p.addr);
         assert_same(kind, "binary", &stmts, &direct, &proxied);
-        let executed = direct.iter().filter(|f| f.len() > 1 && f[0].1[0] == 0).count();
-        assert!(executed >= 40, "{}: only {executed} statements were prepared", kind.name());
+        let executed = direct
+            .iter()
+            .filter(|f| f.len() > 1 && f[0].1[0] == 0)
+            .count();
+        assert!(
+            executed >= 40,
+            "{}: only {executed} statements were prepared",
+            kind.name()
+        );
     }
 }

@@ -1,11 +1,12 @@
 //! Integration tests against real backends (MariaDB and seekdb), one test binary so the
 //! backends start once per run.
 
-mod common;
 mod auth_tls;
 mod bad_input;
+mod cli;
 mod clients;
 mod commands;
+mod common;
 mod corpus;
 mod resilience;
 mod streaming;

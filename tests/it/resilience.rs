@@ -24,30 +24,46 @@ fn backend_restart_under_connected_clients() {
         backend.stop();
 
         for c in &mut clients {
-            let frames = c.query(b"SELECT 1").expect("the proxy answers with an error packet");
+            let frames = c
+                .query(b"SELECT 1")
+                .expect("the proxy answers with an error packet");
             let (code, msg) = err_of(&frames[0].1).expect("an ERR packet");
             assert_eq!(code, 2013, "{}: {msg}", kind.name());
-            assert!(msg.contains(&backend.addr), "{}: message should name the backend: {msg}", kind.name());
+            assert!(
+                msg.contains(&backend.addr),
+                "{}: message should name the backend: {msg}",
+                kind.name()
+            );
         }
         match RawConn::connect(&p.addr, "root", "", None) {
             Err(ConnectError::Server(code, msg)) => {
                 assert_eq!(code, 2003, "{msg}");
                 assert!(msg.contains(&backend.addr), "{msg}");
             }
-            Err(ConnectError::Io(e)) => panic!("{}: connection closed instead of an error packet: {e}", kind.name()),
+            Err(ConnectError::Io(e)) => panic!(
+                "{}: connection closed instead of an error packet: {e}",
+                kind.name()
+            ),
             Ok(_) => panic!("{}: connected while the backend is down", kind.name()),
         }
         assert!(p.alive(), "proxy died");
 
         backend.start();
 
-        let mut fresh = RawConn::connect(&p.addr, "root", "", None).expect("new session after recovery");
+        let mut fresh =
+            RawConn::connect(&p.addr, "root", "", None).expect("new session after recovery");
         assert_eq!(fresh.scalar("SELECT 6 * 7"), "42");
         drop(bystander);
         assert!(p.alive());
         let log = p.log_text();
-        assert!(log.contains("lost backend connection"), "log should say what happened:\n{log}");
-        assert!(log.contains("cannot reach backend"), "log should say what happened:\n{log}");
+        assert!(
+            log.contains("lost backend connection"),
+            "log should say what happened:\n{log}"
+        );
+        assert!(
+            log.contains("cannot reach backend"),
+            "log should say what happened:\n{log}"
+        );
         assert!(!log.contains("panicked"), "{log}");
     }
 }

@@ -20,7 +20,9 @@ fn one_gib_result_streams_in_bounded_memory() {
         assert!(setup.query_ok("CREATE DATABASE IF NOT EXISTS obkv_stream"));
         assert!(setup.query_ok("DROP TABLE IF EXISTS obkv_stream.d10"));
         assert!(setup.query_ok("CREATE TABLE obkv_stream.d10 (d INT PRIMARY KEY)"));
-        assert!(setup.query_ok("INSERT INTO obkv_stream.d10 VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)"));
+        assert!(setup.query_ok(
+            "INSERT INTO obkv_stream.d10 VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)"
+        ));
 
         let p = proxy::spawn_binary(&backend.addr, &[]);
         let baseline = p.rss_kib();
@@ -48,12 +50,22 @@ fn one_gib_result_streams_in_bounded_memory() {
         let mut bytes = 0u64;
         let mut frames = 0u64;
         // without DEPRECATE_EOF (seekdb) an EOF also closes the column definitions
-        let mut terminators_left = if c.caps & obkv_proxy::protocol::constants::cap::DEPRECATE_EOF != 0 { 1 } else { 2 };
+        let mut terminators_left =
+            if c.caps & obkv_proxy::protocol::constants::cap::DEPRECATE_EOF != 0 {
+                1
+            } else {
+                2
+            };
         loop {
             let (_, payload) = c.read_frame().expect("result frame");
             bytes += payload.len() as u64 + 4;
             frames += 1;
-            assert_ne!(payload.first(), Some(&0xff), "{}: error mid-stream", kind.name());
+            assert_ne!(
+                payload.first(),
+                Some(&0xff),
+                "{}: error mid-stream",
+                kind.name()
+            );
             // the final OK/EOF (0xFE) ends the result set; rows here are 600 KB, never 0xFE-led
             if payload.first() == Some(&0xfe) && payload.len() < 9 + 2 + 2 + 2 {
                 terminators_left -= 1;
@@ -72,7 +84,11 @@ fn one_gib_result_streams_in_bounded_memory() {
         );
         assert!(bytes > GIB, "{}: only {bytes} bytes streamed", kind.name());
         assert!(frames >= 2000, "{}: {frames} frames", kind.name());
-        assert!(peak_kib < RSS_LIMIT_KIB, "{}: proxy RSS peaked at {peak_kib} KiB", kind.name());
+        assert!(
+            peak_kib < RSS_LIMIT_KIB,
+            "{}: proxy RSS peaked at {peak_kib} KiB",
+            kind.name()
+        );
         // the session still works after the big result
         assert_eq!(c.scalar("SELECT 40 + 2"), "42");
         assert!(p.alive());

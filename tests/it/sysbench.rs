@@ -23,7 +23,11 @@ fn sysbench(addr: &str, db: &str, args: &[&str]) -> String {
         ])
         .output()
         .expect("sysbench is installed (scripts/install-deps.sh)");
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "sysbench {args:?} failed:\n{text}");
     text
 }
@@ -48,12 +52,29 @@ fn sysbench_oltp_through_proxy_has_no_errors() {
         sysbench(&p.addr, db, &["oltp_read_write", "prepare"]);
         // read_write single-threaded: with several threads, its transactions can deadlock each
         // other in the backend (error 1213, which sysbench counts as "ignored"), proxy or not.
-        for (workload, threads) in [("oltp_read_write", "--threads=1"), ("oltp_point_select", "--threads=8")] {
+        for (workload, threads) in [
+            ("oltp_read_write", "--threads=1"),
+            ("oltp_point_select", "--threads=8"),
+        ] {
             let report = sysbench(&p.addr, db, &[workload, threads, "--time=4", "run"]);
             let transactions = counter(&report, "transactions:");
-            assert!(transactions > 50, "{} {workload}: only {transactions} transactions", kind.name());
-            assert_eq!(counter(&report, "ignored errors:"), 0, "{} {workload}:\n{report}", kind.name());
-            assert_eq!(counter(&report, "reconnects:"), 0, "{} {workload}:\n{report}", kind.name());
+            assert!(
+                transactions > 50,
+                "{} {workload}: only {transactions} transactions",
+                kind.name()
+            );
+            assert_eq!(
+                counter(&report, "ignored errors:"),
+                0,
+                "{} {workload}:\n{report}",
+                kind.name()
+            );
+            assert_eq!(
+                counter(&report, "reconnects:"),
+                0,
+                "{} {workload}:\n{report}",
+                kind.name()
+            );
         }
     }
 }

@@ -79,13 +79,22 @@ pub fn spawn_owned(mut cmd: Command) -> u32 {
         });
     }
     let (tx, rx) = mpsc::channel();
-    spawner().lock().unwrap().send((cmd, tx)).expect("spawner alive");
-    rx.recv().expect("spawner answered").expect("process spawned")
+    spawner()
+        .lock()
+        .unwrap()
+        .send((cmd, tx))
+        .expect("spawner alive");
+    rx.recv()
+        .expect("spawner answered")
+        .expect("process spawned")
 }
 
 pub fn process_alive(pid: u32) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s.split(") ").nth(1).is_some_and(|rest| rest.starts_with('Z')),
+        Ok(s) => !s
+            .split(") ")
+            .nth(1)
+            .is_some_and(|rest| rest.starts_with('Z')),
         Err(_) => false,
     }
 }
@@ -101,9 +110,12 @@ pub struct Backend {
 impl Backend {
     /// Starts a new private instance (its own folder and port).
     pub fn start_private(kind: Kind, tag: &str) -> Backend {
-        let dir = project_root()
-            .join("target/obkv-test")
-            .join(format!("{}-{}-{}", kind.name(), tag, std::process::id()));
+        let dir = project_root().join("target/obkv-test").join(format!(
+            "{}-{}-{}",
+            kind.name(),
+            tag,
+            std::process::id()
+        ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("test data folder");
         let port = free_port();
@@ -143,7 +155,11 @@ impl Backend {
                     self.dir.display()
                 );
             }
-            assert!(Instant::now() < deadline, "{} backend not ready after 180 s", self.kind.name());
+            assert!(
+                Instant::now() < deadline,
+                "{} backend not ready after 180 s",
+                self.kind.name()
+            );
             std::thread::sleep(Duration::from_millis(100));
         }
     }
@@ -177,7 +193,9 @@ impl Drop for Backend {
 
 fn clean_stale_dirs() {
     let base = project_root().join("target/obkv-test");
-    let Ok(entries) = std::fs::read_dir(&base) else { return };
+    let Ok(entries) = std::fs::read_dir(&base) else {
+        return;
+    };
     for e in entries.flatten() {
         let name = e.file_name().to_string_lossy().to_string();
         let owner_alive = name
@@ -201,7 +219,11 @@ pub fn shared(kind: Kind) -> &'static Backend {
     };
     cell.get_or_init(|| {
         if let Ok(addr) = std::env::var(var) {
-            let port = addr.rsplit(':').next().and_then(|p| p.parse().ok()).expect("HOST:PORT");
+            let port = addr
+                .rsplit(':')
+                .next()
+                .and_then(|p| p.parse().ok())
+                .expect("HOST:PORT");
             return Backend {
                 kind,
                 addr,

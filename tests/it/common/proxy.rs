@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use obkv_proxy::config::Config;
 use tokio::sync::oneshot;
 
-use super::backends::{free_port, project_root, spawn_owned, process_alive};
+use super::backends::{free_port, process_alive, project_root, spawn_owned};
 
 pub fn config_for(backend: &str) -> Config {
     let mut c = Config::default();
@@ -35,8 +35,12 @@ pub fn start(config: Config) -> InProcessProxy {
             .build()
             .expect("runtime");
         rt.block_on(async move {
-            let listener = tokio::net::TcpListener::bind(&config.proxy.listen).await.expect("bind");
-            addr_tx.send(listener.local_addr().expect("addr").to_string()).expect("report addr");
+            let listener = tokio::net::TcpListener::bind(&config.proxy.listen)
+                .await
+                .expect("bind");
+            addr_tx
+                .send(listener.local_addr().expect("addr").to_string())
+                .expect("report addr");
             obkv_proxy::server::run(listener, config, async {
                 let _ = stop_rx.await;
             })
@@ -44,7 +48,9 @@ pub fn start(config: Config) -> InProcessProxy {
             .expect("proxy ran");
         });
     });
-    let addr = addr_rx.recv_timeout(Duration::from_secs(10)).expect("proxy started");
+    let addr = addr_rx
+        .recv_timeout(Duration::from_secs(10))
+        .expect("proxy started");
     InProcessProxy {
         addr,
         stop: Some(stop_tx),
@@ -73,7 +79,9 @@ pub struct ProxyProcess {
 pub fn spawn_binary(backend: &str, extra: &[&str]) -> ProxyProcess {
     let port = free_port();
     let addr = format!("127.0.0.1:{port}");
-    let log = project_root().join("target/obkv-test").join(format!("proxy-{port}-{}.log", std::process::id()));
+    let log = project_root()
+        .join("target/obkv-test")
+        .join(format!("proxy-{port}-{}.log", std::process::id()));
     std::fs::create_dir_all(log.parent().expect("dir")).expect("log dir");
     let logf = std::fs::File::create(&log).expect("log file");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_obkv-proxy"));
@@ -86,7 +94,11 @@ pub fn spawn_binary(backend: &str, extra: &[&str]) -> ProxyProcess {
     let pid = spawn_owned(cmd);
     let deadline = Instant::now() + Duration::from_secs(20);
     while std::net::TcpStream::connect(&addr).is_err() {
-        assert!(process_alive(pid), "proxy exited at start: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        assert!(
+            process_alive(pid),
+            "proxy exited at start: {}",
+            std::fs::read_to_string(&log).unwrap_or_default()
+        );
         assert!(Instant::now() < deadline, "proxy did not listen");
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -95,7 +107,8 @@ pub fn spawn_binary(backend: &str, extra: &[&str]) -> ProxyProcess {
 
 impl ProxyProcess {
     pub fn rss_kib(&self) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid)).expect("proxy alive");
+        let status =
+            std::fs::read_to_string(format!("/proc/{}/status", self.pid)).expect("proxy alive");
         status
             .lines()
             .find_map(|l| l.strip_prefix("VmRSS:"))

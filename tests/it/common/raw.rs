@@ -6,7 +6,9 @@ use std::net::TcpStream;
 use std::time::Duration;
 
 use obkv_proxy::protocol::constants::{cap, com};
-use obkv_proxy::protocol::handshake::{build_handshake_response, parse_auth_switch, parse_greeting, Greeting};
+use obkv_proxy::protocol::handshake::{
+    build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
+};
 use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
 use obkv_proxy::session::auth::native_scramble;
 
@@ -50,7 +52,11 @@ pub fn err_of(p: &[u8]) -> Option<(u16, String)> {
         return None;
     }
     let code = u16::from_le_bytes([p[1], p[2]]);
-    let msg = if p.get(3) == Some(&b'#') { &p[9.min(p.len())..] } else { &p[3..] };
+    let msg = if p.get(3) == Some(&b'#') {
+        &p[9.min(p.len())..]
+    } else {
+        &p[3..]
+    };
     Some((code, String::from_utf8_lossy(msg).into_owned()))
 }
 
@@ -64,11 +70,22 @@ pub fn read_frame_from(stream: &mut TcpStream) -> io::Result<Frame> {
 }
 
 impl RawConn {
-    pub fn connect(addr: &str, user: &str, password: &str, db: Option<&str>) -> Result<RawConn, ConnectError> {
+    pub fn connect(
+        addr: &str,
+        user: &str,
+        password: &str,
+        db: Option<&str>,
+    ) -> Result<RawConn, ConnectError> {
         Self::connect_with(addr, user, password, db, DEFAULT_CAPS)
     }
 
-    pub fn connect_with(addr: &str, user: &str, password: &str, db: Option<&str>, caps: u32) -> Result<RawConn, ConnectError> {
+    pub fn connect_with(
+        addr: &str,
+        user: &str,
+        password: &str,
+        db: Option<&str>,
+        caps: u32,
+    ) -> Result<RawConn, ConnectError> {
         let mut stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -83,7 +100,14 @@ impl RawConn {
             greeting,
         };
         let auth = native_scramble(password.as_bytes(), &c.greeting.scramble);
-        let resp = build_handshake_response(c.caps, 45, user.as_bytes(), &auth, db.map(str::as_bytes), b"mysql_native_password");
+        let resp = build_handshake_response(
+            c.caps,
+            45,
+            user.as_bytes(),
+            &auth,
+            db.map(str::as_bytes),
+            b"mysql_native_password",
+        );
         c.caps = u32::from_le_bytes([resp[0], resp[1], resp[2], resp[3]]);
         c.write_frame(1, &resp)?;
         loop {
@@ -95,10 +119,18 @@ impl RawConn {
                     return Err(ConnectError::Server(code, msg));
                 }
                 Some(0xfe) => {
-                    let (_, salt) = parse_auth_switch(&p).ok_or_else(|| io::Error::other("bad auth switch"))?;
-                    c.write_frame(seq.wrapping_add(1), &native_scramble(password.as_bytes(), &salt))?;
+                    let (_, salt) =
+                        parse_auth_switch(&p).ok_or_else(|| io::Error::other("bad auth switch"))?;
+                    c.write_frame(
+                        seq.wrapping_add(1),
+                        &native_scramble(password.as_bytes(), &salt),
+                    )?;
                 }
-                _ => return Err(ConnectError::Io(io::Error::other("unexpected login packet"))),
+                _ => {
+                    return Err(ConnectError::Io(io::Error::other(
+                        "unexpected login packet",
+                    )))
+                }
             }
         }
     }
@@ -135,7 +167,9 @@ impl RawConn {
         let mut out = Vec::new();
         loop {
             let (seq, p) = self.read_frame()?;
-            let step = t.feed(p.len(), &p).map_err(|e| io::Error::other(e.to_string()))?;
+            let step = t
+                .feed(p.len(), &p)
+                .map_err(|e| io::Error::other(e.to_string()))?;
             out.push((seq, p));
             match step {
                 Step::Done => return Ok(out),
@@ -153,7 +187,8 @@ impl RawConn {
 
     /// True when the statement succeeded (no ERR anywhere in the answer).
     pub fn query_ok(&mut self, sql: &str) -> bool {
-        self.query(sql.as_bytes()).is_ok_and(|f| f.iter().all(|(_, p)| p.first() != Some(&0xff)))
+        self.query(sql.as_bytes())
+            .is_ok_and(|f| f.iter().all(|(_, p)| p.first() != Some(&0xff)))
     }
 
     /// Text rows of a simple single-result query (for assertions), NULL as None.

@@ -1,0 +1,14 @@
+#!/usr/bin/env bash
+# Command 2: install what the tests need (MariaDB, seekdb, sysbench, HAProxy, the mariadb client,
+# PyMySQL) when missing, then run every test. The integration tests start private MariaDB and
+# seekdb instances on free loopback ports (scripts/backend.sh) and stop them when they finish.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh test
+# A machine-wide config could point tests elsewhere; make sure they use their own instances.
+unset OBKV_TEST_MARIADB OBKV_TEST_SEEKDB
+status=0
+cargo test --all-targets --locked -- --test-threads=2 || status=$?
+# data folders of this run's private instances (about 2 GB per seekdb)
+rm -rf target/obkv-test
+exit $status

@@ -1,0 +1,92 @@
+//! The binary's configuration: file < environment variable < flag, and a config check command.
+
+use std::process::Command;
+
+fn check(args: &[&str], env: &[(&str, &str)]) -> (bool, String) {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_obkv-proxy"));
+    cmd.arg("check-config")
+        .args(args)
+        .env_remove("OBKV_PROXY_LISTEN")
+        .env_remove("OBKV_PROXY_BACKEND");
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = cmd.output().expect("binary runs");
+    (
+        out.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ),
+    )
+}
+
+#[test]
+fn flag_beats_environment_beats_file() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("p.toml");
+    std::fs::write(
+        &file,
+        "[proxy]\nlisten = \"127.0.0.1:1111\"\n[backend]\naddress = \"127.0.0.1:2222\"\n",
+    )
+    .expect("config");
+    let f = file.to_str().expect("path");
+
+    let (ok, out) = check(&["--config", f], &[]);
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("\"127.0.0.1:1111\"") && out.contains("\"127.0.0.1:2222\""),
+        "{out}"
+    );
+
+    let (ok, out) = check(
+        &["--config", f],
+        &[
+            ("OBKV_PROXY_LISTEN", "127.0.0.1:3333"),
+            ("OBKV_PROXY_BACKEND", "127.0.0.1:4444"),
+        ],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("\"127.0.0.1:3333\"")
+            && out.contains("\"127.0.0.1:4444\"")
+            && !out.contains("1111"),
+        "{out}"
+    );
+
+    let (ok, out) = check(
+        &[
+            "--config",
+            f,
+            "--listen",
+            "127.0.0.1:5555",
+            "--backend",
+            "127.0.0.1:6666",
+        ],
+        &[("OBKV_PROXY_LISTEN", "127.0.0.1:3333")],
+    );
+    assert!(ok, "{out}");
+    assert!(
+        out.contains("\"127.0.0.1:5555\"")
+            && out.contains("\"127.0.0.1:6666\"")
+            && !out.contains("3333"),
+        "{out}"
+    );
+}
+
+#[test]
+fn bad_configuration_is_reported_not_run() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, "[proxy]\nlisten = \"nowhere\"\n").expect("config");
+    let (ok, out) = check(&["--config", file.to_str().expect("path")], &[]);
+    assert!(!ok);
+    assert!(out.contains("proxy.listen"), "{out}");
+    let (ok, out) = check(&["--config", "/nonexistent/obkv.toml"], &[]);
+    assert!(!ok && out.contains("cannot read config file"), "{out}");
+    // the documented example configuration is valid as shipped
+    let example = concat!(env!("CARGO_MANIFEST_DIR"), "/config/obkv-proxy.toml");
+    let (ok, out) = check(&["--config", example], &[]);
+    assert!(ok, "{out}");
+}
