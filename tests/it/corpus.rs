@@ -82,7 +82,7 @@ fn corpus() -> Vec<Vec<u8>> {
         "SHOW TABLES",
         "SHOW COLUMNS FROM acc",
         "SHOW CREATE TABLE kv",
-        "SHOW DATABASES LIKE 'obkv_corpus%'",
+        "SHOW DATABASES LIKE 'information_schema'",
         "SHOW VARIABLES LIKE 'autocommit'",
         "SHOW INDEX FROM acc",
         // session variables
@@ -236,6 +236,8 @@ fn run_binary(addr: &str) -> Vec<Vec<Frame>> {
             let mut close = vec![com::STMT_CLOSE];
             close.extend_from_slice(&id.to_le_bytes());
             c.write_frame(0, &close).expect("close sent");
+            // the id is the backend's counter, which other sessions move: compare the rest
+            frames[0].1[1..5].fill(0);
         }
         out.push(frames);
     }
