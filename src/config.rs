@@ -42,6 +42,8 @@ pub struct ProxySection {
     pub handshake_timeout_ms: u64,
     pub max_packet_bytes: usize,
     pub shutdown_grace_ms: u64,
+    /// Single-threaded runtimes serving sessions; 0 = one per CPU core.
+    pub worker_threads: usize,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -106,6 +108,7 @@ impl Default for ProxySection {
             handshake_timeout_ms: 10_000,
             max_packet_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,
+            worker_threads: 0,
         }
     }
 }

@@ -75,7 +75,15 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
 
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+    let workers = match Workers::start(cfg.proxy.worker_threads) {
+        Ok(w) => w,
+        Err(e) => {
+            eprintln!("obkv-proxy: cannot start worker threads: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    // the accept loop and signal handling run on a runtime of their own
+    let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
     {
@@ -85,7 +93,8 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    runtime.block_on(async move {
+    let handles = workers.handles.clone();
+    let code = runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::bind(&cfg.proxy.listen).await {
             Ok(l) => l,
             Err(e) => {
@@ -93,14 +102,65 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        match obkv_proxy::server::run(listener, cfg, shutdown_signal()).await {
+        match obkv_proxy::server::run_on(listener, cfg, shutdown_signal(), handles).await {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("obkv-proxy: {e}");
                 ExitCode::FAILURE
             }
         }
-    })
+    });
+    workers.stop();
+    code
+}
+
+/// One single-threaded runtime per worker thread, each parked on its own event loop until stop.
+struct Workers {
+    handles: Vec<tokio::runtime::Handle>,
+    stops: Vec<tokio::sync::oneshot::Sender<()>>,
+    threads: Vec<std::thread::JoinHandle<()>>,
+}
+
+impl Workers {
+    fn start(n: usize) -> std::io::Result<Workers> {
+        let n = if n == 0 {
+            std::thread::available_parallelism()
+                .map(|n| n.get())
+                .unwrap_or(1)
+        } else {
+            n
+        };
+        let mut w = Workers {
+            handles: Vec::new(),
+            stops: Vec::new(),
+            threads: Vec::new(),
+        };
+        for i in 0..n {
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?;
+            let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
+            w.handles.push(rt.handle().clone());
+            w.stops.push(stop_tx);
+            w.threads.push(
+                std::thread::Builder::new()
+                    .name(format!("obkv-worker-{i}"))
+                    .spawn(move || {
+                        rt.block_on(async {
+                            let _ = stop_rx.await;
+                        });
+                    })?,
+            );
+        }
+        Ok(w)
+    }
+
+    fn stop(self) {
+        drop(self.stops);
+        for t in self.threads {
+            let _ = t.join();
+        }
+    }
 }
 
 async fn shutdown_signal() {

@@ -185,7 +185,15 @@ async fn establish_relayed(
         )
         .await);
     }
-    if !relay_auth(&mut client, &mut backend, seq_delta, &addr).await? {
+    if !relay_auth(
+        &mut client,
+        &mut backend,
+        seq_delta,
+        seq.wrapping_add(1),
+        &addr,
+    )
+    .await?
+    {
         debug!(%peer, user = %String::from_utf8_lossy(&response.user), "backend refused login");
         return Err(HandshakeFailure::Rejected("authentication failed"));
     }
@@ -219,15 +227,15 @@ async fn report_backend_down(
 }
 
 /// Relays an auth exchange until the backend's OK (true) or ERR (false). Client sequence ids are
-/// the backend's plus `seq_delta`.
+/// the backend's plus `seq_delta`; `next_client_seq` is the id the client expects next.
 pub async fn relay_auth(
     client: &mut PacketStream<ClientIo>,
     backend: &mut BackendStream,
     seq_delta: u8,
+    mut next_client_seq: u8,
     addr: &str,
 ) -> Result<bool, HandshakeFailure> {
     let mut p = Vec::new();
-    let mut next_client_seq = seq_delta.wrapping_add(2);
     loop {
         let h = match backend.read_frame_into(&mut p).await {
             Ok(h) => h,

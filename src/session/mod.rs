@@ -256,7 +256,7 @@ impl Session {
             return Err(self.lose_backend(1).await);
         }
         let addr = self.shared.config.backend.address.clone();
-        match handshake::relay_auth(&mut self.client, &mut self.backend, 0, &addr).await {
+        match handshake::relay_auth(&mut self.client, &mut self.backend, 0, 1, &addr).await {
             Ok(true) => Ok(()),
             _ => Err(End::ClientGone), // refused or broken: the session is over, as on a MySQL server
         }

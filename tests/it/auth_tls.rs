@@ -260,3 +260,39 @@ fn proxy_auth_change_user() {
         ));
     }
 }
+
+#[test]
+fn pooled_connection_closed_by_the_backend_is_not_handed_out() {
+    let backend = shared(Kind::MariaDb);
+    let p = proxy::start(proxy_auth_config(&backend.addr));
+    let mut first = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
+    let first_id = first.scalar("SELECT CONNECTION_ID()");
+    first.quit();
+    // wait until the released connection sits in the pool (a reset happens first)
+    let mut held = Vec::new();
+    loop {
+        let mut c = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
+        if c.scalar("SELECT CONNECTION_ID()") == first_id {
+            c.quit();
+            break;
+        }
+        held.push(c);
+        assert!(held.len() < 200, "never pooled");
+    }
+    // the pooled connection is released again; kill it behind the proxy's back once it is idle
+    let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while !admin.query_ok(&format!("KILL {first_id}")) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "could not kill {first_id}"
+        );
+    }
+    // every later login works: the dead connection is dropped at checkout
+    for _ in 0..3 {
+        let mut c = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login after kill");
+        assert_eq!(c.scalar("SELECT 'fresh'"), "fresh");
+        assert_ne!(c.scalar("SELECT CONNECTION_ID()"), first_id);
+        held.push(c);
+    }
+}

@@ -90,3 +90,30 @@ fn bad_configuration_is_reported_not_run() {
     let (ok, out) = check(&["--config", example], &[]);
     assert!(ok, "{out}");
 }
+
+#[test]
+fn sigterm_drains_sessions_and_exits() {
+    use crate::common::backends::process_alive;
+    use crate::common::raw::RawConn;
+    use std::time::{Duration, Instant};
+
+    let backend = crate::common::shared(crate::common::Kind::MariaDb);
+    let p = crate::common::proxy::spawn_binary(&backend.addr, &[]);
+    let mut idle = RawConn::connect(&p.addr, "root", "", None).expect("login");
+    assert_eq!(idle.scalar("SELECT 1"), "1");
+    unsafe {
+        libc::kill(p.pid as i32, libc::SIGTERM);
+    }
+    let deadline = Instant::now() + Duration::from_secs(15);
+    while process_alive(p.pid) {
+        assert!(
+            Instant::now() < deadline,
+            "proxy did not exit after SIGTERM"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // the idle session was closed, and nothing listens any more
+    assert!(idle.query(b"SELECT 1").is_err());
+    assert!(std::net::TcpStream::connect(&p.addr).is_err());
+    assert!(p.log_text().contains("shutting down"), "{}", p.log_text());
+}
