@@ -42,7 +42,7 @@ pub struct ProxySection {
     pub handshake_timeout_ms: u64,
     pub max_packet_bytes: usize,
     pub shutdown_grace_ms: u64,
-    /// Single-threaded runtimes serving sessions; 0 = one per CPU core.
+    /// Single-threaded runtimes serving sessions; 0 = auto (half the CPU cores, at least one).
     pub worker_threads: usize,
 }
 

@@ -123,10 +123,12 @@ struct Workers {
 
 impl Workers {
     fn start(n: usize) -> std::io::Result<Workers> {
+        // auto: half the cores. The proxy usually shares its cores with clients or the database,
+        // and a busy event loop handles many sessions per wake-up; on the 2-core reference
+        // machine one loop used 16% less CPU per query than two (docs/PERFORMANCE.md).
         let n = if n == 0 {
-            std::thread::available_parallelism()
-                .map(|n| n.get())
-                .unwrap_or(1)
+            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+            (cores / 2).max(1)
         } else {
             n
         };

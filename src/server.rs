@@ -151,10 +151,9 @@ pub async fn run(
     run_on(listener, config, shutdown, vec![Handle::current()]).await
 }
 
-/// Like `run`, but hands each session to one of `workers` in turn. With one single-threaded
-/// runtime per core, a session's socket events, its task and its backend connection stay on one
-/// thread: no work stealing, no cross-thread wake-ups (measured: about 12% less CPU per query
-/// than one multi-threaded runtime; see docs/PERFORMANCE.md).
+/// Like `run`, but hands each session to one of `workers` (single-threaded runtimes) in turn: a
+/// session's socket events, its task and its backend connection stay on one thread, with no work
+/// stealing and no cross-thread wake-ups (see docs/PERFORMANCE.md for the measurements).
 pub async fn run_on(
     listener: TcpListener,
     config: Config,
