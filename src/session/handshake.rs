@@ -127,6 +127,26 @@ async fn read_login_request(
     Ok((client, p, h.seq))
 }
 
+/// Sends the greeting and reads the client's login (through TLS when it asks). Returns the
+/// client stream, the raw and the parsed login, and the login's sequence id.
+async fn greet_and_read_login(
+    mut tcp: TcpStream,
+    shared: &Shared,
+    greeting: &[u8],
+    advertised: u32,
+) -> Result<(PacketStream<ClientIo>, Vec<u8>, HandshakeResponse, u8), HandshakeFailure> {
+    write_raw_packet(&mut tcp, 0, greeting).await?;
+    let (mut client, raw, seq) = read_login_request(tcp, shared, advertised).await?;
+    match parse_handshake_response(&raw) {
+        Some(response) => Ok((client, raw, response, seq)),
+        None => {
+            bump(&shared.stats.client_protocol_errors);
+            let err = ErrorInfo::bad_handshake();
+            Err(reject(&mut client, seq.wrapping_add(1), err, "unparseable login").await)
+        }
+    }
+}
+
 async fn reject(
     client: &mut PacketStream<ClientIo>,
     seq: u8,
@@ -159,19 +179,8 @@ async fn establish_relayed(
     };
     let advertised = advertised_caps(greeting.capabilities, shared.tls.is_some());
     set_greeting_capabilities(&mut greeting_raw, &greeting, advertised);
-    write_raw_packet(&mut tcp, 0, &greeting_raw).await?;
-
-    let (mut client, mut response_raw, seq) = read_login_request(tcp, &shared, advertised).await?;
-    let Some(response) = parse_handshake_response(&response_raw) else {
-        bump(&shared.stats.client_protocol_errors);
-        return Err(reject(
-            &mut client,
-            seq.wrapping_add(1),
-            ErrorInfo::bad_handshake(),
-            "unparseable login",
-        )
-        .await);
-    };
+    let (mut client, mut response_raw, response, seq) =
+        greet_and_read_login(tcp, &shared, &greeting_raw, advertised).await?;
     // The backend never saw the SSLRequest: its sequence ids run one behind the client's.
     let seq_delta = seq.wrapping_sub(1);
     let client_caps = response.capabilities & advertised & !cap::SSL;
@@ -311,18 +320,8 @@ async fn establish_proxy_auth(
         backend_greeting.status,
         NATIVE_PLUGIN,
     );
-    write_raw_packet(&mut tcp, 0, &greeting).await?;
-    let (mut client, response_raw, seq) = read_login_request(tcp, &shared, advertised).await?;
-    let Some(response) = parse_handshake_response(&response_raw) else {
-        bump(&shared.stats.client_protocol_errors);
-        return Err(reject(
-            &mut client,
-            seq.wrapping_add(1),
-            ErrorInfo::bad_handshake(),
-            "unparseable login",
-        )
-        .await);
-    };
+    let (mut client, _, response, seq) =
+        greet_and_read_login(tcp, &shared, &greeting, advertised).await?;
     let client_caps = response.capabilities & advertised & !cap::SSL;
     let (auth_data, next_seq) =
         native_auth_data(&mut client, &response, &salt, seq.wrapping_add(1)).await?;

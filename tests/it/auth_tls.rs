@@ -1,42 +1,21 @@
 //! Client TLS (the mariadb CLI with --ssl) and the proxy-auth mode: users declared in the config,
 //! password hashes only, backend connections pooled and reset between sessions.
 
-use std::process::Command;
-
 use obkv_proxy::config::{AuthMode, Config, ProxyUser};
-use obkv_proxy::protocol::constants::com;
-use obkv_proxy::session::auth::{native_hash, native_scramble};
+use obkv_proxy::session::auth::native_hash;
 
 use crate::common::proxy;
 use crate::common::raw::{err_of, ConnectError, RawConn};
 use crate::common::{shared, Kind, BOTH};
 
 fn cli(addr: &str, user: &str, password: &str, extra: &[&str], sql: &str) -> (bool, String) {
-    let (host, port) = addr.rsplit_once(':').expect("addr");
-    let out = Command::new("mariadb")
-        .args([
-            "--protocol=tcp",
-            "-h",
-            host,
-            "-P",
-            port,
-            "-u",
-            user,
-            "--batch",
-        ])
-        .arg(format!("--password={password}"))
-        .args(extra)
-        .args(["-e", sql])
-        .output()
-        .expect("mariadb client installed");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+    let mut args = vec!["-u", user, "--batch"];
+    let password = format!("--password={password}");
+    args.push(&password);
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["-e", sql]);
+    let (ok, out, err) = crate::common::mariadb_cli(addr, &args, "");
+    (ok, format!("{out}{err}"))
 }
 
 struct Cert {
@@ -222,37 +201,14 @@ fn proxy_auth_change_user() {
         let p = proxy::start(proxy_auth_config(&backend.addr));
         let mut c = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
         assert!(c.query_ok("SET @v = 1"));
-        let change = |c: &mut RawConn, user: &str, pass: &str| -> Vec<u8> {
-            let mut body = vec![com::CHANGE_USER];
-            body.extend_from_slice(user.as_bytes());
-            body.push(0);
-            let auth = native_scramble(pass.as_bytes(), &c.greeting.scramble);
-            body.push(auth.len() as u8);
-            body.extend_from_slice(&auth);
-            body.push(0); // no database
-            body.extend_from_slice(&45u16.to_le_bytes());
-            body.extend_from_slice(b"mysql_native_password\0");
-            c.write_frame(0, &body).expect("sent");
-            loop {
-                let (seq, pkt) = c.read_frame().expect("answer");
-                if pkt[0] == 0xfe {
-                    let (_, salt) =
-                        obkv_proxy::protocol::handshake::parse_auth_switch(&pkt).expect("switch");
-                    c.write_frame(seq + 1, &native_scramble(pass.as_bytes(), &salt))
-                        .expect("sent");
-                    continue;
-                }
-                return pkt;
-            }
-        };
-        let ok = change(&mut c, "reporting", "rep-pass");
+        let ok = c.change_user("reporting", "rep-pass", "");
         assert_eq!(ok[0], 0, "{}: {:?}", kind.name(), err_of(&ok));
         assert_eq!(
             c.scalar("SELECT @v"),
             "NULL",
             "clean session after change user"
         );
-        let bad = change(&mut c, "reporting", "nope");
+        let bad = c.change_user("reporting", "nope", "");
         assert_eq!(err_of(&bad).map(|e| e.0), Some(1045));
         assert!(matches!(
             RawConn::connect(&p.addr, "app", "x", None),

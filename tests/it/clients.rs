@@ -1,8 +1,7 @@
 //! Acceptance 2: real clients through the proxy — the mariadb CLI, a Rust client on the binary
 //! protocol (mysql_async), and PyMySQL.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use mysql_async::prelude::*;
 use rand::{Rng, SeedableRng};
@@ -12,36 +11,9 @@ use crate::common::proxy;
 use crate::common::{shared, BOTH};
 
 fn mariadb_cli(addr: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
-    let (host, port) = addr.rsplit_once(':').expect("HOST:PORT");
-    let mut child = Command::new("mariadb")
-        .args([
-            "--protocol=tcp",
-            "-h",
-            host,
-            "-P",
-            port,
-            "-uroot",
-            "--batch",
-            "--silent",
-        ])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("the mariadb client is installed (scripts/install-deps.sh)");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(stdin.as_bytes())
-        .expect("script written");
-    let out = child.wait_with_output().expect("mariadb ran");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+    let mut all = vec!["-uroot", "--batch", "--silent"];
+    all.extend_from_slice(args);
+    crate::common::mariadb_cli(addr, &all, stdin)
 }
 
 #[test]

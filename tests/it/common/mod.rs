@@ -3,3 +3,31 @@ pub mod proxy;
 pub mod raw;
 
 pub use backends::{shared, Kind, BOTH};
+
+/// Runs the mariadb command-line client against `addr` (TCP) with `args`, feeding `stdin`;
+/// returns success, stdout and stderr.
+pub fn mariadb_cli(addr: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
+    use std::io::Write;
+    use std::process::{Command, Stdio};
+    let (host, port) = addr.rsplit_once(':').expect("HOST:PORT");
+    let mut child = Command::new("mariadb")
+        .args(["--protocol=tcp", "-h", host, "-P", port])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the mariadb client is installed (scripts/install-deps.sh)");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(stdin.as_bytes())
+        .expect("input written");
+    let out = child.wait_with_output().expect("mariadb ran");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}

@@ -221,6 +221,32 @@ impl RawConn {
         String::from_utf8_lossy(rows[0][0].as_deref().unwrap_or(b"NULL")).into_owned()
     }
 
+    /// COM_CHANGE_USER with mysql_native_password, answering auth switches; returns the final
+    /// packet (OK or ERR).
+    pub fn change_user(&mut self, user: &str, password: &str, db: &str) -> Vec<u8> {
+        let mut body = vec![com::CHANGE_USER];
+        body.extend_from_slice(user.as_bytes());
+        body.push(0);
+        let auth = native_scramble(password.as_bytes(), &self.greeting.scramble);
+        body.push(auth.len() as u8);
+        body.extend_from_slice(&auth);
+        body.extend_from_slice(db.as_bytes());
+        body.push(0);
+        body.extend_from_slice(&45u16.to_le_bytes());
+        body.extend_from_slice(b"mysql_native_password\0");
+        self.write_frame(0, &body).expect("change user sent");
+        loop {
+            let (seq, p) = self.read_frame().expect("change user answered");
+            if p.first() != Some(&0xfe) {
+                return p;
+            }
+            let (_, salt) = parse_auth_switch(&p).expect("auth switch");
+            let answer = native_scramble(password.as_bytes(), &salt);
+            self.write_frame(seq.wrapping_add(1), &answer)
+                .expect("answer sent");
+        }
+    }
+
     pub fn quit(mut self) {
         let _ = self.write_frame(0, &[com::QUIT]);
     }
