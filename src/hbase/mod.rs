@@ -1,4 +1,5 @@
 //! The OBKV-HBase model: one place for the rules, the partition function and the timestamp
 //! convention, asked by DDL checks, DML checks, transaction checks and the rewriter.
 
+pub mod ddl;
 pub mod partition;

@@ -1,4 +1,5 @@
 //! Statement classification and the decision point every statement passes.
 
 pub mod classify;
+pub mod lexer;
 pub mod router;
