@@ -3,3 +3,4 @@
 
 pub mod ddl;
 pub mod partition;
+pub mod rules;

@@ -1,0 +1,755 @@
+//! The OBKV-HBase rules for DDL (documented model; `docs/RULES.md` lists each with its error
+//! code). OceanBase itself only checks that K, Q, T, V sit at positions 0–3, so a wrong table
+//! would otherwise be found late, by an HBase client.
+
+use super::ddl::{AlterAction, CreateTable, PartitionClause, TableName};
+use super::partition::{Partitioning, RangeBound};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    Error,
+    Warning,
+    Note,
+}
+
+/// One rule's verdict on a statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub level: Level,
+    pub code: u16,
+    pub sqlstate: &'static str,
+    pub message: String,
+}
+
+impl Finding {
+    fn error(rule: &'static str, code: u16, sqlstate: &'static str, message: String) -> Self {
+        Finding {
+            rule,
+            level: Level::Error,
+            code,
+            sqlstate,
+            message: format!("OBKV-HBase rule {rule}: {message}"),
+        }
+    }
+    fn unsupported(rule: &'static str, message: String) -> Self {
+        Self::error(rule, ER_NOT_SUPPORTED, "42000", message)
+    }
+    fn warning(rule: &'static str, message: String) -> Self {
+        Finding {
+            rule,
+            level: Level::Warning,
+            code: ER_NOT_SUPPORTED,
+            sqlstate: "42000",
+            message: format!("OBKV-HBase rule {rule}: {message}"),
+        }
+    }
+    fn note(rule: &'static str, message: String) -> Self {
+        Finding {
+            level: Level::Note,
+            ..Self::warning(rule, message)
+        }
+    }
+}
+
+/// 1235 ER_NOT_SUPPORTED_YET: "not supported", the code drivers map to feature errors.
+pub const ER_NOT_SUPPORTED: u16 = 1235;
+pub const ER_WRONG_TABLE_NAME: u16 = 1103;
+pub const ER_NO_SUCH_TABLEGROUP: u16 = 1146;
+pub const ER_WRONG_COLUMN_NAME: u16 = 1166;
+pub const ER_TOO_BIG_FIELDLENGTH: u16 = 1074;
+pub const ER_WRONG_ARGUMENTS: u16 = 1210;
+
+pub const RECOMMENDED_PARTITIONS: [u32; 6] = [23, 59, 97, 193, 389, 997];
+pub const MAX_ROWKEY: u64 = 1024;
+pub const MAX_QUALIFIER: u64 = 256;
+pub const MAX_VALUE: u64 = 1 << 20;
+
+/// Switches from the `[hbase]` configuration that change what the rules accept.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RuleConfig {
+    pub require_tablegroup_option: bool,
+    pub multiple_families: bool,
+}
+
+/// What the catalog knows about the table's group when the statement arrives.
+#[derive(Debug, Clone, Default)]
+pub struct GroupState {
+    pub exists: bool,
+    /// Families already in the group (other than the table being defined) and their partitioning.
+    pub families: Vec<(String, PartitionClause)>,
+}
+
+pub fn has_errors(f: &[Finding]) -> bool {
+    f.iter().any(|x| x.level == Level::Error)
+}
+
+/// Rules 1–9 for CREATE TABLE of an HBase table.
+pub fn check_create(t: &CreateTable, cfg: RuleConfig, group: &GroupState) -> Vec<Finding> {
+    let mut out = Vec::new();
+    check_name_and_group(t, cfg, group, &mut out);
+    check_columns(t, &mut out);
+    check_primary_key(t, &mut out);
+    check_partitioning(t.partition.as_ref(), t, &mut out);
+    if !t.indexes.is_empty() {
+        let kinds: Vec<&str> = t.indexes.iter().map(|i| i.kind.as_str()).collect();
+        out.push(Finding::unsupported(
+            "R7",
+            format!("secondary indexes are not allowed on HBase tables (found {}); remove them — rows are found by rowkey (K)", kinds.join(", ")),
+        ));
+    }
+    if t.checks > 0 {
+        out.push(Finding::unsupported(
+            "R2",
+            "CHECK constraints are not part of the HBase schema; remove them".into(),
+        ));
+    }
+    check_families(t.partition.as_ref(), t, cfg, group, &mut out);
+    if let Some(o) = t.option("KV_ATTRIBUTES") {
+        if let Err(msg) = check_kv_attributes(&o.value) {
+            out.push(Finding::error("R9", ER_WRONG_ARGUMENTS, "HY000", msg));
+        }
+    }
+    out
+}
+
+fn check_name_and_group(
+    t: &CreateTable,
+    cfg: RuleConfig,
+    group: &GroupState,
+    out: &mut Vec<Finding>,
+) {
+    let Some((g, _)) = t.name.hbase_parts() else {
+        out.push(Finding::error(
+            "R1",
+            ER_WRONG_TABLE_NAME,
+            "42000",
+            format!("HBase table name '{}' must be group$family with both parts non-empty and one '$' (for example htable1$family1)", t.name.name),
+        ));
+        return;
+    };
+    match t.tablegroup() {
+        Some(opt) if !opt.eq_ignore_ascii_case(g) => out.push(Finding::unsupported(
+            "R1",
+            format!("TABLEGROUP = {opt} does not match the group part of '{}'; write TABLEGROUP = {g}", t.name.name),
+        )),
+        None if cfg.require_tablegroup_option => out.push(Finding::unsupported(
+            "R1",
+            format!("the TABLEGROUP option is required: add TABLEGROUP = {g} after the column list (or set hbase.require_tablegroup_option = false)"),
+        )),
+        _ => {}
+    }
+    if !group.exists {
+        out.push(Finding::error(
+            "R1",
+            ER_NO_SUCH_TABLEGROUP,
+            "42S02",
+            format!("table group '{g}' does not exist; run CREATE TABLEGROUP {g} first"),
+        ));
+    }
+}
+
+fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
+    let names: Vec<String> = t
+        .columns
+        .iter()
+        .map(|c| c.name.to_ascii_uppercase())
+        .collect();
+    let first4: Vec<&str> = names.iter().take(4).map(String::as_str).collect();
+    if first4 != ["K", "Q", "T", "V"] {
+        out.push(Finding::error(
+            "R2",
+            ER_WRONG_COLUMN_NAME,
+            "42000",
+            format!("the columns must be K, Q, T, V in that order (found {}); HBase clients read them by position", names.join(", ")),
+        ));
+    }
+    let extra = t.columns.iter().skip(4).collect::<Vec<_>>();
+    if extra.len() > 1 {
+        out.push(Finding::error(
+            "R2",
+            ER_WRONG_COLUMN_NAME,
+            "42000",
+            format!(
+                "only one column besides K, Q, T, V is allowed, a generated prefix of K (found {})",
+                extra
+                    .iter()
+                    .map(|c| c.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        ));
+    }
+    for c in &extra {
+        match c.generated.as_ref().map(|g| g.prefix_of_k) {
+            Some(Some(n)) if n >= 1 => {
+                if c.data_type.name != "VARBINARY" {
+                    out.push(Finding::unsupported("R3", format!("prefix column {} must be varbinary, not {}", c.name, c.data_type.name.to_lowercase())));
+                }
+            }
+            Some(Some(_)) => out.push(Finding::unsupported("R2", format!("prefix column {} needs a length n >= 1 in substring(K, 1, n)", c.name))),
+            _ => out.push(Finding::error(
+                "R2",
+                ER_WRONG_COLUMN_NAME,
+                "42000",
+                format!("extra column {} is not allowed: the only extra column is a generated prefix, `{} varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, n))`", c.name, c.name),
+            )),
+        }
+    }
+    let by_name = |n: &str| t.columns.iter().find(|c| c.name.eq_ignore_ascii_case(n));
+    for (col, max) in [("K", MAX_ROWKEY), ("Q", MAX_QUALIFIER)] {
+        if let Some(c) = by_name(col) {
+            match (c.data_type.name.as_str(), c.data_type.length) {
+                ("VARBINARY", Some(l)) if l <= max => {}
+                ("VARBINARY", Some(l)) => out.push(Finding::error(
+                    "R3",
+                    ER_TOO_BIG_FIELDLENGTH,
+                    "42000",
+                    format!("{col} varbinary({l}) is too long: at most varbinary({max})"),
+                )),
+                (other, _) => out.push(Finding::unsupported(
+                    "R3",
+                    format!(
+                        "{col} must be varbinary(L) with L <= {max}, not {}",
+                        other.to_lowercase()
+                    ),
+                )),
+            }
+        }
+    }
+    if let Some(c) = by_name("T") {
+        if c.data_type.name != "BIGINT" {
+            out.push(Finding::unsupported(
+                "R3",
+                format!(
+                    "T must be bigint (milliseconds), not {}",
+                    c.data_type.name.to_lowercase()
+                ),
+            ));
+        }
+    }
+    if let Some(c) = by_name("V") {
+        match (c.data_type.name.as_str(), c.data_type.length) {
+            ("VARBINARY", Some(l)) if l <= MAX_VALUE => {}
+            ("VARBINARY", Some(l)) => out.push(Finding::error(
+                "R3",
+                ER_TOO_BIG_FIELDLENGTH,
+                "42000",
+                format!("V varbinary({l}) is too long: at most varbinary({MAX_VALUE}); use longblob for values over 1 MiB"),
+            )),
+            ("BLOB" | "MEDIUMBLOB" | "LONGBLOB" | "TINYBLOB", _) => {}
+            (other, _) => out.push(Finding::unsupported("R3", format!("V must be varbinary(L <= {MAX_VALUE}) or a blob type, not {}", other.to_lowercase()))),
+        }
+        if !c.not_null {
+            out.push(Finding::warning(
+                "R3",
+                "V should be NOT NULL: HBase cells always have a value".into(),
+            ));
+        }
+    }
+}
+
+fn check_primary_key(t: &CreateTable, out: &mut Vec<Finding>) {
+    let pk: Vec<String> = t
+        .primary_key
+        .iter()
+        .flatten()
+        .map(|c| c.to_ascii_uppercase())
+        .collect();
+    if pk != ["K", "Q", "T"] {
+        out.push(Finding::unsupported(
+            "R4",
+            format!(
+                "the primary key must be PRIMARY KEY (K, Q, T) in that order (found {})",
+                if pk.is_empty() {
+                    "none".to_string()
+                } else {
+                    format!("({})", pk.join(", "))
+                }
+            ),
+        ));
+    }
+}
+
+/// Rules 5 and 6 for a partition clause (CREATE TABLE or ALTER TABLE ... PARTITION BY).
+pub fn check_partitioning(p: Option<&PartitionClause>, t: &CreateTable, out: &mut Vec<Finding>) {
+    let Some(p) = p else {
+        out.push(Finding::warning("R5", "no partitioning: fine only for small tables; large ones need PARTITION BY KEY(K) or KEY(prefix column)".into()));
+        return;
+    };
+    if p.subpartitioned {
+        out.push(Finding::unsupported(
+            "R5",
+            "subpartitions are not supported for HBase tables".into(),
+        ));
+        return;
+    }
+    let prefix = t.prefix_column();
+    let on = |c: &str| p.columns.len() == 1 && p.columns[0].eq_ignore_ascii_case(c);
+    match p.kind.as_str() {
+        "KEY" if on("K") => {
+            check_key_count(p.count.unwrap_or(1), out);
+            out.push(Finding::note("R5", "KEY(K) spreads rows evenly and suits gets by rowkey; a prefix scan will touch every partition".into()));
+        }
+        "KEY" if prefix.is_some_and(|(name, _)| on(name)) => check_key_count(p.count.unwrap_or(1), out),
+        "RANGE COLUMNS" if on("K") => out.push(Finding::warning(
+            "R5",
+            "RANGE COLUMNS(K) risks skew and hotspots (monotonic rowkeys all land in one partition); prefer KEY(K) or KEY(prefix column)".into(),
+        )),
+        kind => out.push(Finding::unsupported(
+            "R5",
+            format!(
+                "PARTITION BY {kind}({}) is not an HBase partitioning; use KEY(K), KEY(<prefix column>) or RANGE COLUMNS(K)",
+                p.columns.join(", ")
+            ),
+        )),
+    }
+}
+
+fn is_prime(n: u32) -> bool {
+    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0)
+}
+
+fn check_key_count(n: u64, out: &mut Vec<Finding>) {
+    let list = RECOMMENDED_PARTITIONS.map(|x| x.to_string()).join(", ");
+    if n % 2 == 0 {
+        out.push(Finding::unsupported(
+            "R6",
+            format!("KEY partition count {n} is even; use an odd count, preferably one of {list}"),
+        ));
+    } else if n > 997 {
+        out.push(Finding::warning(
+            "R6",
+            format!(
+                "{n} KEY partitions is above the documented maximum of 997; recommended: {list}"
+            ),
+        ));
+    } else if !is_prime(n as u32) {
+        out.push(Finding::warning(
+            "R6",
+            format!("KEY partition count {n} is not prime; recommended: {list}"),
+        ));
+    }
+}
+
+/// Rule 8: one family per group unless configured, and then identical partitioning.
+fn check_families(
+    p: Option<&PartitionClause>,
+    t: &CreateTable,
+    cfg: RuleConfig,
+    group: &GroupState,
+    out: &mut Vec<Finding>,
+) {
+    let Some((g, _)) = t.name.hbase_parts() else {
+        return;
+    };
+    let Some((other, other_p)) = group.families.first() else {
+        return;
+    };
+    if !cfg.multiple_families {
+        out.push(Finding::unsupported(
+            "R8",
+            format!("table group '{g}' already has family '{other}'; one family per table group (set hbase.multiple_families = true to allow several, as OceanBase 4.x does)"),
+        ));
+        return;
+    }
+    for (name, q) in &group.families {
+        if !same_partitioning(p, Some(q)) {
+            out.push(Finding::unsupported(
+                "R8",
+                format!("every table of group '{g}' must use identical partitioning; family '{name}' uses {}", describe(q)),
+            ));
+            return;
+        }
+    }
+    let _ = other_p;
+}
+
+pub fn describe(p: &PartitionClause) -> String {
+    let mut s = format!("{}({})", p.kind, p.columns.join(", "));
+    if let Some(n) = p.count {
+        s.push_str(&format!(" PARTITIONS {n}"));
+    }
+    s
+}
+
+/// Kind, column, count and bounds equal (column names compared case-insensitively).
+pub fn same_partitioning(a: Option<&PartitionClause>, b: Option<&PartitionClause>) -> bool {
+    match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => {
+            a.kind == b.kind
+                && a.count == b.count
+                && a.bounds == b.bounds
+                && a.columns.len() == b.columns.len()
+                && a.columns
+                    .iter()
+                    .zip(&b.columns)
+                    .all(|(x, y)| x.eq_ignore_ascii_case(y))
+        }
+        _ => false,
+    }
+}
+
+/// Rule 9: `KV_ATTRIBUTES` as OceanBase 4.x accepts it, with its error texts.
+pub fn check_kv_attributes(json: &str) -> Result<(), String> {
+    const WRONG: &str = "kv attributes with wrong format";
+    let top: Entries<Entries<serde_json::Value>> =
+        serde_json::from_str(json).map_err(|_| WRONG.to_string())?;
+    let [(key, inner)] = top.0.as_slice() else {
+        return Err(WRONG.into());
+    };
+    if key != "Hbase" {
+        return Err(WRONG.into());
+    }
+    let mut seen = Vec::new();
+    for (k, v) in &inner.0 {
+        if seen.contains(&k) {
+            return Err(WRONG.into());
+        }
+        seen.push(k);
+        match k.as_str() {
+            "TimeToLive" => {
+                if v.as_i64().is_none_or(|n| n <= 0) {
+                    return Err("Time to live of hbase table must be greater than 0".into());
+                }
+            }
+            "MaxVersions" => {
+                if v.as_i64().is_none_or(|n| n <= 0) {
+                    return Err("MaxVersions of hbase table must be greater than 0".into());
+                }
+            }
+            "State" => {
+                if !matches!(v.as_str(), Some("enable") | Some("disable")) {
+                    return Err(WRONG.into());
+                }
+            }
+            _ => return Err(WRONG.into()),
+        }
+    }
+    Ok(())
+}
+
+/// A JSON object read as its entries in order, repeated keys kept (serde_json's maps keep the
+/// last one silently, and OceanBase refuses repeats).
+struct Entries<T>(Vec<(String, T)>);
+
+impl<'de, T: serde::Deserialize<'de>> serde::Deserialize<'de> for Entries<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V<T>(std::marker::PhantomData<T>);
+        impl<'de, T: serde::Deserialize<'de>> serde::de::Visitor<'de> for V<T> {
+            type Value = Entries<T>;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a JSON object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut m: A,
+            ) -> Result<Entries<T>, A::Error> {
+                let mut v = Vec::new();
+                while let Some(e) = m.next_entry()? {
+                    v.push(e);
+                }
+                Ok(Entries(v))
+            }
+        }
+        d.deserialize_map(V(std::marker::PhantomData))
+    }
+}
+
+/// ALTER TABLE on an HBase table: what may change after creation.
+pub fn check_alter(
+    current: &CreateTable,
+    actions: &[AlterAction],
+    cfg: RuleConfig,
+    group: &GroupState,
+) -> Vec<Finding> {
+    let mut out = Vec::new();
+    for a in actions {
+        match a {
+            AlterAction::AddColumn | AlterAction::DropColumn(_) | AlterAction::ChangeColumn(_) | AlterAction::RenameColumn(_) => {
+                out.push(Finding::unsupported(
+                    "R2",
+                    format!("the columns of HBase table '{}' are fixed (K, Q, T, V): adding, dropping, renaming or retyping columns is refused", current.name),
+                ))
+            }
+            AlterAction::AddIndex(kind) => out.push(Finding::unsupported("R7", format!("{kind}: secondary indexes are not allowed on HBase tables"))),
+            AlterAction::Partition(p) => {
+                check_partitioning(Some(p), current, &mut out);
+                check_families(Some(p), current, cfg, group, &mut out);
+            }
+            AlterAction::RemovePartitioning => check_partitioning(None, current, &mut out),
+            AlterAction::PartitionMaintenance(what) if what == "TRUNCATE PARTITION" => {}
+            AlterAction::PartitionMaintenance(what) => out.push(Finding::unsupported(
+                "R5",
+                format!("{what} changes the partitioning piecemeal; use ALTER TABLE ... PARTITION BY KEY(...) PARTITIONS n so the result can be checked"),
+            )),
+            AlterAction::Rename(to) => out.extend(check_rename(&current.name, to)),
+            AlterAction::Option(o) if o.name == "TABLEGROUP" => {
+                let g = current.name.hbase_parts().map(|(g, _)| g).unwrap_or_default();
+                if !o.value.eq_ignore_ascii_case(g) {
+                    out.push(Finding::unsupported("R1", format!("moving '{}' to table group '{}' is refused: a table stays in the group its name names", current.name, o.value)));
+                }
+            }
+            AlterAction::Option(o) if o.name == "KV_ATTRIBUTES" => {
+                if let Err(msg) = check_kv_attributes(&o.value) {
+                    out.push(Finding::error("R9", ER_WRONG_ARGUMENTS, "HY000", msg));
+                }
+            }
+            AlterAction::Option(_) | AlterAction::DropIndex | AlterAction::Other(_) | AlterAction::PartitionMaintenance(_) => {}
+        }
+    }
+    out
+}
+
+/// RENAME of an HBase table: the new name keeps rule 1 and the same group.
+pub fn check_rename(from: &TableName, to: &TableName) -> Vec<Finding> {
+    let (Some((g1, _)), parts) = (from.hbase_parts(), to.hbase_parts()) else {
+        return Vec::new();
+    };
+    match parts {
+        None => vec![Finding::error(
+            "R1",
+            ER_WRONG_TABLE_NAME,
+            "42000",
+            format!("cannot rename HBase table '{from}' to '{to}': the new name must be {g1}$family"),
+        )],
+        Some((g2, _)) if !g1.eq_ignore_ascii_case(g2) => vec![Finding::unsupported(
+            "R1",
+            format!("renaming '{from}' to '{to}' would move it from table group '{g1}' to '{g2}'; a table cannot change groups"),
+        )],
+        _ => Vec::new(),
+    }
+}
+
+/// The model partitioning of a checked table (for placement and the rewriter).
+pub fn partitioning_of(t: &CreateTable) -> Option<Partitioning> {
+    t.model_partitioning()
+}
+
+/// Range bounds used only by docs and tests.
+pub fn bound_text(b: &RangeBound) -> String {
+    match b {
+        RangeBound::MaxValue => "MAXVALUE".into(),
+        RangeBound::LessThan(v) => format!("'{}'", String::from_utf8_lossy(v)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::ddl::{parse, Statement};
+
+    const CFG: RuleConfig = RuleConfig {
+        require_tablegroup_option: true,
+        multiple_families: false,
+    };
+
+    fn table(sql: &str) -> CreateTable {
+        match parse(sql.as_bytes()).expect("parses") {
+            Some(Statement::CreateTable(t)) => *t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn group() -> GroupState {
+        GroupState {
+            exists: true,
+            families: Vec::new(),
+        }
+    }
+
+    fn errors(sql: &str) -> Vec<&'static str> {
+        check_create(&table(sql), CFG, &group())
+            .into_iter()
+            .filter(|f| f.level == Level::Error)
+            .map(|f| f.rule)
+            .collect()
+    }
+
+    const OK: &str = "CREATE TABLE h$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = h PARTITION BY KEY(K) PARTITIONS 97";
+
+    #[test]
+    fn the_documented_table_passes() {
+        let f = check_create(&table(OK), CFG, &group());
+        assert!(!has_errors(&f), "{f:?}");
+        assert!(f.iter().all(|x| x.level == Level::Note), "{f:?}");
+    }
+
+    #[test]
+    fn each_rule_rejects() {
+        let cases = [
+            (
+                "R1",
+                OK.replace("h$f", "hf")
+                    .replace("TABLEGROUP = h", "TABLEGROUP = hf"),
+            ),
+            ("R1", OK.replace("h$f", "$f")),
+            ("R1", OK.replace("TABLEGROUP = h", "TABLEGROUP = other")),
+            ("R1", OK.replace("TABLEGROUP = h", "")),
+            (
+                "R2",
+                OK.replace("Q varbinary(256), T bigint", "T bigint, Q varbinary(256)"),
+            ),
+            ("R2", OK.replace("NOT NULL,", "NOT NULL, extra int,")),
+            ("R3", OK.replace("K varbinary(1024)", "K varbinary(2048)")),
+            ("R3", OK.replace("Q varbinary(256)", "Q varchar(256)")),
+            ("R3", OK.replace("T bigint", "T int")),
+            (
+                "R3",
+                OK.replace("V varbinary(1048576)", "V varbinary(2000000)"),
+            ),
+            (
+                "R4",
+                OK.replace("PRIMARY KEY (K, Q, T)", "PRIMARY KEY (K, T, Q)"),
+            ),
+            (
+                "R5",
+                OK.replace("KEY(K) PARTITIONS 97", "HASH(T) PARTITIONS 97"),
+            ),
+            (
+                "R5",
+                OK.replace("KEY(K) PARTITIONS 97", "KEY(Q) PARTITIONS 97"),
+            ),
+            ("R6", OK.replace("PARTITIONS 97", "PARTITIONS 96")),
+            (
+                "R7",
+                OK.replace("PRIMARY KEY (K, Q, T)", "PRIMARY KEY (K, Q, T), KEY iq (Q)"),
+            ),
+            (
+                "R9",
+                format!("{OK} KV_ATTRIBUTES = '{{\"Hbase\": {{\"TimeToLive\": 0}}}}'")
+                    .replace(" PARTITION BY KEY(K) PARTITIONS 97 KV", " KV")
+                    + " PARTITION BY KEY(K) PARTITIONS 97",
+            ),
+        ];
+        for (rule, sql) in cases {
+            let e = errors(&sql);
+            assert!(e.contains(&rule), "{rule} not raised for {sql}: {e:?}");
+        }
+        let missing = check_create(&table(OK), CFG, &GroupState::default());
+        assert!(missing
+            .iter()
+            .any(|f| f.rule == "R1" && f.code == ER_NO_SUCH_TABLEGROUP));
+    }
+
+    #[test]
+    fn warnings_and_accepted_variants() {
+        let warn = |sql: &str| {
+            check_create(&table(sql), CFG, &group())
+                .into_iter()
+                .filter(|f| f.level == Level::Warning)
+                .map(|f| f.message)
+                .collect::<Vec<_>>()
+        };
+        assert!(warn(&OK.replace(" NOT NULL", ""))
+            .iter()
+            .any(|m| m.contains("NOT NULL")));
+        assert!(warn(&OK.replace("PARTITIONS 97", "PARTITIONS 99"))
+            .iter()
+            .any(|m| m.contains("not prime") && m.contains("193")));
+        assert!(warn(&OK.replace("PARTITIONS 97", "PARTITIONS 1001"))
+            .iter()
+            .any(|m| m.contains("997")));
+        assert!(warn(&OK.replace(" PARTITION BY KEY(K) PARTITIONS 97", ""))
+            .iter()
+            .any(|m| m.contains("small tables")));
+        let range = OK.replace("KEY(K) PARTITIONS 97", "RANGE COLUMNS(K) (PARTITION p0 VALUES LESS THAN ('a'), PARTITION p1 VALUES LESS THAN ('w'), PARTITION p2 VALUES LESS THAN (MAXVALUE))");
+        assert!(errors(&range).is_empty());
+        assert!(warn(&range).iter().any(|m| m.contains("hotspots")));
+        let prefix = OK
+            .replace(
+                "NOT NULL,",
+                "NOT NULL, K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)),",
+            )
+            .replace("KEY(K)", "KEY(K_PREFIX)");
+        assert!(errors(&prefix).is_empty(), "{:?}", errors(&prefix));
+        assert!(errors(&OK.replace("varbinary(1048576) NOT NULL", "longblob NOT NULL")).is_empty());
+        let relaxed = RuleConfig {
+            require_tablegroup_option: false,
+            ..CFG
+        };
+        assert!(!has_errors(&check_create(
+            &table(&OK.replace("TABLEGROUP = h", "")),
+            relaxed,
+            &group()
+        )));
+    }
+
+    #[test]
+    fn families_per_group() {
+        let other = table(OK).partition.expect("partition");
+        let g = GroupState {
+            exists: true,
+            families: vec![("f0".into(), other.clone())],
+        };
+        assert!(check_create(&table(OK), CFG, &g)
+            .iter()
+            .any(|f| f.rule == "R8"));
+        let many = RuleConfig {
+            multiple_families: true,
+            ..CFG
+        };
+        assert!(!has_errors(&check_create(&table(OK), many, &g)));
+        let differs = OK.replace("PARTITIONS 97", "PARTITIONS 193");
+        assert!(check_create(&table(&differs), many, &g)
+            .iter()
+            .any(|f| f.rule == "R8" && f.level == Level::Error));
+    }
+
+    #[test]
+    fn kv_attributes() {
+        assert!(check_kv_attributes(
+            r#"{"Hbase": {"TimeToLive": 3600, "MaxVersions": 3, "State": "enable"}}"#
+        )
+        .is_ok());
+        assert_eq!(
+            check_kv_attributes(r#"{"Hbase": {"TimeToLive": -1}}"#).unwrap_err(),
+            "Time to live of hbase table must be greater than 0"
+        );
+        assert_eq!(
+            check_kv_attributes(r#"{"Hbase": {"MaxVersions": 0}}"#).unwrap_err(),
+            "MaxVersions of hbase table must be greater than 0"
+        );
+        for bad in [
+            r#"{"Hbase": {"Other": 1}}"#,
+            r#"{"Hbase": {}, "X": 1}"#,
+            r#"{"HBase": {}}"#,
+            r#"{"Hbase": {"MaxVersions": 1, "MaxVersions": 2}}"#,
+            "not json",
+            r#"{"Hbase": {"State": "on"}}"#,
+        ] {
+            assert_eq!(
+                check_kv_attributes(bad).unwrap_err(),
+                "kv attributes with wrong format",
+                "{bad}"
+            );
+        }
+    }
+
+    #[test]
+    fn alter_and_rename() {
+        let t = table(OK);
+        let alter = |sql: &str| match parse(sql.as_bytes()).expect("parses") {
+            Some(Statement::AlterTable { actions, .. }) => check_alter(&t, &actions, CFG, &group()),
+            other => panic!("{other:?}"),
+        };
+        assert!(has_errors(&alter("ALTER TABLE h$f ADD COLUMN x int")));
+        assert!(has_errors(&alter("ALTER TABLE h$f MODIFY V longblob")));
+        assert!(has_errors(&alter("ALTER TABLE h$f ADD INDEX i (Q)")));
+        assert!(has_errors(&alter(
+            "ALTER TABLE h$f PARTITION BY KEY(K) PARTITIONS 10"
+        )));
+        assert!(!has_errors(&alter(
+            "ALTER TABLE h$f PARTITION BY KEY(K) PARTITIONS 193"
+        )));
+        assert!(has_errors(&alter("ALTER TABLE h$f RENAME TO x$f")));
+        let n = |s: &str| TableName {
+            schema: None,
+            name: s.into(),
+        };
+        assert!(check_rename(&n("h$f"), &n("h$g")).is_empty());
+        assert!(!check_rename(&n("h$f"), &n("hf")).is_empty());
+        assert!(!check_rename(&n("h$f"), &n("x$f")).is_empty());
+    }
+}
