@@ -627,8 +627,7 @@ fn column(c: &mut Cursor) -> Result<Column, ParseError> {
         inline_unique: false,
         span: (name_tok.start, type_end),
     };
-    loop {
-        let Some(t) = c.peek() else { break };
+    while let Some(t) = c.peek() {
         if t.is_punct(b',') || t.is_punct(b')') {
             break;
         }

@@ -307,12 +307,15 @@ pub fn check_partitioning(p: Option<&PartitionClause>, t: &CreateTable, out: &mu
 }
 
 fn is_prime(n: u32) -> bool {
-    n >= 2 && (2..).take_while(|d| d * d <= n).all(|d| n % d != 0)
+    n >= 2
+        && (2..)
+            .take_while(|d| d * d <= n)
+            .all(|d| !n.is_multiple_of(d))
 }
 
 fn check_key_count(n: u64, out: &mut Vec<Finding>) {
     let list = RECOMMENDED_PARTITIONS.map(|x| x.to_string()).join(", ");
-    if n % 2 == 0 {
+    if n.is_multiple_of(2) {
         out.push(Finding::unsupported(
             "R6",
             format!("KEY partition count {n} is even; use an odd count, preferably one of {list}"),
@@ -496,7 +499,7 @@ pub fn check_alter(
                     out.push(Finding::error("R9", ER_WRONG_ARGUMENTS, "HY000", msg));
                 }
             }
-            AlterAction::Option(_) | AlterAction::DropIndex | AlterAction::Other(_) | AlterAction::PartitionMaintenance(_) => {}
+            AlterAction::Option(_) | AlterAction::DropIndex | AlterAction::Other(_) => {}
         }
     }
     out

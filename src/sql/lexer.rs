@@ -100,7 +100,7 @@ pub fn tokenize(sql: &[u8]) -> Result<Vec<Token>, LexError> {
                 j += 1;
             }
             let digits = &sql[i + 2..j];
-            let padded: Vec<u8> = if digits.len() % 2 == 1 {
+            let padded: Vec<u8> = if !digits.len().is_multiple_of(2) {
                 [b"0", digits].concat()
             } else {
                 digits.to_vec()
@@ -216,7 +216,7 @@ pub fn tokenize(sql: &[u8]) -> Result<Vec<Token>, LexError> {
 }
 
 fn decode_hex(h: &[u8]) -> Option<Vec<u8>> {
-    if h.len() % 2 != 0 {
+    if !h.len().is_multiple_of(2) {
         return None;
     }
     h.chunks(2)
