@@ -32,6 +32,53 @@ pub struct Config {
     pub pool: PoolSection,
     pub tls: TlsSection,
     pub log: LogSection,
+    pub hbase: HbaseSection,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforcement {
+    /// Refuse statements that break a rule (nothing reaches the database).
+    Strict,
+    /// Forward them, with the findings as warnings.
+    Warn,
+    /// Do not check (table groups and DDL translation still work).
+    Off,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Detected from the server version at connect time.
+    Auto,
+    /// An OceanBase cluster: table groups and KV_ATTRIBUTES are native.
+    Oceanbase,
+    /// The single-node OceanBase kernel: no table groups, no KV_ATTRIBUTES.
+    Seekdb,
+    Mariadb,
+    Mysql,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct HbaseSection {
+    pub enforcement: Enforcement,
+    pub require_tablegroup_option: bool,
+    pub multiple_families: bool,
+    pub backend_kind: BackendKind,
+    pub catalog_schema: String,
+}
+
+impl Default for HbaseSection {
+    fn default() -> Self {
+        HbaseSection {
+            enforcement: Enforcement::Strict,
+            require_tablegroup_option: true,
+            multiple_families: false,
+            backend_kind: BackendKind::Auto,
+            catalog_schema: "obkv_meta".into(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -195,6 +242,17 @@ impl Config {
         }
         if self.tls.cert.is_some() != self.tls.key.is_some() {
             return bad("tls.cert and tls.key must be given together".into());
+        }
+        let schema = &self.hbase.catalog_schema;
+        if schema.is_empty()
+            || schema.len() > 64
+            || !schema
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            return bad(format!(
+                "hbase.catalog_schema = {schema:?} must be 1-64 letters, digits or '_'"
+            ));
         }
         if self.auth.mode == AuthMode::Proxy && self.auth.users.is_empty() {
             return bad("auth.mode = \"proxy\" needs at least one [[auth.users]] entry".into());

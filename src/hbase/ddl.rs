@@ -97,6 +97,8 @@ pub struct CreateTable {
     pub if_not_exists: bool,
     pub columns: Vec<Column>,
     pub primary_key: Option<Vec<String>>,
+    /// Offset of the ')' closing the PRIMARY KEY column list.
+    pub primary_key_end: Option<usize>,
     pub indexes: Vec<Index>,
     pub checks: usize,
     pub options: Vec<TableOption>,
@@ -453,6 +455,7 @@ fn create_table(c: &mut Cursor) -> Result<CreateTable, ParseError> {
         if_not_exists,
         columns: Vec::new(),
         primary_key: None,
+        primary_key_end: None,
         indexes: Vec::new(),
         checks: 0,
         options: Vec::new(),
@@ -529,6 +532,8 @@ fn element(c: &mut Cursor, t: &mut CreateTable) -> Result<(), ParseError> {
                 }
                 if c.kws(&["PRIMARY", "KEY"]) {
                     t.primary_key = Some(c.name_list()?);
+                    t.primary_key_end = c.t.get(c.i - 1).map(|t| t.start);
+                    skip_to_element_end(c);
                     return Ok(());
                 }
                 if c.kw("CHECK") {

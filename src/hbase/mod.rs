@@ -1,6 +1,9 @@
 //! The OBKV-HBase model: one place for the rules, the partition function and the timestamp
 //! convention, asked by DDL checks, DML checks, transaction checks and the rewriter.
 
+pub mod backend;
+pub mod catalog;
 pub mod ddl;
 pub mod partition;
 pub mod rules;
+pub mod translate;

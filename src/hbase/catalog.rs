@@ -1,0 +1,193 @@
+//! The catalog: table groups and HBase table definitions kept in a schema inside the backend,
+//! so several proxies agree and a restart loses nothing. This module writes the SQL; the session
+//! runs it on its own backend connection (the user's privileges apply). Every value goes in as a
+//! hex literal, which no sql_mode or charset can misread.
+
+use super::ddl::TableName;
+
+pub fn hex(bytes: &[u8]) -> String {
+    let mut s = String::with_capacity(bytes.len() * 2 + 3);
+    s.push_str("X'");
+    for b in bytes {
+        s.push_str(&format!("{b:02X}"));
+    }
+    s.push('\'');
+    s
+}
+
+/// `name` as a backquoted identifier.
+pub fn ident(name: &str) -> String {
+    format!("`{}`", name.replace('`', "``"))
+}
+
+pub fn qualified(schema: &str, t: &TableName) -> String {
+    format!(
+        "{}.{}",
+        ident(t.schema.as_deref().unwrap_or(schema)),
+        ident(&t.name)
+    )
+}
+
+pub struct Catalog<'a> {
+    pub schema: &'a str,
+}
+
+impl Catalog<'_> {
+    pub fn ensure(&self) -> Vec<String> {
+        let s = ident(self.schema);
+        vec![
+            format!("CREATE DATABASE IF NOT EXISTS {s}"),
+            format!("CREATE TABLE IF NOT EXISTS {s}.tablegroups (name VARCHAR(128) NOT NULL PRIMARY KEY)"),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {s}.hbase_tables (schema_name VARCHAR(64) NOT NULL, table_name VARCHAR(128) NOT NULL, \
+                 group_name VARCHAR(128) NOT NULL, family VARCHAR(128) NOT NULL, ddl LONGTEXT NOT NULL, \
+                 PRIMARY KEY (schema_name, table_name))"
+            ),
+        ]
+    }
+
+    pub fn group_exists(&self, group: &str) -> String {
+        format!(
+            "SELECT name FROM {}.tablegroups WHERE name = {}",
+            ident(self.schema),
+            hex(group.as_bytes())
+        )
+    }
+
+    pub fn insert_group(&self, group: &str) -> String {
+        format!(
+            "INSERT INTO {}.tablegroups (name) VALUES ({})",
+            ident(self.schema),
+            hex(group.as_bytes())
+        )
+    }
+
+    pub fn delete_group(&self, group: &str) -> String {
+        format!(
+            "DELETE FROM {}.tablegroups WHERE name = {}",
+            ident(self.schema),
+            hex(group.as_bytes())
+        )
+    }
+
+    /// (schema, table, family, ddl) of every table in a group, any schema.
+    pub fn group_tables(&self, group: &str) -> String {
+        format!(
+            "SELECT schema_name, table_name, family, ddl FROM {}.hbase_tables WHERE group_name = {} ORDER BY schema_name, table_name",
+            ident(self.schema),
+            hex(group.as_bytes())
+        )
+    }
+
+    /// (group, schema, table) for SHOW TABLEGROUPS.
+    pub fn all_groups(&self) -> String {
+        let s = ident(self.schema);
+        format!(
+            "SELECT g.name, t.table_name, t.schema_name FROM {s}.tablegroups g LEFT JOIN {s}.hbase_tables t ON t.group_name = g.name ORDER BY g.name, t.schema_name, t.table_name"
+        )
+    }
+
+    pub fn table(&self, schema: &str, name: &str) -> String {
+        format!(
+            "SELECT group_name, family, ddl FROM {}.hbase_tables WHERE schema_name = {} AND table_name = {}",
+            ident(self.schema),
+            hex(schema.as_bytes()),
+            hex(name.as_bytes())
+        )
+    }
+
+    pub fn insert_table(
+        &self,
+        schema: &str,
+        name: &str,
+        group: &str,
+        family: &str,
+        ddl: &[u8],
+    ) -> String {
+        format!(
+            "REPLACE INTO {}.hbase_tables (schema_name, table_name, group_name, family, ddl) VALUES ({}, {}, {}, {}, {})",
+            ident(self.schema),
+            hex(schema.as_bytes()),
+            hex(name.as_bytes()),
+            hex(group.as_bytes()),
+            hex(family.as_bytes()),
+            hex(ddl)
+        )
+    }
+
+    pub fn delete_table(&self, schema: &str, name: &str) -> String {
+        format!(
+            "DELETE FROM {}.hbase_tables WHERE schema_name = {} AND table_name = {}",
+            ident(self.schema),
+            hex(schema.as_bytes()),
+            hex(name.as_bytes())
+        )
+    }
+
+    pub fn update_ddl(&self, schema: &str, name: &str, ddl: &[u8]) -> String {
+        format!(
+            "UPDATE {}.hbase_tables SET ddl = {} WHERE schema_name = {} AND table_name = {}",
+            ident(self.schema),
+            hex(ddl),
+            hex(schema.as_bytes()),
+            hex(name.as_bytes())
+        )
+    }
+
+    /// Catalog entries whose table no longer exists in the backend (dropped behind the proxy).
+    pub fn orphans(&self) -> String {
+        format!(
+            "SELECT h.schema_name, h.table_name FROM {}.hbase_tables h LEFT JOIN information_schema.tables i \
+             ON i.table_schema = h.schema_name AND i.table_name = h.table_name WHERE i.table_name IS NULL",
+            ident(self.schema)
+        )
+    }
+}
+
+/// MySQL LIKE with `%` and `_` (and `\\` escapes), as SHOW ... LIKE applies it.
+pub fn like(pattern: &str, text: &str) -> bool {
+    fn go(p: &[char], t: &[char]) -> bool {
+        match p.split_first() {
+            None => t.is_empty(),
+            Some(('%', rest)) => (0..=t.len()).any(|i| go(rest, &t[i..])),
+            Some(('_', rest)) => !t.is_empty() && go(rest, &t[1..]),
+            Some(('\\', rest)) if !rest.is_empty() => {
+                t.first().is_some_and(|c| c.eq_ignore_ascii_case(&rest[0]))
+                    && go(&rest[1..], &t[1..])
+            }
+            Some((c, rest)) => {
+                t.first().is_some_and(|x| x.eq_ignore_ascii_case(c)) && go(rest, &t[1..])
+            }
+        }
+    }
+    let p: Vec<char> = pattern.chars().collect();
+    let t: Vec<char> = text.chars().collect();
+    go(&p, &t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn values_are_hex_and_names_quoted() {
+        let c = Catalog {
+            schema: "obkv_meta",
+        };
+        assert_eq!(
+            c.group_exists("g'1"),
+            "SELECT name FROM `obkv_meta`.tablegroups WHERE name = X'672731'"
+        );
+        assert_eq!(ident("a`b"), "`a``b`");
+        assert_eq!(hex(b""), "X''");
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert!(like("h%", "htable1"));
+        assert!(like("h_able1", "HTABLE1"));
+        assert!(!like("h_", "htable1"));
+        assert!(like("a\\%", "a%"));
+        assert!(!like("a\\%", "ab"));
+    }
+}

@@ -1,0 +1,182 @@
+//! The same HBase DDL on every backend: the user's statement is spliced, never re-printed —
+//! options the backend lacks are cut out, and on MariaDB/MySQL the value column and the prefix
+//! column take forms those servers accept while keeping one-partition pruning.
+
+use super::backend::Flavor;
+use super::catalog::{ident, qualified};
+use super::ddl::CreateTable;
+
+/// Statements to run, in order; if a later one fails, the table is dropped again.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Translation {
+    pub create: Vec<u8>,
+    pub after: Vec<Vec<u8>>,
+}
+
+/// Text edits at byte positions of the original statement.
+struct Splice {
+    edits: Vec<(usize, usize, String)>,
+}
+
+impl Splice {
+    fn replace(&mut self, start: usize, end: usize, with: impl Into<String>) {
+        self.edits.push((start, end, with.into()));
+    }
+    fn insert(&mut self, at: usize, text: impl Into<String>) {
+        self.edits.push((at, at, text.into()));
+    }
+    fn apply(mut self, sql: &[u8]) -> Vec<u8> {
+        self.edits.sort_by_key(|e| (e.0, e.1));
+        let mut out = Vec::with_capacity(sql.len() + 64);
+        let mut at = 0;
+        for (s, e, text) in self.edits {
+            if s < at {
+                continue; // overlapping edit: keep the first
+            }
+            out.extend_from_slice(&sql[at..s]);
+            out.extend_from_slice(text.as_bytes());
+            at = e;
+        }
+        out.extend_from_slice(&sql[at..]);
+        out
+    }
+}
+
+pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -> Translation {
+    let mut s = Splice { edits: Vec::new() };
+    let mut after = Vec::new();
+    if !flavor.native_tablegroups() {
+        if let Some(o) = t.option("TABLEGROUP") {
+            s.replace(o.span.0, o.span.1, "");
+        }
+    }
+    if !flavor.kv_attributes_option() {
+        if let Some(o) = t.option("KV_ATTRIBUTES") {
+            s.replace(o.span.0, o.span.1, "");
+        }
+    }
+    if flavor == Flavor::MySqlFamily {
+        if let Some(v) = t.columns.iter().find(|c| c.name.eq_ignore_ascii_case("V")) {
+            if let (true, Some(l)) = (v.data_type.name == "VARBINARY", v.data_type.length) {
+                if l > flavor.max_varbinary() {
+                    let blob = if l < (1 << 24) {
+                        "mediumblob"
+                    } else {
+                        "longblob"
+                    };
+                    s.replace(v.data_type.span.0, v.data_type.span.1, blob);
+                    s.insert(
+                        t.elements_end,
+                        format!(
+                            ", CONSTRAINT obkv_v_length CHECK (length({}) <= {l})",
+                            ident(&v.name)
+                        ),
+                    );
+                }
+            }
+        }
+        if let Some(col) = t.columns.iter().find(|c| {
+            c.generated
+                .as_ref()
+                .is_some_and(|g| g.prefix_of_k.is_some())
+        }) {
+            let g = col.generated.as_ref().expect("checked");
+            let n = g.prefix_of_k.unwrap_or(1);
+            let name = ident(&col.name);
+            // a plain column kept equal to substring(K, 1, n) by triggers, guarded by a CHECK
+            s.replace(g.clause_span.0, g.clause_span.1, "NOT NULL DEFAULT ''");
+            s.insert(
+                t.elements_end,
+                format!(", CONSTRAINT obkv_k_prefix CHECK ({name} = substring(`K`, 1, {n}))"),
+            );
+            if let Some(pk_end) = t.primary_key_end {
+                s.insert(pk_end, format!(", {name}"));
+            }
+            let table = qualified(schema, &t.name);
+            for (suffix, event) in [("bi", "INSERT"), ("bu", "UPDATE")] {
+                let trigger = ident(&trigger_name(&t.name.name, suffix));
+                let db = ident(t.name.schema.as_deref().unwrap_or(schema));
+                after.push(
+                    format!("CREATE TRIGGER {db}.{trigger} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{name} = substring(NEW.`K`, 1, {n})")
+                        .into_bytes(),
+                );
+            }
+        }
+    }
+    Translation {
+        create: s.apply(sql),
+        after,
+    }
+}
+
+/// Trigger names are limited to 64 characters.
+fn trigger_name(table: &str, suffix: &str) -> String {
+    let mut base: String = format!("obkv_{table}");
+    base.truncate(58);
+    format!("{base}_{suffix}")
+}
+
+/// ALTER TABLE on a backend without the option: cut TABLEGROUP / KV_ATTRIBUTES out.
+pub fn strip_options(sql: &[u8], spans: &[(usize, usize)]) -> Vec<u8> {
+    let mut s = Splice { edits: Vec::new() };
+    for (a, b) in spans {
+        s.replace(*a, *b, "");
+    }
+    s.apply(sql)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::ddl::{parse, Statement};
+
+    fn t(sql: &str) -> CreateTable {
+        match parse(sql.as_bytes()).expect("parses") {
+            Some(Statement::CreateTable(t)) => *t,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    const PREFIX: &str = "CREATE TABLE h$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)) VIRTUAL, PRIMARY KEY (K, Q, T)) TABLEGROUP = h KV_ATTRIBUTES = '{\"Hbase\": {\"MaxVersions\": 2}}' PARTITION BY KEY(K_PREFIX) PARTITIONS 97";
+
+    #[test]
+    fn oceanbase_keeps_everything() {
+        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::OceanBase, "db");
+        assert_eq!(tr.create, PREFIX.as_bytes());
+        assert!(tr.after.is_empty());
+    }
+
+    #[test]
+    fn seekdb_loses_only_the_options() {
+        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::SeekDb, "db");
+        let s = String::from_utf8(tr.create).expect("utf8");
+        assert!(
+            !s.contains("TABLEGROUP") && !s.contains("KV_ATTRIBUTES"),
+            "{s}"
+        );
+        assert!(
+            s.starts_with("CREATE TABLE h$f (K varbinary(1024),")
+                && s.ends_with("PARTITION BY KEY(K_PREFIX) PARTITIONS 97")
+        );
+        assert!(s.contains("GENERATED ALWAYS AS (substring(K, 1, 4)) VIRTUAL"));
+    }
+
+    #[test]
+    fn mariadb_gets_blob_checks_and_triggers() {
+        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::MySqlFamily, "db");
+        let s = String::from_utf8(tr.create).expect("utf8");
+        assert!(s.contains("V mediumblob NOT NULL"), "{s}");
+        assert!(s.contains("CHECK (length(`V`) <= 1048576)"), "{s}");
+        assert!(
+            s.contains("K_PREFIX varbinary(1024) NOT NULL DEFAULT ''"),
+            "{s}"
+        );
+        assert!(s.contains("PRIMARY KEY (K, Q, T, `K_PREFIX`)"), "{s}");
+        assert!(
+            s.contains("CHECK (`K_PREFIX` = substring(`K`, 1, 4))"),
+            "{s}"
+        );
+        assert_eq!(tr.after.len(), 2);
+        assert!(String::from_utf8_lossy(&tr.after[0]).contains("BEFORE INSERT ON `db`.`h$f`"));
+    }
+}
