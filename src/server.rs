@@ -33,6 +33,8 @@ pub struct Shared {
     pub shutdown: watch::Receiver<bool>,
     users: HashMap<Vec<u8>, (ProxyUser, [u8; 20])>,
     next_connection_id: AtomicU32,
+    /// The catalog schema has been created and reconciled by this process.
+    pub catalog_ready: std::sync::atomic::AtomicBool,
     /// Proxy-auth mode: the backend's greeting (version string, capabilities), learned once.
     backend_greeting: Mutex<Option<Greeting>>,
 }
@@ -65,6 +67,7 @@ impl Shared {
             users,
             next_connection_id: AtomicU32::new(1),
             backend_greeting: Mutex::new(None),
+            catalog_ready: std::sync::atomic::AtomicBool::new(false),
             config,
         })
     }

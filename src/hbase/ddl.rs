@@ -94,6 +94,8 @@ pub struct TableOption {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CreateTable {
     pub name: TableName,
+    /// Where the table name stands in the statement.
+    pub name_span: Span,
     pub if_not_exists: bool,
     pub columns: Vec<Column>,
     pub primary_key: Option<Vec<String>>,
@@ -440,7 +442,9 @@ pub fn parse(sql: &[u8]) -> Result<Option<Statement>, ParseError> {
 
 fn create_table(c: &mut Cursor) -> Result<CreateTable, ParseError> {
     let if_not_exists = c.kws(&["IF", "NOT", "EXISTS"]);
+    let name_start = c.peek().map_or(0, |t| t.start);
     let name = c.table_name()?;
+    let name_span = (name_start, c.t.get(c.i - 1).map_or(name_start, |t| t.end));
     if c.kw("LIKE")
         || c.peek()
             .is_some_and(|t| t.is_keyword("AS") || t.is_keyword("SELECT"))
@@ -452,6 +456,7 @@ fn create_table(c: &mut Cursor) -> Result<CreateTable, ParseError> {
     c.expect_punct(b'(')?;
     let mut t = CreateTable {
         name,
+        name_span,
         if_not_exists,
         columns: Vec::new(),
         primary_key: None,

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod client_io;
 pub mod handshake;
+mod hbase;
 
 use std::collections::HashMap;
 use std::io;
@@ -27,7 +28,7 @@ use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
 use crate::server::Shared;
-use crate::sql::classify::Class;
+use crate::sql::classify::{self, Class};
 use crate::sql::router::{self, Answer, Decision, Origin, PreparedInfo};
 use client_io::ClientIo;
 
@@ -82,6 +83,10 @@ pub struct Session {
     command: Vec<u8>,
     /// How many frames the client used for the current command.
     command_frames: u8,
+    /// The backend's version string (decides how HBase DDL is carried out).
+    server_version: Vec<u8>,
+    /// Warnings of the last HBase statement, shown by SHOW WARNINGS.
+    pending_warnings: Vec<hbase::Warning>,
 }
 
 enum ReadError {
@@ -98,6 +103,7 @@ impl Session {
         backend: BackendStream,
         client_caps: u32,
         pooled: Option<(LoginSpec, Greeting)>,
+        server_version: Vec<u8>,
     ) -> Self {
         Session {
             shared,
@@ -110,6 +116,8 @@ impl Session {
             last_status: status::AUTOCOMMIT,
             command: Vec::with_capacity(1024),
             command_frames: 1,
+            server_version,
+            pending_warnings: Vec::new(),
         }
     }
 
@@ -211,6 +219,13 @@ impl Session {
     }
 
     async fn on_query(&mut self) -> Result<(), End> {
+        if !self.pending_warnings.is_empty() {
+            // warnings belong to the previous statement: shown once, by SHOW WARNINGS
+            if classify::leading_words(&self.command[1..], 3) == ["SHOW", "WARNINGS"] {
+                return self.show_pending_warnings().await;
+            }
+            self.pending_warnings.clear();
+        }
         let (class, decision) = router::decide(&self.command[1..], Origin::Text);
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
@@ -274,6 +289,11 @@ impl Session {
                 self.command.truncate(1);
                 self.command.extend_from_slice(&text);
                 self.forward(kind).await.map(Some)
+            }
+            Decision::Hbase(stmt) => {
+                bump(&self.shared.stats.answered_locally);
+                self.on_hbase(*stmt).await?;
+                Ok(None)
             }
             Decision::Answer(answer) => {
                 bump(&self.shared.stats.answered_locally);

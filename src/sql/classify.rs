@@ -19,7 +19,11 @@ pub fn classify(sql: &[u8]) -> Class {
     if is_proxy_command(sql) {
         return Class::ProxyCommand;
     }
-    if memchr(b'$', sql).is_some() || contains_ignore_case(sql, b"tablegroup") {
+    // CREATE TABLE is flagged too: a K/Q/T/V table without '$' in its name earns a warning
+    if memchr(b'$', sql).is_some()
+        || contains_ignore_case(sql, b"tablegroup")
+        || starts_with_create_table(sql)
+    {
         return Class::MaybeHbase;
     }
     Class::Plain
@@ -75,6 +79,13 @@ pub fn leading_words(sql: &[u8], n: usize) -> Vec<String> {
         s = rest;
     }
     out
+}
+
+fn starts_with_create_table(sql: &[u8]) -> bool {
+    let s = skip_noise(sql);
+    s.len() > 12
+        && s[..6].eq_ignore_ascii_case(b"create")
+        && leading_words(s, 2).get(1).is_some_and(|w| w == "TABLE")
 }
 
 fn is_proxy_command(sql: &[u8]) -> bool {

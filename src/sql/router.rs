@@ -11,6 +11,8 @@
 //! rules will hook in at `decide_hbase`.
 
 use super::classify::{classify, leading_words, Class};
+use super::lexer::{tokenize, Kind};
+use crate::hbase::ddl::{self, Statement};
 use crate::protocol::packets::ErrorInfo;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -18,6 +20,8 @@ pub enum Decision {
     Forward,
     Rewrite(Vec<u8>),
     Answer(Answer),
+    /// HBase DDL: the session checks it against the rules and the catalog and carries it out.
+    Hbase(Box<Statement>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -47,7 +51,7 @@ pub fn decide(sql: &[u8], origin: Origin) -> (Class, Decision) {
     let class = classify(sql);
     let decision = match class {
         Class::Plain => Decision::Forward,
-        Class::MaybeHbase => decide_hbase(sql),
+        Class::MaybeHbase => decide_hbase(sql, origin),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
     };
     (class, decision)
@@ -60,8 +64,77 @@ pub fn decide_execute(stmt: &PreparedInfo) -> Decision {
     }
 }
 
-fn decide_hbase(_sql: &[u8]) -> Decision {
-    Decision::Forward
+fn decide_hbase(sql: &[u8], origin: Origin) -> Decision {
+    let stmt = match ddl::parse(sql) {
+        Ok(Some(s)) => s,
+        Ok(None) => return Decision::Forward, // DML on HBase tables: later issues
+        Err(e) => {
+            let words = leading_words(sql, 2);
+            let ddl_words = ["CREATE", "ALTER", "RENAME", "DROP"];
+            if words
+                .first()
+                .is_some_and(|w| ddl_words.contains(&w.as_str()))
+                && (memchr::memchr(b'$', sql).is_some()
+                    || words.get(1).is_some_and(|w| w == "TABLEGROUP"))
+            {
+                return Decision::Answer(Answer::Error(ErrorInfo::new(
+                    1064,
+                    "42000",
+                    format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
+                )));
+            }
+            return Decision::Forward;
+        }
+    };
+    if !touches_hbase(&stmt, sql) {
+        return Decision::Forward;
+    }
+    if origin == Origin::Prepare {
+        return Decision::Answer(Answer::Error(ErrorInfo::new(
+            1295,
+            "HY000",
+            "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
+        )));
+    }
+    if has_second_statement(sql) {
+        return Decision::Answer(Answer::Error(ErrorInfo::new(
+            1235,
+            "42000",
+            "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
+        )));
+    }
+    Decision::Hbase(Box::new(stmt))
+}
+
+/// Whether a parsed statement can concern an HBase table or a table group.
+fn touches_hbase(stmt: &Statement, _sql: &[u8]) -> bool {
+    match stmt {
+        Statement::CreateTablegroup { .. }
+        | Statement::DropTablegroup { .. }
+        | Statement::ShowTablegroups { .. } => true,
+        // plain CREATE TABLE is looked at for the K/Q/T/V-without-'$' warning
+        Statement::CreateTable(t) => {
+            t.name.is_hbase_name() || t.tablegroup().is_some() || t.has_kqtv_columns()
+        }
+        Statement::DropTable { tables, .. } => tables.iter().any(|t| t.is_hbase_name()),
+        Statement::TruncateTable(t)
+        | Statement::ShowCreateTable(t)
+        | Statement::CreateIndex { table: t, .. }
+        | Statement::AlterTable { table: t, .. } => t.is_hbase_name(),
+        Statement::RenameTable(pairs) => pairs
+            .iter()
+            .any(|(a, b)| a.is_hbase_name() || b.is_hbase_name()),
+    }
+}
+
+fn has_second_statement(sql: &[u8]) -> bool {
+    let Ok(tokens) = tokenize(sql) else {
+        return false;
+    };
+    tokens
+        .iter()
+        .position(|t| t.kind == Kind::Punct(b';'))
+        .is_some_and(|i| i + 1 < tokens.len())
 }
 
 fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
@@ -82,6 +155,35 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hbase_ddl_is_routed_to_the_session() {
+        assert!(matches!(
+            decide(b"CREATE TABLEGROUP g", Origin::Text).1,
+            Decision::Hbase(_)
+        ));
+        assert!(matches!(
+            decide(b"CREATE TABLE g$f (K varbinary(10))", Origin::Text).1,
+            Decision::Hbase(_)
+        ));
+        assert!(
+            matches!(decide(b"CREATE TABLE g$f (K varbinary(10))", Origin::Prepare).1, Decision::Answer(Answer::Error(e)) if e.code == 1295)
+        );
+        assert!(
+            matches!(decide(b"CREATE TABLEGROUP g; SELECT 1", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1235)
+        );
+        assert_eq!(
+            decide(b"CREATE TABLE plain (a int)", Origin::Text).1,
+            Decision::Forward
+        );
+        assert_eq!(
+            decide(b"SELECT * FROM g$f", Origin::Text).1,
+            Decision::Forward
+        );
+        assert!(
+            matches!(decide(b"CREATE TABLE g$f (", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1064)
+        );
+    }
 
     #[test]
     fn plain_is_forwarded_and_proxy_commands_answered() {

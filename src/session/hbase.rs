@@ -1,0 +1,718 @@
+//! Carrying out HBase DDL for a session: the rules (`hbase::rules`), the catalog
+//! (`hbase::catalog`) and the per-backend translation (`hbase::translate`) meet here. Every
+//! statement runs on the session's own backend connection, so the user's privileges apply, and
+//! nothing is half-done: if the backend refuses a step, the steps before it are undone and the
+//! catalog is unchanged.
+
+use std::sync::atomic::Ordering;
+
+use tracing::{info, warn};
+
+use super::{End, Session};
+use crate::config::Enforcement;
+use crate::hbase::backend::Flavor;
+use crate::hbase::catalog::{like, qualified, Catalog};
+use crate::hbase::ddl::{self, AlterAction, CreateTable, Statement, TableName};
+use crate::hbase::rules::{
+    self, check_alter, check_create, check_rename, Finding, GroupState, Level, RuleConfig,
+};
+use crate::hbase::translate;
+use crate::protocol::constants::{cap, com, status};
+use crate::protocol::packets::{ok_packet, parse_ok, text_result_set, ErrorInfo, OkInfo};
+use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
+use crate::protocol::wire::Reader;
+
+/// The answer of a statement the proxy ran itself.
+pub(super) enum Internal {
+    Ok(OkInfo),
+    Rows(Vec<Vec<Option<Vec<u8>>>>),
+    /// The backend's ERR packet, whole.
+    Err(Vec<u8>),
+}
+
+/// A warning kept for the next SHOW WARNINGS: (level, code, message).
+pub(super) type Warning = (String, u16, String);
+
+type Rows = Vec<Vec<Option<Vec<u8>>>>;
+
+fn text(v: &Option<Vec<u8>>) -> String {
+    v.as_deref()
+        .map(|b| String::from_utf8_lossy(b).into_owned())
+        .unwrap_or_default()
+}
+
+impl Session {
+    pub(super) fn flavor(&self) -> Flavor {
+        Flavor::detect(self.shared.config.hbase.backend_kind, &self.server_version)
+    }
+
+    fn catalog(&self) -> Catalog<'_> {
+        Catalog {
+            schema: &self.shared.config.hbase.catalog_schema,
+        }
+    }
+
+    fn rule_config(&self) -> RuleConfig {
+        let h = &self.shared.config.hbase;
+        RuleConfig {
+            require_tablegroup_option: h.require_tablegroup_option,
+            multiple_families: h.multiple_families,
+        }
+    }
+
+    /// Runs one statement on the session's backend connection and reads the whole answer.
+    pub(super) async fn internal(&mut self, sql: &[u8]) -> Result<Internal, End> {
+        let mut cmd = Vec::with_capacity(sql.len() + 1);
+        cmd.push(com::QUERY);
+        cmd.extend_from_slice(sql);
+        self.backend.queue_packet(0, &cmd);
+        if self.backend.flush().await.is_err() {
+            return Err(self.lose_backend(self.command_frames).await);
+        }
+        let mut tracker = ResponseTracker::new(ResponseKind::Query, self.client_caps);
+        let mut packets: Vec<Vec<u8>> = Vec::new();
+        loop {
+            let h = match self.backend.read_header().await {
+                Ok(h) => h,
+                Err(_) => return Err(self.lose_backend(self.command_frames).await),
+            };
+            let payload = match self.backend.read_payload(h.len).await {
+                Ok(p) => p.to_vec(),
+                Err(_) => return Err(self.lose_backend(self.command_frames).await),
+            };
+            let step = match tracker.feed(payload.len(), &payload) {
+                Ok(s) => s,
+                Err(e) => return Err(self.backend_protocol_error(self.command_frames, e.0).await),
+            };
+            packets.push(payload);
+            match step {
+                Step::More => {}
+                Step::Done => break,
+                Step::LocalInfile => {
+                    return Err(self
+                        .backend_protocol_error(
+                            self.command_frames,
+                            "LOCAL INFILE in an internal statement",
+                        )
+                        .await)
+                }
+            }
+        }
+        if let Some(st) = tracker.summary.status {
+            self.last_status = st & !status::MORE_RESULTS_EXISTS;
+        }
+        let first = packets.first().cloned().unwrap_or_default();
+        Ok(match first.first() {
+            Some(0xff) => Internal::Err(first),
+            Some(0x00) => Internal::Ok(parse_ok(&first).unwrap_or_default()),
+            _ => Internal::Rows(decode_rows(
+                &packets,
+                self.client_caps & cap::DEPRECATE_EOF != 0,
+            )),
+        })
+    }
+
+    async fn rows(&mut self, sql: &str) -> Result<Result<Rows, Vec<u8>>, End> {
+        Ok(match self.internal(sql.as_bytes()).await? {
+            Internal::Rows(r) => Ok(r),
+            Internal::Ok(_) => Ok(Vec::new()),
+            Internal::Err(e) => Err(e),
+        })
+    }
+
+    /// Creates the catalog schema once per process (and then reconciles it with the backend).
+    async fn ensure_catalog(&mut self) -> Result<Result<(), Vec<u8>>, End> {
+        if self.shared.catalog_ready.load(Ordering::Relaxed) {
+            return Ok(Ok(()));
+        }
+        for sql in self.catalog().ensure() {
+            if let Internal::Err(e) = self.internal(sql.as_bytes()).await? {
+                return Ok(Err(e));
+            }
+        }
+        let orphans = self.catalog().orphans();
+        if let Ok(rows) = self.rows(&orphans).await? {
+            for r in rows {
+                let (schema, table) = (text(&r[0]), text(&r[1]));
+                warn!(%schema, %table, "catalog: HBase table was dropped behind the proxy's back; removing it from the catalog");
+                let del = self.catalog().delete_table(&schema, &table);
+                self.internal(del.as_bytes()).await?;
+            }
+        }
+        self.shared.catalog_ready.store(true, Ordering::Relaxed);
+        Ok(Ok(()))
+    }
+
+    async fn current_db(&mut self) -> Result<Option<String>, End> {
+        Ok(match self.rows("SELECT DATABASE()").await? {
+            Ok(r) => r
+                .first()
+                .and_then(|row| row.first().cloned().flatten())
+                .map(|b| String::from_utf8_lossy(&b).into_owned()),
+            Err(_) => None,
+        })
+    }
+
+    async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
+        let p = ok_packet(affected, 0, self.last_status, warnings);
+        let seq = self.command_frames;
+        self.client
+            .send_packet(seq, &p)
+            .await
+            .map(drop)
+            .map_err(|_| End::ClientGone)
+    }
+
+    async fn answer_raw(&mut self, packet: &[u8]) -> Result<(), End> {
+        let seq = self.command_frames;
+        self.client
+            .send_packet(seq, packet)
+            .await
+            .map(drop)
+            .map_err(|_| End::ClientGone)
+    }
+
+    pub(super) async fn answer_rows(
+        &mut self,
+        columns: &[&str],
+        rows: &[Vec<Option<String>>],
+    ) -> Result<(), End> {
+        let deprecate_eof = self.client_caps & cap::DEPRECATE_EOF != 0;
+        let packets = text_result_set(
+            columns,
+            rows,
+            deprecate_eof,
+            self.last_status & !status::MORE_RESULTS_EXISTS,
+        );
+        let mut seq = self.command_frames;
+        for p in &packets {
+            seq = self.client.queue_packet(seq, p);
+        }
+        self.client.flush().await.map_err(|_| End::ClientGone)
+    }
+
+    /// Applies the enforcement mode: the first error refuses the statement in strict mode; the
+    /// rest become warnings for SHOW WARNINGS. Returns the refusal, if any.
+    fn judge(&mut self, findings: Vec<Finding>) -> Option<ErrorInfo> {
+        let mode = self.shared.config.hbase.enforcement;
+        if mode == Enforcement::Off {
+            return None;
+        }
+        if mode == Enforcement::Strict {
+            if let Some(e) = findings.iter().find(|f| f.level == Level::Error) {
+                return Some(ErrorInfo::new(e.code, e.sqlstate, e.message.clone()));
+            }
+        }
+        for f in findings {
+            let level = match f.level {
+                Level::Error | Level::Warning => "Warning",
+                Level::Note => "Note",
+            };
+            self.pending_warnings
+                .push((level.into(), f.code, f.message));
+        }
+        None
+    }
+
+    /// Backend warnings of the statement just run, kept before the catalog writes reset them.
+    async fn keep_backend_warnings(&mut self, ok: &OkInfo) -> Result<(), End> {
+        if ok.warnings == 0 {
+            return Ok(());
+        }
+        if let Ok(rows) = self.rows("SHOW WARNINGS").await? {
+            for r in rows {
+                let code = text(&r[1]).parse().unwrap_or(0);
+                self.pending_warnings.push((text(&r[0]), code, text(&r[2])));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) async fn on_hbase(&mut self, stmt: Statement) -> Result<(), End> {
+        if let Err(e) = self.ensure_catalog().await? {
+            return self.answer_raw(&e).await;
+        }
+        match stmt {
+            Statement::CreateTablegroup {
+                name,
+                if_not_exists,
+            } => self.create_tablegroup(&name, if_not_exists).await,
+            Statement::DropTablegroup { name, if_exists } => {
+                self.drop_tablegroup(&name, if_exists).await
+            }
+            Statement::ShowTablegroups { like } => self.show_tablegroups(like.as_deref()).await,
+            Statement::CreateTable(t) => self.create_table(*t).await,
+            Statement::DropTable { tables, .. } => self.drop_tables(&tables).await,
+            Statement::RenameTable(pairs) => self.rename_tables(&pairs).await,
+            Statement::AlterTable { table, actions } => self.alter_table(&table, &actions).await,
+            Statement::CreateIndex { table, kind } => {
+                let f = Finding {
+                    rule: "R7",
+                    level: Level::Error,
+                    code: rules::ER_NOT_SUPPORTED,
+                    sqlstate: "42000",
+                    message: format!("OBKV-HBase rule R7: {kind} on HBase table '{table}': secondary indexes are not allowed"),
+                };
+                match self.judge(vec![f]) {
+                    Some(e) => self.answer_error(e).await,
+                    None => self.forward(ResponseKind::Query).await.map(drop),
+                }
+            }
+            Statement::TruncateTable(_) => self.forward(ResponseKind::Query).await.map(drop),
+            Statement::ShowCreateTable(t) => self.show_create_table(&t).await,
+        }
+    }
+
+    async fn group_exists(&mut self, group: &str) -> Result<bool, End> {
+        let sql = self.catalog().group_exists(group);
+        Ok(self.rows(&sql).await?.is_ok_and(|r| !r.is_empty()))
+    }
+
+    async fn create_tablegroup(&mut self, name: &str, if_not_exists: bool) -> Result<(), End> {
+        if self.flavor().native_tablegroups() {
+            let summary = self.forward(ResponseKind::Query).await?;
+            if summary.error_code.is_none() {
+                let sql = self.catalog().insert_group(name);
+                self.internal(sql.as_bytes()).await?;
+            }
+            return Ok(());
+        }
+        if self.group_exists(name).await? {
+            if if_not_exists {
+                self.pending_warnings.push((
+                    "Note".into(),
+                    1050,
+                    format!("Table group '{name}' already exists"),
+                ));
+                return self.answer_ok(0, 1).await;
+            }
+            return self
+                .answer_error(ErrorInfo::new(
+                    1050,
+                    "42S01",
+                    format!("Table group '{name}' already exists"),
+                ))
+                .await;
+        }
+        let sql = self.catalog().insert_group(name);
+        match self.internal(sql.as_bytes()).await? {
+            Internal::Err(e) => self.answer_raw(&e).await,
+            _ => {
+                info!(group = name, "table group created (kept in the catalog)");
+                self.answer_ok(0, 0).await
+            }
+        }
+    }
+
+    async fn drop_tablegroup(&mut self, name: &str, if_exists: bool) -> Result<(), End> {
+        let sql = self.catalog().group_tables(name);
+        let tables = self.rows(&sql).await?.unwrap_or_default();
+        if !tables.is_empty() {
+            let names: Vec<String> = tables
+                .iter()
+                .map(|r| format!("{}.{}", text(&r[0]), text(&r[1])))
+                .collect();
+            return self
+                .answer_error(ErrorInfo::new(
+                    rules::ER_NOT_SUPPORTED,
+                    "42000",
+                    format!("Cannot drop table group '{name}': it still has tables ({}); drop them first", names.join(", ")),
+                ))
+                .await;
+        }
+        if self.flavor().native_tablegroups() {
+            let summary = self.forward(ResponseKind::Query).await?;
+            if summary.error_code.is_none() {
+                let sql = self.catalog().delete_group(name);
+                self.internal(sql.as_bytes()).await?;
+            }
+            return Ok(());
+        }
+        if !self.group_exists(name).await? {
+            if if_exists {
+                self.pending_warnings.push((
+                    "Note".into(),
+                    1146,
+                    format!("Unknown table group '{name}'"),
+                ));
+                return self.answer_ok(0, 1).await;
+            }
+            return self
+                .answer_error(ErrorInfo::new(
+                    rules::ER_NO_SUCH_TABLEGROUP,
+                    "42S02",
+                    format!("Unknown table group '{name}'"),
+                ))
+                .await;
+        }
+        let sql = self.catalog().delete_group(name);
+        match self.internal(sql.as_bytes()).await? {
+            Internal::Err(e) => self.answer_raw(&e).await,
+            _ => self.answer_ok(0, 0).await,
+        }
+    }
+
+    async fn show_tablegroups(&mut self, pattern: Option<&str>) -> Result<(), End> {
+        if self.flavor().native_tablegroups() {
+            return self.forward(ResponseKind::Query).await.map(drop);
+        }
+        let sql = self.catalog().all_groups();
+        let rows = match self.rows(&sql).await? {
+            Ok(r) => r,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let out: Vec<Vec<Option<String>>> = rows
+            .iter()
+            .filter(|r| pattern.is_none_or(|p| like(p, &text(&r[0]))))
+            .map(|r| {
+                r.iter()
+                    .map(|v| {
+                        v.as_deref()
+                            .map(|b| String::from_utf8_lossy(b).into_owned())
+                    })
+                    .collect()
+            })
+            .collect();
+        self.answer_rows(&["Tablegroup_name", "Table_name", "Database_name"], &out)
+            .await
+    }
+
+    /// Families already in the group (excluding `except`), with their partition clauses.
+    async fn group_state(&mut self, group: &str, except: (&str, &str)) -> Result<GroupState, End> {
+        let exists = self.flavor().native_tablegroups() || self.group_exists(group).await?;
+        let sql = self.catalog().group_tables(group);
+        let rows = self.rows(&sql).await?.unwrap_or_default();
+        let mut families = Vec::new();
+        for r in rows {
+            if text(&r[0]) == except.0 && text(&r[1]).eq_ignore_ascii_case(except.1) {
+                continue;
+            }
+            if let Ok(Some(Statement::CreateTable(t))) =
+                ddl::parse(r[3].as_deref().unwrap_or_default())
+            {
+                if let Some(p) = t.partition.clone() {
+                    families.push((text(&r[2]), p));
+                } else {
+                    families.push((text(&r[2]), none_clause()));
+                }
+            }
+        }
+        Ok(GroupState { exists, families })
+    }
+
+    async fn create_table(&mut self, t: CreateTable) -> Result<(), End> {
+        let sql = self.command[1..].to_vec();
+        if !t.name.is_hbase_name() && t.tablegroup().is_none() {
+            // not an HBase table, but it has K, Q, T, V: it runs, with a warning
+            match self.internal(&sql).await? {
+                Internal::Err(e) => return self.answer_raw(&e).await,
+                Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
+                Internal::Rows(_) => {}
+            }
+            self.pending_warnings.push((
+                "Warning".into(),
+                rules::ER_WRONG_TABLE_NAME,
+                format!("OBKV-HBase rule R1: table '{}' has columns K, Q, T, V but no '$' in its name; HBase clients look tables up as group$family", t.name),
+            ));
+            let n = self.pending_warnings.len() as u16;
+            return self.answer_ok(0, n).await;
+        }
+        let Some(db) = (match &t.name.schema {
+            Some(s) => Some(s.clone()),
+            None => self.current_db().await?,
+        }) else {
+            return self
+                .answer_error(ErrorInfo::new(1046, "3D000", "No database selected"))
+                .await;
+        };
+        let group = t
+            .name
+            .hbase_parts()
+            .map(|(g, _)| g.to_string())
+            .or_else(|| t.tablegroup().map(str::to_owned))
+            .unwrap_or_default();
+        let family = t
+            .name
+            .hbase_parts()
+            .map(|(_, f)| f.to_string())
+            .unwrap_or_default();
+        let state = self.group_state(&group, (&db, &t.name.name)).await?;
+        let findings = check_create(&t, self.rule_config(), &state);
+        if let Some(e) = self.judge(findings) {
+            return self.answer_error(e).await;
+        }
+        let tr = translate::create_table(&t, &sql, self.flavor(), &db);
+        let created = match self.internal(&tr.create).await? {
+            Internal::Err(e) => {
+                self.pending_warnings.clear();
+                return self.answer_raw(&e).await;
+            }
+            Internal::Ok(ok) => ok,
+            Internal::Rows(_) => OkInfo::default(),
+        };
+        let existed = t.if_not_exists && created.warnings > 0;
+        self.keep_backend_warnings(&created).await?;
+        if existed {
+            let n = self.pending_warnings.len() as u16;
+            return self.answer_ok(0, n).await;
+        }
+        let drop_sql = format!("DROP TABLE {}", qualified(&db, &t.name));
+        for step in &tr.after {
+            if let Internal::Err(e) = self.internal(step).await? {
+                self.internal(drop_sql.as_bytes()).await?;
+                self.pending_warnings.clear();
+                return self.answer_raw(&e).await;
+            }
+        }
+        let record = self
+            .catalog()
+            .insert_table(&db, &t.name.name, &group, &family, &sql);
+        if let Internal::Err(e) = self.internal(record.as_bytes()).await? {
+            self.internal(drop_sql.as_bytes()).await?;
+            self.pending_warnings.clear();
+            return self.answer_raw(&e).await;
+        }
+        info!(table = %t.name, %db, %group, "HBase table created");
+        let n = self.pending_warnings.len() as u16;
+        self.answer_ok(0, n).await
+    }
+
+    /// The catalog entry of a table: (schema, group, family, parsed definition, original DDL).
+    async fn catalog_entry(
+        &mut self,
+        t: &TableName,
+    ) -> Result<Option<(String, String, CreateTable, Vec<u8>)>, End> {
+        let Some(db) = (match &t.schema {
+            Some(s) => Some(s.clone()),
+            None => self.current_db().await?,
+        }) else {
+            return Ok(None);
+        };
+        let sql = self.catalog().table(&db, &t.name);
+        let Ok(rows) = self.rows(&sql).await? else {
+            return Ok(None);
+        };
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        let ddl_text = r[2].clone().unwrap_or_default();
+        match ddl::parse(&ddl_text) {
+            Ok(Some(Statement::CreateTable(c))) => Ok(Some((db, text(&r[0]), *c, ddl_text))),
+            _ => Ok(None),
+        }
+    }
+
+    async fn drop_tables(&mut self, tables: &[TableName]) -> Result<(), End> {
+        let mut dbs = Vec::new();
+        for t in tables {
+            let db = match &t.schema {
+                Some(s) => Some(s.clone()),
+                None => self.current_db().await?,
+            };
+            dbs.push(db);
+        }
+        let summary = self.forward(ResponseKind::Query).await?;
+        if summary.error_code.is_none() {
+            for (t, db) in tables.iter().zip(dbs) {
+                if let Some(db) = db {
+                    let sql = self.catalog().delete_table(&db, &t.name);
+                    self.internal(sql.as_bytes()).await?;
+                }
+            }
+        }
+        Ok(())
+    }
+
+    async fn rename_tables(&mut self, pairs: &[(TableName, TableName)]) -> Result<(), End> {
+        let mut findings = Vec::new();
+        let mut moves = Vec::new();
+        for (from, to) in pairs {
+            if let Some((db, _group, def, ddl_text)) = self.catalog_entry(from).await? {
+                findings.extend(check_rename(from, to));
+                moves.push((db, from.clone(), to.clone(), def, ddl_text));
+            }
+        }
+        if let Some(e) = self.judge(findings) {
+            return self.answer_error(e).await;
+        }
+        let summary = self.forward(ResponseKind::Query).await?;
+        if summary.error_code.is_some() {
+            return Ok(());
+        }
+        for (db, from, to, def, ddl_text) in moves {
+            let (group, family) = to
+                .hbase_parts()
+                .map(|(g, f)| (g.to_string(), f.to_string()))
+                .unwrap_or_default();
+            let new_ddl = [
+                &ddl_text[..def.name_span.0],
+                to.name.as_bytes(),
+                &ddl_text[def.name_span.1..],
+            ]
+            .concat();
+            let to_db = to.schema.clone().unwrap_or_else(|| db.clone());
+            let ins = self
+                .catalog()
+                .insert_table(&to_db, &to.name, &group, &family, &new_ddl);
+            self.internal(ins.as_bytes()).await?;
+            let del = self.catalog().delete_table(&db, &from.name);
+            self.internal(del.as_bytes()).await?;
+        }
+        Ok(())
+    }
+
+    async fn alter_table(&mut self, table: &TableName, actions: &[AlterAction]) -> Result<(), End> {
+        let Some((db, group, current, ddl_text)) = self.catalog_entry(table).await? else {
+            return self.forward(ResponseKind::Query).await.map(drop);
+        };
+        let state = self.group_state(&group, (&db, &table.name)).await?;
+        let findings = check_alter(&current, actions, self.rule_config(), &state);
+        if let Some(e) = self.judge(findings) {
+            return self.answer_error(e).await;
+        }
+        let sql = self.command[1..].to_vec();
+        // options the backend lacks are kept in the catalog only
+        let flavor = self.flavor();
+        let cut: Vec<(usize, usize)> = actions
+            .iter()
+            .filter_map(|a| match a {
+                AlterAction::Option(o)
+                    if (o.name == "TABLEGROUP" && !flavor.native_tablegroups())
+                        || (o.name == "KV_ATTRIBUTES" && !flavor.kv_attributes_option()) =>
+                {
+                    Some(o.span)
+                }
+                _ => None,
+            })
+            .collect();
+        let only_options = !cut.is_empty() && cut.len() == actions.len();
+        if !only_options {
+            let to_run = translate::strip_options(&sql, &cut);
+            let to_run = tidy_commas(&to_run);
+            match self.internal(&to_run).await? {
+                Internal::Err(e) => return self.answer_raw(&e).await,
+                Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
+                Internal::Rows(_) => {}
+            }
+        }
+        // keep the stored definition in step with what changed
+        let mut new_ddl = ddl_text.clone();
+        for a in actions {
+            if let AlterAction::Partition(p) = a {
+                let clause = &sql[p.span.0..p.span.1];
+                new_ddl = match ddl::parse(&new_ddl) {
+                    Ok(Some(Statement::CreateTable(c))) => match &c.partition {
+                        Some(old) => {
+                            [&new_ddl[..old.span.0], clause, &new_ddl[old.span.1..]].concat()
+                        }
+                        None => [&new_ddl[..], b" ", clause].concat(),
+                    },
+                    _ => new_ddl,
+                };
+            }
+            if let AlterAction::Option(o) = a {
+                if o.name == "KV_ATTRIBUTES" {
+                    let opt = &sql[o.span.0..o.span.1];
+                    new_ddl = match ddl::parse(&new_ddl) {
+                        Ok(Some(Statement::CreateTable(c))) => match c.option("KV_ATTRIBUTES") {
+                            Some(old) => {
+                                [&new_ddl[..old.span.0], b" ", opt, &new_ddl[old.span.1..]].concat()
+                            }
+                            None => {
+                                let at = c.partition.as_ref().map_or(new_ddl.len(), |p| p.span.0);
+                                [&new_ddl[..at], opt, b" ", &new_ddl[at..]].concat()
+                            }
+                        },
+                        _ => new_ddl,
+                    };
+                }
+            }
+        }
+        if new_ddl != ddl_text {
+            let upd = self.catalog().update_ddl(&db, &table.name, &new_ddl);
+            self.internal(upd.as_bytes()).await?;
+        }
+        let n = self.pending_warnings.len() as u16;
+        self.answer_ok(0, n).await
+    }
+
+    async fn show_create_table(&mut self, t: &TableName) -> Result<(), End> {
+        match self.catalog_entry(t).await? {
+            Some((_, _, def, ddl_text)) => {
+                let shown = String::from_utf8_lossy(&ddl_text)
+                    .trim_end()
+                    .trim_end_matches(';')
+                    .to_string();
+                let row = vec![Some(def.name.name.clone()), Some(shown)];
+                self.answer_rows(&["Table", "Create Table"], &[row]).await
+            }
+            None => self.forward(ResponseKind::Query).await.map(drop),
+        }
+    }
+
+    /// SHOW WARNINGS after an HBase statement: the backend's warnings and the proxy's.
+    pub(super) async fn show_pending_warnings(&mut self) -> Result<(), End> {
+        let rows: Vec<Vec<Option<String>>> = self
+            .pending_warnings
+            .iter()
+            .map(|(l, c, m)| vec![Some(l.clone()), Some(c.to_string()), Some(m.clone())])
+            .collect();
+        self.answer_rows(&["Level", "Code", "Message"], &rows).await
+    }
+}
+
+fn none_clause() -> ddl::PartitionClause {
+    ddl::PartitionClause {
+        kind: "NONE".into(),
+        columns: Vec::new(),
+        count: None,
+        bounds: Vec::new(),
+        subpartitioned: false,
+        span: (0, 0),
+    }
+}
+
+/// After cutting options out of an ALTER, drop a dangling comma (`ALTER TABLE t , PARTITION ...`).
+fn tidy_commas(sql: &[u8]) -> Vec<u8> {
+    let s = String::from_utf8_lossy(sql).into_owned();
+    let mut out = s.clone();
+    for (from, to) in [(", ,", ","), (",  ,", ",")] {
+        out = out.replace(from, to);
+    }
+    let trimmed = out.trim_end().trim_end_matches(',').to_string();
+    if s.is_ascii() {
+        trimmed.into_bytes()
+    } else {
+        sql.to_vec()
+    }
+}
+
+/// Text rows of a result set read by `internal`.
+fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Rows {
+    let Some(first) = packets.first() else {
+        return Vec::new();
+    };
+    let Some(ncols) = Reader::new(first).lenenc_int() else {
+        return Vec::new();
+    };
+    let ncols = ncols as usize;
+    let skip = 1 + ncols + usize::from(!deprecate_eof);
+    let mut rows = Vec::new();
+    for p in packets.iter().skip(skip) {
+        if p.first() == Some(&0xfe) && p.len() < 0xff_ffff {
+            break;
+        }
+        let mut r = Reader::new(p);
+        let mut row = Vec::with_capacity(ncols);
+        for _ in 0..ncols {
+            if r.remaining().first() == Some(&0xfb) {
+                r.u8();
+                row.push(None);
+            } else {
+                row.push(r.lenenc_bytes().map(<[u8]>::to_vec));
+            }
+        }
+        rows.push(row);
+    }
+    rows
+}
