@@ -30,6 +30,20 @@ enum Command {
     CheckConfig,
     /// Print the mysql_native_password hash of a password, for auth.users.password_hash.
     HashPassword { password: String },
+    /// Show which partition OceanBase puts rowkeys in, for a table definition: the partition of
+    /// each KEY given, or how the keys of --keys-file spread over the partitions (skew).
+    Partition {
+        /// The CREATE TABLE statement (its PARTITION BY clause and prefix column are used).
+        #[arg(long)]
+        ddl: String,
+        /// Keys are hex (binary rowkeys), not text.
+        #[arg(long)]
+        hex: bool,
+        /// A file with one rowkey per line: print the spread over the partitions instead.
+        #[arg(long)]
+        keys_file: Option<PathBuf>,
+        keys: Vec<String>,
+    },
 }
 
 fn load(cli: &Cli) -> Result<Config, String> {
@@ -55,6 +69,24 @@ fn main() -> ExitCode {
             obkv_proxy::session::auth::native_hash(password.as_bytes())
         );
         return ExitCode::SUCCESS;
+    }
+    if let Some(Command::Partition {
+        ddl,
+        hex,
+        keys_file,
+        keys,
+    }) = &cli.command
+    {
+        return match obkv_proxy::hbase::cli::partition(ddl, *hex, keys_file.as_deref(), keys) {
+            Ok(text) => {
+                print!("{text}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("obkv-proxy partition: {e}");
+                ExitCode::from(2)
+            }
+        };
     }
     let cfg = match load(&cli) {
         Ok(c) => c,

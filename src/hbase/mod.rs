@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod catalog;
+pub mod cli;
 pub mod ddl;
 pub mod partition;
 pub mod rules;
