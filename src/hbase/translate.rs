@@ -94,7 +94,7 @@ pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -
             }
             let table = qualified(schema, &t.name);
             for (suffix, event) in [("bi", "INSERT"), ("bu", "UPDATE")] {
-                let trigger = ident(&trigger_name(&t.name.name, suffix));
+                let trigger = ident(&derived_name(&t.name.name, suffix));
                 let db = ident(t.name.schema.as_deref().unwrap_or(schema));
                 after.push(
                     format!("CREATE TRIGGER {db}.{trigger} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{name} = substring(NEW.`K`, 1, {n})")
@@ -109,8 +109,8 @@ pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -
     }
 }
 
-/// Trigger names are limited to 64 characters.
-fn trigger_name(table: &str, suffix: &str) -> String {
+/// A trigger or constraint name for a table (names are limited to 64 characters).
+fn derived_name(table: &str, suffix: &str) -> String {
     let mut base: String = format!("obkv_{table}");
     base.truncate(58);
     format!("{base}_{suffix}")

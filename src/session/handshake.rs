@@ -214,7 +214,6 @@ async fn establish_relayed(
         backend,
         client_caps,
         None,
-        greeting.server_version,
     ))
 }
 
@@ -366,7 +365,6 @@ async fn establish_proxy_auth(
         logged.stream,
         caps,
         Some((spec, logged.greeting)),
-        backend_greeting.server_version,
     ))
 }
 

@@ -42,8 +42,27 @@ fn text(v: &Option<Vec<u8>>) -> String {
 }
 
 impl Session {
-    pub(super) fn flavor(&self) -> Flavor {
-        Flavor::detect(self.shared.config.hbase.backend_kind, &self.server_version)
+    /// What the backend can do, asked once per session: OceanBase names itself in VERSION() and
+    /// @@version_comment, not in the greeting (which says only "5.7.25").
+    async fn flavor(&mut self) -> Result<Flavor, End> {
+        if let Some(f) = self.flavor {
+            return Ok(f);
+        }
+        let kind = self.shared.config.hbase.backend_kind;
+        let version = match self
+            .rows("SELECT CONCAT(VERSION(), ' ', @@version_comment)")
+            .await?
+        {
+            Ok(r) => r
+                .first()
+                .and_then(|row| row.first().cloned().flatten())
+                .unwrap_or_default(),
+            Err(_) => Vec::new(),
+        };
+        let f = Flavor::detect(kind, &version);
+        info!(flavor = ?f, version = %String::from_utf8_lossy(&version), "backend kind");
+        self.flavor = Some(f);
+        Ok(f)
     }
 
     fn catalog(&self) -> Catalog<'_> {
@@ -269,7 +288,7 @@ impl Session {
     }
 
     async fn create_tablegroup(&mut self, name: &str, if_not_exists: bool) -> Result<(), End> {
-        if self.flavor().native_tablegroups() {
+        if self.flavor().await?.native_tablegroups() {
             let summary = self.forward(ResponseKind::Query).await?;
             if summary.error_code.is_none() {
                 let sql = self.catalog().insert_group(name);
@@ -320,7 +339,7 @@ impl Session {
                 ))
                 .await;
         }
-        if self.flavor().native_tablegroups() {
+        if self.flavor().await?.native_tablegroups() {
             let summary = self.forward(ResponseKind::Query).await?;
             if summary.error_code.is_none() {
                 let sql = self.catalog().delete_group(name);
@@ -353,7 +372,7 @@ impl Session {
     }
 
     async fn show_tablegroups(&mut self, pattern: Option<&str>) -> Result<(), End> {
-        if self.flavor().native_tablegroups() {
+        if self.flavor().await?.native_tablegroups() {
             return self.forward(ResponseKind::Query).await.map(drop);
         }
         let sql = self.catalog().all_groups();
@@ -379,7 +398,7 @@ impl Session {
 
     /// Families already in the group (excluding `except`), with their partition clauses.
     async fn group_state(&mut self, group: &str, except: (&str, &str)) -> Result<GroupState, End> {
-        let exists = self.flavor().native_tablegroups() || self.group_exists(group).await?;
+        let exists = self.flavor().await?.native_tablegroups() || self.group_exists(group).await?;
         let sql = self.catalog().group_tables(group);
         let rows = self.rows(&sql).await?.unwrap_or_default();
         let mut families = Vec::new();
@@ -441,7 +460,8 @@ impl Session {
         if let Some(e) = self.judge(findings) {
             return self.answer_error(e).await;
         }
-        let tr = translate::create_table(&t, &sql, self.flavor(), &db);
+        let flavor = self.flavor().await?;
+        let tr = translate::create_table(&t, &sql, flavor, &db);
         let created = match self.internal(&tr.create).await? {
             Internal::Err(e) => {
                 self.pending_warnings.clear();
@@ -572,7 +592,7 @@ impl Session {
         }
         let sql = self.command[1..].to_vec();
         // options the backend lacks are kept in the catalog only
-        let flavor = self.flavor();
+        let flavor = self.flavor().await?;
         let cut: Vec<(usize, usize)> = actions
             .iter()
             .filter_map(|a| match a {

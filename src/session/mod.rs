@@ -83,8 +83,8 @@ pub struct Session {
     command: Vec<u8>,
     /// How many frames the client used for the current command.
     command_frames: u8,
-    /// The backend's version string (decides how HBase DDL is carried out).
-    server_version: Vec<u8>,
+    /// What the backend can do natively (decides how HBase DDL is carried out); asked lazily.
+    flavor: Option<crate::hbase::backend::Flavor>,
     /// Warnings of the last HBase statement, shown by SHOW WARNINGS.
     pending_warnings: Vec<hbase::Warning>,
 }
@@ -103,7 +103,6 @@ impl Session {
         backend: BackendStream,
         client_caps: u32,
         pooled: Option<(LoginSpec, Greeting)>,
-        server_version: Vec<u8>,
     ) -> Self {
         Session {
             shared,
@@ -116,7 +115,7 @@ impl Session {
             last_status: status::AUTOCOMMIT,
             command: Vec::with_capacity(1024),
             command_frames: 1,
-            server_version,
+            flavor: None,
             pending_warnings: Vec::new(),
         }
     }

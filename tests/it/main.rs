@@ -8,6 +8,7 @@ mod clients;
 mod commands;
 mod common;
 mod corpus;
+mod hbase;
 mod resilience;
 mod streaming;
 mod sysbench;
