@@ -117,3 +117,79 @@ fn sigterm_drains_sessions_and_exits() {
     assert!(std::net::TcpStream::connect(&p.addr).is_err());
     assert!(p.log_text().contains("shutting down"), "{}", p.log_text());
 }
+
+#[test]
+fn partition_subcommand_places_keys_and_reports_skew() {
+    let bin = env!("CARGO_BIN_EXE_obkv-proxy");
+    let ddl = "CREATE TABLE h$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = h PARTITION BY KEY(K) PARTITIONS 97";
+    // vectors read back from OceanBase (shared/testdata): 1BC6… → p0, 2BB9… → p1, 00 → p7
+    let out = Command::new(bin)
+        .args([
+            "partition",
+            "--ddl",
+            ddl,
+            "--hex",
+            "1BC62C5271CF64F25D6F15",
+            "2BB94E9BC51D2BA647B007056B24",
+            "00",
+        ])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("1BC62C5271CF64F25D6F15\tp0"), "{text}");
+    assert!(text.contains("2BB94E9BC51D2BA647B007056B24\tp1"), "{text}");
+    assert!(text.contains("00\tp7"), "{text}");
+    // a low-cardinality 4-byte prefix puts every key in one partition: reported as skewed
+    let dir = tempfile::tempdir().expect("tmp");
+    let keys = dir.path().join("keys.txt");
+    std::fs::write(
+        &keys,
+        (0..2000).map(|i| format!("user{i}\n")).collect::<String>(),
+    )
+    .expect("keys");
+    let prefix_ddl = ddl
+        .replace(
+            "NOT NULL,",
+            "NOT NULL, K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)),",
+        )
+        .replace("KEY(K)", "KEY(K_PREFIX)");
+    let out = Command::new(bin)
+        .args([
+            "partition",
+            "--ddl",
+            &prefix_ddl,
+            "--keys-file",
+            keys.to_str().expect("path"),
+        ])
+        .output()
+        .expect("runs");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("empty_partitions\t96") && text.contains("SKEWED"),
+        "{text}"
+    );
+    let out = Command::new(bin)
+        .args([
+            "partition",
+            "--ddl",
+            ddl,
+            "--keys-file",
+            keys.to_str().expect("path"),
+        ])
+        .output()
+        .expect("runs");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ok: keys spread evenly"));
+    // a definition that is not an HBase partitioning is refused with a clear message
+    let out = Command::new(bin)
+        .args([
+            "partition",
+            "--ddl",
+            &ddl.replace("KEY(K)", "HASH(T)"),
+            "abc",
+        ])
+        .output()
+        .expect("runs");
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not an HBase partitioning"));
+}
