@@ -170,6 +170,10 @@ pub async fn run_on(
     let (stop_tx, stop_rx) = watch::channel(false);
     let shared = Arc::new(Shared::new(config, stop_rx)?);
     let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
+    if shared.config.auth.mode == crate::config::AuthMode::Proxy {
+        // the proxy has backend credentials in this mode: reconcile the catalog at start-up
+        tokio::spawn(reconcile_at_startup(shared.clone()));
+    }
     let mut sessions = JoinSet::new();
     tokio::pin!(shutdown);
     if let Ok(addr) = listener.local_addr() {
@@ -237,6 +241,45 @@ pub async fn run_on(
         sessions.abort_all();
     }
     Ok(())
+}
+
+async fn reconcile_at_startup(shared: Arc<Shared>) {
+    let Some(user) = shared.config.auth.users.first() else {
+        return;
+    };
+    let spec = LoginSpec {
+        user: user.backend_user.clone(),
+        password: user.backend_password.clone(),
+        caps: crate::protocol::constants::cap::PROXY_SUPPORTED,
+        charset: crate::protocol::constants::CHARSET_UTF8MB4_GENERAL_CI,
+        database: None,
+    };
+    let mut conn = match backend::login(
+        &shared.config.backend.address,
+        shared.config.connect_timeout(),
+        &spec,
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(e) => {
+            warn!("catalog not reconciled at start-up (the first HBase statement will): {e}");
+            return;
+        }
+    };
+    match crate::hbase::catalog::reconcile(
+        &mut conn.stream,
+        conn.caps,
+        &shared.config.hbase.catalog_schema,
+    )
+    .await
+    {
+        Ok(removed) => info!(
+            removed = removed.len(),
+            "catalog reconciled with the backend"
+        ),
+        Err(e) => warn!("catalog not reconciled at start-up: {e}"),
+    }
 }
 
 async fn refuse(mut tcp: TcpStream) {

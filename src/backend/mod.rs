@@ -15,7 +15,10 @@ use crate::protocol::constants::{cap, com};
 use crate::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
 };
+use crate::protocol::packets::{parse_ok, OkInfo};
+use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
 use crate::protocol::stream::PacketStream;
+use crate::protocol::wire::Reader;
 use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 
 pub type BackendStream = PacketStream<TcpStream>;
@@ -182,4 +185,95 @@ pub async fn init_db(stream: &mut BackendStream, db: &[u8]) -> Result<(), Backen
         Some(0xff) => Err(BackendError::Refused(p)),
         _ => Err(BackendError::Protocol("unexpected answer to COM_INIT_DB")),
     }
+}
+
+/// A text row of a result the proxy reads itself; NULL is None.
+pub type Row = Vec<Option<Vec<u8>>>;
+
+/// The answer to a statement the proxy runs itself.
+#[derive(Debug)]
+pub enum QueryResult {
+    Ok(OkInfo),
+    Rows(Vec<Row>),
+    /// The backend's ERR packet, whole (to relay as it is).
+    Err(Vec<u8>),
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum QueryError {
+    #[error("backend connection failed: {0}")]
+    Io(#[from] io::Error),
+    #[error("unexpected backend answer: {0}")]
+    Framing(&'static str),
+}
+
+/// Runs one statement on `stream` (whose session negotiated `caps`) and reads the whole answer;
+/// also returns the final server status.
+pub async fn query(
+    stream: &mut BackendStream,
+    caps: u32,
+    sql: &[u8],
+) -> Result<(QueryResult, Option<u16>), QueryError> {
+    let mut cmd = Vec::with_capacity(sql.len() + 1);
+    cmd.push(com::QUERY);
+    cmd.extend_from_slice(sql);
+    stream.queue_packet(0, &cmd);
+    stream.flush().await?;
+    let mut tracker = ResponseTracker::new(ResponseKind::Query, caps);
+    let mut packets: Vec<Vec<u8>> = Vec::new();
+    loop {
+        let h = stream.read_header().await?;
+        let payload = stream.read_payload(h.len).await?.to_vec();
+        let step = tracker
+            .feed(payload.len(), &payload)
+            .map_err(|e| QueryError::Framing(e.0))?;
+        packets.push(payload);
+        match step {
+            Step::More => {}
+            Step::Done => break,
+            Step::LocalInfile => {
+                return Err(QueryError::Framing(
+                    "LOCAL INFILE request for a proxy statement",
+                ))
+            }
+        }
+    }
+    let status = tracker.summary.status;
+    let first = packets.first().cloned().unwrap_or_default();
+    let result = match first.first() {
+        Some(0xff) => QueryResult::Err(first),
+        Some(0x00) => QueryResult::Ok(parse_ok(&first).unwrap_or_default()),
+        _ => QueryResult::Rows(decode_rows(&packets, caps & cap::DEPRECATE_EOF != 0)),
+    };
+    Ok((result, status))
+}
+
+/// Text rows of a result set.
+fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Vec<Row> {
+    let Some(first) = packets.first() else {
+        return Vec::new();
+    };
+    let Some(ncols) = Reader::new(first).lenenc_int() else {
+        return Vec::new();
+    };
+    let ncols = ncols as usize;
+    let skip = 1 + ncols + usize::from(!deprecate_eof);
+    let mut rows = Vec::new();
+    for p in packets.iter().skip(skip) {
+        if p.first() == Some(&0xfe) && p.len() < 0xff_ffff {
+            break;
+        }
+        let mut r = Reader::new(p);
+        let mut row = Vec::with_capacity(ncols);
+        for _ in 0..ncols {
+            if r.remaining().first() == Some(&0xfb) {
+                r.u8();
+                row.push(None);
+            } else {
+                row.push(r.lenenc_bytes().map(<[u8]>::to_vec));
+            }
+        }
+        rows.push(row);
+    }
+    rows
 }

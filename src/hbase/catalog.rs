@@ -3,7 +3,10 @@
 //! runs it on its own backend connection (the user's privileges apply). Every value goes in as a
 //! hex literal, which no sql_mode or charset can misread.
 
+use tracing::warn;
+
 use super::ddl::TableName;
+use crate::backend::{self, BackendStream, QueryError, QueryResult};
 
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2 + 3);
@@ -142,6 +145,31 @@ impl Catalog<'_> {
             ident(self.schema)
         )
     }
+}
+
+/// Removes catalog entries of tables dropped behind the proxy's back (logged); returns them.
+/// A backend without the catalog schema yet has nothing to reconcile.
+pub async fn reconcile(
+    stream: &mut BackendStream,
+    caps: u32,
+    schema: &str,
+) -> Result<Vec<(String, String)>, QueryError> {
+    let c = Catalog { schema };
+    let (result, _) = backend::query(stream, caps, c.orphans().as_bytes()).await?;
+    let QueryResult::Rows(rows) = result else {
+        return Ok(Vec::new());
+    };
+    let mut removed = Vec::new();
+    for r in rows {
+        let name = |v: &Option<Vec<u8>>| {
+            String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned()
+        };
+        let (db, table) = (name(&r[0]), name(&r[1]));
+        warn!(schema = %db, %table, "catalog: HBase table was dropped behind the proxy's back; removing it from the catalog");
+        backend::query(stream, caps, c.delete_table(&db, &table).as_bytes()).await?;
+        removed.push((db, table));
+    }
+    Ok(removed)
 }
 
 /// MySQL LIKE with `%` and `_` (and `\\` escapes), as SHOW ... LIKE applies it.

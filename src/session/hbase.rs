@@ -6,34 +6,28 @@
 
 use std::sync::atomic::Ordering;
 
-use tracing::{info, warn};
+use tracing::info;
 
 use super::{End, Session};
+use crate::backend::{self, QueryError};
 use crate::config::Enforcement;
 use crate::hbase::backend::Flavor;
-use crate::hbase::catalog::{like, qualified, Catalog};
+use crate::hbase::catalog::{self, like, qualified, Catalog};
 use crate::hbase::ddl::{self, AlterAction, CreateTable, Statement, TableName};
 use crate::hbase::rules::{
     self, check_alter, check_create, check_rename, Finding, GroupState, Level, RuleConfig,
 };
 use crate::hbase::translate;
-use crate::protocol::constants::{cap, com, status};
-use crate::protocol::packets::{ok_packet, parse_ok, text_result_set, ErrorInfo, OkInfo};
-use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
-use crate::protocol::wire::Reader;
+use crate::protocol::constants::{cap, status};
+use crate::protocol::packets::{ok_packet, text_result_set, ErrorInfo, OkInfo};
+use crate::protocol::response::ResponseKind;
 
-/// The answer of a statement the proxy ran itself.
-pub(super) enum Internal {
-    Ok(OkInfo),
-    Rows(Vec<Vec<Option<Vec<u8>>>>),
-    /// The backend's ERR packet, whole.
-    Err(Vec<u8>),
-}
+pub(super) use crate::backend::QueryResult as Internal;
 
 /// A warning kept for the next SHOW WARNINGS: (level, code, message).
 pub(super) type Warning = (String, u16, String);
 
-type Rows = Vec<Vec<Option<Vec<u8>>>>;
+type Rows = Vec<crate::backend::Row>;
 
 fn text(v: &Option<Vec<u8>>) -> String {
     v.as_deref()
@@ -81,54 +75,18 @@ impl Session {
 
     /// Runs one statement on the session's backend connection and reads the whole answer.
     pub(super) async fn internal(&mut self, sql: &[u8]) -> Result<Internal, End> {
-        let mut cmd = Vec::with_capacity(sql.len() + 1);
-        cmd.push(com::QUERY);
-        cmd.extend_from_slice(sql);
-        self.backend.queue_packet(0, &cmd);
-        if self.backend.flush().await.is_err() {
-            return Err(self.lose_backend(self.command_frames).await);
-        }
-        let mut tracker = ResponseTracker::new(ResponseKind::Query, self.client_caps);
-        let mut packets: Vec<Vec<u8>> = Vec::new();
-        loop {
-            let h = match self.backend.read_header().await {
-                Ok(h) => h,
-                Err(_) => return Err(self.lose_backend(self.command_frames).await),
-            };
-            let payload = match self.backend.read_payload(h.len).await {
-                Ok(p) => p.to_vec(),
-                Err(_) => return Err(self.lose_backend(self.command_frames).await),
-            };
-            let step = match tracker.feed(payload.len(), &payload) {
-                Ok(s) => s,
-                Err(e) => return Err(self.backend_protocol_error(self.command_frames, e.0).await),
-            };
-            packets.push(payload);
-            match step {
-                Step::More => {}
-                Step::Done => break,
-                Step::LocalInfile => {
-                    return Err(self
-                        .backend_protocol_error(
-                            self.command_frames,
-                            "LOCAL INFILE in an internal statement",
-                        )
-                        .await)
+        match backend::query(&mut self.backend, self.client_caps, sql).await {
+            Ok((result, status)) => {
+                if let Some(st) = status {
+                    self.last_status = st & !status::MORE_RESULTS_EXISTS;
                 }
+                Ok(result)
+            }
+            Err(QueryError::Io(_)) => Err(self.lose_backend(self.command_frames).await),
+            Err(QueryError::Framing(what)) => {
+                Err(self.backend_protocol_error(self.command_frames, what).await)
             }
         }
-        if let Some(st) = tracker.summary.status {
-            self.last_status = st & !status::MORE_RESULTS_EXISTS;
-        }
-        let first = packets.first().cloned().unwrap_or_default();
-        Ok(match first.first() {
-            Some(0xff) => Internal::Err(first),
-            Some(0x00) => Internal::Ok(parse_ok(&first).unwrap_or_default()),
-            _ => Internal::Rows(decode_rows(
-                &packets,
-                self.client_caps & cap::DEPRECATE_EOF != 0,
-            )),
-        })
     }
 
     async fn rows(&mut self, sql: &str) -> Result<Result<Rows, Vec<u8>>, End> {
@@ -149,13 +107,12 @@ impl Session {
                 return Ok(Err(e));
             }
         }
-        let orphans = self.catalog().orphans();
-        if let Ok(rows) = self.rows(&orphans).await? {
-            for r in rows {
-                let (schema, table) = (text(&r[0]), text(&r[1]));
-                warn!(%schema, %table, "catalog: HBase table was dropped behind the proxy's back; removing it from the catalog");
-                let del = self.catalog().delete_table(&schema, &table);
-                self.internal(del.as_bytes()).await?;
+        let schema = self.shared.config.hbase.catalog_schema.clone();
+        match catalog::reconcile(&mut self.backend, self.client_caps, &schema).await {
+            Ok(_) => {}
+            Err(QueryError::Io(_)) => return Err(self.lose_backend(self.command_frames).await),
+            Err(QueryError::Framing(what)) => {
+                return Err(self.backend_protocol_error(self.command_frames, what).await)
             }
         }
         self.shared.catalog_ready.store(true, Ordering::Relaxed);
@@ -705,34 +662,4 @@ fn tidy_commas(sql: &[u8]) -> Vec<u8> {
     } else {
         sql.to_vec()
     }
-}
-
-/// Text rows of a result set read by `internal`.
-fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Rows {
-    let Some(first) = packets.first() else {
-        return Vec::new();
-    };
-    let Some(ncols) = Reader::new(first).lenenc_int() else {
-        return Vec::new();
-    };
-    let ncols = ncols as usize;
-    let skip = 1 + ncols + usize::from(!deprecate_eof);
-    let mut rows = Vec::new();
-    for p in packets.iter().skip(skip) {
-        if p.first() == Some(&0xfe) && p.len() < 0xff_ffff {
-            break;
-        }
-        let mut r = Reader::new(p);
-        let mut row = Vec::with_capacity(ncols);
-        for _ in 0..ncols {
-            if r.remaining().first() == Some(&0xfb) {
-                r.u8();
-                row.push(None);
-            } else {
-                row.push(r.lenenc_bytes().map(<[u8]>::to_vec));
-            }
-        }
-        rows.push(row);
-    }
-    rows
 }
