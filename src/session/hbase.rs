@@ -18,8 +18,8 @@ use crate::hbase::rules::{
     self, check_alter, check_create, check_rename, Finding, GroupState, Level, RuleConfig,
 };
 use crate::hbase::translate;
-use crate::protocol::constants::{cap, status};
-use crate::protocol::packets::{ok_packet, text_result_set, ErrorInfo, OkInfo};
+use crate::protocol::constants::status;
+use crate::protocol::packets::{ok_packet, ErrorInfo, OkInfo};
 use crate::protocol::response::ResponseKind;
 
 pub(super) use crate::backend::QueryResult as Internal;
@@ -148,23 +148,14 @@ impl Session {
             .map_err(|_| End::ClientGone)
     }
 
-    pub(super) async fn answer_rows(
-        &mut self,
-        columns: &[&str],
-        rows: &[Vec<Option<String>>],
-    ) -> Result<(), End> {
-        let deprecate_eof = self.client_caps & cap::DEPRECATE_EOF != 0;
-        let packets = text_result_set(
-            columns,
-            rows,
-            deprecate_eof,
-            self.last_status & !status::MORE_RESULTS_EXISTS,
-        );
-        let mut seq = self.command_frames;
-        for p in &packets {
-            seq = self.client.queue_packet(seq, p);
+    /// IF [NOT] EXISTS turns an error into a note and an OK, as MySQL does for tables.
+    async fn answer_error_or_note(&mut self, soften: bool, e: ErrorInfo) -> Result<(), End> {
+        if soften {
+            self.pending_warnings
+                .push(("Note".into(), e.code, e.message));
+            return self.answer_ok(0, 1).await;
         }
-        self.client.flush().await.map_err(|_| End::ClientGone)
+        self.answer_error(e).await
     }
 
     /// Applies the enforcement mode: the first error refuses the statement in strict mode; the
@@ -254,21 +245,12 @@ impl Session {
             return Ok(());
         }
         if self.group_exists(name).await? {
-            if if_not_exists {
-                self.pending_warnings.push((
-                    "Note".into(),
-                    1050,
-                    format!("Table group '{name}' already exists"),
-                ));
-                return self.answer_ok(0, 1).await;
-            }
-            return self
-                .answer_error(ErrorInfo::new(
-                    1050,
-                    "42S01",
-                    format!("Table group '{name}' already exists"),
-                ))
-                .await;
+            let e = ErrorInfo::new(
+                1050,
+                "42S01",
+                format!("Table group '{name}' already exists"),
+            );
+            return self.answer_error_or_note(if_not_exists, e).await;
         }
         let sql = self.catalog().insert_group(name);
         match self.internal(sql.as_bytes()).await? {
@@ -305,21 +287,12 @@ impl Session {
             return Ok(());
         }
         if !self.group_exists(name).await? {
-            if if_exists {
-                self.pending_warnings.push((
-                    "Note".into(),
-                    1146,
-                    format!("Unknown table group '{name}'"),
-                ));
-                return self.answer_ok(0, 1).await;
-            }
-            return self
-                .answer_error(ErrorInfo::new(
-                    rules::ER_NO_SUCH_TABLEGROUP,
-                    "42S02",
-                    format!("Unknown table group '{name}'"),
-                ))
-                .await;
+            let e = ErrorInfo::new(
+                rules::ER_NO_SUCH_TABLEGROUP,
+                "42S02",
+                format!("Unknown table group '{name}'"),
+            );
+            return self.answer_error_or_note(if_exists, e).await;
         }
         let sql = self.catalog().delete_group(name);
         match self.internal(sql.as_bytes()).await? {

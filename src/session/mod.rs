@@ -329,10 +329,19 @@ impl Session {
             Some("idle_pooled_backend_connections".into()),
             Some(self.shared.pool.idle_count().to_string()),
         ]);
+        self.answer_rows(&["Variable_name", "Value"], &rows).await
+    }
+
+    /// A text result set made by the proxy, in the EOF style the client negotiated.
+    async fn answer_rows(
+        &mut self,
+        columns: &[&str],
+        rows: &[Vec<Option<String>>],
+    ) -> Result<(), End> {
         let deprecate_eof = self.client_caps & cap::DEPRECATE_EOF != 0;
         let packets = text_result_set(
-            &["Variable_name", "Value"],
-            &rows,
+            columns,
+            rows,
             deprecate_eof,
             self.last_status & !status::MORE_RESULTS_EXISTS,
         );
