@@ -8,7 +8,7 @@ scripts/install-deps.sh test
 # A machine-wide config could point tests elsewhere; make sure they use their own instances.
 unset OBKV_TEST_MARIADB OBKV_TEST_SEEKDB
 status=0
-cargo test --all-targets --locked -- --test-threads=2 || status=$?
+cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$?
 # data folders of this run's private instances (about 2 GB per seekdb)
 rm -rf target/obkv-test
 exit $status
