@@ -219,9 +219,15 @@ fn change_user_is_relayed_to_the_backend() {
         let backend = shared(kind);
         let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
         let _ = admin.query_ok("DROP USER 'obkv_cu'@'%'");
-        assert!(admin.query_ok("CREATE USER 'obkv_cu'@'%' IDENTIFIED BY 'cu-pass'"));
-        assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_cu_db"));
-        assert!(admin.query_ok("GRANT ALL ON obkv_cu_db.* TO 'obkv_cu'@'%'"));
+        for sql in [
+            "CREATE USER 'obkv_cu'@'%' IDENTIFIED BY 'cu-pass'",
+            "CREATE DATABASE IF NOT EXISTS obkv_cu_db",
+            "GRANT ALL ON obkv_cu_db.* TO 'obkv_cu'@'%'",
+        ] {
+            if let Err(e) = admin.exec(sql) {
+                panic!("{}: {sql}: {e:?}", kind.name());
+            }
+        }
         let p = proxy::start(proxy::config_for(&backend.addr));
 
         let mut c = RawConn::connect(&p.addr, "root", "", None).expect("connect");

@@ -185,6 +185,15 @@ impl RawConn {
         self.command(&cmd, ResponseKind::Query)
     }
 
+    /// Runs a statement; the backend's error (code, message) if it fails.
+    pub fn exec(&mut self, sql: &str) -> Result<(), (u16, String)> {
+        let frames = self.query(sql.as_bytes()).map_err(|e| (0, e.to_string()))?;
+        match frames.iter().find_map(|(_, p)| err_of(p)) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
     /// True when the statement succeeded (no ERR anywhere in the answer).
     pub fn query_ok(&mut self, sql: &str) -> bool {
         self.query(sql.as_bytes())
