@@ -149,11 +149,17 @@ impl Catalog<'_> {
 
 /// Removes catalog entries of tables dropped behind the proxy's back (logged); returns them.
 /// A backend without the catalog schema yet has nothing to reconcile.
+///
+/// information_schema only nominates candidates: a table being rebuilt by ALTER TABLE in another
+/// session is briefly missing from it. Each candidate is confirmed by a probe that waits for the
+/// table's metadata lock; only "no such table/database" removes the entry.
 pub async fn reconcile(
     stream: &mut BackendStream,
     caps: u32,
     schema: &str,
 ) -> Result<Vec<(String, String)>, QueryError> {
+    const ER_BAD_DB: u16 = 1049;
+    const ER_NO_SUCH_TABLE: u16 = 1146;
     let c = Catalog { schema };
     let (result, _) = backend::query(stream, caps, c.orphans().as_bytes()).await?;
     let QueryResult::Rows(rows) = result else {
@@ -165,6 +171,12 @@ pub async fn reconcile(
             String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned()
         };
         let (db, table) = (name(&r[0]), name(&r[1]));
+        let probe = format!("SELECT 1 FROM {}.{} LIMIT 0", ident(&db), ident(&table));
+        let (answer, _) = backend::query(stream, caps, probe.as_bytes()).await?;
+        let gone = matches!(&answer, QueryResult::Err(e) if matches!(crate::protocol::packets::parse_err_code(e), Some(ER_BAD_DB | ER_NO_SUCH_TABLE)));
+        if !gone {
+            continue;
+        }
         warn!(schema = %db, %table, "catalog: HBase table was dropped behind the proxy's back; removing it from the catalog");
         backend::query(stream, caps, c.delete_table(&db, &table).as_bytes()).await?;
         removed.push((db, table));
