@@ -137,11 +137,10 @@ impl Catalog<'_> {
         )
     }
 
-    /// Catalog entries whose table no longer exists in the backend (dropped behind the proxy).
-    pub fn orphans(&self) -> String {
+    /// Every catalog entry: (schema, table).
+    pub fn all_tables(&self) -> String {
         format!(
-            "SELECT h.schema_name, h.table_name FROM {}.hbase_tables h LEFT JOIN information_schema.tables i \
-             ON i.table_schema = h.schema_name AND i.table_name = h.table_name WHERE i.table_name IS NULL",
+            "SELECT schema_name, table_name FROM {}.hbase_tables",
             ident(self.schema)
         )
     }
@@ -150,9 +149,10 @@ impl Catalog<'_> {
 /// Removes catalog entries of tables dropped behind the proxy's back (logged); returns them.
 /// A backend without the catalog schema yet has nothing to reconcile.
 ///
-/// information_schema only nominates candidates: a table being rebuilt by ALTER TABLE in another
-/// session is briefly missing from it. Each candidate is confirmed by a probe that waits for the
-/// table's metadata lock; only "no such table/database" removes the entry.
+/// Each entry is checked with a probe that waits for the table's metadata lock, and only "no
+/// such table/database" removes it. information_schema is not used: a table being rebuilt by
+/// ALTER TABLE in another session is briefly missing from it, and MariaDB's scan of it can fail
+/// while other sessions run DDL.
 pub async fn reconcile(
     stream: &mut BackendStream,
     caps: u32,
@@ -161,10 +161,18 @@ pub async fn reconcile(
     const ER_BAD_DB: u16 = 1049;
     const ER_NO_SUCH_TABLE: u16 = 1146;
     let c = Catalog { schema };
-    let (result, _) = backend::query(stream, caps, c.orphans().as_bytes()).await?;
-    let QueryResult::Rows(rows) = result else {
-        return Ok(Vec::new());
+    let (result, _) = backend::query(stream, caps, c.all_tables().as_bytes()).await?;
+    let rows = match result {
+        QueryResult::Rows(rows) => rows,
+        QueryResult::Ok(_) => Vec::new(),
+        QueryResult::Err(e) => {
+            // most often: the catalog schema does not exist yet
+            let msg = String::from_utf8_lossy(e.get(9..).unwrap_or_default()).into_owned();
+            tracing::debug!("catalog not reconciled: {msg}");
+            return Ok(Vec::new());
+        }
     };
+    tracing::debug!(candidates = rows.len(), "catalog reconcile");
     let mut removed = Vec::new();
     for r in rows {
         let name = |v: &Option<Vec<u8>>| {

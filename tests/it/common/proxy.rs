@@ -26,6 +26,12 @@ pub struct InProcessProxy {
 }
 
 pub fn start(config: Config) -> InProcessProxy {
+    // RUST_LOG=obkv_proxy=debug shows the in-process proxies' logs when a test needs explaining
+    if std::env::var_os("RUST_LOG").is_some() {
+        let _ = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+            .try_init();
+    }
     let (addr_tx, addr_rx) = std::sync::mpsc::channel();
     let (stop_tx, stop_rx) = oneshot::channel::<()>();
     let thread = std::thread::spawn(move || {
