@@ -585,9 +585,15 @@ fn element(c: &mut Cursor, t: &mut CreateTable) -> Result<(), ParseError> {
 
 /// Skips to the ',' or ')' that ends the current element (not consuming it).
 fn skip_to_element_end(c: &mut Cursor) {
+    skip_until(c, b")");
+}
+
+/// Skips tokens, over balanced parentheses, up to a ',' or one of `stops` at depth 0 (not
+/// consuming it).
+fn skip_until(c: &mut Cursor, stops: &[u8]) {
     let mut depth = 0;
     while let Some(t) = c.peek() {
-        if depth == 0 && (t.is_punct(b',') || t.is_punct(b')')) {
+        if depth == 0 && (t.is_punct(b',') || stops.iter().any(|s| t.is_punct(*s))) {
             return;
         }
         if t.is_punct(b'(') {
@@ -913,18 +919,7 @@ fn alter_actions(c: &mut Cursor) -> Result<Vec<AlterAction>, ParseError> {
             other => AlterAction::Other(other.to_string()),
         };
         // skip the rest of this action
-        let mut depth = 0;
-        while let Some(t) = c.peek() {
-            if depth == 0 && (t.is_punct(b',') || t.is_punct(b';')) {
-                break;
-            }
-            if t.is_punct(b'(') {
-                depth += 1;
-            } else if t.is_punct(b')') {
-                depth -= 1;
-            }
-            c.i += 1;
-        }
+        skip_until(c, b";");
         c.punct(b',');
         actions.push(action);
     }
