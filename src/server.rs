@@ -250,7 +250,7 @@ async fn reconcile_at_startup(shared: Arc<Shared>) {
     let spec = LoginSpec {
         user: user.backend_user.clone(),
         password: user.backend_password.clone(),
-        caps: crate::protocol::constants::cap::PROXY_SUPPORTED,
+        caps: crate::protocol::constants::cap::OWN_LOGIN,
         charset: crate::protocol::constants::CHARSET_UTF8MB4_GENERAL_CI,
         database: None,
     };

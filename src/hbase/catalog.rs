@@ -151,8 +151,7 @@ impl Catalog<'_> {
 ///
 /// Each entry is checked with a probe that waits for the table's metadata lock, and only "no
 /// such table/database" removes it. information_schema is not used: a table being rebuilt by
-/// ALTER TABLE in another session is briefly missing from it, and MariaDB's scan of it can fail
-/// while other sessions run DDL.
+/// ALTER TABLE in another session is briefly missing from it.
 pub async fn reconcile(
     stream: &mut BackendStream,
     caps: u32,

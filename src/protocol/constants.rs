@@ -28,6 +28,19 @@ pub mod cap {
     pub const SESSION_TRACK: u32 = 1 << 23;
     pub const DEPRECATE_EOF: u32 = 1 << 24;
 
+    /// What the proxy asks for when it logs in for itself (start-up catalog work): an ordinary
+    /// client's set. Not PROXY_SUPPORTED, which includes flags that change parsing (NO_SCHEMA
+    /// rejects `db.table` names, IGNORE_SPACE, ODBC).
+    pub const OWN_LOGIN: u32 = LONG_PASSWORD
+        | LONG_FLAG
+        | PROTOCOL_41
+        | TRANSACTIONS
+        | SECURE_CONNECTION
+        | MULTI_RESULTS
+        | PLUGIN_AUTH
+        | PLUGIN_AUTH_LENENC_CLIENT_DATA
+        | DEPRECATE_EOF;
+
     /// Capabilities the proxy can relay faithfully. Everything else is masked out of the greeting
     /// (and out of the client's answer): compression would hide the command stream, optional
     /// result-set metadata and query attributes change framing the proxy must read, and unknown
