@@ -40,11 +40,6 @@ impl Flavor {
             Flavor::MySqlFamily => 65532,
         }
     }
-
-    /// Whether a generated prefix column can be the KEY partition column with PRIMARY KEY (K,Q,T).
-    pub fn generated_partition_key(self) -> bool {
-        self != Flavor::MySqlFamily
-    }
 }
 
 #[cfg(test)]

@@ -3,7 +3,6 @@
 //! would otherwise be found late, by an HBase client.
 
 use super::ddl::{AlterAction, CreateTable, PartitionClause, TableName};
-use super::partition::{Partitioning, RangeBound};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -522,19 +521,6 @@ pub fn check_rename(from: &TableName, to: &TableName) -> Vec<Finding> {
             format!("renaming '{from}' to '{to}' would move it from table group '{g1}' to '{g2}'; a table cannot change groups"),
         )],
         _ => Vec::new(),
-    }
-}
-
-/// The model partitioning of a checked table (for placement and the rewriter).
-pub fn partitioning_of(t: &CreateTable) -> Option<Partitioning> {
-    t.model_partitioning()
-}
-
-/// Range bounds used only by docs and tests.
-pub fn bound_text(b: &RangeBound) -> String {
-    match b {
-        RangeBound::MaxValue => "MAXVALUE".into(),
-        RangeBound::LessThan(v) => format!("'{}'", String::from_utf8_lossy(v)),
     }
 }
 

@@ -86,7 +86,7 @@ fn decide_hbase(sql: &[u8], origin: Origin) -> Decision {
             return Decision::Forward;
         }
     };
-    if !touches_hbase(&stmt, sql) {
+    if !touches_hbase(&stmt) {
         return Decision::Forward;
     }
     if origin == Origin::Prepare {
@@ -107,7 +107,7 @@ fn decide_hbase(sql: &[u8], origin: Origin) -> Decision {
 }
 
 /// Whether a parsed statement can concern an HBase table or a table group.
-fn touches_hbase(stmt: &Statement, _sql: &[u8]) -> bool {
+fn touches_hbase(stmt: &Statement) -> bool {
     match stmt {
         Statement::CreateTablegroup { .. }
         | Statement::DropTablegroup { .. }
