@@ -76,7 +76,7 @@ pub struct RuleConfig {
 pub struct GroupState {
     pub exists: bool,
     /// Families already in the group (other than the table being defined) and their partitioning.
-    pub families: Vec<(String, PartitionClause)>,
+    pub families: Vec<(String, Option<PartitionClause>)>,
 }
 
 pub fn has_errors(f: &[Finding]) -> bool {
@@ -345,7 +345,7 @@ fn check_families(
     let Some((g, _)) = t.name.hbase_parts() else {
         return;
     };
-    let Some((other, other_p)) = group.families.first() else {
+    let Some((other, _)) = group.families.first() else {
         return;
     };
     if !cfg.multiple_families {
@@ -355,16 +355,19 @@ fn check_families(
         ));
         return;
     }
-    for (name, q) in &group.families {
-        if !same_partitioning(p, Some(q)) {
-            out.push(Finding::unsupported(
-                "R8",
-                format!("every table of group '{g}' must use identical partitioning; family '{name}' uses {}", describe(q)),
-            ));
-            return;
-        }
+    if let Some((name, q)) = group
+        .families
+        .iter()
+        .find(|(_, q)| !same_partitioning(p, q.as_ref()))
+    {
+        let theirs = q
+            .as_ref()
+            .map_or_else(|| "no partitioning".to_string(), describe);
+        out.push(Finding::unsupported(
+            "R8",
+            format!("every table of group '{g}' must use identical partitioning; family '{name}' uses {theirs}"),
+        ));
     }
-    let _ = other_p;
 }
 
 pub fn describe(p: &PartitionClause) -> String {
@@ -670,7 +673,7 @@ mod tests {
         let other = table(OK).partition.expect("partition");
         let g = GroupState {
             exists: true,
-            families: vec![("f0".into(), other.clone())],
+            families: vec![("f0".into(), Some(other.clone()))],
         };
         assert!(check_create(&table(OK), CFG, &g)
             .iter()
@@ -680,6 +683,14 @@ mod tests {
             ..CFG
         };
         assert!(!has_errors(&check_create(&table(OK), many, &g)));
+        // two unpartitioned families have identical (no) partitioning
+        let bare = OK.replace(" PARTITION BY KEY(K) PARTITIONS 97", "");
+        let g_bare = GroupState {
+            exists: true,
+            families: vec![("f0".into(), None)],
+        };
+        assert!(!has_errors(&check_create(&table(&bare), many, &g_bare)));
+        assert!(has_errors(&check_create(&table(OK), many, &g_bare)));
         let differs = OK.replace("PARTITIONS 97", "PARTITIONS 193");
         assert!(check_create(&table(&differs), many, &g)
             .iter()

@@ -339,11 +339,7 @@ impl Session {
             if let Ok(Some(Statement::CreateTable(t))) =
                 ddl::parse(r[3].as_deref().unwrap_or_default())
             {
-                if let Some(p) = t.partition.clone() {
-                    families.push((text(&r[2]), p));
-                } else {
-                    families.push((text(&r[2]), none_clause()));
-                }
+                families.push((text(&r[2]), t.partition.clone()));
             }
         }
         Ok(GroupState { exists, families })
@@ -608,17 +604,6 @@ impl Session {
             .map(|(l, c, m)| vec![Some(l.clone()), Some(c.to_string()), Some(m.clone())])
             .collect();
         self.answer_rows(&["Level", "Code", "Message"], &rows).await
-    }
-}
-
-fn none_clause() -> ddl::PartitionClause {
-    ddl::PartitionClause {
-        kind: "NONE".into(),
-        columns: Vec::new(),
-        count: None,
-        bounds: Vec::new(),
-        subpartitioned: false,
-        span: (0, 0),
     }
 }
 
