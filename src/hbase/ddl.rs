@@ -588,12 +588,15 @@ fn skip_to_element_end(c: &mut Cursor) {
     skip_until(c, b")");
 }
 
-/// Skips tokens, over balanced parentheses, up to a ',' or one of `stops` at depth 0 (not
-/// consuming it).
+/// Skips tokens, over balanced parentheses, up to a ',', one of `stops` or a PARTITION BY clause
+/// at depth 0 (not consuming it): an ALTER may give PARTITION BY after an option without a comma.
 fn skip_until(c: &mut Cursor, stops: &[u8]) {
     let mut depth = 0;
     while let Some(t) = c.peek() {
-        if depth == 0 && (t.is_punct(b',') || stops.iter().any(|s| t.is_punct(*s))) {
+        let partition_by =
+            t.is_keyword("PARTITION") && c.peek_at(1).is_some_and(|n| n.is_keyword("BY"));
+        if depth == 0 && (t.is_punct(b',') || stops.iter().any(|s| t.is_punct(*s)) || partition_by)
+        {
             return;
         }
         if t.is_punct(b'(') {
@@ -834,6 +837,7 @@ fn alter_actions(c: &mut Cursor) -> Result<Vec<AlterAction>, ParseError> {
             c.punct(b',');
             continue;
         }
+        let start_idx = c.i;
         let start_tok = c
             .next()
             .ok_or_else(|| ParseError("expected an ALTER action".into()))?;
@@ -910,10 +914,18 @@ fn alter_actions(c: &mut Cursor) -> Result<Vec<AlterAction>, ParseError> {
                     Kind::Str(s) => String::from_utf8_lossy(s).into_owned(),
                     _ => String::new(),
                 };
+                // the span takes one separating comma (the following one, else the preceding
+                // one), so cutting the option leaves a well-formed statement
+                let before = start_idx.checked_sub(1).and_then(|k| c.t.get(k));
+                let span = match (c.peek().filter(|t| t.is_punct(b',')), before) {
+                    (Some(next), _) => (start_tok.start, next.end),
+                    (None, Some(prev)) if prev.is_punct(b',') => (prev.start, v.end),
+                    _ => (start_tok.start, v.end),
+                };
                 AlterAction::Option(TableOption {
                     name: w.clone(),
                     value,
-                    span: (start_tok.start, v.end),
+                    span,
                 })
             }
             other => AlterAction::Other(other.to_string()),
@@ -1063,6 +1075,34 @@ PARTITION BY KEY(K) PARTITIONS 97;";
         assert!(matches!(actions[0], AlterAction::AddColumn));
         assert!(matches!(actions[1], AlterAction::DropIndex));
         assert!(matches!(&actions[2], AlterAction::Partition(p) if p.count == Some(23)));
+        // an option's span takes one separating comma; PARTITION BY after an option without a
+        // comma is still seen
+        let sql = b"alter table g$f KV_ATTRIBUTES = '{}', partition by key(K) partitions 7";
+        let Some(Statement::AlterTable { actions, .. }) = parse(sql).expect("ok") else {
+            panic!("alter")
+        };
+        let AlterAction::Option(o) = &actions[0] else {
+            panic!("option")
+        };
+        assert_eq!(&sql[o.span.0..o.span.1], b"KV_ATTRIBUTES = '{}',");
+        let sql = b"alter table g$f add partition (partition p9), KV_ATTRIBUTES '{}'";
+        let Some(Statement::AlterTable { actions, .. }) = parse(sql).expect("ok") else {
+            panic!("alter")
+        };
+        let AlterAction::Option(o) = &actions[1] else {
+            panic!("option")
+        };
+        assert_eq!(&sql[o.span.0..o.span.1], b", KV_ATTRIBUTES '{}'");
+        let Some(Statement::AlterTable { actions, .. }) =
+            parse(b"alter table g$f KV_ATTRIBUTES = '{}' partition by key(K) partitions 10")
+                .expect("ok")
+        else {
+            panic!("alter")
+        };
+        assert!(
+            matches!(&actions[1], AlterAction::Partition(p) if p.count == Some(10)),
+            "{actions:?}"
+        );
         assert_eq!(parse(b"select 1").expect("ok"), None);
         assert!(parse(b"create table g$f (").is_err());
     }

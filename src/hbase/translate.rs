@@ -30,12 +30,11 @@ impl Splice {
         let mut out = Vec::with_capacity(sql.len() + 64);
         let mut at = 0;
         for (s, e, text) in self.edits {
-            if s < at {
-                continue; // overlapping edit: keep the first
-            }
+            // overlapping cuts (two options sharing a comma) merge into one
+            let s = s.max(at);
             out.extend_from_slice(&sql[at..s]);
             out.extend_from_slice(text.as_bytes());
-            at = e;
+            at = e.max(s);
         }
         out.extend_from_slice(&sql[at..]);
         out
@@ -117,12 +116,20 @@ fn derived_name(table: &str, suffix: &str) -> String {
 }
 
 /// ALTER TABLE on a backend without the option: cut TABLEGROUP / KV_ATTRIBUTES out.
+/// Each option's span carries one separating comma (see `ddl`), so only a run of options at the
+/// end of the list can leave a comma behind; it is dropped too.
 pub fn strip_options(sql: &[u8], spans: &[(usize, usize)]) -> Vec<u8> {
     let mut s = Splice { edits: Vec::new() };
     for (a, b) in spans {
         s.replace(*a, *b, "");
     }
-    s.apply(sql)
+    let out = s.apply(sql);
+    let tokens = crate::sql::lexer::tokenize(&out).unwrap_or_default();
+    let last = tokens.iter().rev().find(|t| !t.is_punct(b';'));
+    match last {
+        Some(t) if t.is_punct(b',') => [&out[..t.start], &out[t.end..]].concat(),
+        _ => out,
+    }
 }
 
 #[cfg(test)]
@@ -138,6 +145,38 @@ mod tests {
     }
 
     const PREFIX: &str = "CREATE TABLE h$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)) VIRTUAL, PRIMARY KEY (K, Q, T)) TABLEGROUP = h KV_ATTRIBUTES = '{\"Hbase\": {\"MaxVersions\": 2}}' PARTITION BY KEY(K_PREFIX) PARTITIONS 97";
+
+    #[test]
+    fn cutting_alter_options_leaves_valid_sql() {
+        let cut = |sql: &str| {
+            let Some(Statement::AlterTable { actions, .. }) =
+                parse(sql.as_bytes()).expect("parses")
+            else {
+                panic!("alter")
+            };
+            let spans: Vec<(usize, usize)> = actions
+                .iter()
+                .filter_map(|a| match a {
+                    crate::hbase::ddl::AlterAction::Option(o) => Some(o.span),
+                    _ => None,
+                })
+                .collect();
+            let out = String::from_utf8(strip_options(sql.as_bytes(), &spans)).expect("utf8");
+            out.split_whitespace().collect::<Vec<_>>().join(" ")
+        };
+        assert_eq!(
+            cut("ALTER TABLE t KV_ATTRIBUTES='{}', PARTITION BY KEY(K) PARTITIONS 7"),
+            "ALTER TABLE t PARTITION BY KEY(K) PARTITIONS 7"
+        );
+        assert_eq!(
+            cut("ALTER TABLE t TRUNCATE PARTITION p1, KV_ATTRIBUTES='{}', TABLEGROUP = g"),
+            "ALTER TABLE t TRUNCATE PARTITION p1"
+        );
+        assert_eq!(
+            cut("ALTER TABLE t KV_ATTRIBUTES='{}' PARTITION BY KEY(K) PARTITIONS 7"),
+            "ALTER TABLE t PARTITION BY KEY(K) PARTITIONS 7"
+        );
+    }
 
     #[test]
     fn oceanbase_keeps_everything() {

@@ -534,7 +534,6 @@ impl Session {
         let only_options = !cut.is_empty() && cut.len() == actions.len();
         if !only_options {
             let to_run = translate::strip_options(&sql, &cut);
-            let to_run = tidy_commas(&to_run);
             match self.internal(&to_run).await? {
                 Internal::Err(e) => return self.answer_raw(&e).await,
                 Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
@@ -604,20 +603,5 @@ impl Session {
             .map(|(l, c, m)| vec![Some(l.clone()), Some(c.to_string()), Some(m.clone())])
             .collect();
         self.answer_rows(&["Level", "Code", "Message"], &rows).await
-    }
-}
-
-/// After cutting options out of an ALTER, drop a dangling comma (`ALTER TABLE t , PARTITION ...`).
-fn tidy_commas(sql: &[u8]) -> Vec<u8> {
-    let s = String::from_utf8_lossy(sql).into_owned();
-    let mut out = s.clone();
-    for (from, to) in [(", ,", ","), (",  ,", ",")] {
-        out = out.replace(from, to);
-    }
-    let trimmed = out.trim_end().trim_end_matches(',').to_string();
-    if s.is_ascii() {
-        trimmed.into_bytes()
-    } else {
-        sql.to_vec()
     }
 }
