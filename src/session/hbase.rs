@@ -230,6 +230,16 @@ impl Session {
         }
     }
 
+    /// Native table groups: the backend runs the statement (its answer is relayed) and the
+    /// catalog follows when it succeeded.
+    async fn forward_then_record(&mut self, catalog_sql: &str) -> Result<(), End> {
+        let summary = self.forward(ResponseKind::Query).await?;
+        if summary.error_code.is_none() {
+            self.internal(catalog_sql.as_bytes()).await?;
+        }
+        Ok(())
+    }
+
     async fn group_exists(&mut self, group: &str) -> Result<bool, End> {
         let sql = self.catalog().group_exists(group);
         Ok(self.rows(&sql).await?.is_ok_and(|r| !r.is_empty()))
@@ -237,12 +247,8 @@ impl Session {
 
     async fn create_tablegroup(&mut self, name: &str, if_not_exists: bool) -> Result<(), End> {
         if self.flavor().await?.native_tablegroups() {
-            let summary = self.forward(ResponseKind::Query).await?;
-            if summary.error_code.is_none() {
-                let sql = self.catalog().insert_group(name);
-                self.internal(sql.as_bytes()).await?;
-            }
-            return Ok(());
+            let sql = self.catalog().insert_group(name);
+            return self.forward_then_record(&sql).await;
         }
         if self.group_exists(name).await? {
             let e = ErrorInfo::new(
@@ -279,12 +285,8 @@ impl Session {
                 .await;
         }
         if self.flavor().await?.native_tablegroups() {
-            let summary = self.forward(ResponseKind::Query).await?;
-            if summary.error_code.is_none() {
-                let sql = self.catalog().delete_group(name);
-                self.internal(sql.as_bytes()).await?;
-            }
-            return Ok(());
+            let sql = self.catalog().delete_group(name);
+            return self.forward_then_record(&sql).await;
         }
         if !self.group_exists(name).await? {
             let e = ErrorInfo::new(

@@ -16,13 +16,14 @@ pub enum Class {
 }
 
 pub fn classify(sql: &[u8]) -> Class {
-    if is_proxy_command(sql) {
+    let start = skip_noise(sql);
+    if is_proxy_command(start) {
         return Class::ProxyCommand;
     }
     // CREATE TABLE is flagged too: a K/Q/T/V table without '$' in its name earns a warning
     if memchr(b'$', sql).is_some()
         || contains_ignore_case(sql, b"tablegroup")
-        || starts_with_create_table(sql)
+        || starts_with_create_table(start)
     {
         return Class::MaybeHbase;
     }
@@ -81,15 +82,15 @@ pub fn leading_words(sql: &[u8], n: usize) -> Vec<String> {
     out
 }
 
-fn starts_with_create_table(sql: &[u8]) -> bool {
-    let s = skip_noise(sql);
+/// `s` starts after leading noise.
+fn starts_with_create_table(s: &[u8]) -> bool {
     s.len() > 12
         && s[..6].eq_ignore_ascii_case(b"create")
         && leading_words(s, 2).get(1).is_some_and(|w| w == "TABLE")
 }
 
-fn is_proxy_command(sql: &[u8]) -> bool {
-    let s = skip_noise(sql);
+/// `s` starts after leading noise.
+fn is_proxy_command(s: &[u8]) -> bool {
     if s.len() < 10 || !s[..4].eq_ignore_ascii_case(b"show") {
         return false;
     }
