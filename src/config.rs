@@ -86,7 +86,17 @@ impl Default for HbaseSection {
 pub struct ProxySection {
     pub listen: String,
     pub max_connections: usize,
+    /// Clients between TCP accept and a finished login, at once (each holds a backend
+    /// connection in the default auth mode). Further clients wait for a slot, within
+    /// `handshake_timeout_ms`.
+    pub max_preauth_connections: usize,
     pub handshake_timeout_ms: u64,
+    /// Once the first byte of a client packet has arrived, the rest must arrive within this
+    /// (MySQL's net_read_timeout); else error 1159 and the connection is closed.
+    pub net_read_timeout_ms: u64,
+    /// A logged-in client that sends nothing for this long is disconnected; 0 = never (the
+    /// backend's own wait_timeout still applies to its connection).
+    pub idle_timeout_ms: u64,
     pub max_packet_bytes: usize,
     pub shutdown_grace_ms: u64,
     /// Single-threaded runtimes serving sessions; 0 = auto (half the CPU cores, at least one).
@@ -152,7 +162,10 @@ impl Default for ProxySection {
         ProxySection {
             listen: "127.0.0.1:2883".into(),
             max_connections: 2048,
+            max_preauth_connections: 128,
             handshake_timeout_ms: 10_000,
+            net_read_timeout_ms: 30_000,
+            idle_timeout_ms: 0,
             max_packet_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,
             worker_threads: 0,
@@ -237,6 +250,14 @@ impl Config {
         if self.proxy.max_connections == 0 {
             return bad("proxy.max_connections must be at least 1".into());
         }
+        if self.proxy.max_preauth_connections == 0 {
+            return bad("proxy.max_preauth_connections must be at least 1".into());
+        }
+        if self.proxy.handshake_timeout_ms == 0 || self.proxy.net_read_timeout_ms == 0 {
+            return bad(
+                "proxy.handshake_timeout_ms and proxy.net_read_timeout_ms must be above 0".into(),
+            );
+        }
         if self.proxy.max_packet_bytes < 1024 {
             return bad("proxy.max_packet_bytes must be at least 1024".into());
         }
@@ -274,6 +295,15 @@ impl Config {
 
     pub fn connect_timeout(&self) -> Duration {
         Duration::from_millis(self.backend.connect_timeout_ms)
+    }
+
+    pub fn net_read_timeout(&self) -> Duration {
+        Duration::from_millis(self.proxy.net_read_timeout_ms)
+    }
+
+    /// None when idle sessions are never disconnected.
+    pub fn idle_timeout(&self) -> Option<Duration> {
+        (self.proxy.idle_timeout_ms > 0).then(|| Duration::from_millis(self.proxy.idle_timeout_ms))
     }
 }
 

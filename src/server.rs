@@ -17,7 +17,7 @@ use tracing::{error, info, warn};
 
 use crate::admin::{bump, Stats};
 use crate::backend::pool::Pool;
-use crate::backend::{self, BackendError, BackendStream, LoggedIn, LoginSpec};
+use crate::backend::{self, BackendError, LoggedIn, LoginSpec};
 use crate::config::{Config, ConfigError, ProxyUser};
 use crate::protocol::handshake::Greeting;
 use crate::protocol::packets::ErrorInfo;
@@ -30,6 +30,8 @@ pub struct Shared {
     pub tls: Option<TlsAcceptor>,
     pub stats: Stats,
     pub pool: Pool,
+    /// Slots for clients that have not finished logging in (`proxy.max_preauth_connections`).
+    pub preauth: Arc<Semaphore>,
     pub shutdown: watch::Receiver<bool>,
     users: HashMap<Vec<u8>, (ProxyUser, [u8; 20])>,
     next_connection_id: AtomicU32,
@@ -60,6 +62,7 @@ impl Shared {
             Duration::from_millis(config.pool.idle_timeout_ms),
         );
         Ok(Shared {
+            preauth: Arc::new(Semaphore::new(config.proxy.max_preauth_connections)),
             tls,
             stats: Stats::default(),
             pool,
@@ -98,7 +101,7 @@ impl Shared {
         }
         let mut s =
             backend::connect(&self.config.backend.address, self.config.connect_timeout()).await?;
-        let (_, g) = backend::read_greeting(&mut s).await?;
+        let (_, g) = backend::read_greeting_within(&mut s, self.config.connect_timeout()).await?;
         *self
             .backend_greeting
             .lock()
@@ -119,26 +122,22 @@ impl Shared {
         .await
     }
 
-    /// Resets a cleanly released backend connection in the background and pools it.
-    pub fn recycle(
-        self: &Arc<Self>,
-        spec: LoginSpec,
-        greeting: Greeting,
-        mut stream: BackendStream,
-        caps: u32,
-    ) {
+    /// Resets a cleanly released backend connection in the background and pools it, only when
+    /// the reset leaves it exactly as a fresh login (`backend::reset_to`); otherwise closes it.
+    pub fn recycle(self: &Arc<Self>, spec: LoginSpec, mut conn: LoggedIn) {
         let shared = self.clone();
+        let wait = self.config.connect_timeout();
         tokio::spawn(async move {
-            match backend::reset(&mut stream).await {
-                Ok(()) => shared.pool.put(
-                    spec,
-                    LoggedIn {
-                        stream,
-                        greeting,
-                        caps,
-                    },
-                ),
-                Err(e) => warn!("backend connection not reusable, closed: {e}"),
+            let reset = backend::reset_to(
+                &mut conn.stream,
+                conn.caps,
+                spec.database.as_deref(),
+                &conn.fingerprint,
+            );
+            match tokio::time::timeout(wait, reset).await {
+                Ok(Ok(())) => shared.pool.put(spec, conn),
+                Ok(Err(e)) => warn!("backend connection not reusable, closed: {e}"),
+                Err(_) => warn!("backend connection not reset in time, closed"),
             }
         });
     }
@@ -282,8 +281,13 @@ async fn reconcile_at_startup(shared: Arc<Shared>) {
     }
 }
 
-async fn refuse(mut tcp: TcpStream) {
-    let p = ErrorInfo::too_many_connections().to_packet();
+async fn refuse(tcp: TcpStream) {
+    refuse_with(tcp, ErrorInfo::too_many_connections()).await;
+}
+
+/// Answers a client that will not be served with an ERR packet in place of the greeting.
+pub async fn refuse_with(mut tcp: TcpStream, e: ErrorInfo) {
+    let p = e.to_packet();
     let mut frame = vec![p.len() as u8, (p.len() >> 8) as u8, 0, 0];
     frame.extend_from_slice(&p);
     let _ = tcp.write_all(&frame).await;

@@ -60,12 +60,29 @@ pub async fn read_greeting(
     stream: &mut BackendStream,
 ) -> Result<(Vec<u8>, Greeting), BackendError> {
     let mut raw = Vec::new();
-    stream.read_frame_into(&mut raw).await?;
+    stream
+        .read_frame_capped(&mut raw, crate::session::handshake::MAX_LOGIN_PACKET)
+        .await?;
     if raw.first() == Some(&0xff) {
         return Err(BackendError::Refused(raw));
     }
     let g = parse_greeting(&raw).ok_or(BackendError::Protocol("unparseable greeting"))?;
     Ok((raw, g))
+}
+
+/// `read_greeting`, for a backend that must greet within `wait` (a frozen backend is reported,
+/// not waited for).
+pub async fn read_greeting_within(
+    stream: &mut BackendStream,
+    wait: Duration,
+) -> Result<(Vec<u8>, Greeting), BackendError> {
+    match tokio::time::timeout(wait, read_greeting(stream)).await {
+        Ok(r) => r,
+        Err(_) => Err(BackendError::Connect(format!(
+            "connected, but no greeting within {} ms",
+            wait.as_millis()
+        ))),
+    }
 }
 
 /// A backend connection the proxy logged in itself (proxy-auth mode).
@@ -74,6 +91,49 @@ pub struct LoggedIn {
     pub greeting: Greeting,
     /// Capabilities in force on this connection (what the proxy sent).
     pub caps: u32,
+    /// The session state right after login (`SESSION_FINGERPRINT`): a pooled connection is
+    /// reused only when its reset state equals it.
+    pub fingerprint: Vec<Row>,
+}
+
+/// What a reset must restore and COM_RESET_CONNECTION alone does not guarantee (it keeps the
+/// current database, and servers differ on the character set): compared after every reset.
+pub const SESSION_FINGERPRINT: &str = "SELECT DATABASE(), @@character_set_client, \
+     @@character_set_connection, @@character_set_results, @@collation_connection, \
+     @@autocommit, @@sql_mode, @@time_zone";
+
+/// The session fingerprint of a logged-in connection.
+pub async fn fingerprint(stream: &mut BackendStream, caps: u32) -> Result<Vec<Row>, BackendError> {
+    match query(stream, caps, SESSION_FINGERPRINT.as_bytes()).await {
+        Ok((QueryResult::Rows(r), _)) => Ok(r),
+        Ok((QueryResult::Err(e), _)) => Err(BackendError::Refused(e)),
+        Ok(_) => Err(BackendError::Protocol("no session fingerprint")),
+        Err(QueryError::Io(e)) => Err(BackendError::Io(e)),
+        Err(QueryError::Framing(w)) => Err(BackendError::Protocol(w)),
+    }
+}
+
+/// What a session keeps about its proxy-made login, to give the connection back to the pool.
+#[derive(Debug, Clone)]
+pub struct PooledLogin {
+    pub spec: LoginSpec,
+    pub greeting: Greeting,
+    pub fingerprint: Vec<Row>,
+}
+
+impl LoggedIn {
+    /// Splits into the stream and what the pool needs later.
+    pub fn into_parts(self, spec: LoginSpec) -> (BackendStream, PooledLogin, u32) {
+        (
+            self.stream,
+            PooledLogin {
+                spec,
+                greeting: self.greeting,
+                fingerprint: self.fingerprint,
+            },
+            self.caps,
+        )
+    }
 }
 
 /// Credentials and session shape of a proxy-made backend login.
@@ -92,7 +152,7 @@ pub async fn login(
     spec: &LoginSpec,
 ) -> Result<LoggedIn, BackendError> {
     let mut stream = connect(addr, timeout).await?;
-    let (_, greeting) = read_greeting(&mut stream).await?;
+    let (_, greeting) = read_greeting_within(&mut stream, timeout).await?;
     let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::COMPRESS | cap::CONNECT_ATTRS);
     let plugin: &[u8] = if greeting.auth_plugin == CACHING_SHA2_PLUGIN {
         CACHING_SHA2_PLUGIN
@@ -109,11 +169,29 @@ pub async fn login(
         plugin,
     );
     stream.send_packet(1, &resp).await?;
-    finish_auth(&mut stream, spec.password.as_bytes(), &greeting.scramble).await?;
+    let auth = finish_auth(&mut stream, spec.password.as_bytes(), &greeting.scramble);
+    match tokio::time::timeout(timeout, auth).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(BackendError::Connect(format!(
+                "no answer to the login within {} ms",
+                timeout.as_millis()
+            )))
+        }
+    }
+    let fingerprint = match tokio::time::timeout(timeout, fingerprint(&mut stream, caps)).await {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(BackendError::Protocol(
+                "no answer to the session fingerprint",
+            ))
+        }
+    };
     Ok(LoggedIn {
         stream,
         greeting,
         caps,
+        fingerprint,
     })
 }
 
@@ -157,8 +235,31 @@ async fn finish_auth(
     }
 }
 
-/// Leaves a logged-in connection with a clean session: COM_RESET_CONNECTION (rolls back, drops
-/// temporary tables, user variables and prepared statements, resets session variables).
+/// Leaves a pooled connection exactly as a fresh login for `database` would: COM_RESET_CONNECTION
+/// (rolls back, releases locks, drops temporary tables, user variables and prepared statements,
+/// resets session variables), then the login's database again (the reset keeps whatever the
+/// last user chose with USE), then a check that the session state equals `fresh`, the state
+/// right after login. Any difference is an error: the connection must not be reused.
+pub async fn reset_to(
+    stream: &mut BackendStream,
+    caps: u32,
+    database: Option<&[u8]>,
+    fresh: &[Row],
+) -> Result<(), BackendError> {
+    reset(stream).await?;
+    if let Some(db) = database {
+        init_db(stream, db).await?;
+    }
+    let now = fingerprint(stream, caps).await?;
+    if now != fresh {
+        return Err(BackendError::Protocol(
+            "session state after reset differs from a fresh login",
+        ));
+    }
+    Ok(())
+}
+
+/// COM_RESET_CONNECTION alone.
 pub async fn reset(stream: &mut BackendStream) -> Result<(), BackendError> {
     stream.send_packet(0, &[com::RESET_CONNECTION]).await?;
     let mut p = Vec::new();

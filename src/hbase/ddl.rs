@@ -2,7 +2,7 @@
 //! TRUNCATE TABLE, CREATE INDEX, SHOW CREATE TABLE) into the model's terms, with byte spans so a
 //! translation can splice the user's text instead of re-printing it.
 
-use crate::sql::lexer::{tokenize, Kind, Token};
+use crate::sql::lexer::{tokenize_with, Dialect, Kind, Token};
 
 use super::partition::{Partitioning, RangeBound};
 
@@ -332,7 +332,12 @@ impl<'a> Cursor<'a> {
 
 /// Parses a statement the HBase layer handles; `Ok(None)` for any other statement.
 pub fn parse(sql: &[u8]) -> Result<Option<Statement>, ParseError> {
-    let tokens = tokenize(sql).map_err(|e| ParseError(e.to_string()))?;
+    parse_with(sql, Dialect::default())
+}
+
+/// `parse`, reading the text as `d` says the backend does (executable comments, escapes).
+pub fn parse_with(sql: &[u8], d: Dialect) -> Result<Option<Statement>, ParseError> {
+    let tokens = tokenize_with(sql, d).map_err(|e| ParseError(e.to_string()))?;
     let mut c = Cursor { t: &tokens, i: 0 };
     let Some(first) = c.next().and_then(Token::keyword) else {
         return Ok(None);

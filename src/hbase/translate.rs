@@ -108,10 +108,10 @@ pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -
     }
 }
 
-/// A trigger or constraint name for a table (names are limited to 64 characters).
+/// A trigger or constraint name for a table (names are limited to 64 characters, not bytes).
+/// Cut at a character boundary: a byte cut inside a multibyte character panicked the session.
 fn derived_name(table: &str, suffix: &str) -> String {
-    let mut base: String = format!("obkv_{table}");
-    base.truncate(58);
+    let base: String = format!("obkv_{table}").chars().take(58).collect();
     format!("{base}_{suffix}")
 }
 
@@ -176,6 +176,17 @@ mod tests {
             cut("ALTER TABLE t KV_ATTRIBUTES='{}' PARTITION BY KEY(K) PARTITIONS 7"),
             "ALTER TABLE t PARTITION BY KEY(K) PARTITIONS 7"
         );
+    }
+
+    #[test]
+    fn derived_names_cut_at_characters() {
+        // 49 characters with a two-byte one where byte 58 falls inside it
+        let table = format!("{}é{}", "a".repeat(52), "b".repeat(10));
+        let n = derived_name(&table, "bi");
+        assert_eq!(n.chars().count(), 61);
+        assert!(n.ends_with("_bi"));
+        let n = derived_name(&"é".repeat(60), "bu");
+        assert_eq!(n.chars().count(), 61);
     }
 
     #[test]

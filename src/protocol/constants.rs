@@ -75,6 +75,7 @@ pub mod status {
     pub const IN_TRANS: u16 = 1;
     pub const AUTOCOMMIT: u16 = 2;
     pub const MORE_RESULTS_EXISTS: u16 = 8;
+    pub const NO_BACKSLASH_ESCAPES: u16 = 0x200;
     pub const CURSOR_EXISTS: u16 = 64;
     pub const LAST_ROW_SENT: u16 = 128;
 }

@@ -61,6 +61,10 @@ impl ErrorInfo {
         )
     }
 
+    pub fn net_read_timeout() -> Self {
+        Self::new(1159, "08S01", "Got timeout reading communication packets")
+    }
+
     pub fn out_of_order() -> Self {
         Self::new(1156, "08S01", "Got packets out of order")
     }

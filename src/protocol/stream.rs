@@ -3,6 +3,11 @@
 //! One read buffer and one write buffer per connection, both bounded: packets the proxy must
 //! inspect are read whole (they are small), everything else is copied through in chunks, so a
 //! result never has to fit in memory.
+//!
+//! Memory follows the bytes that actually arrive: the read buffer is never zero-filled or sized
+//! ahead of data (a frame header promising 16 MiB costs nothing until 16 MiB arrive), whole-frame
+//! reads can be capped before anything is allocated (`read_frame_capped`, for pre-auth packets),
+//! and both buffers shrink back after an unusually large packet.
 
 use std::io;
 
@@ -10,15 +15,17 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
 use super::constants::MAX_FRAME;
 
+/// Read-ahead per socket read, and the size the read buffer shrinks back to.
 const READ_CHUNK: usize = 64 * 1024;
 /// Pending output is written out once it reaches this size.
 const WRITE_HIGH_WATER: usize = 64 * 1024;
 
 pub struct PacketStream<S> {
     io: S,
+    /// Bytes read from the socket; `rbuf[rpos..]` is not consumed yet. Its length is what
+    /// arrived, its capacity what is reserved (never initialised ahead of data).
     rbuf: Vec<u8>,
     rpos: usize,
-    rend: usize,
     wbuf: Vec<u8>,
 }
 
@@ -29,14 +36,17 @@ pub struct Header {
     pub seq: u8,
 }
 
+fn too_large() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "packet larger than allowed")
+}
+
 impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub fn new(io: S) -> Self {
         PacketStream {
             io,
-            rbuf: vec![0; READ_CHUNK],
+            rbuf: Vec::new(),
             rpos: 0,
-            rend: 0,
-            wbuf: Vec::with_capacity(WRITE_HIGH_WATER),
+            wbuf: Vec::new(),
         }
     }
 
@@ -44,66 +54,83 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         &self.io
     }
 
+    pub fn get_mut(&mut self) -> &mut S {
+        &mut self.io
+    }
+
     /// Bytes already read from the socket and not yet consumed.
     pub fn buffered(&self) -> usize {
-        self.rend - self.rpos
+        self.rbuf.len() - self.rpos
     }
 
     pub fn has_pending_output(&self) -> bool {
         !self.wbuf.is_empty()
     }
 
-    /// Reads more bytes from the socket; errors with UnexpectedEof when the peer closed.
-    async fn fill_some(&mut self) -> io::Result<()> {
-        if self.rpos == self.rend {
-            self.rpos = 0;
-            self.rend = 0;
-        } else if self.rend == self.rbuf.len() {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
+    /// Memory held by the buffers (capacity), for tests and accounting.
+    pub fn buffer_capacity(&self) -> usize {
+        self.rbuf.capacity() + self.wbuf.capacity()
+    }
+
+    /// Moves unconsumed bytes to the front of the read buffer.
+    fn compact(&mut self) {
+        if self.rpos > 0 {
+            self.rbuf.drain(..self.rpos);
             self.rpos = 0;
         }
-        let n = self.io.read(&mut self.rbuf[self.rend..]).await?;
+    }
+
+    /// One socket read into the free capacity of the read buffer, for a packet that still misses
+    /// `missing` bytes. At most one READ_CHUNK is reserved ahead of the data, so a peer that
+    /// promises a large packet and sends nothing costs nothing, and a large packet makes the
+    /// buffer grow only as its bytes arrive.
+    async fn read_more(&mut self, missing: usize) -> io::Result<()> {
+        if self.rpos == self.rbuf.len() {
+            self.rbuf.clear();
+            self.rpos = 0;
+        }
+        let want = missing.clamp(1, READ_CHUNK);
+        if self.rbuf.capacity() - self.rbuf.len() < want {
+            self.compact();
+            if self.rbuf.capacity() - self.rbuf.len() < want {
+                self.rbuf.reserve(READ_CHUNK);
+            }
+        }
+        let n = self.io.read_buf(&mut self.rbuf).await?;
         if n == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
-        self.rend += n;
         Ok(())
     }
 
-    /// Makes sure `n` bytes are buffered, growing the buffer when one packet is larger than it.
+    /// Reads more bytes from the socket; errors with UnexpectedEof when the peer closed.
+    async fn fill_some(&mut self) -> io::Result<()> {
+        self.read_more(READ_CHUNK).await
+    }
+
+    /// Makes sure `n` bytes are buffered.
     async fn fill_at_least(&mut self, n: usize) -> io::Result<()> {
-        if self.buffered() >= n {
-            return Ok(());
-        }
-        if self.rbuf.len() - self.rpos < n {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
-            self.rpos = 0;
-            if self.rbuf.len() < n {
-                self.rbuf.resize(n, 0);
-            }
-        }
         while self.buffered() < n {
-            let end = self.rbuf.len();
-            let m = self.io.read(&mut self.rbuf[self.rend..end]).await?;
-            if m == 0 {
-                return Err(io::ErrorKind::UnexpectedEof.into());
-            }
-            self.rend += m;
+            self.read_more(n - self.buffered()).await?;
         }
         Ok(())
     }
 
-    /// Gives back memory after an unusually large packet.
-    fn shrink_read_buffer(&mut self) {
-        if self.rbuf.len() > READ_CHUNK && self.buffered() <= READ_CHUNK {
-            self.rbuf.copy_within(self.rpos..self.rend, 0);
-            self.rend -= self.rpos;
-            self.rpos = 0;
-            self.rbuf.truncate(READ_CHUNK);
-            self.rbuf.shrink_to_fit();
+    /// Gives back memory after an unusually large packet (call between commands: an idle
+    /// session keeps only the small buffers).
+    pub fn shrink_buffers(&mut self) {
+        if self.rbuf.capacity() > READ_CHUNK && self.buffered() <= READ_CHUNK {
+            self.compact();
+            self.rbuf.shrink_to(READ_CHUNK);
         }
+        if self.wbuf.is_empty() && self.wbuf.capacity() > WRITE_HIGH_WATER {
+            self.wbuf.shrink_to(WRITE_HIGH_WATER);
+        }
+    }
+
+    /// Waits until at least one byte can be read (or the peer closed: UnexpectedEof).
+    pub async fn wait_readable(&mut self) -> io::Result<()> {
+        self.fill_at_least(1).await
     }
 
     pub async fn read_header(&mut self) -> io::Result<Header> {
@@ -125,18 +152,51 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
 
     /// Reads a whole payload of `len` bytes and returns it as a slice valid until the next read.
     pub async fn read_payload(&mut self, len: usize) -> io::Result<&[u8]> {
-        self.shrink_read_buffer();
+        self.shrink_buffers();
         self.fill_at_least(len).await?;
         let start = self.rpos;
         self.rpos += len;
         Ok(&self.rbuf[start..start + len])
     }
 
+    /// Appends a payload of `len` bytes to `out`, reading what is not buffered yet straight into
+    /// `out` (a large command is held once, not once here and once there). `out` grows with the
+    /// bytes that arrive.
+    pub async fn read_payload_into(&mut self, mut len: usize, out: &mut Vec<u8>) -> io::Result<()> {
+        let have = len.min(self.buffered());
+        out.extend_from_slice(&self.rbuf[self.rpos..self.rpos + have]);
+        self.rpos += have;
+        len -= have;
+        while len > 0 {
+            out.reserve(len.min(READ_CHUNK));
+            let spare = (out.capacity() - out.len()).min(len);
+            let n = (&mut self.io).take(spare as u64).read_buf(out).await?;
+            if n == 0 {
+                return Err(io::ErrorKind::UnexpectedEof.into());
+            }
+            len -= n;
+        }
+        Ok(())
+    }
+
     /// Reads one frame (header and payload) into `out`, returning its header.
     pub async fn read_frame_into(&mut self, out: &mut Vec<u8>) -> io::Result<Header> {
         let h = self.read_header().await?;
         out.clear();
-        out.extend_from_slice(self.read_payload(h.len).await?);
+        self.read_payload_into(h.len, out).await?;
+        Ok(h)
+    }
+
+    /// Like `read_frame_into`, but refuses (InvalidData) a frame longer than `max` before reading
+    /// or allocating anything for it: for packets whose size is known to be small (logins, auth
+    /// rounds).
+    pub async fn read_frame_capped(&mut self, out: &mut Vec<u8>, max: usize) -> io::Result<Header> {
+        let h = self.read_header().await?;
+        if h.len > max {
+            return Err(too_large());
+        }
+        out.clear();
+        self.read_payload_into(h.len, out).await?;
         Ok(h)
     }
 
@@ -217,11 +277,27 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.io.flush().await
     }
 
-    /// Queues and flushes one packet.
-    pub async fn send_packet(&mut self, seq: u8, payload: &[u8]) -> io::Result<u8> {
-        let next = self.queue_packet(seq, payload);
-        self.flush().await?;
-        Ok(next)
+    /// Sends one packet and flushes. A large payload is written from where it is, frame by
+    /// frame, instead of being copied into the write buffer first. Returns the next sequence id.
+    pub async fn send_packet(&mut self, mut seq: u8, payload: &[u8]) -> io::Result<u8> {
+        if payload.len() < WRITE_HIGH_WATER {
+            let next = self.queue_packet(seq, payload);
+            self.flush().await?;
+            return Ok(next);
+        }
+        let mut rest = payload;
+        loop {
+            let n = rest.len().min(MAX_FRAME);
+            self.queue_header(n, seq);
+            self.flush().await?;
+            self.io.write_all(&rest[..n]).await?;
+            seq = seq.wrapping_add(1);
+            rest = &rest[n..];
+            if n < MAX_FRAME {
+                self.io.flush().await?;
+                return Ok(seq);
+            }
+        }
     }
 
     pub async fn shutdown(&mut self) {
@@ -278,5 +354,60 @@ mod tests {
             r.read_payload(h.len).await.unwrap_err().kind(),
             io::ErrorKind::UnexpectedEof
         );
+    }
+
+    #[tokio::test]
+    async fn a_promised_large_frame_costs_nothing_until_it_arrives() {
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        // header: 16 MiB - 1, then only two payload bytes
+        a.write_all(&[0xff, 0xff, 0xff, 0, 1, 2]).await.unwrap();
+        let mut r = PacketStream::new(b);
+        let h = r.read_header().await.unwrap();
+        assert_eq!(h.len, MAX_FRAME);
+        let mut out = Vec::new();
+        let read = tokio::time::timeout(
+            std::time::Duration::from_millis(50),
+            r.read_payload_into(h.len, &mut out),
+        )
+        .await;
+        assert!(read.is_err(), "still waiting for the rest");
+        assert!(
+            r.buffer_capacity() <= 2 * READ_CHUNK,
+            "{}",
+            r.buffer_capacity()
+        );
+    }
+
+    #[tokio::test]
+    async fn capped_frames_are_refused_before_reading() {
+        let (mut a, b) = tokio::io::duplex(1024);
+        a.write_all(&[0, 0, 1, 0]).await.unwrap(); // 64 KiB promised
+        let mut r = PacketStream::new(b);
+        let mut out = Vec::new();
+        let e = r.read_frame_capped(&mut out, 1024).await.unwrap_err();
+        assert_eq!(e.kind(), io::ErrorKind::InvalidData);
+        assert!(out.capacity() == 0);
+    }
+
+    #[tokio::test]
+    async fn buffers_shrink_after_a_large_packet() {
+        let (a, b) = tokio::io::duplex(1 << 20);
+        let mut w = PacketStream::new(a);
+        let mut r = PacketStream::new(b);
+        let payload = vec![9u8; 5 << 20];
+        let writer = tokio::spawn(async move {
+            w.send_packet(0, &payload).await.unwrap();
+            w.send_packet(1, b"small").await.unwrap();
+            w
+        });
+        let h = r.read_header().await.unwrap();
+        assert_eq!(r.read_payload(h.len).await.unwrap().len(), 5 << 20);
+        assert!(r.buffer_capacity() >= 5 << 20);
+        let h = r.read_header().await.unwrap();
+        assert_eq!(r.read_payload(h.len).await.unwrap(), b"small");
+        r.shrink_buffers();
+        assert!(r.buffer_capacity() <= READ_CHUNK + WRITE_HIGH_WATER);
+        let w = writer.await.unwrap();
+        assert!(w.buffer_capacity() <= 2 * WRITE_HIGH_WATER);
     }
 }

@@ -34,8 +34,9 @@ use crate::protocol::packets::{ok_packet, ErrorInfo};
 use crate::protocol::stream::PacketStream;
 use crate::server::Shared;
 
-/// Largest login packet accepted (user, auth data, database and connect attributes).
-const MAX_LOGIN_PACKET: usize = 1 << 20;
+/// Largest packet accepted before login completes (the login itself with user, auth data,
+/// database and connect attributes, and every auth round). Checked before anything is allocated.
+pub const MAX_LOGIN_PACKET: usize = 64 * 1024;
 
 /// Why a session was not established (already reported to the client where possible).
 #[derive(Debug)]
@@ -90,8 +91,12 @@ async fn read_raw_packet(tcp: &mut TcpStream) -> Result<(u8, Vec<u8>), Handshake
     if len > MAX_LOGIN_PACKET {
         return Err(HandshakeFailure::Rejected("login packet too large"));
     }
-    let mut p = vec![0u8; len];
-    tcp.read_exact(&mut p).await?;
+    // grows with the bytes that arrive, not with what the header promises
+    let mut p = Vec::new();
+    (&mut *tcp).take(len as u64).read_to_end(&mut p).await?;
+    if p.len() < len {
+        return Err(HandshakeFailure::Io(io::ErrorKind::UnexpectedEof.into()));
+    }
     Ok((h[3], p))
 }
 
@@ -120,10 +125,7 @@ async fn read_login_request(
     let tls = acceptor.accept(tcp).await?;
     let mut client = PacketStream::new(ClientIo::Tls(Box::new(tls)));
     let mut p = Vec::new();
-    let h = client.read_frame_into(&mut p).await?;
-    if h.len > MAX_LOGIN_PACKET {
-        return Err(HandshakeFailure::Rejected("login packet too large"));
-    }
+    let h = client.read_frame_capped(&mut p, MAX_LOGIN_PACKET).await?;
     Ok((client, p, h.seq))
 }
 
@@ -168,7 +170,9 @@ async fn establish_relayed(
         Ok(b) => b,
         Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
     };
-    let (mut greeting_raw, greeting) = match backend::read_greeting(&mut backend).await {
+    let wait = shared.config.connect_timeout();
+    let (mut greeting_raw, greeting) = match backend::read_greeting_within(&mut backend, wait).await
+    {
         Ok(g) => g,
         Err(BackendError::Refused(err)) => {
             // e.g. "Too many connections" from the backend: relay it as the first packet
@@ -194,27 +198,24 @@ async fn establish_relayed(
         )
         .await);
     }
-    if !relay_auth(
+    let Some(status) = relay_auth(
         &mut client,
         &mut backend,
         seq_delta,
         seq.wrapping_add(1),
         &addr,
+        shared.config.handshake_timeout(),
     )
     .await?
-    {
+    else {
         debug!(%peer, user = %String::from_utf8_lossy(&response.user), "backend refused login");
         return Err(HandshakeFailure::Rejected("authentication failed"));
-    }
+    };
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), "session established");
-    Ok(Session::new(
-        shared,
-        peer,
-        client,
-        backend,
-        client_caps,
-        None,
-    ))
+    Ok(
+        Session::new(shared, peer, client, backend, client_caps, None)
+            .with_backend(&greeting.server_version, status),
+    )
 }
 
 async fn report_backend_down(
@@ -235,25 +236,30 @@ async fn report_backend_down(
     HandshakeFailure::Rejected("backend unreachable")
 }
 
-/// Relays an auth exchange until the backend's OK (true) or ERR (false). Client sequence ids are
-/// the backend's plus `seq_delta`; `next_client_seq` is the id the client expects next.
+/// Relays an auth exchange until the backend's OK (its server status) or ERR (None), each relayed
+/// to the client. Client sequence ids are
+/// the backend's plus `seq_delta`; `next_client_seq` is the id the client expects next. Every
+/// packet is capped at MAX_LOGIN_PACKET, and a backend that does not answer within `wait` is
+/// reported to the client (error 2013), not left hanging.
 pub async fn relay_auth(
     client: &mut PacketStream<ClientIo>,
     backend: &mut BackendStream,
     seq_delta: u8,
     mut next_client_seq: u8,
     addr: &str,
-) -> Result<bool, HandshakeFailure> {
+    wait: std::time::Duration,
+) -> Result<Option<u16>, HandshakeFailure> {
     let mut p = Vec::new();
     loop {
-        let h = match backend.read_frame_into(&mut p).await {
-            Ok(h) => h,
-            Err(_) => {
+        let read = tokio::time::timeout(wait, backend.read_frame_capped(&mut p, MAX_LOGIN_PACKET));
+        let h = match read.await {
+            Ok(Ok(h)) => h,
+            _ => {
                 return Err(reject(
                     client,
                     next_client_seq,
                     ErrorInfo::backend_lost(addr),
-                    "backend lost during login",
+                    "backend lost or silent during login",
                 )
                 .await)
             }
@@ -262,15 +268,18 @@ pub async fn relay_auth(
             .send_packet(h.seq.wrapping_add(seq_delta), &p)
             .await?;
         match p.first() {
-            Some(0x00) => return Ok(true),
+            Some(0x00) => {
+                let status = crate::protocol::packets::parse_ok(&p).map_or(0, |ok| ok.status);
+                return Ok(Some(status));
+            }
             Some(0xff) => {
                 client.shutdown().await;
-                return Ok(false);
+                return Ok(None);
             }
             Some(0x01) if p.as_slice() == [0x01, 0x03] => continue, // caching_sha2 fast auth: OK follows
             _ => {}
         }
-        let ch = client.read_frame_into(&mut p).await?;
+        let ch = client.read_frame_capped(&mut p, MAX_LOGIN_PACKET).await?;
         next_client_seq = ch.seq.wrapping_add(1);
         if backend
             .send_packet(ch.seq.wrapping_sub(seq_delta), &p)
@@ -357,15 +366,12 @@ async fn establish_proxy_auth(
         .send_packet(next_seq, &ok_packet(0, 0, backend_greeting.status, 0))
         .await?;
     info!(%peer, user = %String::from_utf8_lossy(&response.user), backend_user = %spec.user, "session established (proxy auth)");
-    let caps = logged.caps;
-    Ok(Session::new(
-        shared,
-        peer,
-        client,
-        logged.stream,
-        caps,
-        Some((spec, logged.greeting)),
-    ))
+    let (stream, pooled, caps) = logged.into_parts(spec);
+    let status = backend_greeting.status;
+    Ok(
+        Session::new(shared, peer, client, stream, caps, Some(pooled))
+            .with_backend(&backend_greeting.server_version, status),
+    )
 }
 
 /// The client's mysql_native_password answer; asks for it with an auth switch when the client
@@ -384,7 +390,7 @@ async fn native_auth_data(
         .send_packet(seq, &build_auth_switch(NATIVE_PLUGIN, salt))
         .await?;
     let mut p = Vec::new();
-    let h = client.read_frame_into(&mut p).await?;
+    let h = client.read_frame_capped(&mut p, MAX_LOGIN_PACKET).await?;
     Ok((p, h.seq.wrapping_add(1)))
 }
 
@@ -425,7 +431,10 @@ pub async fn proxy_change_user(
         .send_packet(1, &build_auth_switch(NATIVE_PLUGIN, &salt))
         .await?;
     let mut p = Vec::new();
-    let h = session.client.read_frame_into(&mut p).await?;
+    let h = session
+        .client
+        .read_frame_capped(&mut p, MAX_LOGIN_PACKET)
+        .await?;
     let seq = h.seq.wrapping_add(1);
     let host = session.peer.ip().to_string();
     let Some(user) = session.shared.check_proxy_user(&request.user, &salt, &p) else {
@@ -433,7 +442,7 @@ pub async fn proxy_change_user(
         session.client.send_packet(seq, &err.to_packet()).await?;
         return Ok(false);
     };
-    let Some((old_spec, _)) = session.pooled.as_ref() else {
+    let Some(old_spec) = session.pooled.as_ref().map(|p| &p.spec) else {
         return Ok(false);
     };
     let spec = LoginSpec {
@@ -445,13 +454,18 @@ pub async fn proxy_change_user(
     };
     match session.shared.backend_login(&spec).await {
         Ok(logged) => {
-            let old = std::mem::replace(&mut session.backend, logged.stream);
-            let old_pooled = session.pooled.replace((spec, logged.greeting));
+            let (stream, pooled, _) = logged.into_parts(spec);
+            let old = std::mem::replace(&mut session.backend, stream);
+            let old_pooled = session.pooled.replace(pooled);
             session.statements.clear();
-            if let Some((old_spec, old_greeting)) = old_pooled {
-                session
-                    .shared
-                    .recycle(old_spec, old_greeting, old, session.client_caps);
+            if let Some(p) = old_pooled {
+                let conn = crate::backend::LoggedIn {
+                    stream: old,
+                    greeting: p.greeting,
+                    caps: session.client_caps,
+                    fingerprint: p.fingerprint,
+                };
+                session.shared.recycle(p.spec, conn);
             }
             session
                 .client

@@ -4,6 +4,7 @@
 //! nothing is half-done: if the backend refuses a step, the steps before it are undone and the
 //! catalog is unchanged.
 
+use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 
 use tracing::info;
@@ -272,10 +273,15 @@ impl Session {
         let sql = self.catalog().group_tables(name);
         let tables = self.rows(&sql).await?.unwrap_or_default();
         if !tables.is_empty() {
-            let names: Vec<String> = tables
+            let visible = self.visible_hbase_tables().await?;
+            let (seen, hidden): (Vec<_>, Vec<_>) = tables
                 .iter()
-                .map(|r| format!("{}.{}", text(&r[0]), text(&r[1])))
-                .collect();
+                .map(|r| (text(&r[0]), text(&r[1])))
+                .partition(|t| visible.contains(t));
+            let mut names: Vec<String> = seen.iter().map(|(d, t)| format!("{d}.{t}")).collect();
+            if !hidden.is_empty() {
+                names.push(format!("{} you may not see", hidden.len()));
+            }
             return self
                 .answer_error(ErrorInfo::new(
                     rules::ER_NOT_SUPPORTED,
@@ -312,18 +318,27 @@ impl Session {
             Ok(r) => r,
             Err(e) => return self.answer_raw(&e).await,
         };
-        let out: Vec<Vec<Option<String>>> = rows
-            .iter()
-            .filter(|r| pattern.is_none_or(|p| like(p, &text(&r[0]))))
-            .map(|r| {
-                r.iter()
-                    .map(|v| {
-                        v.as_deref()
-                            .map(|b| String::from_utf8_lossy(b).into_owned())
-                    })
-                    .collect()
-            })
-            .collect();
+        let visible = self.visible_hbase_tables().await?;
+        // rows come ordered by group; a table the user may not see is not named, and a group
+        // none of whose tables the user may see shows as if empty
+        let mut out: Vec<Vec<Option<String>>> = Vec::new();
+        for r in &rows {
+            let group = text(&r[0]);
+            if !pattern.is_none_or(|p| like(p, &group)) {
+                continue;
+            }
+            let (db, table) = (text(&r[2]), text(&r[1]));
+            let shown = r[1].is_some() && visible.contains(&(db.clone(), table.clone()));
+            let last_same_group = out.last().filter(|o| o[0].as_deref() == Some(&group));
+            match (shown, last_same_group.is_some_and(|o| o[1].is_none())) {
+                (true, true) => {
+                    *out.last_mut().expect("checked") = vec![Some(group), Some(table), Some(db)]
+                }
+                (true, false) => out.push(vec![Some(group), Some(table), Some(db)]),
+                (false, _) if last_same_group.is_none() => out.push(vec![Some(group), None, None]),
+                (false, _) => {}
+            }
+        }
         self.answer_rows(&["Tablegroup_name", "Table_name", "Database_name"], &out)
             .await
     }
@@ -584,17 +599,35 @@ impl Session {
     }
 
     async fn show_create_table(&mut self, t: &TableName) -> Result<(), End> {
-        match self.catalog_entry(t).await? {
-            Some((_, _, def, ddl_text)) => {
-                let shown = String::from_utf8_lossy(&ddl_text)
-                    .trim_end()
-                    .trim_end_matches(';')
-                    .to_string();
-                let row = vec![Some(def.name.name.clone()), Some(shown)];
-                self.answer_rows(&["Table", "Create Table"], &[row]).await
-            }
-            None => self.forward(ResponseKind::Query).await.map(drop),
+        let Some((db, _, def, ddl_text)) = self.catalog_entry(t).await? else {
+            return self.forward(ResponseKind::Query).await.map(drop);
+        };
+        // The backend answers the same question first, so its grants apply: a user who may not
+        // see the table gets the backend's own error (1142), never the catalog's text.
+        let probe = format!("SHOW CREATE TABLE {}", qualified(&db, t));
+        if let Internal::Err(e) = self.internal(probe.as_bytes()).await? {
+            return self.answer_raw(&e).await;
         }
+        let shown = String::from_utf8_lossy(&ddl_text)
+            .trim_end()
+            .trim_end_matches(';')
+            .to_string();
+        let row = vec![Some(def.name.name.clone()), Some(shown)];
+        self.answer_rows(&["Table", "Create Table"], &[row]).await
+    }
+
+    /// The (schema, table) pairs of HBase-named tables this user may see: information_schema
+    /// lists only tables the user has some privilege on.
+    async fn visible_hbase_tables(&mut self) -> Result<HashSet<(String, String)>, End> {
+        let sql = "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+                   WHERE TABLE_NAME LIKE '%$%'";
+        Ok(self
+            .rows(sql)
+            .await?
+            .unwrap_or_default()
+            .iter()
+            .map(|r| (text(&r[0]), text(&r[1])))
+            .collect())
     }
 
     /// SHOW WARNINGS after an HBase statement: the backend's warnings and the proxy's.

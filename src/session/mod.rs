@@ -20,17 +20,20 @@ use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::admin::bump;
-use crate::backend::{BackendStream, LoginSpec};
+use crate::backend::{BackendStream, LoggedIn, PooledLogin};
 use crate::config::AuthMode;
 use crate::protocol::constants::{cap, com, status, MAX_FRAME};
-use crate::protocol::handshake::Greeting;
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
 use crate::server::Shared;
 use crate::sql::classify::{self, Class};
-use crate::sql::router::{self, Answer, Decision, Origin, PreparedInfo};
+use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo};
+use crate::sql::scan::Dialect;
 use client_io::ClientIo;
+
+/// A command buffer larger than this is given back after the command.
+const COMMAND_KEEP: usize = 1 << 20;
 
 /// How a session ended; decides whether its backend connection may be reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,12 +52,31 @@ enum End {
 pub async fn serve(tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
     let _ = tcp.set_nodelay(true);
     let timeout = shared.config.handshake_timeout();
-    let session = match tokio::time::timeout(
-        timeout,
-        handshake::establish(tcp, peer, shared.clone()),
-    )
-    .await
+    let deadline = tokio::time::Instant::now() + timeout;
+    // A slot among the clients logging in: bounds what unauthenticated clients hold (a backend
+    // connection each, in the default auth mode). A burst waits; a flood gets 1040.
+    let slot = match tokio::time::timeout_at(deadline, shared.preauth.clone().acquire_owned()).await
     {
+        Ok(Ok(slot)) => slot,
+        _ => {
+            bump(&shared.stats.connections_refused);
+            debug!(%peer, "no login slot within {} ms", timeout.as_millis());
+            let e = ErrorInfo::new(
+                1040,
+                "08004",
+                "Too many connections (obkv-proxy: too many clients logging in at once)",
+            );
+            crate::server::refuse_with(tcp, e).await;
+            return;
+        }
+    };
+    // the backend's own waits during login are bounded by the same timeout and reported to the
+    // client; this outer bound (a little later) only ends logins the client itself stalls
+    let outer = deadline + std::time::Duration::from_millis(500);
+    let established =
+        tokio::time::timeout_at(outer, handshake::establish(tcp, peer, shared.clone())).await;
+    drop(slot);
+    let session = match established {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
             debug!(%peer, "no session: {e:?}");
@@ -75,7 +97,7 @@ pub struct Session {
     backend: BackendStream,
     client_caps: u32,
     /// Proxy-auth mode: the login this backend connection was made for (its pool key).
-    pooled: Option<(LoginSpec, Greeting)>,
+    pooled: Option<PooledLogin>,
     statements: HashMap<u32, PreparedInfo>,
     /// Server status of the last response (transaction state for local answers).
     last_status: u16,
@@ -87,12 +109,25 @@ pub struct Session {
     flavor: Option<crate::hbase::backend::Flavor>,
     /// Warnings of the last HBase statement, shown by SHOW WARNINGS.
     pending_warnings: Vec<hbase::Warning>,
+    /// How the backend reads SQL text (from its greeting).
+    dialect: Dialect,
 }
 
 enum ReadError {
     Closed,
+    /// Nothing arrived within the idle timeout.
+    Idle,
+    /// A packet began but did not finish within the net read timeout.
+    Timeout(u8),
     OutOfOrder(u8),
     TooLarge(u8),
+}
+
+/// The limits `read_command` applies.
+struct ReadLimits {
+    max_bytes: usize,
+    idle: Option<std::time::Duration>,
+    net_read: std::time::Duration,
 }
 
 impl Session {
@@ -102,7 +137,7 @@ impl Session {
         client: PacketStream<ClientIo>,
         backend: BackendStream,
         client_caps: u32,
-        pooled: Option<(LoginSpec, Greeting)>,
+        pooled: Option<PooledLogin>,
     ) -> Self {
         Session {
             shared,
@@ -117,9 +152,58 @@ impl Session {
             command_frames: 1,
             flavor: None,
             pending_warnings: Vec::new(),
+            dialect: Dialect::default(),
         }
     }
 
+    /// What the backend's greeting and login said: how it reads SQL, and the status after login.
+    fn with_backend(mut self, server_version: &[u8], status: u16) -> Self {
+        self.dialect = Dialect::from_server_version(server_version);
+        self.last_status = status;
+        self
+    }
+
+    /// What the router needs besides the text: the backend's reading of SQL as of now (its
+    /// NO_BACKSLASH_ESCAPES state comes with every status) and the enforcement mode.
+    fn context(&self) -> Context {
+        Context {
+            dialect: Dialect {
+                no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+                ..self.dialect
+            },
+            strict: self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict,
+        }
+    }
+
+    /// The router's decision on the current command's text. A large text is read on the
+    /// blocking pool, so one client's 60 MiB statement never stalls the other sessions of its
+    /// event loop.
+    async fn decide(&mut self, origin: Origin) -> (Class, Decision) {
+        let ctx = self.context();
+        if self.command.len() <= router::LARGE_TEXT {
+            return router::decide(self.command.get(1..).unwrap_or_default(), origin, ctx);
+        }
+        let command = std::mem::take(&mut self.command);
+        let work = tokio::task::spawn_blocking(move || {
+            let d = router::decide(command.get(1..).unwrap_or_default(), origin, ctx);
+            (command, d)
+        });
+        match work.await {
+            Ok((command, d)) => {
+                self.command = command;
+                d
+            }
+            Err(e) => {
+                warn!(peer = %self.peer, "statement analysis failed: {e}");
+                let err = ErrorInfo::new(
+                    1105,
+                    "HY000",
+                    "obkv-proxy: internal error while reading the statement",
+                );
+                (Class::MaybeHbase, Decision::Answer(Answer::Error(err)))
+            }
+        }
+    }
     async fn run(mut self) {
         let stats = &self.shared.stats;
         stats.connections_active.fetch_add(1, Ordering::Relaxed);
@@ -132,9 +216,14 @@ impl Session {
         let clean = matches!(end, End::ClientQuit | End::Shutdown);
         self.client.shutdown().await;
         match self.pooled.take() {
-            Some((spec, greeting)) if clean => {
-                self.shared
-                    .recycle(spec, greeting, self.backend, self.client_caps);
+            Some(p) if clean => {
+                let conn = LoggedIn {
+                    stream: self.backend,
+                    greeting: p.greeting,
+                    caps: self.client_caps,
+                    fingerprint: p.fingerprint,
+                };
+                self.shared.recycle(p.spec, conn);
             }
             _ if clean => {
                 // tell the backend goodbye so it does not log an aborted connection
@@ -147,14 +236,35 @@ impl Session {
 
     async fn command_loop(&mut self) -> End {
         let mut shutdown = self.shared.shutdown.clone();
+        let cfg = &self.shared.config;
+        let limits = ReadLimits {
+            max_bytes: cfg.proxy.max_packet_bytes,
+            idle: cfg.idle_timeout(),
+            net_read: cfg.net_read_timeout(),
+        };
         loop {
+            // an idle session keeps only small buffers, whatever its last command was
+            self.client.shrink_buffers();
+            self.backend.shrink_buffers();
+            if self.command.capacity() > COMMAND_KEEP {
+                self.command = Vec::with_capacity(1024);
+            }
             let read = tokio::select! {
-                r = read_command(&mut self.client, self.shared.config.proxy.max_packet_bytes, &mut self.command) => r,
+                r = read_command(&mut self.client, &limits, &mut self.command) => r,
                 _ = shutdown.changed() => return End::Shutdown,
             };
             match read {
                 Ok(frames) => self.command_frames = frames,
                 Err(ReadError::Closed) => return End::ClientQuit,
+                Err(ReadError::Idle) => {
+                    debug!(peer = %self.peer, "idle timeout");
+                    return End::ClientGone;
+                }
+                Err(ReadError::Timeout(seq)) => {
+                    return self
+                        .protocol_error(seq, ErrorInfo::net_read_timeout())
+                        .await;
+                }
                 Err(ReadError::OutOfOrder(seq)) => {
                     return self.protocol_error(seq, ErrorInfo::out_of_order()).await;
                 }
@@ -225,7 +335,7 @@ impl Session {
             }
             self.pending_warnings.clear();
         }
-        let (class, decision) = router::decide(&self.command[1..], Origin::Text);
+        let (class, decision) = self.decide(Origin::Text).await;
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
@@ -233,7 +343,7 @@ impl Session {
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
-        let (class, decision) = router::decide(&self.command[1..], Origin::Prepare);
+        let (class, decision) = self.decide(Origin::Prepare).await;
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
@@ -270,8 +380,12 @@ impl Session {
             return Err(self.lose_backend(1).await);
         }
         let addr = self.shared.config.backend.address.clone();
-        match handshake::relay_auth(&mut self.client, &mut self.backend, 0, 1, &addr).await {
-            Ok(true) => Ok(()),
+        let wait = self.shared.config.handshake_timeout();
+        match handshake::relay_auth(&mut self.client, &mut self.backend, 0, 1, &addr, wait).await {
+            Ok(Some(st)) => {
+                self.last_status = st;
+                Ok(())
+            }
             _ => Err(End::ClientGone), // refused or broken: the session is over, as on a MySQL server
         }
     }
@@ -294,6 +408,14 @@ impl Session {
                 self.on_hbase(*stmt).await?;
                 Ok(None)
             }
+            Decision::CheckVariables(names) => {
+                if let Some(e) = self.check_dynamic_texts(&names).await? {
+                    bump(&self.shared.stats.answered_locally);
+                    self.answer_error(e).await?;
+                    return Ok(None);
+                }
+                self.forward(kind).await.map(Some)
+            }
             Decision::Answer(answer) => {
                 bump(&self.shared.stats.answered_locally);
                 match answer {
@@ -303,6 +425,28 @@ impl Session {
                 Ok(None)
             }
         }
+    }
+
+    /// Reads the user variables a PREPARE / EXECUTE IMMEDIATE takes its text from (a plain
+    /// SELECT on the session's connection: no state changes) and checks each text.
+    async fn check_dynamic_texts(&mut self, names: &[Vec<u8>]) -> Result<Option<ErrorInfo>, End> {
+        let ctx = self.context();
+        for name in names {
+            let sql = [b"SELECT ".as_slice(), name].concat();
+            let text = match self.internal(&sql).await? {
+                crate::backend::QueryResult::Rows(rows) => rows
+                    .into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next().flatten())
+                    .unwrap_or_default(),
+                // the backend's own error for the PREPARE will follow
+                _ => Vec::new(),
+            };
+            if let Some(e) = router::decide_dynamic(&text, ctx) {
+                return Ok(Some(e));
+            }
+        }
+        Ok(None)
     }
 
     async fn answer_error(&mut self, e: ErrorInfo) -> Result<(), End> {
@@ -353,8 +497,7 @@ impl Session {
     }
 
     async fn forward_without_response(&mut self) -> Result<(), End> {
-        self.backend.queue_packet(0, &self.command);
-        if self.backend.flush().await.is_err() {
+        if self.backend.send_packet(0, &self.command).await.is_err() {
             return Err(self.lose_backend(self.command_frames).await);
         }
         Ok(())
@@ -362,10 +505,10 @@ impl Session {
 
     /// Sends the current command to the backend and relays the response.
     async fn forward(&mut self, kind: ResponseKind) -> Result<Summary, End> {
-        let backend_frames = self.backend.queue_packet(0, &self.command);
-        if self.backend.flush().await.is_err() {
-            return Err(self.lose_backend(self.command_frames).await);
-        }
+        let backend_frames = match self.backend.send_packet(0, &self.command).await {
+            Ok(next) => next,
+            Err(_) => return Err(self.lose_backend(self.command_frames).await),
+        };
         // Response sequence ids continue the command's; they differ when a rewrite changed the
         // number of frames.
         let seq_delta = self.command_frames.wrapping_sub(backend_frames);
@@ -463,18 +606,19 @@ impl Session {
     /// LOAD DATA LOCAL: the client sends the file as packets ending with an empty one.
     async fn relay_local_infile(&mut self, seq_delta: u8) -> Result<(), End> {
         let mut previous_full = false;
+        let net_read = self.shared.config.net_read_timeout();
         loop {
-            let h = self
-                .client
-                .read_header()
-                .await
-                .map_err(|_| End::ClientGone)?;
+            let h = match tokio::time::timeout(net_read, self.client.read_header()).await {
+                Ok(Ok(h)) => h,
+                _ => return Err(End::ClientGone),
+            };
             self.backend
                 .queue_header(h.len, h.seq.wrapping_sub(seq_delta));
-            match self.client.copy_payload_to(h.len, &mut self.backend).await {
-                Ok(()) => {}
-                Err(CopyError::Read(_)) => return Err(End::ClientGone),
-                Err(CopyError::Write(_)) => {
+            let copy = self.client.copy_payload_to(h.len, &mut self.backend);
+            match tokio::time::timeout(net_read, copy).await {
+                Ok(Ok(())) => {}
+                Ok(Err(CopyError::Read(_))) | Err(_) => return Err(End::ClientGone),
+                Ok(Err(CopyError::Write(_))) => {
                     return Err(self.lose_backend(h.seq.wrapping_add(1)).await)
                 }
             }
@@ -517,32 +661,41 @@ impl Session {
     }
 }
 
-/// Reads one command, joining 16 MiB frames; returns the number of frames it used.
+/// Reads one command, joining 16 MiB frames; returns the number of frames it used. The wait for
+/// a command is bounded by the idle timeout, a begun packet by the net read timeout, and the
+/// size is checked before a frame's payload is read.
 async fn read_command(
     client: &mut PacketStream<ClientIo>,
-    max: usize,
+    limits: &ReadLimits,
     out: &mut Vec<u8>,
 ) -> Result<u8, ReadError> {
     out.clear();
+    // between commands a client may wait (up to the idle timeout, when one is set)
+    let first_byte = client.wait_readable();
+    match limits.idle {
+        Some(idle) => match tokio::time::timeout(idle, first_byte).await {
+            Ok(r) => r.map_err(|_| ReadError::Closed)?,
+            Err(_) => return Err(ReadError::Idle),
+        },
+        None => first_byte.await.map_err(|_| ReadError::Closed)?,
+    }
     let mut expected = 0u8;
     loop {
-        let h = client
-            .read_header()
-            .await
-            .map_err(|_: io::Error| ReadError::Closed)?;
+        let h = match tokio::time::timeout(limits.net_read, client.read_header()).await {
+            Ok(r) => r.map_err(|_: io::Error| ReadError::Closed)?,
+            Err(_) => return Err(ReadError::Timeout(expected)),
+        };
         if h.seq != expected {
             return Err(ReadError::OutOfOrder(h.seq.wrapping_add(1)));
         }
         expected = expected.wrapping_add(1);
-        if out.len() + h.len > max {
+        if out.len() + h.len > limits.max_bytes {
             return Err(ReadError::TooLarge(expected));
         }
-        out.extend_from_slice(
-            client
-                .read_payload(h.len)
-                .await
-                .map_err(|_| ReadError::Closed)?,
-        );
+        match tokio::time::timeout(limits.net_read, client.read_payload_into(h.len, out)).await {
+            Ok(r) => r.map_err(|_| ReadError::Closed)?,
+            Err(_) => return Err(ReadError::Timeout(expected)),
+        }
         if h.len < MAX_FRAME {
             return Ok(expected);
         }

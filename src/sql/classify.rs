@@ -9,7 +9,8 @@ use memchr::{memchr, memchr2};
 pub enum Class {
     /// Nothing the proxy has business with: forward unchanged.
     Plain,
-    /// Mentions `$` (HBase table names are `group$family`) or TABLEGROUP.
+    /// Mentions `$` (HBase table names are `group$family`), TABLEGROUP, PREPARE or IMMEDIATE,
+    /// or is a CREATE TABLE: the router reads it.
     MaybeHbase,
     /// `SHOW PROXY ...`: answered by the proxy itself.
     ProxyCommand,
@@ -20,10 +21,13 @@ pub fn classify(sql: &[u8]) -> Class {
     if is_proxy_command(start) {
         return Class::ProxyCommand;
     }
-    // CREATE TABLE is flagged too: a K/Q/T/V table without '$' in its name earns a warning
+    // CREATE TABLE is flagged too: a K/Q/T/V table without '$' in its name earns a warning;
+    // so is SQL-level dynamic SQL, whose text may be hex or sit in a variable
     if memchr(b'$', sql).is_some()
         || contains_ignore_case(sql, b"tablegroup")
         || starts_with_create_table(start)
+        || contains_ignore_case(sql, b"prepare")
+        || contains_ignore_case(sql, b"immediate")
     {
         return Class::MaybeHbase;
     }

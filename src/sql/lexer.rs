@@ -1,6 +1,7 @@
-//! A MySQL lexer over bytes, with byte offsets: what DDL checks read and what splicing
-//! rewrites need (sqlparser's tokenizer takes `&str` and reports line/column positions, and its
-//! parser rejects OceanBase's TABLEGROUP and PARTITION BY clauses).
+//! Owned tokens with decoded values and byte offsets: what the DDL reader reads and what
+//! splicing rewrites need (sqlparser's tokenizer takes `&str` and reports line/column positions,
+//! and its parser rejects OceanBase's TABLEGROUP and PARTITION BY clauses). Where tokens start and
+//! end is decided by `scan`, the one reader of SQL text.
 
 /// A token and where it stands in the statement (`start..end`, bytes).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub enum Kind {
     /// X'hex' / 0xhex literal, decoded.
     Hex(Vec<u8>),
     Number(String),
+    /// `@name` / `@@name`, as written.
+    Var(String),
     Punct(u8),
 }
 
@@ -50,216 +53,53 @@ impl Token {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0} at byte {1}")]
-pub struct LexError(pub &'static str, pub usize);
+use super::scan::{hex_value, ident_value, string_value, Scanner, Tok};
+pub use super::scan::{Dialect, LexError};
 
+/// Owned tokens of a whole statement, read with the default dialect.
 pub fn tokenize(sql: &[u8]) -> Result<Vec<Token>, LexError> {
-    let mut out = Vec::new();
-    let mut i = 0;
-    let n = sql.len();
-    while i < n {
-        let c = sql[i];
-        if c.is_ascii_whitespace() {
-            i += 1;
-            continue;
-        }
-        if c == b'#'
-            || (c == b'-'
-                && sql.get(i + 1) == Some(&b'-')
-                && sql.get(i + 2).is_none_or(|c| c.is_ascii_whitespace()))
-        {
-            i = memchr::memchr(b'\n', &sql[i..]).map_or(n, |j| i + j + 1);
-            continue;
-        }
-        if c == b'/' && sql.get(i + 1) == Some(&b'*') {
-            i = memchr::memmem::find(&sql[i + 2..], b"*/").map_or(n, |j| i + 2 + j + 2);
-            continue;
-        }
-        let start = i;
-        // hex literals: X'…' and 0x…
-        if (c == b'x' || c == b'X') && sql.get(i + 1) == Some(&b'\'') {
-            let end = memchr::memchr(b'\'', &sql[i + 2..])
-                .map(|j| i + 2 + j)
-                .ok_or(LexError("unterminated hex literal", i))?;
-            let bytes = decode_hex(&sql[i + 2..end]).ok_or(LexError("bad hex literal", i))?;
-            out.push(Token {
-                kind: Kind::Hex(bytes),
-                start,
-                end: end + 1,
-            });
-            i = end + 1;
-            continue;
-        }
-        if c == b'0'
-            && matches!(sql.get(i + 1), Some(b'x'))
-            && sql.get(i + 2).is_some_and(u8::is_ascii_hexdigit)
-        {
-            let mut j = i + 2;
-            while j < n && sql[j].is_ascii_hexdigit() {
-                j += 1;
+    tokenize_with(sql, Dialect::default())
+}
+
+/// Owned tokens of a statement as `d` reads it (executable comments, escapes, quotes): for
+/// statements the proxy must understand in detail. Built on `scan::Scanner`, which decides where
+/// every token starts and ends; this adds the decoded values.
+pub fn tokenize_with(sql: &[u8], d: Dialect) -> Result<Vec<Token>, LexError> {
+    let mut out: Vec<Token> = Vec::new();
+    for t in Scanner::new(sql, d) {
+        let t = t?;
+        let text = t.text(sql);
+        let kind = match t.kind {
+            Tok::Word => Kind::Word(String::from_utf8_lossy(text).into_owned()),
+            Tok::QuotedIdent => {
+                Kind::Quoted(String::from_utf8_lossy(&ident_value(sql, &t)).into_owned())
             }
-            let digits = &sql[i + 2..j];
-            let padded: Vec<u8> = if !digits.len().is_multiple_of(2) {
-                [b"0", digits].concat()
-            } else {
-                digits.to_vec()
-            };
-            let bytes = decode_hex(&padded).ok_or(LexError("bad hex literal", i))?;
-            out.push(Token {
-                kind: Kind::Hex(bytes),
-                start,
-                end: j,
-            });
-            i = j;
-            continue;
-        }
-        if c.is_ascii_digit() || (c == b'.' && sql.get(i + 1).is_some_and(u8::is_ascii_digit)) {
-            let mut j = i;
-            while j < n && (sql[j].is_ascii_alphanumeric() || sql[j] == b'.') {
-                j += 1;
-            }
-            // 12abc is an identifier in MySQL
-            if sql[i..j]
-                .iter()
-                .any(|b| b.is_ascii_alphabetic() && *b != b'e' && *b != b'E')
-            {
-                let w = String::from_utf8_lossy(&sql[i..j]).into_owned();
-                out.push(Token {
-                    kind: Kind::Word(w),
-                    start,
-                    end: j,
-                });
-            } else {
-                out.push(Token {
-                    kind: Kind::Number(String::from_utf8_lossy(&sql[i..j]).into_owned()),
-                    start,
-                    end: j,
-                });
-            }
-            i = j;
-            continue;
-        }
-        if c == b'\'' || c == b'"' {
-            let (bytes, end) = read_string(sql, i)?;
-            out.push(Token {
-                kind: Kind::Str(bytes),
-                start,
-                end,
-            });
-            i = end;
-            continue;
-        }
-        if c == b'`' {
-            let mut j = i + 1;
-            let mut name = Vec::new();
-            loop {
-                match sql.get(j) {
-                    None => return Err(LexError("unterminated quoted identifier", i)),
-                    Some(b'`') if sql.get(j + 1) == Some(&b'`') => {
-                        name.push(b'`');
-                        j += 2;
-                    }
-                    Some(b'`') => break,
-                    Some(b) => {
-                        name.push(*b);
-                        j += 1;
+            Tok::Str => {
+                let value = string_value(sql, &t, d);
+                // a charset introducer before a string: _binary'…', _utf8mb4'…'
+                if let Some(prev) = out.last_mut() {
+                    if matches!(&prev.kind, Kind::Word(w) if w.starts_with('_'))
+                        && prev.end == t.start
+                    {
+                        prev.kind = Kind::Str(value);
+                        prev.end = t.end;
+                        continue;
                     }
                 }
+                Kind::Str(value)
             }
-            out.push(Token {
-                kind: Kind::Quoted(String::from_utf8_lossy(&name).into_owned()),
-                start,
-                end: j + 1,
-            });
-            i = j + 1;
-            continue;
-        }
-        if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 {
-            let mut j = i;
-            while j < n
-                && (sql[j].is_ascii_alphanumeric()
-                    || sql[j] == b'_'
-                    || sql[j] == b'$'
-                    || sql[j] >= 0x80)
-            {
-                j += 1;
-            }
-            let word = String::from_utf8_lossy(&sql[i..j]).into_owned();
-            // a charset introducer before a string: _binary'…', _utf8mb4'…'
-            if word.starts_with('_') && matches!(sql.get(j), Some(b'\'') | Some(b'"')) {
-                let (bytes, end) = read_string(sql, j)?;
-                out.push(Token {
-                    kind: Kind::Str(bytes),
-                    start,
-                    end,
-                });
-                i = end;
-                continue;
-            }
-            out.push(Token {
-                kind: Kind::Word(word),
-                start,
-                end: j,
-            });
-            i = j;
-            continue;
-        }
+            Tok::Hex => Kind::Hex(hex_value(sql, &t).ok_or(LexError("bad hex literal", t.start))?),
+            Tok::Number => Kind::Number(String::from_utf8_lossy(text).into_owned()),
+            Tok::Var => Kind::Var(String::from_utf8_lossy(text).into_owned()),
+            Tok::Punct(c) => Kind::Punct(c),
+        };
         out.push(Token {
-            kind: Kind::Punct(c),
-            start,
-            end: i + 1,
+            kind,
+            start: t.start,
+            end: t.end,
         });
-        i += 1;
     }
     Ok(out)
-}
-
-fn decode_hex(h: &[u8]) -> Option<Vec<u8>> {
-    if !h.len().is_multiple_of(2) {
-        return None;
-    }
-    h.chunks(2)
-        .map(|p| {
-            std::str::from_utf8(p)
-                .ok()
-                .and_then(|s| u8::from_str_radix(s, 16).ok())
-        })
-        .collect()
-}
-
-/// A quoted string starting at `i`; returns its unescaped bytes and the end offset.
-fn read_string(sql: &[u8], i: usize) -> Result<(Vec<u8>, usize), LexError> {
-    let q = sql[i];
-    let mut j = i + 1;
-    let mut out = Vec::new();
-    loop {
-        match sql.get(j) {
-            None => return Err(LexError("unterminated string", i)),
-            Some(b'\\') => {
-                let e = *sql.get(j + 1).ok_or(LexError("unterminated string", i))?;
-                out.push(match e {
-                    b'0' => 0,
-                    b'n' => b'\n',
-                    b'r' => b'\r',
-                    b't' => b'\t',
-                    b'b' => 8,
-                    b'Z' => 26,
-                    other => other,
-                });
-                j += 2;
-            }
-            Some(c) if *c == q && sql.get(j + 1) == Some(&q) => {
-                out.push(q);
-                j += 2;
-            }
-            Some(c) if *c == q => return Ok((out, j + 1)),
-            Some(c) => {
-                out.push(*c);
-                j += 1;
-            }
-        }
-    }
 }
 
 #[cfg(test)]

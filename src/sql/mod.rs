@@ -1,5 +1,8 @@
-//! Statement classification and the decision point every statement passes.
+//! All reading of SQL: the scanner (`scan`, how the backend reads bytes), owned tokens for
+//! detailed readers (`lexer`), the cheap pre-check (`classify`) and the decision point every
+//! statement passes (`router`).
 
 pub mod classify;
 pub mod lexer;
 pub mod router;
+pub mod scan;

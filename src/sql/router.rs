@@ -5,13 +5,20 @@
 //!   decided by the lexical pre-check alone);
 //! * `Rewrite`: send this text instead (later: prefix-scan pruning);
 //! * `Answer`: do not involve the backend; answer with a local result or error (proxy commands,
-//!   later: OBKV rule violations).
+//!   statements the proxy refuses);
+//! * `Hbase`: HBase DDL, carried out by the session against the rules and the catalog;
+//! * `CheckVariables`: SQL-level dynamic SQL (`PREPARE s FROM @v`, `EXECUTE IMMEDIATE @v`) whose
+//!   text sits in user variables: the session reads them and asks `decide_dynamic` before
+//!   forwarding.
 //!
-//! Statements the pre-check flags as possible HBase statements are forwarded for now; the OBKV
-//! rules will hook in at `decide_hbase`.
+//! The story for a flagged text: split it into its statements as the backend reads them
+//! (`scan`: executable comments, escapes, quotes); read each one (HBase DDL is recognised by its
+//! identifier tokens, never by a `$` inside a string); then decide for the whole text. A text
+//! the proxy can read in more than one way (`scan::Ambiguity`) is read every way, and where the
+//! readings disagree the statement is refused rather than guessed at.
 
 use super::classify::{classify, leading_words, Class};
-use super::lexer::{tokenize, Kind};
+use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
 use crate::hbase::ddl::{self, Statement};
 use crate::protocol::packets::ErrorInfo;
 
@@ -22,6 +29,9 @@ pub enum Decision {
     Answer(Answer),
     /// HBase DDL: the session checks it against the rules and the catalog and carries it out.
     Hbase(Box<Statement>),
+    /// Forward only once the text held by each of these user variables (`@name` as written)
+    /// passes `decide_dynamic`.
+    CheckVariables(Vec<Vec<u8>>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +49,24 @@ pub enum Origin {
     Prepare,
 }
 
+/// What the decision depends on besides the text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Context {
+    /// How the backend reads this session's text.
+    pub dialect: Dialect,
+    /// `hbase.enforcement = "strict"`: refuse what the proxy cannot check.
+    pub strict: bool,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            dialect: Dialect::default(),
+            strict: true,
+        }
+    }
+}
+
 /// What the session remembers about a prepared statement, so COM_STMT_EXECUTE can be decided
 /// without the text being re-sent.
 #[derive(Debug, Clone)]
@@ -47,11 +75,14 @@ pub struct PreparedInfo {
     pub params: u16,
 }
 
-pub fn decide(sql: &[u8], origin: Origin) -> (Class, Decision) {
+/// Texts above this size are analysed off the session's event loop (see `session`).
+pub const LARGE_TEXT: usize = 256 * 1024;
+
+pub fn decide(sql: &[u8], origin: Origin, ctx: Context) -> (Class, Decision) {
     let class = classify(sql);
     let decision = match class {
         Class::Plain => Decision::Forward,
-        Class::MaybeHbase => decide_hbase(sql, origin),
+        Class::MaybeHbase => decide_flagged(sql, origin, ctx),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
     };
     (class, decision)
@@ -64,58 +95,398 @@ pub fn decide_execute(stmt: &PreparedInfo) -> Decision {
     }
 }
 
-fn decide_hbase(sql: &[u8], origin: Origin) -> Decision {
-    let stmt = match ddl::parse(sql) {
-        Ok(Some(s)) => s,
-        Ok(None) => return Decision::Forward, // DML on HBase tables: later issues
-        Err(e) => {
-            let words = leading_words(sql, 2);
-            let ddl_words = ["CREATE", "ALTER", "RENAME", "DROP"];
-            if words
-                .first()
-                .is_some_and(|w| ddl_words.contains(&w.as_str()))
-                && (memchr::memchr(b'$', sql).is_some()
-                    || words.get(1).is_some_and(|w| w == "TABLEGROUP"))
-            {
-                return Decision::Answer(Answer::Error(ErrorInfo::new(
-                    1064,
-                    "42000",
-                    format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
-                )));
-            }
-            return Decision::Forward;
-        }
+/// The text a SQL-level PREPARE or EXECUTE IMMEDIATE will run (read from a user variable by
+/// the session): None when it may run, else the refusal.
+pub fn decide_dynamic(text: &[u8], ctx: Context) -> Option<ErrorInfo> {
+    let reading = |d: Dialect| -> Result<Vec<Read>, ErrorInfo> {
+        let (pieces, _) = statements(text, d).map_err(|_| unreadable_dynamic())?;
+        Ok(pieces.iter().map(|p| read_piece(text, *p, d)).collect())
     };
-    if !touches_hbase(&stmt) {
-        return Decision::Forward;
+    match reading(ctx.dialect) {
+        Err(e) => Some(e),
+        Ok(reads) => reads.iter().find_map(|r| dynamic_refusal(r, ctx)),
     }
-    if origin == Origin::Prepare {
-        return Decision::Answer(Answer::Error(ErrorInfo::new(
-            1295,
-            "HY000",
-            "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
-        )));
-    }
-    if has_second_statement(sql) {
-        return Decision::Answer(Answer::Error(ErrorInfo::new(
-            1235,
-            "42000",
-            "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
-        )));
-    }
-    Decision::Hbase(Box::new(stmt))
 }
 
-/// Whether a parsed statement can concern an HBase table or a table group.
+/// One statement of a text, read.
+#[derive(Debug, Clone, PartialEq)]
+enum Read {
+    /// Nothing the proxy has business with (DML on HBase tables: later issues).
+    Plain,
+    /// A statement about an HBase table or a table group (or a CREATE TABLE with K, Q, T, V).
+    Hbase(Box<Statement>),
+    /// DDL naming an HBase table or a table group that the reader cannot parse.
+    Unreadable(String),
+    /// PREPARE … FROM / EXECUTE IMMEDIATE: the text it will run.
+    Dynamic(DynamicText),
+    /// A stored program or compound statement with HBase DDL inside.
+    ProgramWithHbaseDdl,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum DynamicText {
+    Literal(Vec<u8>),
+    /// `@name` as written.
+    Variable(Vec<u8>),
+    /// Any other expression (MariaDB): the proxy cannot know its value without running it.
+    Expression,
+}
+
+fn decide_flagged(sql: &[u8], origin: Origin, ctx: Context) -> Decision {
+    let primary = decide_reading(sql, origin, ctx, ctx.dialect);
+    let ambiguity = match statements(sql, ctx.dialect) {
+        Ok((_, a)) => a,
+        Err(_) => return primary,
+    };
+    for alt in ctx.dialect.alternatives(ambiguity) {
+        let other = decide_reading(sql, origin, ctx, alt);
+        if std::mem::discriminant(&other) != std::mem::discriminant(&primary) {
+            // e.g. a string that ends in one reading and not in the other hides a statement
+            return if ctx.strict {
+                Decision::Answer(Answer::Error(ErrorInfo::new(
+                    1064,
+                    "42000",
+                    "obkv-proxy cannot read this statement one way only (a backslash in a \"…\" literal \
+                     or after a multibyte character), so it cannot check it; write the literal without \
+                     the backslash, or with X'…'",
+                )))
+            } else {
+                primary
+            };
+        }
+    }
+    primary
+}
+
+fn decide_reading(sql: &[u8], origin: Origin, ctx: Context, d: Dialect) -> Decision {
+    let pieces = match statements(sql, d) {
+        Ok((p, _)) => p,
+        // the backend cannot read it either; its error is the answer
+        Err(_) => return unreadable_by_words(sql),
+    };
+    let reads: Vec<Read> = pieces.iter().map(|p| read_piece(sql, *p, d)).collect();
+    let many = reads.len() > 1;
+    let mut variables: Vec<Vec<u8>> = Vec::new();
+    for (i, read) in reads.iter().enumerate() {
+        match read {
+            Read::Plain => {}
+            Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl if many => {
+                return refuse(
+                    1235,
+                    "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
+                );
+            }
+            Read::Hbase(stmt) if origin == Origin::Prepare => {
+                return match names_hbase_object(stmt) {
+                    true => Decision::Answer(Answer::Error(hbase_ddl_not_preparable())),
+                    false => Decision::Forward,
+                };
+            }
+            // the session carries it out on the whole text: its offsets must be the text's
+            Read::Hbase(_) if pieces[i].start > 0 => {
+                return refuse(
+                    1235,
+                    "obkv-proxy: send HBase DDL as a statement of its own, not after a ';'",
+                );
+            }
+            Read::Hbase(stmt) => return Decision::Hbase(stmt.clone()),
+            Read::Unreadable(e) => {
+                return refuse(
+                    1064,
+                    &format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
+                );
+            }
+            Read::ProgramWithHbaseDdl => {
+                if ctx.strict {
+                    return refuse(
+                        1235,
+                        "obkv-proxy: HBase DDL inside a stored program or compound statement cannot be \
+                         checked; run it as a statement of its own",
+                    );
+                }
+            }
+            Read::Dynamic(DynamicText::Literal(text)) => {
+                if let Some(e) = decide_dynamic(text, Context { dialect: d, ..ctx }) {
+                    return Decision::Answer(Answer::Error(e));
+                }
+            }
+            Read::Dynamic(DynamicText::Variable(name)) => {
+                // a value assigned earlier in the same text is not known before the text runs
+                let earlier = &sql[..pieces[i].start];
+                if ctx.strict && mentions_variable(earlier, name, d) {
+                    return refuse(
+                        1235,
+                        "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE: its variable \
+                         is set in the same multi-statement; send the PREPARE as a statement of its own",
+                    );
+                }
+                if !variables.contains(name) {
+                    variables.push(name.clone());
+                }
+            }
+            Read::Dynamic(DynamicText::Expression) => {
+                if ctx.strict {
+                    return refuse(
+                        1235,
+                        "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
+                         string literal or a user variable",
+                    );
+                }
+            }
+        }
+    }
+    if variables.is_empty() {
+        Decision::Forward
+    } else {
+        Decision::CheckVariables(variables)
+    }
+}
+
+fn refuse(code: u16, message: &str) -> Decision {
+    Decision::Answer(Answer::Error(ErrorInfo::new(code, "42000", message)))
+}
+
+fn hbase_ddl_not_preparable() -> ErrorInfo {
+    ErrorInfo::new(
+        1295,
+        "HY000",
+        "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
+    )
+}
+
+fn unreadable_dynamic() -> ErrorInfo {
+    ErrorInfo::new(
+        1064,
+        "42000",
+        "obkv-proxy cannot read the text of this PREPARE/EXECUTE IMMEDIATE, so it cannot check it",
+    )
+}
+
+/// Why a dynamic text may not run, if it may not.
+fn dynamic_refusal(r: &Read, ctx: Context) -> Option<ErrorInfo> {
+    match r {
+        Read::Plain => None,
+        Read::Hbase(stmt) if !names_hbase_object(stmt) => None,
+        Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
+            Some(hbase_ddl_not_preparable())
+        }
+        // PREPARE inside a prepared text is refused by the backend itself
+        Read::Dynamic(_) => ctx.strict.then(unreadable_dynamic),
+    }
+}
+
+/// The old answer for a text the scanner cannot read: DDL naming an HBase table is refused,
+/// anything else goes to the backend, which reports its own syntax error.
+fn unreadable_by_words(sql: &[u8]) -> Decision {
+    let words = leading_words(sql, 2);
+    let ddl_verb = words
+        .first()
+        .is_some_and(|w| DDL_VERBS.contains(&w.as_str()));
+    if ddl_verb
+        && (memchr::memchr(b'$', sql).is_some() || words.get(1).is_some_and(|w| w == "TABLEGROUP"))
+    {
+        return refuse(
+            1064,
+            "obkv-proxy cannot read this HBase DDL, so it cannot check it",
+        );
+    }
+    Decision::Forward
+}
+
+const DDL_VERBS: [&str; 6] = ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "SHOW"];
+
+/// Whether an identifier token names an HBase table (`group$family`) or a table group.
+fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
+    match t.kind {
+        Tok::Word => {
+            let w = t.text(sql);
+            memchr::memchr(b'$', w).is_some()
+                || w.eq_ignore_ascii_case(b"TABLEGROUP")
+                || w.eq_ignore_ascii_case(b"TABLEGROUPS")
+        }
+        Tok::QuotedIdent => memchr::memchr(b'$', t.text(sql)).is_some(),
+        _ => false,
+    }
+}
+
+fn read_piece(sql: &[u8], p: Piece, d: Dialect) -> Read {
+    let piece = &sql[p.start..p.end];
+    let mut tokens = Scanner::new(piece, d);
+    let Some(Ok(first)) = tokens.next() else {
+        return Read::Plain;
+    };
+    if p.program {
+        return if program_has_hbase_ddl(piece, d) {
+            Read::ProgramWithHbaseDdl
+        } else {
+            Read::Plain
+        };
+    }
+    if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
+        return read_dynamic(piece, d).map_or(Read::Plain, Read::Dynamic);
+    }
+    let verb = String::from_utf8_lossy(first.text(piece)).to_ascii_uppercase();
+    if first.kind != Tok::Word || !DDL_VERBS.contains(&verb.as_str()) {
+        return Read::Plain;
+    }
+    // the object of the DDL, and whether any identifier names an HBase table or a group
+    let mut object: Option<String> = None;
+    let mut names_hbase = false;
+    for (i, t) in tokens.enumerate() {
+        let Ok(t) = t else { break };
+        names_hbase |= is_hbase_token(piece, &t);
+        if object.is_none() && i < 8 && t.kind == Tok::Word {
+            let w = String::from_utf8_lossy(t.text(piece)).to_ascii_uppercase();
+            if OBJECTS.contains(&w.as_str()) {
+                object = Some(w);
+            }
+        }
+        if names_hbase && object.is_some() {
+            break;
+        }
+    }
+    let create_table = verb == "CREATE" && object.as_deref() == Some("TABLE");
+    if !names_hbase && !create_table {
+        return Read::Plain;
+    }
+    // offsets in the parsed statement are relative to the piece
+    match ddl::parse_with(piece, d) {
+        Ok(Some(stmt)) if touches_hbase(&stmt) => Read::Hbase(Box::new(stmt)),
+        Ok(Some(_)) => Read::Plain,
+        Ok(None) if names_hbase && object.as_deref().is_some_and(|o| TABLE_LIKE.contains(&o)) => {
+            Read::Unreadable(format!(
+                "{verb} {} is not a form obkv-proxy reads",
+                object.unwrap_or_default()
+            ))
+        }
+        Ok(None) => Read::Plain,
+        Err(e) if names_hbase => Read::Unreadable(e.0),
+        Err(_) => Read::Plain,
+    }
+}
+
+/// Objects a DDL verb can name; the first of them among the leading words is the statement's.
+const OBJECTS: [&str; 14] = [
+    "TABLE",
+    "TABLES",
+    "INDEX",
+    "TABLEGROUP",
+    "TABLEGROUPS",
+    "VIEW",
+    "DATABASE",
+    "SCHEMA",
+    "PROCEDURE",
+    "FUNCTION",
+    "TRIGGER",
+    "EVENT",
+    "USER",
+    "SEQUENCE",
+];
+/// Objects whose DDL on an HBase name must be read (or refused).
+const TABLE_LIKE: [&str; 5] = ["TABLE", "TABLES", "INDEX", "TABLEGROUP", "TABLEGROUPS"];
+
+/// PREPARE name FROM <text> / EXECUTE IMMEDIATE <text> [USING …].
+fn read_dynamic(piece: &[u8], d: Dialect) -> Option<DynamicText> {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(64)
+        .collect();
+    let first = tokens.first()?;
+    let rest = if first.is_word(piece, "PREPARE") {
+        // PREPARE name FROM …
+        let from = tokens.iter().position(|t| t.is_word(piece, "FROM"))?;
+        &tokens[from + 1..]
+    } else if tokens.get(1).is_some_and(|t| t.is_word(piece, "IMMEDIATE")) {
+        &tokens[2..]
+    } else {
+        return None; // EXECUTE name [USING …]: runs a text checked at its PREPARE
+    };
+    // the expression ends at USING (EXECUTE IMMEDIATE) or the end of the statement
+    let expr: Vec<&scan::Token> = rest
+        .iter()
+        .take_while(|t| !t.is_word(piece, "USING"))
+        .collect();
+    Some(match expr.as_slice() {
+        [t] if t.kind == Tok::Str => DynamicText::Literal(string_value(piece, t, d)),
+        [t] if t.kind == Tok::Hex => match hex_value(piece, t) {
+            Some(v) => DynamicText::Literal(v),
+            None => DynamicText::Expression,
+        },
+        // a charset introducer: _utf8mb4'…', _binary X'…'
+        [intro, t] if intro.kind == Tok::Word && intro.text(piece).starts_with(b"_") => {
+            match t.kind {
+                Tok::Str => DynamicText::Literal(string_value(piece, t, d)),
+                Tok::Hex => {
+                    hex_value(piece, t).map_or(DynamicText::Expression, DynamicText::Literal)
+                }
+                _ => DynamicText::Expression,
+            }
+        }
+        [t] if t.kind == Tok::Var && !t.text(piece).starts_with(b"@@") => {
+            DynamicText::Variable(t.text(piece).to_vec())
+        }
+        _ => DynamicText::Expression,
+    })
+}
+
+/// Whether `text` mentions the user variable `name` (written as `@name`).
+fn mentions_variable(text: &[u8], name: &[u8], d: Dialect) -> bool {
+    let norm = |v: &[u8]| -> Vec<u8> {
+        let v = v.strip_prefix(b"@").unwrap_or(v);
+        let v = match v.first() {
+            Some(b'`' | b'\'' | b'"') if v.len() >= 2 => &v[1..v.len() - 1],
+            _ => v,
+        };
+        v.to_ascii_lowercase()
+    };
+    let want = norm(name);
+    Scanner::new(text, d)
+        .map_while(Result::ok)
+        .any(|t| t.kind == Tok::Var && norm(t.text(text)) == want)
+}
+
+/// A stored program or compound statement: does any statement inside it run DDL on an HBase
+/// table or a table group? (Its own leading CREATE is not one of them.)
+fn program_has_hbase_ddl(piece: &[u8], d: Dialect) -> bool {
+    let mut in_ddl = false;
+    let mut first = true;
+    for t in Scanner::new(piece, d).map_while(Result::ok) {
+        if t.is_punct(b';') {
+            in_ddl = false;
+            continue;
+        }
+        if t.kind == Tok::Word
+            && ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"]
+                .iter()
+                .any(|v| t.is_word(piece, v))
+        {
+            if !first {
+                in_ddl = true;
+            }
+            first = false;
+            continue;
+        }
+        first = false;
+        if in_ddl && is_hbase_token(piece, &t) {
+            return true;
+        }
+    }
+    false
+}
+
+/// Whether a parsed statement can concern an HBase table or a table group (including the
+/// CREATE TABLE of a K/Q/T/V table without `$`, which earns a warning).
 fn touches_hbase(stmt: &Statement) -> bool {
+    names_hbase_object(stmt) || matches!(stmt, Statement::CreateTable(t) if t.has_kqtv_columns())
+}
+
+/// Whether a parsed statement names an HBase table or a table group.
+fn names_hbase_object(stmt: &Statement) -> bool {
     match stmt {
         Statement::CreateTablegroup { .. }
         | Statement::DropTablegroup { .. }
         | Statement::ShowTablegroups { .. } => true,
-        // plain CREATE TABLE is looked at for the K/Q/T/V-without-'$' warning
-        Statement::CreateTable(t) => {
-            t.name.is_hbase_name() || t.tablegroup().is_some() || t.has_kqtv_columns()
-        }
+        Statement::CreateTable(t) => t.name.is_hbase_name() || t.tablegroup().is_some(),
         Statement::DropTable { tables, .. } => tables.iter().any(|t| t.is_hbase_name()),
         Statement::TruncateTable(t)
         | Statement::ShowCreateTable(t)
@@ -125,16 +496,6 @@ fn touches_hbase(stmt: &Statement) -> bool {
             .iter()
             .any(|(a, b)| a.is_hbase_name() || b.is_hbase_name()),
     }
-}
-
-fn has_second_statement(sql: &[u8]) -> bool {
-    let Ok(tokens) = tokenize(sql) else {
-        return false;
-    };
-    tokens
-        .iter()
-        .position(|t| t.kind == Kind::Punct(b';'))
-        .is_some_and(|i| i + 1 < tokens.len())
 }
 
 fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
@@ -156,47 +517,182 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
 mod tests {
     use super::*;
 
+    fn text(sql: &str) -> Decision {
+        decide(sql.as_bytes(), Origin::Text, Context::default()).1
+    }
+
+    fn maria(sql: &str) -> Decision {
+        let ctx = Context {
+            dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
+            strict: true,
+        };
+        decide(sql.as_bytes(), Origin::Text, ctx).1
+    }
+
+    fn refused(d: &Decision, code: u16) -> bool {
+        matches!(d, Decision::Answer(Answer::Error(e)) if e.code == code)
+    }
+
     #[test]
     fn hbase_ddl_is_routed_to_the_session() {
+        assert!(matches!(text("CREATE TABLEGROUP g"), Decision::Hbase(_)));
         assert!(matches!(
-            decide(b"CREATE TABLEGROUP g", Origin::Text).1,
+            text("CREATE TABLE g$f (K varbinary(10))"),
             Decision::Hbase(_)
         ));
-        assert!(matches!(
-            decide(b"CREATE TABLE g$f (K varbinary(10))", Origin::Text).1,
-            Decision::Hbase(_)
+        assert!(refused(
+            &decide(
+                b"CREATE TABLE g$f (K varbinary(10))",
+                Origin::Prepare,
+                Context::default()
+            )
+            .1,
+            1295
         ));
-        assert!(
-            matches!(decide(b"CREATE TABLE g$f (K varbinary(10))", Origin::Prepare).1, Decision::Answer(Answer::Error(e)) if e.code == 1295)
-        );
-        assert!(
-            matches!(decide(b"CREATE TABLEGROUP g; SELECT 1", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1235)
-        );
-        assert_eq!(
-            decide(b"CREATE TABLE plain (a int)", Origin::Text).1,
-            Decision::Forward
-        );
-        assert_eq!(
-            decide(b"SELECT * FROM g$f", Origin::Text).1,
-            Decision::Forward
-        );
-        assert!(
-            matches!(decide(b"CREATE TABLE g$f (", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1064)
-        );
+        assert!(refused(&text("CREATE TABLEGROUP g; SELECT 1"), 1235));
+        assert_eq!(text("CREATE TABLE plain (a int)"), Decision::Forward);
+        assert_eq!(text("SELECT * FROM g$f"), Decision::Forward);
+        assert!(refused(&text("CREATE TABLE g$f ("), 1064));
     }
 
     #[test]
     fn plain_is_forwarded_and_proxy_commands_answered() {
-        assert_eq!(decide(b"select 1", Origin::Text).1, Decision::Forward);
+        assert_eq!(text("select 1"), Decision::Forward);
         assert_eq!(
-            decide(b"show proxy status", Origin::Text).1,
+            text("show proxy status"),
             Decision::Answer(Answer::ProxyStatus)
         );
-        assert!(
-            matches!(decide(b"show proxy status", Origin::Prepare).1, Decision::Answer(Answer::Error(e)) if e.code == 1295)
+        assert!(refused(
+            &decide(b"show proxy status", Origin::Prepare, Context::default()).1,
+            1295
+        ));
+        assert!(refused(&text("show proxy nonsense"), 1064));
+    }
+
+    #[test]
+    fn executable_comments_are_read_as_code() {
+        // each hides DDL on an HBase table that the backend runs
+        for sql in [
+            "ALTER TABLE g$f /*! ADD COLUMN X int */",
+            "/*!50100 ALTER TABLE g$f ADD COLUMN X int */",
+            "SELECT 1 /*!; ALTER TABLE g$f ADD COLUMN X int */",
+        ] {
+            let d = maria(sql);
+            assert!(
+                matches!(d, Decision::Hbase(_)) || refused(&d, 1235),
+                "{sql}: {d:?}"
+            );
+        }
+        assert!(refused(
+            &maria("SELECT 1; /*M! ALTER TABLE g$f ADD COLUMN X int */"),
+            1235
+        ));
+        // on a non-MariaDB backend /*M! is a comment
+        assert_eq!(
+            text("SELECT 1 /*M! ; ALTER TABLE g$f ADD COLUMN X int */"),
+            Decision::Forward
         );
-        assert!(
-            matches!(decide(b"show proxy nonsense", Origin::Text).1, Decision::Answer(Answer::Error(e)) if e.code == 1064)
+        // a version the backend does not reach is a comment
+        assert_eq!(
+            text("SELECT 1 /*!99999 ; DROP TABLE g$f */"),
+            Decision::Forward
         );
+    }
+
+    #[test]
+    fn every_statement_of_a_text_is_read() {
+        assert!(refused(
+            &text("SELECT 1; ALTER TABLE g$f ADD COLUMN X int"),
+            1235
+        ));
+        assert!(refused(&text("SELECT 1;\nDROP TABLEGROUP g"), 1235));
+        assert_eq!(text("SELECT 'a;b'; SELECT * FROM g$f"), Decision::Forward);
+    }
+
+    #[test]
+    fn dynamic_sql_is_checked() {
+        assert!(refused(
+            &text("PREPARE s FROM 'ALTER TABLE g$f ADD COLUMN X int'"),
+            1295
+        ));
+        assert!(refused(
+            &text("EXECUTE IMMEDIATE 'CREATE TABLEGROUP g'"),
+            1295
+        ));
+        assert!(refused(
+            &text("PREPARE s FROM X'414C544552205441424C452067246620414444205820696E74'"),
+            1295
+        ));
+        assert_eq!(
+            text("PREPARE s FROM 'SELECT * FROM g$f WHERE K = ?'"),
+            Decision::Forward
+        );
+        assert_eq!(
+            text("PREPARE s FROM @stmt"),
+            Decision::CheckVariables(vec![b"@stmt".to_vec()])
+        );
+        assert!(refused(&text("SET @s = 'x'; PREPARE s FROM @s"), 1235));
+        assert!(refused(
+            &text("EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')"),
+            1235
+        ));
+        assert_eq!(text("EXECUTE s USING @a"), Decision::Forward);
+        assert!(decide_dynamic(b"DROP TABLE g$f", Context::default()).is_some());
+        assert!(decide_dynamic(b"SELECT K FROM g$f", Context::default()).is_none());
+        assert!(decide_dynamic(
+            b"CREATE TABLE t (K int, Q int, T int, V int)",
+            Context::default()
+        )
+        .is_none());
+    }
+
+    #[test]
+    fn stored_programs_with_hbase_ddl_are_refused_in_strict_mode() {
+        let sql = "CREATE PROCEDURE p() BEGIN DROP TABLE g$f; END";
+        assert!(refused(&text(sql), 1235));
+        let lax = Context {
+            strict: false,
+            ..Context::default()
+        };
+        assert_eq!(
+            decide(sql.as_bytes(), Origin::Text, lax).1,
+            Decision::Forward
+        );
+        assert_eq!(
+            text("CREATE PROCEDURE p() BEGIN SELECT * FROM g$f; END"),
+            Decision::Forward
+        );
+    }
+
+    #[test]
+    fn dollars_in_literals_and_non_table_ddl_are_not_hbase() {
+        for sql in [
+            "CREATE TABLE t9 AS SELECT json_value('{\"a\":1}','$.a') x",
+            "CREATE TABLE t (e enum('a$b','c'))",
+            "SELECT json_extract(j, '$.x') FROM t",
+            "CREATE VIEW v AS SELECT * FROM g$f",
+            "DROP VIEW v$x",
+        ] {
+            assert_eq!(text(sql), Decision::Forward, "{sql}");
+        }
+        // HBase names in forms the reader does not parse are refused, not forwarded
+        assert!(refused(&maria("CREATE OR REPLACE TABLE g$f (K int)"), 1064));
+        assert!(refused(
+            &maria("ALTER ONLINE TABLE g$f ADD COLUMN X int"),
+            1064
+        ));
+    }
+
+    #[test]
+    fn ambiguous_readings_are_refused() {
+        let sql = "SELECT \"a\\\"; ALTER TABLE g$f ADD COLUMN X int -- \"";
+        assert!(refused(&text(sql), 1064), "{:?}", text(sql));
+        let sql = b"SELECT '\xbf\\'; ALTER TABLE g$f ADD COLUMN X int -- '";
+        assert!(refused(
+            &decide(sql, Origin::Text, Context::default()).1,
+            1064
+        ));
+        // unambiguous texts with backslashes are read normally
+        assert_eq!(text("SELECT 'a\\'b', \"x\" FROM g$f"), Decision::Forward);
     }
 }

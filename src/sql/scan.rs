@@ -1,0 +1,722 @@
+//! Reading SQL text as the backend reads it: a lexer over bytes that allocates nothing, with
+//! byte spans, and the statement splitter built on it.
+//!
+//! What makes two readers of the same bytes disagree, and how this one follows the backend:
+//! - executable comments: `/*! … */` and `/*!NNNNN … */` are code when the backend's version is
+//!   at least NNNNN; `/*M! … */` and `/*M!NNNNNN … */` likewise, on MariaDB only (elsewhere they
+//!   are plain comments). The backend's flavour and version come from its greeting (`Dialect`).
+//! - backslash escapes in strings, off under NO_BACKSLASH_ESCAPES (the backend reports it in
+//!   every OK/EOF status, and the session keeps it current).
+//! - `"…"`: a string, or an identifier under ANSI_QUOTES, where a backslash escapes nothing.
+//!   The proxy does not track sql_mode, so a `"…"` holding a backslash is *ambiguous*.
+//! - 0x5C (`\`) as the second byte of a multibyte character (gbk, big5, sjis, cp932): a byte
+//!   of 0x80 or more before a backslash inside a literal is *ambiguous* too.
+//!
+//! The scanner reports such ambiguity instead of guessing; callers read the text again under
+//! the other reading (`Dialect::alternatives`) and act only where every reading agrees.
+
+/// How the backend reads SQL text.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Dialect {
+    /// MariaDB runs `/*M! … */`; other servers treat it as a comment.
+    pub mariadb: bool,
+    /// The server version as MMmmpp (MariaDB 10.11.19 = 101119, OceanBase's 5.7.25 = 50725).
+    pub version: u32,
+    pub no_backslash_escapes: bool,
+    /// `"…"` is an identifier (sql_mode ANSI_QUOTES).
+    pub ansi_quotes: bool,
+    /// A backslash after a byte of 0x80 or more belongs to a multibyte character.
+    pub multibyte_backslash: bool,
+}
+
+impl Default for Dialect {
+    fn default() -> Self {
+        Dialect {
+            mariadb: false,
+            version: 50725,
+            no_backslash_escapes: false,
+            ansi_quotes: false,
+            multibyte_backslash: false,
+        }
+    }
+}
+
+impl Dialect {
+    /// From the backend's greeting version string (`5.5.5-10.11.19-MariaDB…`, `5.7.25`, `8.0.36`).
+    pub fn from_server_version(v: &[u8]) -> Dialect {
+        let text = String::from_utf8_lossy(v);
+        let mariadb = text.to_ascii_lowercase().contains("mariadb");
+        // MariaDB prefixes 5.5.5- for old clients; its real version follows
+        let body = text.strip_prefix("5.5.5-").unwrap_or(&text);
+        let mut parts = body
+            .split(|c: char| !c.is_ascii_digit())
+            .filter(|p| !p.is_empty())
+            .map(|p| p.parse::<u32>().unwrap_or(0));
+        let (a, b, c) = (
+            parts.next().unwrap_or(5),
+            parts.next().unwrap_or(7),
+            parts.next().unwrap_or(0),
+        );
+        Dialect {
+            mariadb,
+            version: a.min(99) * 10_000 + b.min(99) * 100 + c.min(99),
+            ..Dialect::default()
+        }
+    }
+
+    /// The other readings of an ambiguous text, to be checked as well.
+    pub fn alternatives(self, ambiguity: Ambiguity) -> Vec<Dialect> {
+        let mut out = Vec::new();
+        if ambiguity.quotes {
+            out.push(Dialect {
+                ansi_quotes: !self.ansi_quotes,
+                ..self
+            });
+        }
+        if ambiguity.multibyte {
+            out.push(Dialect {
+                multibyte_backslash: !self.multibyte_backslash,
+                ..self
+            });
+        }
+        if ambiguity.quotes && ambiguity.multibyte {
+            out.push(Dialect {
+                ansi_quotes: !self.ansi_quotes,
+                multibyte_backslash: !self.multibyte_backslash,
+                ..self
+            });
+        }
+        out
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tok {
+    /// Unquoted word: keyword or identifier (letters, digits, `_`, `$`, bytes >= 0x80).
+    Word,
+    /// Backquoted identifier, or `"…"` under ANSI_QUOTES.
+    QuotedIdent,
+    /// '…' or "…" string literal (quotes included in the span).
+    Str,
+    /// X'…', 0x… literal.
+    Hex,
+    Number,
+    /// `@name`, `@'name'`, `@"name"`, `` @`name` ``, and `@@…` system variables.
+    Var,
+    Punct(u8),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Token {
+    pub kind: Tok,
+    pub start: usize,
+    pub end: usize,
+}
+
+impl Token {
+    pub fn text<'a>(&self, sql: &'a [u8]) -> &'a [u8] {
+        sql.get(self.start..self.end).unwrap_or_default()
+    }
+
+    pub fn is_word(&self, sql: &[u8], w: &str) -> bool {
+        self.kind == Tok::Word && self.text(sql).eq_ignore_ascii_case(w.as_bytes())
+    }
+
+    pub fn is_punct(&self, c: u8) -> bool {
+        self.kind == Tok::Punct(c)
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0} at byte {1}")]
+pub struct LexError(pub &'static str, pub usize);
+
+/// Readings of the text that depend on what the proxy does not know.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Ambiguity {
+    /// A `"…"` token holds a backslash: string or identifier (ANSI_QUOTES) read differently.
+    pub quotes: bool,
+    /// A backslash follows a byte >= 0x80 inside a literal (multibyte character sets).
+    pub multibyte: bool,
+}
+
+pub struct Scanner<'a> {
+    sql: &'a [u8],
+    pos: usize,
+    d: Dialect,
+    /// Inside an executable comment whose content is code: its `*/` is skipped.
+    in_code_comment: bool,
+    pub ambiguity: Ambiguity,
+    failed: bool,
+}
+
+impl<'a> Scanner<'a> {
+    pub fn new(sql: &'a [u8], d: Dialect) -> Self {
+        Scanner {
+            sql,
+            pos: 0,
+            d,
+            in_code_comment: false,
+            ambiguity: Ambiguity::default(),
+            failed: false,
+        }
+    }
+
+    fn at(&self, i: usize) -> Option<u8> {
+        self.sql.get(i).copied()
+    }
+
+    /// Skips white space and comments; enters executable comments the backend runs.
+    fn skip_noise(&mut self) {
+        loop {
+            let Some(c) = self.at(self.pos) else { return };
+            if c.is_ascii_whitespace() {
+                self.pos += 1;
+                continue;
+            }
+            // `-- ` needs a space or control character after the dashes (or the end)
+            if c == b'#'
+                || (c == b'-'
+                    && self.at(self.pos + 1) == Some(b'-')
+                    && self.at(self.pos + 2).is_none_or(|c| c <= b' '))
+            {
+                self.pos = memchr::memchr(b'\n', &self.sql[self.pos..])
+                    .map_or(self.sql.len(), |j| self.pos + j + 1);
+                continue;
+            }
+            if c == b'*' && self.in_code_comment && self.at(self.pos + 1) == Some(b'/') {
+                self.in_code_comment = false;
+                self.pos += 2;
+                continue;
+            }
+            if c == b'/' && self.at(self.pos + 1) == Some(b'*') {
+                let body = self.pos + 2;
+                if !self.in_code_comment {
+                    if let Some(code_at) = self.executable_comment(body) {
+                        self.in_code_comment = true;
+                        self.pos = code_at;
+                        continue;
+                    }
+                }
+                self.pos = memchr::memmem::find(&self.sql[body..], b"*/")
+                    .map_or(self.sql.len(), |j| body + j + 2);
+                continue;
+            }
+            return;
+        }
+    }
+
+    /// For a comment whose body starts at `body`: where its code starts, if the backend runs it.
+    fn executable_comment(&self, body: usize) -> Option<usize> {
+        let (mut i, mariadb_only) = match (self.at(body), self.at(body + 1)) {
+            (Some(b'!'), _) => (body + 1, false),
+            (Some(b'M'), Some(b'!')) => (body + 2, true),
+            _ => return None,
+        };
+        if mariadb_only && !self.d.mariadb {
+            return None;
+        }
+        let digits = self.sql[i..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
+        // MySQL reads five digits; MariaDB five or six
+        let n = match digits {
+            0 => 0,
+            6.. if self.d.mariadb => 6,
+            5.. => 5,
+            _ => 0,
+        };
+        if n > 0 {
+            let v: u32 = std::str::from_utf8(&self.sql[i..i + n])
+                .ok()?
+                .parse()
+                .ok()?;
+            if v > self.d.version {
+                return None;
+            }
+            i += n;
+        }
+        Some(i)
+    }
+
+    /// A quoted run from `i` (at the quote); returns the end offset (after the closing quote).
+    fn quoted(&mut self, i: usize, q: u8, escapes: bool) -> Result<usize, LexError> {
+        let mut j = i + 1;
+        let mut prev_high = false;
+        loop {
+            let c = self.at(j).ok_or(LexError("unterminated quoted text", i))?;
+            if c == b'\\' && escapes {
+                if prev_high {
+                    self.ambiguity.multibyte = true;
+                    if self.d.multibyte_backslash {
+                        // the backslash is the second byte of a character
+                        prev_high = false;
+                        j += 1;
+                        continue;
+                    }
+                }
+                if q == b'"' {
+                    self.ambiguity.quotes = true;
+                }
+                if self.at(j + 1).is_none() {
+                    return Err(LexError("unterminated quoted text", i));
+                }
+                j += 2;
+                prev_high = false;
+                continue;
+            }
+            if c == b'\\' && q == b'"' {
+                self.ambiguity.quotes = true;
+            }
+            if c == q {
+                if self.at(j + 1) == Some(q) {
+                    j += 2;
+                    prev_high = false;
+                    continue;
+                }
+                return Ok(j + 1);
+            }
+            prev_high = c >= 0x80 && !prev_high;
+            j += 1;
+        }
+    }
+
+    fn word_end(&self, mut j: usize) -> usize {
+        while let Some(c) = self.at(j) {
+            if c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80 {
+                j += 1;
+            } else {
+                break;
+            }
+        }
+        j
+    }
+
+    fn next_token(&mut self) -> Result<Option<Token>, LexError> {
+        self.skip_noise();
+        let i = self.pos;
+        let Some(c) = self.at(i) else {
+            return Ok(None);
+        };
+        let tok = |kind, end| Token {
+            kind,
+            start: i,
+            end,
+        };
+        let escapes = !self.d.no_backslash_escapes;
+        let t = match c {
+            b'x' | b'X' if self.at(i + 1) == Some(b'\'') => {
+                let end = memchr::memchr(b'\'', &self.sql[i + 2..])
+                    .map(|j| i + 2 + j + 1)
+                    .ok_or(LexError("unterminated hex literal", i))?;
+                tok(Tok::Hex, end)
+            }
+            b'0' if self.at(i + 1) == Some(b'x')
+                && self.at(i + 2).is_some_and(|c| c.is_ascii_hexdigit()) =>
+            {
+                let mut j = i + 2;
+                while self.at(j).is_some_and(|c| c.is_ascii_hexdigit()) {
+                    j += 1;
+                }
+                // 0x1g is an identifier in MySQL
+                if self.word_end(j) > j {
+                    tok(Tok::Word, self.word_end(j))
+                } else {
+                    tok(Tok::Hex, j)
+                }
+            }
+            b'0'..=b'9' => {
+                let mut j = i;
+                while self.at(j).is_some_and(|c| c.is_ascii_digit() || c == b'.') {
+                    j += 1;
+                }
+                if matches!(self.at(j), Some(b'e' | b'E'))
+                    && self
+                        .at(j + 1)
+                        .is_some_and(|c| c.is_ascii_digit() || c == b'+' || c == b'-')
+                {
+                    j += 2;
+                    while self.at(j).is_some_and(|c| c.is_ascii_digit()) {
+                        j += 1;
+                    }
+                }
+                // 12abc is an identifier in MySQL
+                let w = self.word_end(j);
+                if w > j {
+                    tok(Tok::Word, w)
+                } else {
+                    tok(Tok::Number, j)
+                }
+            }
+            b'.' if self.at(i + 1).is_some_and(|c| c.is_ascii_digit()) => {
+                let mut j = i + 1;
+                while self.at(j).is_some_and(|c| c.is_ascii_digit()) {
+                    j += 1;
+                }
+                tok(Tok::Number, j)
+            }
+            b'\'' => tok(Tok::Str, self.quoted(i, b'\'', escapes)?),
+            b'"' if self.d.ansi_quotes => tok(Tok::QuotedIdent, self.quoted(i, b'"', false)?),
+            b'"' => tok(Tok::Str, self.quoted(i, b'"', escapes)?),
+            b'`' => tok(Tok::QuotedIdent, self.quoted(i, b'`', false)?),
+            b'@' => {
+                let mut j = i + 1;
+                if self.at(j) == Some(b'@') {
+                    j += 1;
+                }
+                let end = match self.at(j) {
+                    Some(q @ (b'\'' | b'"')) => self.quoted(j, q, escapes)?,
+                    Some(b'`') => self.quoted(j, b'`', false)?,
+                    _ => {
+                        let mut k = j;
+                        while self.at(k).is_some_and(|c| {
+                            c.is_ascii_alphanumeric() || b"_$.".contains(&c) || c >= 0x80
+                        }) {
+                            k += 1;
+                        }
+                        k
+                    }
+                };
+                tok(Tok::Var, end)
+            }
+            c if c.is_ascii_alphabetic() || c == b'_' || c == b'$' || c >= 0x80 => {
+                tok(Tok::Word, self.word_end(i))
+            }
+            _ => tok(Tok::Punct(c), i + 1),
+        };
+        self.pos = t.end;
+        Ok(Some(t))
+    }
+}
+
+impl Iterator for Scanner<'_> {
+    type Item = Result<Token, LexError>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if self.failed {
+            return None;
+        }
+        match self.next_token() {
+            Ok(t) => t.map(Ok),
+            Err(e) => {
+                self.failed = true;
+                Some(Err(e))
+            }
+        }
+    }
+}
+
+/// The bytes a string literal token stands for (quotes removed, escapes applied).
+pub fn string_value(sql: &[u8], t: &Token, d: Dialect) -> Vec<u8> {
+    let raw = t.text(sql);
+    let Some((&q, rest)) = raw.split_first() else {
+        return Vec::new();
+    };
+    let body = rest.strip_suffix(&[q]).unwrap_or(rest);
+    let escapes = !d.no_backslash_escapes && q != b'`' && !(q == b'"' && d.ansi_quotes);
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    let mut prev_high = false;
+    while let Some(&c) = body.get(i) {
+        if c == b'\\' && escapes && !(prev_high && d.multibyte_backslash) {
+            let e = body.get(i + 1).copied().unwrap_or(b'\\');
+            // MySQL keeps the backslash before % and _ (LIKE patterns)
+            if e == b'%' || e == b'_' {
+                out.push(b'\\');
+            }
+            out.push(match e {
+                b'0' => 0,
+                b'n' => b'\n',
+                b'r' => b'\r',
+                b't' => b'\t',
+                b'b' => 8,
+                b'Z' => 26,
+                other => other,
+            });
+            i += 2;
+            prev_high = false;
+            continue;
+        }
+        if c == q && body.get(i + 1) == Some(&q) {
+            out.push(q);
+            i += 2;
+            prev_high = false;
+            continue;
+        }
+        out.push(c);
+        prev_high = c >= 0x80 && !prev_high;
+        i += 1;
+    }
+    out
+}
+
+/// The bytes of a hex literal token (`X'…'` or `0x…`); None when malformed.
+pub fn hex_value(sql: &[u8], t: &Token) -> Option<Vec<u8>> {
+    let raw = t.text(sql);
+    let digits = if raw.starts_with(b"0x") {
+        &raw[2..]
+    } else {
+        raw.get(2..raw.len().checked_sub(1)?)?
+    };
+    let padded: Vec<u8> = if digits.len() % 2 == 1 {
+        [b"0", digits].concat()
+    } else {
+        digits.to_vec()
+    };
+    padded
+        .chunks(2)
+        .map(|p| {
+            std::str::from_utf8(p)
+                .ok()
+                .and_then(|s| u8::from_str_radix(s, 16).ok())
+        })
+        .collect()
+}
+
+/// The name inside a backquoted (or ANSI) identifier token, unescaped.
+pub fn ident_value(sql: &[u8], t: &Token) -> Vec<u8> {
+    match t.kind {
+        Tok::QuotedIdent => {
+            let raw = t.text(sql);
+            let q = raw.first().copied().unwrap_or(b'`');
+            let body = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
+            let mut out = Vec::with_capacity(body.len());
+            let mut i = 0;
+            while let Some(&c) = body.get(i) {
+                out.push(c);
+                i += if c == q && body.get(i + 1) == Some(&q) {
+                    2
+                } else {
+                    1
+                };
+            }
+            out
+        }
+        _ => t.text(sql).to_vec(),
+    }
+}
+
+/// One statement of a text, as byte offsets: from after the previous `;` (or the start) to its
+/// own `;` (excluded) or the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Piece {
+    pub start: usize,
+    pub end: usize,
+    /// A stored program or compound statement (CREATE PROCEDURE/FUNCTION/TRIGGER/EVENT,
+    /// BEGIN … END, IF/CASE/LOOP/WHILE/REPEAT): its inner `;` do not end it, so it reaches to
+    /// the end of the text.
+    pub program: bool,
+}
+
+/// Words that open a compound statement outside a stored program (MariaDB).
+const COMPOUND_OPENERS: [&str; 6] = ["BEGIN", "IF", "CASE", "LOOP", "WHILE", "REPEAT"];
+
+/// Splits a text into its statements (empty ones dropped). Fails where the backend would fail
+/// to read the text (an unterminated string or comment-free quote).
+pub fn statements(sql: &[u8], d: Dialect) -> Result<(Vec<Piece>, Ambiguity), LexError> {
+    let mut sc = Scanner::new(sql, d);
+    let mut out = Vec::new();
+    let mut start = 0;
+    let mut first: Option<Token> = None;
+    let mut words_seen = 0usize;
+    let mut program = false;
+    for t in sc.by_ref() {
+        let t = t?;
+        if t.is_punct(b';') && !program {
+            if first.is_some() {
+                out.push(Piece {
+                    start,
+                    end: t.start,
+                    program: false,
+                });
+            }
+            start = t.end;
+            first = None;
+            words_seen = 0;
+            continue;
+        }
+        if first.is_none() {
+            first = Some(t);
+            if t.kind == Tok::Word {
+                let w = t.text(sql);
+                program = COMPOUND_OPENERS
+                    .iter()
+                    .any(|o| w.eq_ignore_ascii_case(o.as_bytes()))
+                    // a label: `name: BEGIN`
+                    || sql.get(t.end) == Some(&b':');
+            }
+        }
+        if t.kind == Tok::Word && words_seen < 8 && !program {
+            words_seen += 1;
+            // CREATE [OR REPLACE] [DEFINER = …] [AGGREGATE] PROCEDURE|FUNCTION|TRIGGER|EVENT
+            if first.is_some_and(|f| f.is_word(sql, "CREATE"))
+                && ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"]
+                    .iter()
+                    .any(|k| t.is_word(sql, k))
+            {
+                program = true;
+            }
+        }
+    }
+    if first.is_some() {
+        out.push(Piece {
+            start,
+            end: sql.len(),
+            program,
+        });
+    }
+    Ok((out, sc.ambiguity))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(sql: &str, d: Dialect) -> Vec<String> {
+        Scanner::new(sql.as_bytes(), d)
+            .map(|t| {
+                let t = t.expect("lexes");
+                String::from_utf8_lossy(t.text(sql.as_bytes())).into_owned()
+            })
+            .collect()
+    }
+
+    fn maria() -> Dialect {
+        Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB-0+deb12u1")
+    }
+
+    #[test]
+    fn versions_from_greetings() {
+        let m = maria();
+        assert!(m.mariadb);
+        assert_eq!(m.version, 101119);
+        let o = Dialect::from_server_version(b"5.7.25");
+        assert!(!o.mariadb);
+        assert_eq!(o.version, 50725);
+        assert_eq!(Dialect::from_server_version(b"8.0.36").version, 80036);
+        assert_eq!(Dialect::from_server_version(b"garbage").version, 50700);
+    }
+
+    #[test]
+    fn executable_comments_are_code_when_the_backend_runs_them() {
+        let m = maria();
+        let o = Dialect::from_server_version(b"5.7.25");
+        let sql = "A /*! B */ C /*!50100 D */ /*!99999 E */ /*M! F */ /*M!100300 G */ /*M!999999 H */ /* I */";
+        // 10.11.19 is 101119, above 99999
+        assert_eq!(words(sql, m), ["A", "B", "C", "D", "E", "F", "G"]);
+        assert_eq!(words(sql, o), ["A", "B", "C", "D"]);
+        // a `*/` inside a string of the code does not end the comment
+        assert_eq!(words("/*! 'x*/y' */ Z", m), ["'x*/y'", "Z"]);
+        assert_eq!(words("/*!", m), Vec::<String>::new());
+    }
+
+    #[test]
+    fn comments_strings_and_variables() {
+        let d = Dialect::default();
+        assert_eq!(
+            words(
+                "a -- c\nb --x #y\n 'it''s' `q``x` @v @'w' @@session.x 1e3 0x1F x'00' 12ab",
+                d
+            ),
+            [
+                "a",
+                "b",
+                "-",
+                "-",
+                "x",
+                "'it''s'",
+                "`q``x`",
+                "@v",
+                "@'w'",
+                "@@session.x",
+                "1e3",
+                "0x1F",
+                "x'00'",
+                "12ab"
+            ]
+        );
+        assert!(Scanner::new(b"'open", d).any(|t| t.is_err()));
+        assert!(Scanner::new(b"`open", d).any(|t| t.is_err()));
+    }
+
+    #[test]
+    fn no_backslash_escapes_changes_where_a_string_ends() {
+        let sql = br"SELECT 'a\'; CREATE TABLE g$f (K int) -- '";
+        let plain = statements(sql, Dialect::default()).expect("lexes").0;
+        assert_eq!(plain.len(), 1);
+        let nbe = Dialect {
+            no_backslash_escapes: true,
+            ..Dialect::default()
+        };
+        let split = statements(sql, nbe).expect("lexes").0;
+        assert_eq!(split.len(), 2);
+        assert!(sql[split[1].start..split[1].end].starts_with(b" CREATE TABLE g$f"));
+    }
+
+    #[test]
+    fn ambiguous_readings_are_reported() {
+        let (_, a) = statements(
+            br#"SELECT "a\"; CREATE TABLE g$f (K int) -- ""#,
+            Dialect::default(),
+        )
+        .expect("lexes");
+        assert!(a.quotes && !a.multibyte);
+        let alt = Dialect::default().alternatives(a);
+        assert_eq!(alt.len(), 1);
+        let split = statements(br#"SELECT "a\"; CREATE TABLE g$f (K int) -- ""#, alt[0])
+            .expect("lexes")
+            .0;
+        assert_eq!(split.len(), 2);
+        let (_, a) = statements(
+            b"SELECT '\xbf\\'; CREATE TABLE g$f (K int) -- '",
+            Dialect::default(),
+        )
+        .expect("lexes");
+        assert!(a.multibyte);
+        let mb = Dialect {
+            multibyte_backslash: true,
+            ..Dialect::default()
+        };
+        let split = statements(b"SELECT '\xbf\\'; CREATE TABLE g$f (K int) -- '", mb)
+            .expect("lexes")
+            .0;
+        assert_eq!(split.len(), 2);
+    }
+
+    #[test]
+    fn statements_split_but_programs_stay_whole() {
+        let d = Dialect::default();
+        let (p, _) = statements(b"SELECT 1; ; SELECT ';' ;SELECT 3;", d).expect("lexes");
+        assert_eq!(p.len(), 3);
+        let (p, _) = statements(
+            b"CREATE DEFINER=`root`@`%` PROCEDURE p() BEGIN CREATE TABLE g$f (K int); END; SELECT 1",
+            d,
+        )
+        .expect("lexes");
+        assert_eq!(p.len(), 1);
+        assert!(p[0].program);
+        let (p, _) = statements(b"lbl: BEGIN NOT ATOMIC SELECT 1; END", d).expect("lexes");
+        assert!(p.len() == 1 && p[0].program);
+    }
+
+    #[test]
+    fn literal_values() {
+        let d = Dialect::default();
+        let sql = br"'a\nb''c\%' X'0aFF' 0x1";
+        let t: Vec<Token> = Scanner::new(sql, d).map(|t| t.expect("lexes")).collect();
+        assert_eq!(string_value(sql, &t[0], d), b"a\nb'c\\%");
+        assert_eq!(hex_value(sql, &t[1]), Some(vec![0x0a, 0xff]));
+        assert_eq!(hex_value(sql, &t[2]), Some(vec![1]));
+        let nbe = Dialect {
+            no_backslash_escapes: true,
+            ..d
+        };
+        let sql = br"'a\n'";
+        let t: Vec<Token> = Scanner::new(sql, nbe).map(|t| t.expect("lexes")).collect();
+        assert_eq!(string_value(sql, &t[0], nbe), br"a\n");
+        let sql = b"`a``b`";
+        let t: Vec<Token> = Scanner::new(sql, d).map(|t| t.expect("lexes")).collect();
+        assert_eq!(ident_value(sql, &t[0]), b"a`b");
+    }
+}
