@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Starts or stops a private database instance for tests, benchmarks and the run command.
-#   scripts/backend.sh start mariadb|seekdb DIR PORT   -> prints the server pid when ready
-#   scripts/backend.sh exec mariadb|seekdb DIR PORT    -> same, but becomes the server process
+#   scripts/backend.sh start mariadb|seekdb DIR PORT [SERVER OPTION...] -> prints the server pid when ready
+#   scripts/backend.sh exec mariadb|seekdb DIR PORT [SERVER OPTION...]  -> same, but becomes the server process
+# Extra options go to the server as they are (e.g. MariaDB's --ssl-cert/--ssl-key for TLS tests).
 #   scripts/backend.sh stop DIR                         -> stops the instance whose data is in DIR
 # Each instance keeps all its files in DIR and listens on 127.0.0.1:PORT only.
 set -euo pipefail
@@ -27,6 +28,8 @@ wait_ready() { # PORT PID LOG SECONDS
 
 start() {
   local kind=$1 dir=$2 port=$3 mode=${4:-background}
+  shift 4
+  local extra=("$@")
   mkdir -p "$dir"
   dir=$(cd "$dir" && pwd)
   case $kind in
@@ -41,7 +44,7 @@ start() {
       local args=(--no-defaults --datadir="$dir/data" --socket="$dir/mariadb.sock" --port="$port" \
         --bind-address=127.0.0.1 --user=root --pid-file="$dir/mariadb.pid" --log-error="$dir/error.log" \
         --skip-log-bin --character-set-server=utf8mb4 --max-connections=2000 --max-allowed-packet=64M \
-        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2)
+        --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 "${extra[@]}")
       [[ $mode == exec ]] && exec "$bin" "${args[@]}" </dev/null >/dev/null 2>&1
       "$bin" "${args[@]}" </dev/null >/dev/null 2>&1 &
       local pid=$!
@@ -53,7 +56,7 @@ start() {
       sd=$(seekdb_dir)
       export LD_LIBRARY_PATH="$sd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       local args=(--nodaemon --port "$port" --base-dir "$dir" --parameter datafile_size=2G
-        --parameter log_disk_size=2G --parameter memory_limit=4G --parameter cpu_count=2)
+        --parameter log_disk_size=2G --parameter memory_limit=4G --parameter cpu_count=2 "${extra[@]}")
       [[ $mode == exec ]] && exec "$sd/seekdb" "${args[@]}" </dev/null >"$dir/stdout.log" 2>&1
       "$sd/seekdb" "${args[@]}" </dev/null >"$dir/stdout.log" 2>&1 &
       local pid=$!
@@ -76,9 +79,9 @@ stop() {
 }
 
 case ${1:-} in
-  start) start "$2" "$3" "$4" ;;
+  start) start "$2" "$3" "$4" background "${@:5}" ;;
   # exec: prepare, then become the server in the foreground (the caller owns the pid and waits)
-  exec) start "$2" "$3" "$4" exec ;;
+  exec) start "$2" "$3" "$4" exec "${@:5}" ;;
   stop) stop "$2" ;;
   *) echo "usage: $0 start mariadb|seekdb DIR PORT | stop DIR" >&2; exit 2 ;;
 esac

@@ -108,6 +108,45 @@ pub struct ProxySection {
 pub struct BackendSection {
     pub address: String,
     pub connect_timeout_ms: u64,
+    pub tls: BackendTlsSection,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendTlsMode {
+    /// Never TLS to the backend.
+    Off,
+    /// TLS to the backend when the client used TLS to the proxy and the backend offers it.
+    Auto,
+    /// TLS whenever the backend offers it.
+    Preferred,
+    /// TLS always; a backend that does not offer it is an error for the client.
+    Required,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BackendTlsSection {
+    pub mode: BackendTlsMode,
+    /// PEM CA bundle: the backend's certificate chain and name are verified against it.
+    pub ca: Option<PathBuf>,
+    /// Name to verify (default: the host of backend.address).
+    pub server_name: Option<String>,
+    /// Client certificate and key (PEM) for backends that ask for one.
+    pub cert: Option<PathBuf>,
+    pub key: Option<PathBuf>,
+}
+
+impl Default for BackendTlsSection {
+    fn default() -> Self {
+        BackendTlsSection {
+            mode: BackendTlsMode::Auto,
+            ca: None,
+            server_name: None,
+            cert: None,
+            key: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -178,6 +217,7 @@ impl Default for BackendSection {
         BackendSection {
             address: "127.0.0.1:2881".into(),
             connect_timeout_ms: 3_000,
+            tls: BackendTlsSection::default(),
         }
     }
 }
@@ -263,6 +303,9 @@ impl Config {
         }
         if self.tls.cert.is_some() != self.tls.key.is_some() {
             return bad("tls.cert and tls.key must be given together".into());
+        }
+        if self.backend.tls.cert.is_some() != self.backend.tls.key.is_some() {
+            return bad("backend.tls.cert and backend.tls.key must be given together".into());
         }
         let schema = &self.hbase.catalog_schema;
         if schema.is_empty()

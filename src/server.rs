@@ -28,6 +28,8 @@ use crate::session::auth::{parse_native_hash, verify_native};
 pub struct Shared {
     pub config: Config,
     pub tls: Option<TlsAcceptor>,
+    /// TLS to the backend; None when `backend.tls.mode = "off"`.
+    pub backend_tls: Option<crate::tls::BackendTls>,
     pub stats: Stats,
     pub pool: Pool,
     /// Slots for clients that have not finished logging in (`proxy.max_preauth_connections`).
@@ -61,7 +63,12 @@ impl Shared {
             config.pool.max_idle,
             Duration::from_millis(config.pool.idle_timeout_ms),
         );
+        let backend_tls = match config.backend.tls.mode {
+            crate::config::BackendTlsMode::Off => None,
+            _ => Some(crate::tls::backend_tls(&config)?),
+        };
         Ok(Shared {
+            backend_tls,
             preauth: Arc::new(Semaphore::new(config.proxy.max_preauth_connections)),
             tls,
             stats: Stats::default(),
@@ -118,6 +125,7 @@ impl Shared {
             &self.config.backend.address,
             self.config.connect_timeout(),
             spec,
+            self.backend_tls.as_ref(),
         )
         .await
     }
@@ -257,6 +265,7 @@ async fn reconcile_at_startup(shared: Arc<Shared>) {
         &shared.config.backend.address,
         shared.config.connect_timeout(),
         &spec,
+        shared.backend_tls.as_ref(),
     )
     .await
     {

@@ -21,7 +21,9 @@ use crate::protocol::stream::PacketStream;
 use crate::protocol::wire::Reader;
 use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 
-pub type BackendStream = PacketStream<TcpStream>;
+pub use crate::session::client_io::BackendIo;
+
+pub type BackendStream = PacketStream<BackendIo>;
 
 #[derive(Debug, thiserror::Error)]
 pub enum BackendError {
@@ -51,7 +53,44 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<BackendStream, Bac
         }
     };
     tcp.set_nodelay(true)?;
-    Ok(PacketStream::new(tcp))
+    Ok(PacketStream::new(BackendIo::Plain(tcp)))
+}
+
+/// Switches a backend connection to TLS after its greeting: an SSLRequest (sequence id 1, the
+/// capabilities the login will carry, SSL included), then the TLS handshake. The login that
+/// follows goes with sequence id 2.
+pub async fn upgrade_tls(
+    mut stream: BackendStream,
+    tls: &crate::tls::BackendTls,
+    caps: u32,
+    charset: u8,
+    timeout: Duration,
+) -> Result<BackendStream, BackendError> {
+    let mut req = Vec::with_capacity(32);
+    req.extend_from_slice(&(caps | cap::SSL).to_le_bytes());
+    req.extend_from_slice(&(16u32 << 20).to_le_bytes());
+    req.push(charset);
+    req.extend_from_slice(&[0u8; 23]);
+    stream.send_packet(1, &req).await?;
+    if stream.buffered() > 0 {
+        return Err(BackendError::Protocol(
+            "backend sent data before the TLS handshake",
+        ));
+    }
+    let BackendIo::Plain(tcp) = stream.into_inner() else {
+        return Err(BackendError::Protocol("backend connection is already TLS"));
+    };
+    let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
+    match tokio::time::timeout(timeout, handshake).await {
+        Ok(Ok(s)) => Ok(PacketStream::new(BackendIo::Tls(Box::new(s)))),
+        Ok(Err(e)) => Err(BackendError::Connect(format!(
+            "TLS to the backend failed: {e}"
+        ))),
+        Err(_) => Err(BackendError::Connect(format!(
+            "TLS to the backend: no handshake within {} ms",
+            timeout.as_millis()
+        ))),
+    }
 }
 
 /// Reads the backend's greeting; an ERR in its place (too many connections, host blocked) is
@@ -150,10 +189,27 @@ pub async fn login(
     addr: &str,
     timeout: Duration,
     spec: &LoginSpec,
+    tls: Option<&crate::tls::BackendTls>,
 ) -> Result<LoggedIn, BackendError> {
     let mut stream = connect(addr, timeout).await?;
     let (_, greeting) = read_greeting_within(&mut stream, timeout).await?;
     let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::COMPRESS | cap::CONNECT_ATTRS);
+    // the proxy's own logins carry its credentials: TLS whenever the mode allows and it is offered
+    let use_tls = match tls {
+        Some(t) => {
+            crate::tls::BackendTls::wanted(t.mode, true, greeting.capabilities & cap::SSL != 0)
+                .map_err(BackendError::Unsupported)?
+        }
+        None => false,
+    };
+    let (mut stream, login_seq, sent_caps) = match tls.filter(|_| use_tls) {
+        Some(t) => (
+            upgrade_tls(stream, t, caps, spec.charset, timeout).await?,
+            2,
+            caps | cap::SSL,
+        ),
+        None => (stream, 1, caps),
+    };
     let plugin: &[u8] = if greeting.auth_plugin == CACHING_SHA2_PLUGIN {
         CACHING_SHA2_PLUGIN
     } else {
@@ -161,14 +217,14 @@ pub async fn login(
     };
     let auth = answer_for(plugin, spec.password.as_bytes(), &greeting.scramble);
     let resp = build_handshake_response(
-        caps,
+        sent_caps,
         spec.charset,
         spec.user.as_bytes(),
         &auth,
         spec.database.as_deref(),
         plugin,
     );
-    stream.send_packet(1, &resp).await?;
+    stream.send_packet(login_seq, &resp).await?;
     let auth = finish_auth(&mut stream, spec.password.as_bytes(), &greeting.scramble);
     match tokio::time::timeout(timeout, auth).await {
         Ok(r) => r?,

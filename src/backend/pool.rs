@@ -39,7 +39,7 @@ impl Pool {
         let now = Instant::now();
         list.retain(|(_, since)| now.duration_since(*since) < self.idle_timeout);
         while let Some((conn, _)) = list.pop() {
-            if still_open(conn.stream.get_ref()) {
+            if still_open(conn.stream.get_ref().tcp()) {
                 return Some(conn);
             }
         }

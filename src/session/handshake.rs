@@ -33,6 +33,7 @@ use crate::protocol::handshake::{
 use crate::protocol::packets::{ok_packet, ErrorInfo};
 use crate::protocol::stream::PacketStream;
 use crate::server::Shared;
+use crate::tls::BackendTls;
 
 /// Largest packet accepted before login completes (the login itself with user, auth data,
 /// database and connect attributes, and every auth round). Checked before anything is allocated.
@@ -185,11 +186,46 @@ async fn establish_relayed(
     set_greeting_capabilities(&mut greeting_raw, &greeting, advertised);
     let (mut client, mut response_raw, response, seq) =
         greet_and_read_login(tcp, &shared, &greeting_raw, advertised).await?;
-    // The backend never saw the SSLRequest: its sequence ids run one behind the client's.
-    let seq_delta = seq.wrapping_sub(1);
     let client_caps = response.capabilities & advertised & !cap::SSL;
-    set_response_capabilities(&mut response_raw, client_caps);
-    if backend.send_packet(1, &response_raw).await.is_err() {
+    // TLS to the backend, as backend.tls.mode says (the client's TLS ends at the proxy)
+    let offered = greeting.capabilities & cap::SSL != 0;
+    let client_tls = client.get_ref().is_tls();
+    let use_tls = match &shared.backend_tls {
+        Some(t) => match BackendTls::wanted(t.mode, client_tls, offered) {
+            Ok(w) => w,
+            Err(why) => {
+                let err = ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {why}"));
+                return Err(reject(&mut client, seq.wrapping_add(1), err, why).await);
+            }
+        },
+        None => false,
+    };
+    let mut backend_caps = client_caps;
+    let mut backend_login_seq = 1u8;
+    if let (true, Some(t)) = (use_tls, shared.backend_tls.as_ref()) {
+        let wait = shared.config.connect_timeout();
+        backend = match backend::upgrade_tls(backend, t, client_caps, response.charset, wait).await
+        {
+            Ok(b) => b,
+            Err(e) => {
+                warn!(backend = %addr, "{e}");
+                let err = ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {e}"));
+                return Err(
+                    reject(&mut client, seq.wrapping_add(1), err, "backend TLS failed").await,
+                );
+            }
+        };
+        backend_caps |= cap::SSL;
+        backend_login_seq = 2;
+    }
+    // Each side's sequence ids count its own SSLRequest, if any.
+    let seq_delta = seq.wrapping_sub(backend_login_seq);
+    set_response_capabilities(&mut response_raw, backend_caps);
+    if backend
+        .send_packet(backend_login_seq, &response_raw)
+        .await
+        .is_err()
+    {
         return Err(reject(
             &mut client,
             seq.wrapping_add(1),

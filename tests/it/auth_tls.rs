@@ -146,11 +146,21 @@ fn pool_reuse_is_clean(kind: Kind) {
     let backend = shared(kind);
     let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
     assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_pool"));
+    assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_pool_secret"));
+    for d in ["obkv_pool", "obkv_pool_secret"] {
+        assert!(admin.query_ok(&format!("CREATE TABLE IF NOT EXISTS {d}.t (x INT)")));
+        assert!(admin.query_ok(&format!("DELETE FROM {d}.t")));
+    }
     let p = proxy::start(proxy_auth_config(&backend.addr));
     let db = Some("obkv_pool");
     let mut first = RawConn::connect(&p.addr, "app", "app-pass", db).expect("login");
     let first_id = first.scalar("SELECT CONNECTION_ID()");
     assert!(first.query_ok("SET @secret = 'left behind'"));
+    // the next user of this connection must not inherit the database chosen here
+    assert!(first.query_ok("USE obkv_pool_secret"));
+    if let Err(e) = first.exec("SET NAMES binary") {
+        panic!("{}: {e:?}", kind.name());
+    }
     // seekdb has no temporary tables (error 1235); MariaDB does
     let has_temp_table = first.query_ok("CREATE TEMPORARY TABLE tmp_left (x INT)");
     assert_eq!(has_temp_table, kind == Kind::MariaDb);
@@ -179,6 +189,15 @@ fn pool_reuse_is_clean(kind: Kind) {
         kind.name()
     );
     assert_eq!(reused.scalar("SELECT DATABASE()"), "obkv_pool");
+    assert!(reused.query_ok("INSERT INTO t VALUES (1)"));
+    assert_eq!(admin.scalar("SELECT COUNT(*) FROM obkv_pool.t"), "1");
+    assert_eq!(
+        admin.scalar("SELECT COUNT(*) FROM obkv_pool_secret.t"),
+        "0",
+        "{}: an unqualified INSERT went into the previous user's database",
+        kind.name()
+    );
+    assert_ne!(reused.scalar("SELECT @@character_set_client"), "binary");
     if has_temp_table {
         assert!(
             !reused.query_ok("SELECT * FROM tmp_left"),
@@ -251,4 +270,156 @@ fn pooled_connection_closed_by_the_backend_is_not_handed_out() {
         assert_ne!(c.scalar("SELECT CONNECTION_ID()"), first_id);
         held.push(c);
     }
+}
+
+/// A CA and a backend certificate it signed (for 127.0.0.1 and localhost).
+struct Pki {
+    dir: tempfile::TempDir,
+}
+
+impl Pki {
+    fn new() -> Pki {
+        use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, IsCa, KeyPair};
+        let dir = tempfile::tempdir().expect("tmp");
+        let write =
+            |name: &str, text: String| std::fs::write(dir.path().join(name), text).expect("write");
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).expect("params");
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca =
+            CertifiedIssuer::self_signed(ca_params, KeyPair::generate().expect("key")).expect("ca");
+        write("ca.pem", ca.pem());
+        let server_key = KeyPair::generate().expect("key");
+        let server = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()])
+            .expect("params")
+            .signed_by(&server_key, &ca)
+            .expect("signed");
+        write("server.crt", server.pem());
+        write("server.key", server_key.serialize_pem());
+        // a CA that signed nothing here
+        let mut other = CertificateParams::new(Vec::<String>::new()).expect("params");
+        other.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let other = CertifiedIssuer::self_signed(other, KeyPair::generate().expect("key"))
+            .expect("other ca");
+        write("other-ca.pem", other.pem());
+        Pki { dir }
+    }
+
+    fn path(&self, name: &str) -> std::path::PathBuf {
+        self.dir.path().join(name)
+    }
+
+    fn mariadb_options(&self) -> Vec<String> {
+        let p = |n: &str| self.path(n).display().to_string();
+        vec![
+            format!("--ssl-ca={}", p("ca.pem")),
+            format!("--ssl-cert={}", p("server.crt")),
+            format!("--ssl-key={}", p("server.key")),
+        ]
+    }
+}
+
+fn tls_proxy_config(
+    backend: &str,
+    proxy_cert: &Cert,
+    mode: &str,
+    ca: Option<&std::path::Path>,
+) -> Config {
+    let mut cfg = proxy::config_for(backend);
+    cfg.tls.cert = Some(proxy_cert.cert.clone());
+    cfg.tls.key = Some(proxy_cert.key.clone());
+    let mut toml = format!("[backend.tls]\nmode = \"{mode}\"\n");
+    if let Some(ca) = ca {
+        toml.push_str(&format!("ca = \"{}\"\n", ca.display()));
+    }
+    cfg.backend.tls = Config::from_toml(&toml).expect("tls config").backend.tls;
+    cfg
+}
+
+#[test]
+fn require_ssl_accounts_log_in_through_a_tls_proxy_with_backend_tls() {
+    let pki = Pki::new();
+    let proxy_cert = self_signed();
+    let backend = crate::common::backends::Backend::start_private_with(
+        Kind::MariaDb,
+        "tls",
+        &pki.mariadb_options(),
+    );
+    let mut direct = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+    assert!(direct.query_ok("CREATE USER sec@'%' IDENTIFIED BY 'pw' REQUIRE SSL"));
+    assert!(direct.query_ok("GRANT SELECT ON *.* TO sec@'%'"));
+    let cipher_sql = "SHOW SESSION STATUS LIKE 'Ssl_cipher'";
+
+    // auto (the default): TLS to the backend because the client used TLS to the proxy, with
+    // the backend's certificate verified against the CA
+    let ca = pki.path("ca.pem");
+    let p = proxy::start(tls_proxy_config(
+        &backend.addr,
+        &proxy_cert,
+        "auto",
+        Some(&ca),
+    ));
+    let (ok, out) = cli(&p.addr, "sec", "pw", &["--ssl"], cipher_sql);
+    assert!(ok, "REQUIRE SSL account through a TLS proxy: {out}");
+    let cipher = out
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .trim_start_matches("Ssl_cipher")
+        .trim();
+    assert!(
+        !cipher.is_empty(),
+        "the backend session is not encrypted: {out}"
+    );
+    // a plain client gets a plain backend connection, which the account refuses
+    match RawConn::connect(&p.addr, "sec", "pw", None) {
+        Err(ConnectError::Server(code, _)) => assert_eq!(code, 1045),
+        other => panic!("plain login of a REQUIRE SSL account: {:?}", other.is_ok()),
+    }
+    drop(p);
+
+    // required: every backend connection is encrypted, even for plain clients
+    let p = proxy::start(tls_proxy_config(
+        &backend.addr,
+        &proxy_cert,
+        "required",
+        Some(&ca),
+    ));
+    let mut c = RawConn::connect(&p.addr, "sec", "pw", None).expect("TLS to the backend");
+    assert!(c.rows(cipher_sql)[0][1]
+        .as_deref()
+        .is_some_and(|v| !v.is_empty()));
+    drop(p);
+
+    // a backend certificate the configured CA did not sign is refused, with an error packet
+    let other = pki.path("other-ca.pem");
+    let p = proxy::start(tls_proxy_config(
+        &backend.addr,
+        &proxy_cert,
+        "required",
+        Some(&other),
+    ));
+    match RawConn::connect(&p.addr, "sec", "pw", None) {
+        Err(ConnectError::Server(code, msg)) => assert_eq!(code, 2026, "{msg}"),
+        other => panic!("unverifiable backend accepted: {:?}", other.is_ok()),
+    }
+    drop(p);
+
+    // a backend without TLS (seekdb): required fails clearly, auto falls back to plain
+    let seekdb = shared(Kind::SeekDb);
+    let p = proxy::start(tls_proxy_config(
+        &seekdb.addr,
+        &proxy_cert,
+        "required",
+        None,
+    ));
+    match RawConn::connect(&p.addr, "root", "", None) {
+        Err(ConnectError::Server(code, msg)) => {
+            assert_eq!(code, 2026);
+            assert!(msg.contains("does not offer TLS"), "{msg}");
+        }
+        other => panic!("required TLS without TLS: {:?}", other.is_ok()),
+    }
+    let p = proxy::start(tls_proxy_config(&seekdb.addr, &proxy_cert, "auto", None));
+    let (ok, out) = cli(&p.addr, "root", "", &["--ssl"], "SELECT 'plain backend'");
+    assert!(ok && out.contains("plain backend"), "{out}");
 }

@@ -8,6 +8,7 @@ mod clients;
 mod commands;
 mod common;
 mod corpus;
+mod hardening;
 mod hbase;
 mod resilience;
 mod streaming;

@@ -105,11 +105,18 @@ pub struct Backend {
     pub port: u16,
     pub pid: Option<u32>,
     pub dir: PathBuf,
+    /// Extra server options (scripts/backend.sh passes them on).
+    pub extra: Vec<String>,
 }
 
 impl Backend {
     /// Starts a new private instance (its own folder and port).
     pub fn start_private(kind: Kind, tag: &str) -> Backend {
+        Self::start_private_with(kind, tag, &[])
+    }
+
+    /// A private instance with extra server options.
+    pub fn start_private_with(kind: Kind, tag: &str, extra: &[String]) -> Backend {
         let dir = project_root().join("target/obkv-test").join(format!(
             "{}-{}-{}",
             kind.name(),
@@ -125,6 +132,7 @@ impl Backend {
             port,
             pid: None,
             dir,
+            extra: extra.to_vec(),
         };
         b.start();
         b
@@ -136,6 +144,7 @@ impl Backend {
         cmd.args(["exec", self.kind.name()])
             .arg(&self.dir)
             .arg(self.port.to_string())
+            .args(&self.extra)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null());
@@ -230,6 +239,7 @@ pub fn shared(kind: Kind) -> &'static Backend {
                 port,
                 pid: None,
                 dir: PathBuf::new(),
+                extra: Vec::new(),
             };
         }
         static CLEAN: OnceLock<()> = OnceLock::new();
