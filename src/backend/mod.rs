@@ -406,14 +406,18 @@ pub async fn query(
 }
 
 /// Text rows of a result set.
-fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Vec<Row> {
+pub fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Vec<Row> {
     let Some(first) = packets.first() else {
         return Vec::new();
     };
     let Some(ncols) = Reader::new(first).lenenc_int() else {
         return Vec::new();
     };
-    let ncols = ncols as usize;
+    // each column has a definition packet: a count above the packets is not to be believed
+    // (and must not size an allocation)
+    let Some(ncols) = usize::try_from(ncols).ok().filter(|n| *n < packets.len()) else {
+        return Vec::new();
+    };
     let skip = 1 + ncols + usize::from(!deprecate_eof);
     let mut rows = Vec::new();
     for p in packets.iter().skip(skip) {
@@ -433,4 +437,19 @@ fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Vec<Row> {
         rows.push(row);
     }
     rows
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_column_count_beyond_the_packets_allocates_nothing() {
+        // found by fuzzing: 0xfe + 8 bytes claims 2^64 - 1 columns
+        let first = vec![0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
+        assert!(decode_rows(&[first, vec![0xfe, 0, 0, 2, 0]], false).is_empty());
+        // an honest one-column result still decodes
+        let rows = decode_rows(&[vec![1], vec![3], vec![0xfe, 0, 0, 2, 0], vec![1, b'x'], vec![0xfe, 0, 0, 2, 0]], false);
+        assert_eq!(rows, vec![vec![Some(b"x".to_vec())]]);
+    }
 }

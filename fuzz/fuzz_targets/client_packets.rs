@@ -1,0 +1,43 @@
+//! What clients send: login packets (plain and SSLRequest), COM_CHANGE_USER, auth switch
+//! answers, and the frame reader with its size cap.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use obkv_proxy::protocol::handshake::{
+    is_ssl_request, parse_auth_switch, parse_handshake_response, set_response_capabilities,
+};
+use obkv_proxy::protocol::stream::PacketStream;
+use obkv_proxy::session::handshake::parse_change_user;
+
+fuzz_target!(|data: &[u8]| {
+    let _ = is_ssl_request(data);
+    if parse_handshake_response(data).is_some() {
+        let mut copy = data.to_vec();
+        set_response_capabilities(&mut copy, 0x00ff_ffff);
+        assert_eq!(copy.len(), data.len());
+    }
+    let _ = parse_change_user(data, u32::MAX);
+    let _ = parse_change_user(data, 0);
+    let _ = parse_auth_switch(data);
+    // frames from a byte stream: never more than the cap, never a panic
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime");
+    rt.block_on(async {
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let input = data.to_vec();
+        let writer = async move {
+            use tokio::io::AsyncWriteExt;
+            let _ = a.write_all(&input).await;
+            drop(a);
+        };
+        let reader = async move {
+            let mut s = PacketStream::new(b);
+            let mut out = Vec::new();
+            while let Ok(h) = s.read_frame_capped(&mut out, 4096).await {
+                assert!(h.len <= 4096 && out.len() == h.len);
+            }
+        };
+        tokio::join!(writer, reader);
+    });
+});

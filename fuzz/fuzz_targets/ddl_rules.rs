@@ -1,0 +1,52 @@
+//! The DDL reader, the rules and the per-backend translation; the SHOW ... LIKE matcher.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use obkv_proxy::hbase::backend::Flavor;
+use obkv_proxy::hbase::catalog::like;
+use obkv_proxy::hbase::ddl::{parse, Statement};
+use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
+use obkv_proxy::hbase::translate::create_table;
+
+fuzz_target!(|data: &[u8]| {
+    let cfg = RuleConfig {
+        require_tablegroup_option: data.first().is_some_and(|b| b & 1 != 0),
+        multiple_families: data.first().is_some_and(|b| b & 2 != 0),
+    };
+    if let Ok(Some(stmt)) = parse(data) {
+        let group = GroupState {
+            exists: true,
+            families: Vec::new(),
+        };
+        match &stmt {
+            Statement::CreateTable(t) => {
+                let _ = check_create(t, cfg, &group);
+                for f in [Flavor::OceanBase, Flavor::SeekDb, Flavor::MySqlFamily] {
+                    let tr = create_table(t, data, f, "db");
+                    assert!(!tr.create.is_empty() || data.is_empty());
+                }
+                let _ = t.model_partitioning();
+            }
+            Statement::AlterTable { actions, .. } => {
+                if let Ok(Some(Statement::CreateTable(base))) = parse(
+                    b"CREATE TABLE g$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = g PARTITION BY KEY(K) PARTITIONS 97",
+                ) {
+                    let _ = check_alter(&base, actions, cfg, &group);
+                }
+            }
+            Statement::RenameTable(pairs) => {
+                for (a, b) in pairs {
+                    let _ = check_rename(a, b);
+                }
+            }
+            _ => {}
+        }
+    }
+    // LIKE: the first half is the pattern, the second the name
+    let text = String::from_utf8_lossy(data);
+    let chars: Vec<char> = text.chars().collect();
+    let (p, t) = chars.split_at(chars.len() / 2);
+    let p: String = p.iter().collect();
+    let t: String = t.iter().collect();
+    let _ = like(&p, &t);
+});

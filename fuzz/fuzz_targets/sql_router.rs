@@ -1,0 +1,41 @@
+//! The statement classifier and reader: any bytes, under every reading the dialect allows.
+//! First byte: dialect bits (MariaDB, NO_BACKSLASH_ESCAPES, ANSI_QUOTES, multibyte backslash,
+//! strict, prepared origin); the rest is the statement text.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Origin};
+use obkv_proxy::sql::scan::{statements, Dialect, Scanner};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&flags, sql)) = data.split_first() else {
+        return;
+    };
+    let dialect = Dialect {
+        mariadb: flags & 1 != 0,
+        version: if flags & 1 != 0 { 101119 } else { 50725 },
+        no_backslash_escapes: flags & 2 != 0,
+        ansi_quotes: flags & 4 != 0,
+        multibyte_backslash: flags & 8 != 0,
+    };
+    let ctx = Context {
+        dialect,
+        strict: flags & 16 != 0,
+    };
+    let origin = if flags & 32 != 0 { Origin::Prepare } else { Origin::Text };
+    let _ = decide(sql, origin, ctx);
+    let _ = decide_dynamic(sql, ctx);
+    // tokens are in order, inside the text, and never empty
+    let mut last = 0;
+    for t in Scanner::new(sql, dialect) {
+        let Ok(t) = t else { break };
+        assert!(t.start >= last && t.start < t.end && t.end <= sql.len());
+        last = t.end;
+    }
+    if let Ok((pieces, _)) = statements(sql, dialect) {
+        for p in pieces {
+            assert!(p.start <= p.end && p.end <= sql.len());
+        }
+    }
+    let _ = obkv_proxy::sql::lexer::tokenize_with(sql, dialect);
+});

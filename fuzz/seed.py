@@ -1,0 +1,81 @@
+#!/usr/bin/env python3
+"""Writes the fuzz seed corpora from real statements and packets: the statement literals of
+the byte-identical corpus and the HBase tests (tests/it/*.rs), the OBKV guide's DDL, and
+protocol packets as MariaDB and seekdb send them. Run from the repository root:
+    python3 fuzz/seed.py
+"""
+import hashlib, os, re, struct
+
+root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+corpus = os.path.join(root, "fuzz", "corpus")
+
+def put(target, data):
+    d = os.path.join(corpus, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, hashlib.sha1(data).hexdigest()[:16]), "wb") as f:
+        f.write(data)
+
+# every string literal in the integration tests that looks like SQL
+sql = set()
+lit = re.compile(r'"((?:[^"\\]|\\.)*)"')
+words = ("SELECT", "INSERT", "CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "SHOW", "UPDATE",
+         "DELETE", "REPLACE", "PREPARE", "EXECUTE", "SET", "USE", "BEGIN", "/*")
+for name in sorted(os.listdir(os.path.join(root, "tests", "it"))):
+    if not name.endswith(".rs"):
+        continue
+    text = open(os.path.join(root, "tests", "it", name), encoding="utf-8").read()
+    for m in lit.finditer(text):
+        s = m.group(1).encode().decode("unicode_escape", errors="ignore")
+        if s.lstrip().upper().startswith(words) and len(s) < 4000:
+            sql.add(s.encode("utf-8", errors="surrogateescape"))
+sql |= {
+    b"CREATE TABLE htable1$family1 (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = htable1 PARTITION BY KEY(K) PARTITIONS 97",
+    b"CREATE TABLE g$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)) VIRTUAL, PRIMARY KEY (K, Q, T)) TABLEGROUP = g KV_ATTRIBUTES = '{\"Hbase\": {\"TimeToLive\": 3600}}' PARTITION BY KEY(K_PREFIX) PARTITIONS 193",
+    b"CREATE TABLE r$f (K varbinary(1024), Q varbinary(256), T bigint, V longblob NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = r PARTITION BY RANGE COLUMNS(K) (PARTITION p0 VALUES LESS THAN ('m'), PARTITION p1 VALUES LESS THAN (MAXVALUE))",
+    b"ALTER TABLE g$f KV_ATTRIBUTES='{}' PARTITION BY KEY(K) PARTITIONS 7",
+    b"SELECT 1 /*!; ALTER TABLE g$f ADD COLUMN X int */",
+    b"SELECT 1; /*M!100300 ALTER TABLE g$f ADD COLUMN X int */",
+    b"PREPARE s FROM X'414C544552205441424C4520',",
+    b"EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')",
+    b"CREATE DEFINER=`root`@`%` PROCEDURE p() BEGIN DROP TABLE g$f; END",
+    b"SELECT \"a\\\"; ALTER TABLE g$f ADD COLUMN X int -- \"",
+    b"SELECT '\xbf\\'; CREATE TABLE g$f (K int) -- '",
+    b"SHOW TABLEGROUPS LIKE '%a%a%a%a%c'",
+    b"SELECT K, Q, T, V FROM g$f WHERE K LIKE 'abcd%' AND T > -1 ORDER BY K LIMIT 10",
+}
+for s in sorted(sql):
+    for flags in (0, 0x11, 0x13, 0x3C):
+        put("sql_router", bytes([flags]) + s)
+    put("ddl_rules", s)
+
+# client packets: a HandshakeResponse41, an SSLRequest, a COM_CHANGE_USER, framed streams
+caps = 0x000FA68D | (1 << 24)
+login = struct.pack("<IIB23x", caps, 1 << 24, 45) + b"root\0" + bytes([20]) + b"\x01" * 20 + b"db1\0" + b"mysql_native_password\0" + bytes([12, 3]) + b"_os" + bytes([5]) + b"Linux" + b"\x00" * 3
+put("client_packets", login)
+put("client_packets", struct.pack("<IIB23x", caps | 0x800, 1 << 24, 45))
+put("client_packets", b"app\0" + bytes([20]) + b"\x02" * 20 + b"obkv\0" + struct.pack("<H", 45) + b"mysql_native_password\0")
+put("client_packets", struct.pack("<I", len(login))[:3] + b"\x01" + login)
+put("client_packets", b"\xfemysql_native_password\0" + b"0123456789abcdefghij\0")
+
+# backend: greetings of MariaDB and seekdb, and responses as tracked packet lists
+def greeting(version, caps_low, caps_high, ext=b"\0" * 4):
+    return (b"\x0a" + version + b"\0" + struct.pack("<I", 7) + b"abcdefgh\0" + struct.pack("<H", caps_low)
+            + b"\x2d" + struct.pack("<H", 2) + struct.pack("<H", caps_high) + b"\x15" + b"\0" * 6 + ext
+            + b"ijklmnopqrst\0" + b"mysql_native_password\0")
+put("backend_responses", greeting(b"5.5.5-10.11.19-MariaDB-0+deb12u1", 0xF7FE, 0x81FF, b"\x1d\x00\x00\x00"))
+put("backend_responses", greeting(b"5.7.25", 0xF7FF, 0x00FF))
+def packets(kind, *ps):
+    out = bytes([kind])
+    for p in ps:
+        out += bytes([len(p)]) + p
+    return out
+ok = b"\x00\x01\x00\x02\x00\x00\x00"
+eof = b"\xfe\x00\x00\x02\x00"
+col = b"\x03def\x00\x00\x00\x01a\x00\x0c\x3f\x00\x01\x00\x00\x00\x08\x81\x00\x00\x00"
+put("backend_responses", packets(0, ok))
+put("backend_responses", packets(0, b"\x01", col, eof, b"\x011", b"\x012", eof))
+put("backend_responses", packets(0x80, b"\x01", col, b"\x011", b"\xfe\x00\x00\x02\x00\x00\x00"))
+put("backend_responses", packets(2, b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00", col, eof, col, eof))
+put("backend_responses", packets(0, b"\xff\x15\x04#42000Access denied"))
+put("backend_responses", packets(0, b"\xfb/tmp/file"))
+print("seeds written to", corpus)
