@@ -449,7 +449,16 @@ mod tests {
         let first = vec![0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
         assert!(decode_rows(&[first, vec![0xfe, 0, 0, 2, 0]], false).is_empty());
         // an honest one-column result still decodes
-        let rows = decode_rows(&[vec![1], vec![3], vec![0xfe, 0, 0, 2, 0], vec![1, b'x'], vec![0xfe, 0, 0, 2, 0]], false);
+        let rows = decode_rows(
+            &[
+                vec![1],
+                vec![3],
+                vec![0xfe, 0, 0, 2, 0],
+                vec![1, b'x'],
+                vec![0xfe, 0, 0, 2, 0],
+            ],
+            false,
+        );
         assert_eq!(rows, vec![vec![Some(b"x".to_vec())]]);
     }
 }

@@ -61,6 +61,11 @@ impl ErrorInfo {
         )
     }
 
+    /// The proxy failed on its side (never the client's or the backend's fault).
+    pub fn internal(what: &str) -> Self {
+        Self::new(1105, "HY000", format!("obkv-proxy: internal error {what}"))
+    }
+
     pub fn net_read_timeout() -> Self {
         Self::new(1159, "08S01", "Got timeout reading communication packets")
     }

@@ -195,11 +195,7 @@ impl Session {
             }
             Err(e) => {
                 warn!(peer = %self.peer, "statement analysis failed: {e}");
-                let err = ErrorInfo::new(
-                    1105,
-                    "HY000",
-                    "obkv-proxy: internal error while reading the statement",
-                );
+                let err = ErrorInfo::internal("while reading the statement");
                 (Class::MaybeHbase, Decision::Answer(Answer::Error(err)))
             }
         }
@@ -442,8 +438,16 @@ impl Session {
                 // the backend's own error for the PREPARE will follow
                 _ => Vec::new(),
             };
-            if let Some(e) = router::decide_dynamic(&text, ctx) {
-                return Ok(Some(e));
+            let refusal = if text.len() <= router::LARGE_TEXT {
+                router::decide_dynamic(&text, ctx)
+            } else {
+                // as for large statements: off the event loop
+                tokio::task::spawn_blocking(move || router::decide_dynamic(&text, ctx))
+                    .await
+                    .unwrap_or_else(|_| Some(ErrorInfo::internal("while reading the statement")))
+            };
+            if refusal.is_some() {
+                return Ok(refusal);
             }
         }
         Ok(None)

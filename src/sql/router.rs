@@ -17,6 +17,8 @@
 //! the proxy can read in more than one way (`scan::Ambiguity`) is read every way, and where the
 //! readings disagree the statement is refused rather than guessed at.
 
+use std::collections::HashMap;
+
 use super::classify::{classify, leading_words, Class};
 use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
 use crate::hbase::ddl::{self, Statement};
@@ -167,6 +169,8 @@ fn decide_reading(sql: &[u8], origin: Origin, ctx: Context, d: Dialect) -> Decis
     let reads: Vec<Read> = pieces.iter().map(|p| read_piece(sql, *p, d)).collect();
     let many = reads.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
+    // where each user variable is first mentioned, computed once (one pass) when needed
+    let mut first_mentions: Option<HashMap<Vec<u8>, usize>> = None;
     for (i, read) in reads.iter().enumerate() {
         match read {
             Read::Plain => {}
@@ -212,8 +216,11 @@ fn decide_reading(sql: &[u8], origin: Origin, ctx: Context, d: Dialect) -> Decis
             }
             Read::Dynamic(DynamicText::Variable(name)) => {
                 // a value assigned earlier in the same text is not known before the text runs
-                let earlier = &sql[..pieces[i].start];
-                if ctx.strict && mentions_variable(earlier, name, d) {
+                let firsts = first_mentions.get_or_insert_with(|| variable_first_mentions(sql, d));
+                let set_earlier = firsts
+                    .get(&normalize_variable(name))
+                    .is_some_and(|at| *at < pieces[i].start);
+                if ctx.strict && set_earlier {
                     return refuse(
                         1235,
                         "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE: its variable \
@@ -429,20 +436,26 @@ fn read_dynamic(piece: &[u8], d: Dialect) -> Option<DynamicText> {
     })
 }
 
-/// Whether `text` mentions the user variable `name` (written as `@name`).
-fn mentions_variable(text: &[u8], name: &[u8], d: Dialect) -> bool {
-    let norm = |v: &[u8]| -> Vec<u8> {
-        let v = v.strip_prefix(b"@").unwrap_or(v);
-        let v = match v.first() {
-            Some(b'`' | b'\'' | b'"') if v.len() >= 2 => &v[1..v.len() - 1],
-            _ => v,
-        };
-        v.to_ascii_lowercase()
+/// A user variable as the backend compares names: without `@` and quotes, case-insensitive.
+fn normalize_variable(v: &[u8]) -> Vec<u8> {
+    let v = v.strip_prefix(b"@").unwrap_or(v);
+    let v = match v.first() {
+        Some(b'`' | b'\'' | b'"') if v.len() >= 2 => &v[1..v.len() - 1],
+        _ => v,
     };
-    let want = norm(name);
-    Scanner::new(text, d)
-        .map_while(Result::ok)
-        .any(|t| t.kind == Tok::Var && norm(t.text(text)) == want)
+    v.to_ascii_lowercase()
+}
+
+/// The offset of the first mention of every user variable in `sql` (one pass).
+fn variable_first_mentions(sql: &[u8], d: Dialect) -> HashMap<Vec<u8>, usize> {
+    let mut out = HashMap::new();
+    for t in Scanner::new(sql, d).map_while(Result::ok) {
+        if t.kind == Tok::Var && !t.text(sql).starts_with(b"@@") {
+            out.entry(normalize_variable(t.text(sql)))
+                .or_insert(t.start);
+        }
+    }
+    out
 }
 
 /// A stored program or compound statement: does any statement inside it run DDL on an HBase
@@ -637,6 +650,15 @@ mod tests {
             1235
         ));
         assert_eq!(text("EXECUTE s USING @a"), Decision::Forward);
+        // a variable mentioned only after its PREPARE is read before the text runs
+        assert_eq!(
+            text("PREPARE s FROM @S; SET @s = 'x'"),
+            Decision::CheckVariables(vec![b"@S".to_vec()])
+        );
+        assert!(refused(
+            &text("SELECT @`s` := 'x'; PREPARE s FROM @s"),
+            1235
+        ));
         assert!(decide_dynamic(b"DROP TABLE g$f", Context::default()).is_some());
         assert!(decide_dynamic(b"SELECT K FROM g$f", Context::default()).is_none());
         assert!(decide_dynamic(
