@@ -41,6 +41,8 @@ pub struct Shared {
     pub catalog_ready: std::sync::atomic::AtomicBool,
     /// Proxy-auth mode: the backend's greeting (version string, capabilities), learned once.
     backend_greeting: Mutex<Option<Greeting>>,
+    /// The backend's kind and name comparison, learned by the first session that asked.
+    backend_facts: Mutex<Option<crate::hbase::backend::BackendFacts>>,
 }
 
 impl Shared {
@@ -77,9 +79,18 @@ impl Shared {
             users,
             next_connection_id: AtomicU32::new(1),
             backend_greeting: Mutex::new(None),
+            backend_facts: Mutex::new(None),
             catalog_ready: std::sync::atomic::AtomicBool::new(false),
             config,
         })
+    }
+
+    pub fn backend_facts(&self) -> Option<crate::hbase::backend::BackendFacts> {
+        *self.backend_facts.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    pub fn set_backend_facts(&self, f: crate::hbase::backend::BackendFacts) {
+        *self.backend_facts.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
     }
 
     pub fn next_connection_id(&self) -> u32 {

@@ -12,6 +12,14 @@ pub enum Flavor {
     MySqlFamily,
 }
 
+/// What the proxy learns about the backend once per process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BackendFacts {
+    pub flavor: Flavor,
+    /// `lower_case_table_names` is not 0: table and schema names compare case-insensitively.
+    pub names_ci: bool,
+}
+
 impl Flavor {
     pub fn detect(kind: BackendKind, server_version: &[u8]) -> Flavor {
         let v = String::from_utf8_lossy(server_version).to_ascii_lowercase();

@@ -33,9 +33,30 @@ pub fn qualified(schema: &str, t: &TableName) -> String {
 
 pub struct Catalog<'a> {
     pub schema: &'a str,
+    /// The backend compares table and schema names case-insensitively
+    /// (`lower_case_table_names` 1 or 2, OceanBase's default): so do lookups here, or
+    /// `ALTER TABLE G$F …` would miss the entry of `g$f` and escape the rules.
+    pub names_ci: bool,
 }
 
 impl Catalog<'_> {
+    /// `WHERE` condition for one table's entry, comparing names as the backend does.
+    fn where_table(&self, schema: &str, name: &str) -> String {
+        let (s, n) = (hex(schema.as_bytes()), hex(name.as_bytes()));
+        if self.names_ci {
+            let ci = |v: &str| format!("LOWER(CONVERT({v} USING utf8mb4))");
+            format!(
+                "{} = {} AND {} = {}",
+                ci("schema_name"),
+                ci(&s),
+                ci("table_name"),
+                ci(&n)
+            )
+        } else {
+            format!("schema_name = {s} AND table_name = {n}")
+        }
+    }
+
     pub fn ensure(&self) -> Vec<String> {
         let s = ident(self.schema);
         vec![
@@ -92,10 +113,9 @@ impl Catalog<'_> {
 
     pub fn table(&self, schema: &str, name: &str) -> String {
         format!(
-            "SELECT group_name, family, ddl FROM {}.hbase_tables WHERE schema_name = {} AND table_name = {}",
+            "SELECT group_name, family, ddl FROM {}.hbase_tables WHERE {}",
             ident(self.schema),
-            hex(schema.as_bytes()),
-            hex(name.as_bytes())
+            self.where_table(schema, name)
         )
     }
 
@@ -120,20 +140,18 @@ impl Catalog<'_> {
 
     pub fn delete_table(&self, schema: &str, name: &str) -> String {
         format!(
-            "DELETE FROM {}.hbase_tables WHERE schema_name = {} AND table_name = {}",
+            "DELETE FROM {}.hbase_tables WHERE {}",
             ident(self.schema),
-            hex(schema.as_bytes()),
-            hex(name.as_bytes())
+            self.where_table(schema, name)
         )
     }
 
     pub fn update_ddl(&self, schema: &str, name: &str, ddl: &[u8]) -> String {
         format!(
-            "UPDATE {}.hbase_tables SET ddl = {} WHERE schema_name = {} AND table_name = {}",
+            "UPDATE {}.hbase_tables SET ddl = {} WHERE {}",
             ident(self.schema),
             hex(ddl),
-            hex(schema.as_bytes()),
-            hex(name.as_bytes())
+            self.where_table(schema, name)
         )
     }
 
@@ -159,7 +177,10 @@ pub async fn reconcile(
 ) -> Result<Vec<(String, String)>, QueryError> {
     const ER_BAD_DB: u16 = 1049;
     const ER_NO_SUCH_TABLE: u16 = 1146;
-    let c = Catalog { schema };
+    let c = Catalog {
+        schema,
+        names_ci: false,
+    };
     let (result, _) = backend::query(stream, caps, c.all_tables().as_bytes()).await?;
     let rows = match result {
         QueryResult::Rows(rows) => rows,
@@ -259,6 +280,7 @@ mod tests {
     fn values_are_hex_and_names_quoted() {
         let c = Catalog {
             schema: "obkv_meta",
+            names_ci: false,
         };
         assert_eq!(
             c.group_exists("g'1"),
@@ -266,6 +288,13 @@ mod tests {
         );
         assert_eq!(ident("a`b"), "`a``b`");
         assert_eq!(hex(b""), "X''");
+        let ci = Catalog {
+            schema: "m",
+            names_ci: true,
+        };
+        assert!(ci.table("db", "G$F").ends_with(
+            "LOWER(CONVERT(table_name USING utf8mb4)) = LOWER(CONVERT(X'472446' USING utf8mb4))"
+        ));
     }
 
     #[test]

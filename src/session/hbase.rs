@@ -12,7 +12,7 @@ use tracing::info;
 use super::{End, Session};
 use crate::backend::{self, QueryError};
 use crate::config::Enforcement;
-use crate::hbase::backend::Flavor;
+use crate::hbase::backend::{BackendFacts, Flavor};
 use crate::hbase::catalog::{self, like, qualified, Catalog};
 use crate::hbase::ddl::{self, AlterAction, CreateTable, Statement, TableName};
 use crate::hbase::rules::{
@@ -22,6 +22,7 @@ use crate::hbase::translate;
 use crate::protocol::constants::status;
 use crate::protocol::packets::{ok_packet, ErrorInfo, OkInfo};
 use crate::protocol::response::ResponseKind;
+use crate::sql::scan::Flavor as SqlFlavor;
 
 pub(super) use crate::backend::QueryResult as Internal;
 
@@ -37,32 +38,63 @@ fn text(v: &Option<Vec<u8>>) -> String {
 }
 
 impl Session {
-    /// What the backend can do, asked once per session: OceanBase names itself in VERSION() and
-    /// @@version_comment, not in the greeting (which says only "5.7.25").
-    async fn flavor(&mut self) -> Result<Flavor, End> {
+    /// What the backend can do. OceanBase names itself in VERSION() and @@version_comment, not
+    /// in the greeting (which says only "5.7.25"), so the first session that needs to know asks,
+    /// and the answer is kept for the process (every session talks to the same backend). A
+    /// failed question is not taken as an answer.
+    pub(super) async fn flavor(&mut self) -> Result<Flavor, End> {
         if let Some(f) = self.flavor {
             return Ok(f);
         }
+        if let Some(facts) = self.shared.backend_facts() {
+            self.learn_flavor(facts);
+            return Ok(facts.flavor);
+        }
         let kind = self.shared.config.hbase.backend_kind;
-        let version = match self
-            .rows("SELECT CONCAT(VERSION(), ' ', @@version_comment)")
-            .await?
-        {
-            Ok(r) => r
-                .first()
-                .and_then(|row| row.first().cloned().flatten())
-                .unwrap_or_default(),
+        let sql = "SELECT CONCAT(VERSION(), ' ', @@version_comment), @@lower_case_table_names";
+        let row = match self.rows(sql).await? {
+            Ok(r) => r.into_iter().next().unwrap_or_default(),
             Err(_) => Vec::new(),
         };
+        let version = row.first().cloned().flatten().unwrap_or_default();
+        let names_ci = row
+            .get(1)
+            .and_then(|v| v.as_deref())
+            .is_some_and(|v| v != b"0");
         let f = Flavor::detect(kind, &version);
-        info!(flavor = ?f, version = %String::from_utf8_lossy(&version), "backend kind");
-        self.flavor = Some(f);
+        if version.is_empty() {
+            // not known: used for this session's DDL only, not taken as the backend's kind
+            self.flavor = Some(f);
+            return Ok(f);
+        }
+        info!(flavor = ?f, version = %String::from_utf8_lossy(&version), names_ci, "backend kind");
+        let facts = BackendFacts {
+            flavor: f,
+            names_ci,
+        };
+        self.shared.set_backend_facts(facts);
+        self.learn_flavor(facts);
         Ok(f)
+    }
+
+    /// Takes the backend's kind as known, which also settles how it reads SQL and compares
+    /// names.
+    fn learn_flavor(&mut self, facts: BackendFacts) {
+        let f = facts.flavor;
+        self.names_ci = facts.names_ci;
+        self.flavor = Some(f);
+        if self.dialect.flavor == SqlFlavor::MySqlOrOceanBase {
+            self.dialect.flavor = match f {
+                Flavor::OceanBase | Flavor::SeekDb => SqlFlavor::OceanBase,
+                Flavor::MySqlFamily => SqlFlavor::MySql,
+            };
+        }
     }
 
     fn catalog(&self) -> Catalog<'_> {
         Catalog {
             schema: &self.shared.config.hbase.catalog_schema,
+            names_ci: self.names_ci,
         }
     }
 
@@ -197,6 +229,8 @@ impl Session {
     }
 
     pub(super) async fn on_hbase(&mut self, stmt: Statement) -> Result<(), End> {
+        // the backend's kind and name comparison decide every lookup below
+        self.flavor().await?;
         if let Err(e) = self.ensure_catalog().await? {
             return self.answer_raw(&e).await;
         }

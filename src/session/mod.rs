@@ -22,6 +22,7 @@ use tracing::{debug, warn};
 use crate::admin::bump;
 use crate::backend::{BackendStream, LoggedIn, PooledLogin};
 use crate::config::AuthMode;
+use crate::config::BackendKind;
 use crate::protocol::constants::{cap, com, status, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
@@ -29,7 +30,7 @@ use crate::protocol::stream::{CopyError, PacketStream};
 use crate::server::Shared;
 use crate::sql::classify::{self, Class};
 use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo};
-use crate::sql::scan::Dialect;
+use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
 use client_io::ClientIo;
 
 /// A command buffer larger than this is given back after the command.
@@ -109,8 +110,10 @@ pub struct Session {
     flavor: Option<crate::hbase::backend::Flavor>,
     /// Warnings of the last HBase statement, shown by SHOW WARNINGS.
     pending_warnings: Vec<hbase::Warning>,
-    /// How the backend reads SQL text (from its greeting).
+    /// How the backend reads SQL text (from its greeting, refined by `flavor`).
     dialect: Dialect,
+    /// The backend compares table names case-insensitively (learned with `flavor`).
+    names_ci: bool,
 }
 
 enum ReadError {
@@ -153,12 +156,20 @@ impl Session {
             flavor: None,
             pending_warnings: Vec::new(),
             dialect: Dialect::default(),
+            names_ci: false,
         }
     }
 
     /// What the backend's greeting and login said: how it reads SQL, and the status after login.
     fn with_backend(mut self, server_version: &[u8], status: u16) -> Self {
         self.dialect = Dialect::from_server_version(server_version);
+        // a configured kind settles what the greeting cannot say
+        self.dialect.flavor = match self.shared.config.hbase.backend_kind {
+            BackendKind::Oceanbase | BackendKind::Seekdb => SqlFlavor::OceanBase,
+            BackendKind::Mariadb => SqlFlavor::MariaDb,
+            BackendKind::Mysql => SqlFlavor::MySql,
+            BackendKind::Auto => self.dialect.flavor,
+        };
         self.last_status = status;
         self
     }
@@ -178,17 +189,28 @@ impl Session {
     /// The router's decision on the current command's text. A large text is read on the
     /// blocking pool, so one client's 60 MiB statement never stalls the other sessions of its
     /// event loop.
-    async fn decide(&mut self, origin: Origin) -> (Class, Decision) {
+    async fn decide(&mut self, origin: Origin) -> Result<(Class, Decision), End> {
+        // A flagged text is read exactly as this backend reads it, so its kind must be known
+        // (asked once per process; OceanBase's greeting does not say).
+        if self.dialect.flavor == SqlFlavor::MySqlOrOceanBase
+            && classify::classify(self.command.get(1..).unwrap_or_default()) != Class::Plain
+        {
+            self.flavor().await?;
+        }
         let ctx = self.context();
         if self.command.len() <= router::LARGE_TEXT {
-            return router::decide(self.command.get(1..).unwrap_or_default(), origin, ctx);
+            return Ok(router::decide(
+                self.command.get(1..).unwrap_or_default(),
+                origin,
+                ctx,
+            ));
         }
         let command = std::mem::take(&mut self.command);
         let work = tokio::task::spawn_blocking(move || {
             let d = router::decide(command.get(1..).unwrap_or_default(), origin, ctx);
             (command, d)
         });
-        match work.await {
+        Ok(match work.await {
             Ok((command, d)) => {
                 self.command = command;
                 d
@@ -198,7 +220,7 @@ impl Session {
                 let err = ErrorInfo::internal("while reading the statement");
                 (Class::MaybeHbase, Decision::Answer(Answer::Error(err)))
             }
-        }
+        })
     }
     async fn run(mut self) {
         let stats = &self.shared.stats;
@@ -331,7 +353,7 @@ impl Session {
             }
             self.pending_warnings.clear();
         }
-        let (class, decision) = self.decide(Origin::Text).await;
+        let (class, decision) = self.decide(Origin::Text).await?;
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
@@ -339,7 +361,7 @@ impl Session {
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
-        let (class, decision) = self.decide(Origin::Prepare).await;
+        let (class, decision) = self.decide(Origin::Prepare).await?;
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }

@@ -140,18 +140,18 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: Context) -> Decision {
         Ok((_, a)) => a,
         Err(_) => return primary,
     };
-    for alt in ctx.dialect.alternatives(ambiguity) {
-        let other = decide_reading(sql, origin, ctx, alt);
-        if std::mem::discriminant(&other) != std::mem::discriminant(&primary) {
+    for other in ctx.dialect.readings(ambiguity).into_iter().skip(1) {
+        let decision = decide_reading(sql, origin, ctx, other);
+        if std::mem::discriminant(&decision) != std::mem::discriminant(&primary) {
             // e.g. a string that ends in one reading and not in the other hides a statement
             return if ctx.strict {
-                Decision::Answer(Answer::Error(ErrorInfo::new(
+                refuse(
                     1064,
-                    "42000",
-                    "obkv-proxy cannot read this statement one way only (a backslash in a \"…\" literal \
-                     or after a multibyte character), so it cannot check it; write the literal without \
-                     the backslash, or with X'…'",
-                )))
+                    "obkv-proxy cannot tell how the backend reads this statement (an executable \
+                     comment whose meaning depends on the server, a backslash in a \"…\" literal or \
+                     after a multibyte character), so it cannot check it; set hbase.backend_kind, or \
+                     write the statement without them (X'…' for binary literals)",
+                )
             } else {
                 primary
             };
@@ -605,9 +605,24 @@ mod tests {
             text("SELECT 1 /*M! ; ALTER TABLE g$f ADD COLUMN X int */"),
             Decision::Forward
         );
-        // a version the backend does not reach is a comment
+        // a version MySQL 5.7 does not reach is a comment there, but OceanBase (whose greeting
+        // also says 5.7.25) runs it: until the server is known, the proxy refuses
+        assert!(refused(
+            &text("SELECT 1 /*!99999 ; DROP TABLE g$f */"),
+            1064
+        ));
+        let mysql = Context {
+            dialect: Dialect {
+                flavor: scan::Flavor::MySql,
+                ..Dialect::default()
+            },
+            strict: true,
+        };
+        let sql = b"SELECT 1 /*!99999 ; DROP TABLE g$f */";
+        assert_eq!(decide(sql, Origin::Text, mysql).1, Decision::Forward);
+        // MariaDB leaves MySQL 5.7+ comments alone
         assert_eq!(
-            text("SELECT 1 /*!99999 ; DROP TABLE g$f */"),
+            maria("SELECT 1 /*!50700 ; DROP TABLE g$f */"),
             Decision::Forward
         );
     }

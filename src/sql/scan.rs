@@ -13,13 +13,24 @@
 //!   of 0x80 or more before a backslash inside a literal is *ambiguous* too.
 //!
 //! The scanner reports such ambiguity instead of guessing; callers read the text again under
-//! the other reading (`Dialect::alternatives`) and act only where every reading agrees.
+//! the other readings (`Dialect::readings`) and act only where every reading agrees.
+
+/// Which server family reads the text: they differ on executable comments (measured on
+/// MariaDB 10.11 and OceanBase 4.3.5, see `Scanner::executable_comment`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flavor {
+    MySql,
+    MariaDb,
+    OceanBase,
+    /// MySQL or OceanBase: OceanBase's greeting says only "5.7.25". Read as MySQL, and
+    /// `Dialect::readings` adds the OceanBase reading.
+    MySqlOrOceanBase,
+}
 
 /// How the backend reads SQL text.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Dialect {
-    /// MariaDB runs `/*M! … */`; other servers treat it as a comment.
-    pub mariadb: bool,
+    pub flavor: Flavor,
     /// The server version as MMmmpp (MariaDB 10.11.19 = 101119, OceanBase's 5.7.25 = 50725).
     pub version: u32,
     pub no_backslash_escapes: bool,
@@ -32,7 +43,7 @@ pub struct Dialect {
 impl Default for Dialect {
     fn default() -> Self {
         Dialect {
-            mariadb: false,
+            flavor: Flavor::MySqlOrOceanBase,
             version: 50725,
             no_backslash_escapes: false,
             ansi_quotes: false,
@@ -45,7 +56,14 @@ impl Dialect {
     /// From the backend's greeting version string (`5.5.5-10.11.19-MariaDB…`, `5.7.25`, `8.0.36`).
     pub fn from_server_version(v: &[u8]) -> Dialect {
         let text = String::from_utf8_lossy(v);
-        let mariadb = text.to_ascii_lowercase().contains("mariadb");
+        let lower = text.to_ascii_lowercase();
+        let flavor = if lower.contains("mariadb") {
+            Flavor::MariaDb
+        } else if lower.contains("oceanbase") {
+            Flavor::OceanBase
+        } else {
+            Flavor::MySqlOrOceanBase
+        };
         // MariaDB prefixes 5.5.5- for old clients; its real version follows
         let body = text.strip_prefix("5.5.5-").unwrap_or(&text);
         let mut parts = body
@@ -58,33 +76,37 @@ impl Dialect {
             parts.next().unwrap_or(0),
         );
         Dialect {
-            mariadb,
+            flavor,
             version: a.min(99) * 10_000 + b.min(99) * 100 + c.min(99),
             ..Dialect::default()
         }
     }
 
-    /// The other readings of an ambiguous text, to be checked as well.
-    pub fn alternatives(self, ambiguity: Ambiguity) -> Vec<Dialect> {
-        let mut out = Vec::new();
-        if ambiguity.quotes {
+    /// Every reading of a text to consider: this one first, then those that differ in what
+    /// the proxy does not know (the server family, ANSI_QUOTES, a multibyte character set).
+    pub fn readings(self, ambiguity: Ambiguity) -> Vec<Dialect> {
+        let mut out = vec![self];
+        if self.flavor == Flavor::MySqlOrOceanBase {
             out.push(Dialect {
-                ansi_quotes: !self.ansi_quotes,
+                flavor: Flavor::OceanBase,
                 ..self
             });
+        }
+        if ambiguity.quotes {
+            for i in 0..out.len() {
+                out.push(Dialect {
+                    ansi_quotes: !out[i].ansi_quotes,
+                    ..out[i]
+                });
+            }
         }
         if ambiguity.multibyte {
-            out.push(Dialect {
-                multibyte_backslash: !self.multibyte_backslash,
-                ..self
-            });
-        }
-        if ambiguity.quotes && ambiguity.multibyte {
-            out.push(Dialect {
-                ansi_quotes: !self.ansi_quotes,
-                multibyte_backslash: !self.multibyte_backslash,
-                ..self
-            });
+            for i in 0..out.len() {
+                out.push(Dialect {
+                    multibyte_backslash: !out[i].multibyte_backslash,
+                    ..out[i]
+                });
+            }
         }
         out
     }
@@ -206,38 +228,59 @@ impl<'a> Scanner<'a> {
         }
     }
 
-    /// For a comment whose body starts at `body`: where its code starts, if the backend runs it.
+    /// For a comment whose body starts at `body` (after `/*`): where its code starts, if the
+    /// backend runs it. The rules, measured on the servers themselves:
+    /// - MySQL: `/*!` runs; five (or six) digits after it are a version, run when not above the
+    ///   server's.
+    /// - MariaDB 10.11: six digits are a version compared with the server's (101119); five
+    ///   digits run only below 50700 (MariaDB leaves MySQL 5.7+ comments alone); fewer digits
+    ///   are code. `/*M!` likewise, with five digits compared with the server's version.
+    /// - OceanBase 4.3: `/*!` followed by exactly five digits runs whatever they say; any other
+    ///   count of digits makes it a plain comment; no digits runs. `/*M!` is a comment.
     fn executable_comment(&self, body: usize) -> Option<usize> {
-        let (mut i, mariadb_only) = match (self.at(body), self.at(body + 1)) {
+        let (start, maria_only) = match (self.at(body), self.at(body + 1)) {
             (Some(b'!'), _) => (body + 1, false),
             (Some(b'M'), Some(b'!')) => (body + 2, true),
             _ => return None,
         };
-        if mariadb_only && !self.d.mariadb {
+        let flavor = match self.d.flavor {
+            Flavor::MySqlOrOceanBase => Flavor::MySql,
+            f => f,
+        };
+        if maria_only && flavor != Flavor::MariaDb {
             return None;
         }
-        let digits = self.sql[i..]
+        let digits = self.sql[start..]
             .iter()
             .take_while(|b| b.is_ascii_digit())
             .count();
-        // MySQL reads five digits; MariaDB five or six
-        let n = match digits {
-            0 => 0,
-            6.. if self.d.mariadb => 6,
-            5.. => 5,
-            _ => 0,
+        let version = |n: usize| -> u32 {
+            std::str::from_utf8(&self.sql[start..start + n])
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(u32::MAX)
         };
-        if n > 0 {
-            let v: u32 = std::str::from_utf8(&self.sql[i..i + n])
-                .ok()?
-                .parse()
-                .ok()?;
-            if v > self.d.version {
-                return None;
-            }
-            i += n;
+        let server = self.d.version;
+        match flavor {
+            Flavor::OceanBase => match digits {
+                0 => Some(start),
+                5 => Some(start + 5),
+                _ => None,
+            },
+            Flavor::MariaDb => match digits {
+                0..=4 => Some(start),
+                5 => {
+                    let v = version(5);
+                    (v <= server && (maria_only || v < 50700)).then_some(start + 5)
+                }
+                _ => (version(6) <= server).then_some(start + 6),
+            },
+            _ => match digits {
+                0..=4 => Some(start),
+                5 => (version(5) <= server).then_some(start + 5),
+                _ => (version(6) <= server).then_some(start + 6),
+            },
         }
-        Some(i)
     }
 
     /// A quoted run from `i` (at the quote); returns the end offset (after the closing quote).
@@ -589,10 +632,10 @@ mod tests {
     #[test]
     fn versions_from_greetings() {
         let m = maria();
-        assert!(m.mariadb);
+        assert_eq!(m.flavor, Flavor::MariaDb);
         assert_eq!(m.version, 101119);
         let o = Dialect::from_server_version(b"5.7.25");
-        assert!(!o.mariadb);
+        assert_eq!(o.flavor, Flavor::MySqlOrOceanBase);
         assert_eq!(o.version, 50725);
         assert_eq!(Dialect::from_server_version(b"8.0.36").version, 80036);
         assert_eq!(Dialect::from_server_version(b"garbage").version, 50700);
@@ -600,15 +643,47 @@ mod tests {
 
     #[test]
     fn executable_comments_are_code_when_the_backend_runs_them() {
-        let m = maria();
-        let o = Dialect::from_server_version(b"5.7.25");
-        let sql = "A /*! B */ C /*!50100 D */ /*!99999 E */ /*M! F */ /*M!100300 G */ /*M!999999 H */ /* I */";
-        // 10.11.19 is 101119, above 99999
-        assert_eq!(words(sql, m), ["A", "B", "C", "D", "E", "F", "G"]);
-        assert_eq!(words(sql, o), ["A", "B", "C", "D"]);
+        // each case: the comment, and whether MariaDB 10.11.19 / OceanBase 4.3.5 / MySQL 5.7.25
+        // runs the `+1` of `SELECT 1 <comment>` (measured on the first two)
+        let mysql = Dialect {
+            flavor: Flavor::MySql,
+            ..Dialect::from_server_version(b"5.7.25")
+        };
+        let ob = Dialect {
+            flavor: Flavor::OceanBase,
+            ..mysql
+        };
+        let cases: &[(&str, bool, bool, bool)] = &[
+            ("/*! +1 */", true, true, true),
+            ("/*!50100 +1 */", true, true, true),
+            ("/*!50700 +1 */", false, true, true),
+            ("/*!50800 +1 */", false, true, false),
+            ("/*!99999 +1 */", false, true, false),
+            ("/*!101119 +1 */", true, false, false),
+            ("/*!101120 +1 */", false, false, false),
+            ("/*!12345+1 */", true, true, true),
+            ("/*M! +1 */", true, false, false),
+            ("/*M!50100 +1 */", true, false, false),
+            ("/*M!100000 +1 */", true, false, false),
+            ("/*M!999999 +1 */", false, false, false),
+            ("/* +1 */", false, false, false),
+        ];
+        for (c, on_maria, on_ob, on_mysql) in cases {
+            let sql = format!("SELECT 1 {c}");
+            for (d, want) in [(maria(), on_maria), (ob, on_ob), (mysql, on_mysql)] {
+                let runs = words(&sql, d).contains(&"+".to_string());
+                assert_eq!(runs, *want, "{c} on {:?}", d.flavor);
+            }
+        }
+        // fewer than five digits: code on MariaDB ("5 +1"), a comment on OceanBase
+        assert_eq!(
+            words("SELECT 1 /*!5 +1 */", maria()),
+            ["SELECT", "1", "5", "+", "1"]
+        );
+        assert_eq!(words("SELECT 1 /*!5 +1 */", ob), ["SELECT", "1"]);
         // a `*/` inside a string of the code does not end the comment
-        assert_eq!(words("/*! 'x*/y' */ Z", m), ["'x*/y'", "Z"]);
-        assert_eq!(words("/*!", m), Vec::<String>::new());
+        assert_eq!(words("/*! 'x*/y' */ Z", maria()), ["'x*/y'", "Z"]);
+        assert_eq!(words("/*!", maria()), Vec::<String>::new());
     }
 
     #[test]
@@ -662,11 +737,14 @@ mod tests {
         )
         .expect("lexes");
         assert!(a.quotes && !a.multibyte);
-        let alt = Dialect::default().alternatives(a);
-        assert_eq!(alt.len(), 1);
-        let split = statements(br#"SELECT "a\"; CREATE TABLE g$f (K int) -- ""#, alt[0])
-            .expect("lexes")
-            .0;
+        let readings = maria().readings(a);
+        assert_eq!(readings.len(), 2);
+        let split = statements(
+            br#"SELECT "a\"; CREATE TABLE g$f (K int) -- ""#,
+            readings[1],
+        )
+        .expect("lexes")
+        .0;
         assert_eq!(split.len(), 2);
         let (_, a) = statements(
             b"SELECT '\xbf\\'; CREATE TABLE g$f (K int) -- '",

@@ -464,3 +464,37 @@ fn a_name_with_multibyte_characters_does_not_panic_the_session() {
     ok(&mut c, &format!("DROP TABLE `{name}`"));
     ok(&mut c, "DROP TABLEGROUP g");
 }
+
+#[test]
+fn a_name_in_another_case_cannot_escape_the_rules() {
+    // seekdb compares table names case-insensitively (lower_case_table_names = 1): G$F is g$f
+    let backend = shared(Kind::SeekDb);
+    let p = proxy::start(proxy::config_for(&backend.addr));
+    let mut c = root(&p.addr);
+    ok(&mut c, "CREATE DATABASE IF NOT EXISTS obkv_case");
+    ok(&mut c, "USE obkv_case");
+    ok(&mut c, "DROP TABLE IF EXISTS cas$f");
+    ok(&mut c, "DROP TABLEGROUP IF EXISTS cas");
+    ok(&mut c, "CREATE TABLEGROUP cas");
+    ok(
+        &mut c,
+        &format!("CREATE TABLE cas$f {}", TABLE.replace("byp", "cas")),
+    );
+    let shape = columns(&backend.addr, "obkv_case", "cas$f");
+    let plain = run(&mut c, "ALTER TABLE cas$f ADD COLUMN X int")
+        .expect_err("plain")
+        .0;
+    for sql in [
+        "ALTER TABLE CAS$F ADD COLUMN X int",
+        "ALTER TABLE OBKV_CASE.Cas$f ADD COLUMN X int",
+    ] {
+        assert_eq!(run(&mut c, sql).expect_err(sql).0, plain, "{sql}");
+    }
+    assert_eq!(columns(&backend.addr, "obkv_case", "cas$f"), shape);
+    // SHOW CREATE TABLE in another case shows the definition as written
+    let rows = c.rows("SHOW CREATE TABLE CAS$F");
+    let shown = String::from_utf8_lossy(rows[0][1].as_deref().unwrap_or_default()).into_owned();
+    assert!(shown.contains("TABLEGROUP = cas"), "{shown}");
+    ok(&mut c, "DROP TABLE CAS$F");
+    ok(&mut c, "DROP TABLEGROUP cas");
+}
