@@ -90,6 +90,8 @@ async fn read_raw_packet(tcp: &mut TcpStream) -> Result<(u8, Vec<u8>), Handshake
     tcp.read_exact(&mut h).await?;
     let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
     if len > MAX_LOGIN_PACKET {
+        let err = ErrorInfo::packet_too_large(MAX_LOGIN_PACKET).to_packet();
+        let _ = write_raw_packet(tcp, h[3].wrapping_add(1), &err).await;
         return Err(HandshakeFailure::Rejected("login packet too large"));
     }
     // grows with the bytes that arrive, not with what the header promises
