@@ -8,6 +8,7 @@ pub mod admin;
 pub mod backend;
 pub mod config;
 pub mod hbase;
+pub mod net;
 pub mod protocol;
 pub mod server;
 pub mod session;

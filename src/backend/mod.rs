@@ -21,7 +21,7 @@ use crate::protocol::stream::PacketStream;
 use crate::protocol::wire::Reader;
 use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 
-pub use crate::session::client_io::BackendIo;
+pub use crate::net::BackendIo;
 
 pub type BackendStream = PacketStream<BackendIo>;
 
@@ -158,6 +158,19 @@ pub struct PooledLogin {
     pub spec: LoginSpec,
     pub greeting: Greeting,
     pub fingerprint: Vec<Row>,
+}
+
+impl PooledLogin {
+    /// The connection again, to give back to the pool.
+    pub fn with_stream(self, stream: BackendStream, caps: u32) -> (LoginSpec, LoggedIn) {
+        let conn = LoggedIn {
+            stream,
+            greeting: self.greeting,
+            caps,
+            fingerprint: self.fingerprint,
+        };
+        (self.spec, conn)
+    }
 }
 
 impl LoggedIn {

@@ -20,11 +20,11 @@ use tokio::net::TcpStream;
 use tracing::{debug, info, warn};
 
 use super::auth::NATIVE_PLUGIN;
-use super::client_io::ClientIo;
 use super::Session;
 use crate::admin::bump;
 use crate::backend::{self, BackendError, BackendStream, LoginSpec};
 use crate::config::AuthMode;
+use crate::net::ClientIo;
 use crate::protocol::constants::{cap, MAX_FRAME};
 use crate::protocol::handshake::{
     build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response,
@@ -189,37 +189,19 @@ async fn establish_relayed(
     let (mut client, mut response_raw, response, seq) =
         greet_and_read_login(tcp, &shared, &greeting_raw, advertised).await?;
     let client_caps = response.capabilities & advertised & !cap::SSL;
-    // TLS to the backend, as backend.tls.mode says (the client's TLS ends at the proxy)
-    let offered = greeting.capabilities & cap::SSL != 0;
-    let client_tls = client.get_ref().is_tls();
-    let use_tls = match &shared.backend_tls {
-        Some(t) => match BackendTls::wanted(t.mode, client_tls, offered) {
-            Ok(w) => w,
-            Err(why) => {
-                let err = ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {why}"));
-                return Err(reject(&mut client, seq.wrapping_add(1), err, why).await);
-            }
-        },
-        None => false,
+    let (mut backend, backend_caps, backend_login_seq) = match backend_tls_for(
+        &shared,
+        backend,
+        &client,
+        client_caps,
+        &greeting,
+        response.charset,
+    )
+    .await
+    {
+        Ok(b) => b,
+        Err(e) => return Err(reject(&mut client, seq.wrapping_add(1), e, "backend TLS").await),
     };
-    let mut backend_caps = client_caps;
-    let mut backend_login_seq = 1u8;
-    if let (true, Some(t)) = (use_tls, shared.backend_tls.as_ref()) {
-        let wait = shared.config.connect_timeout();
-        backend = match backend::upgrade_tls(backend, t, client_caps, response.charset, wait).await
-        {
-            Ok(b) => b,
-            Err(e) => {
-                warn!(backend = %addr, "{e}");
-                let err = ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {e}"));
-                return Err(
-                    reject(&mut client, seq.wrapping_add(1), err, "backend TLS failed").await,
-                );
-            }
-        };
-        backend_caps |= cap::SSL;
-        backend_login_seq = 2;
-    }
     // Each side's sequence ids count its own SSLRequest, if any.
     let seq_delta = seq.wrapping_sub(backend_login_seq);
     set_response_capabilities(&mut response_raw, backend_caps);
@@ -256,6 +238,36 @@ async fn establish_relayed(
     )
 }
 
+/// TLS to the backend as `backend.tls.mode` says (the client's own TLS ends at the proxy):
+/// the backend stream to log in on, the capabilities the login carries and its sequence id
+/// (2 after an SSLRequest, else 1). Err: the error packet for the client.
+async fn backend_tls_for(
+    shared: &Shared,
+    backend: BackendStream,
+    client: &PacketStream<ClientIo>,
+    client_caps: u32,
+    greeting: &crate::protocol::handshake::Greeting,
+    charset: u8,
+) -> Result<(BackendStream, u32, u8), ErrorInfo> {
+    let Some(tls) = shared.backend_tls.as_ref() else {
+        return Ok((backend, client_caps, 1));
+    };
+    let offered = greeting.capabilities & cap::SSL != 0;
+    let wanted = BackendTls::wanted(tls.mode, client.get_ref().is_tls(), offered)
+        .map_err(|why| ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {why}")))?;
+    if !wanted {
+        return Ok((backend, client_caps, 1));
+    }
+    let wait = shared.config.connect_timeout();
+    match backend::upgrade_tls(backend, tls, client_caps, charset, wait).await {
+        Ok(b) => Ok((b, client_caps | cap::SSL, 2)),
+        Err(e) => {
+            warn!(backend = %shared.config.backend.address, "{e}");
+            Err(ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {e}")))
+        }
+    }
+}
+
 async fn report_backend_down(
     tcp: &mut TcpStream,
     shared: &Shared,
@@ -275,10 +287,9 @@ async fn report_backend_down(
 }
 
 /// Relays an auth exchange until the backend's OK (its server status) or ERR (None), each relayed
-/// to the client. Client sequence ids are
-/// the backend's plus `seq_delta`; `next_client_seq` is the id the client expects next. Every
-/// packet is capped at MAX_LOGIN_PACKET, and a backend that does not answer within `wait` is
-/// reported to the client (error 2013), not left hanging.
+/// to the client. Client sequence ids are the backend's plus `seq_delta`; `next_client_seq` is the
+/// id the client expects next. Every packet is capped at MAX_LOGIN_PACKET, and a backend that does
+/// not answer within `wait` is reported to the client (error 2013), not left hanging.
 pub async fn relay_auth(
     client: &mut PacketStream<ClientIo>,
     backend: &mut BackendStream,
@@ -497,13 +508,8 @@ pub async fn proxy_change_user(
             let old_pooled = session.pooled.replace(pooled);
             session.statements.clear();
             if let Some(p) = old_pooled {
-                let conn = crate::backend::LoggedIn {
-                    stream: old,
-                    greeting: p.greeting,
-                    caps: session.client_caps,
-                    fingerprint: p.fingerprint,
-                };
-                session.shared.recycle(p.spec, conn);
+                let (spec, conn) = p.with_stream(old, session.client_caps);
+                session.shared.recycle(spec, conn);
             }
             session
                 .client

@@ -6,7 +6,6 @@
 //! (`protocol::response`) to know where the response ends.
 
 pub mod auth;
-pub mod client_io;
 pub mod handshake;
 mod hbase;
 
@@ -20,9 +19,10 @@ use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::admin::bump;
-use crate::backend::{BackendStream, LoggedIn, PooledLogin};
+use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
+use crate::net::ClientIo;
 use crate::protocol::constants::{cap, com, status, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
@@ -31,7 +31,6 @@ use crate::server::Shared;
 use crate::sql::classify::{self, Class};
 use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
-use client_io::ClientIo;
 
 /// A command buffer larger than this is given back after the command.
 const COMMAND_KEEP: usize = 1 << 20;
@@ -190,20 +189,22 @@ impl Session {
     /// blocking pool, so one client's 60 MiB statement never stalls the other sessions of its
     /// event loop.
     async fn decide(&mut self, origin: Origin) -> Result<(Class, Decision), End> {
+        let large = self.command.len() > router::LARGE_TEXT;
+        let class = if large {
+            // even the pre-check of a huge text runs off the event loop (below)
+            Class::MaybeHbase
+        } else {
+            classify::classify(self.command.get(1..).unwrap_or_default())
+        };
         // A flagged text is read exactly as this backend reads it, so its kind must be known
         // (asked once per process; OceanBase's greeting does not say).
-        if self.dialect.flavor == SqlFlavor::MySqlOrOceanBase
-            && classify::classify(self.command.get(1..).unwrap_or_default()) != Class::Plain
-        {
+        if class != Class::Plain && self.dialect.flavor == SqlFlavor::MySqlOrOceanBase {
             self.flavor().await?;
         }
         let ctx = self.context();
-        if self.command.len() <= router::LARGE_TEXT {
-            return Ok(router::decide(
-                self.command.get(1..).unwrap_or_default(),
-                origin,
-                ctx,
-            ));
+        if !large {
+            let sql = self.command.get(1..).unwrap_or_default();
+            return Ok((class, router::decide_classified(sql, class, origin, ctx)));
         }
         let command = std::mem::take(&mut self.command);
         let work = tokio::task::spawn_blocking(move || {
@@ -222,6 +223,7 @@ impl Session {
             }
         })
     }
+
     async fn run(mut self) {
         let stats = &self.shared.stats;
         stats.connections_active.fetch_add(1, Ordering::Relaxed);
@@ -235,13 +237,8 @@ impl Session {
         self.client.shutdown().await;
         match self.pooled.take() {
             Some(p) if clean => {
-                let conn = LoggedIn {
-                    stream: self.backend,
-                    greeting: p.greeting,
-                    caps: self.client_caps,
-                    fingerprint: p.fingerprint,
-                };
-                self.shared.recycle(p.spec, conn);
+                let (spec, conn) = p.with_stream(self.backend, self.client_caps);
+                self.shared.recycle(spec, conn);
             }
             _ if clean => {
                 // tell the backend goodbye so it does not log an aborted connection
@@ -275,8 +272,9 @@ impl Session {
                 Ok(frames) => self.command_frames = frames,
                 Err(ReadError::Closed) => return End::ClientQuit,
                 Err(ReadError::Idle) => {
+                    // between commands, like a quit: the backend connection is clean
                     debug!(peer = %self.peer, "idle timeout");
-                    return End::ClientGone;
+                    return End::ClientQuit;
                 }
                 Err(ReadError::Timeout(seq)) => {
                     return self

@@ -82,12 +82,16 @@ pub const LARGE_TEXT: usize = 256 * 1024;
 
 pub fn decide(sql: &[u8], origin: Origin, ctx: Context) -> (Class, Decision) {
     let class = classify(sql);
-    let decision = match class {
+    (class, decide_classified(sql, class, origin, ctx))
+}
+
+/// `decide` for a text whose pre-check class is already known.
+pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: Context) -> Decision {
+    match class {
         Class::Plain => Decision::Forward,
         Class::MaybeHbase => decide_flagged(sql, origin, ctx),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
-    };
-    (class, decision)
+    }
 }
 
 pub fn decide_execute(stmt: &PreparedInfo) -> Decision {

@@ -7,8 +7,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use obkv_proxy::protocol::packets::parse_ok;
-
 use crate::common::backends::project_root;
 use crate::common::proxy::{self, ProxyProcess};
 use crate::common::raw::{err_of, RawConn};
@@ -16,12 +14,7 @@ use crate::common::{shared, Kind, BOTH};
 
 /// Ok(warnings) or Err((code, message)).
 fn run(c: &mut RawConn, sql: &str) -> Result<u16, (u16, String)> {
-    let frames = c.query(sql.as_bytes()).expect("answered");
-    let first = &frames[0].1;
-    if let Some(e) = err_of(first) {
-        return Err(e);
-    }
-    Ok(parse_ok(first).map_or(0, |o| o.warnings))
+    c.warnings_or_error(sql)
 }
 
 fn ok(c: &mut RawConn, sql: &str) {

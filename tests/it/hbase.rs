@@ -7,21 +7,15 @@ use std::collections::HashMap;
 
 use obkv_proxy::config::Enforcement;
 use obkv_proxy::hbase::partition::Partitioning;
-use obkv_proxy::protocol::packets::parse_ok;
 use rand::{Rng, SeedableRng};
 
 use crate::common::proxy::{self, InProcessProxy};
-use crate::common::raw::{err_of, RawConn};
+use crate::common::raw::RawConn;
 use crate::common::{shared, Kind, BOTH};
 
 /// Ok(warnings) or Err((code, message)).
 fn run(c: &mut RawConn, sql: &str) -> Result<u16, (u16, String)> {
-    let frames = c.query(sql.as_bytes()).expect("answered");
-    let first = &frames[0].1;
-    if let Some(e) = err_of(first) {
-        return Err(e);
-    }
-    Ok(parse_ok(first).map_or(0, |o| o.warnings))
+    c.warnings_or_error(sql)
 }
 
 fn ok(c: &mut RawConn, sql: &str) -> u16 {

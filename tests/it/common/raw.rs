@@ -194,6 +194,16 @@ impl RawConn {
         }
     }
 
+    /// Runs a statement: its warning count, or the error (code, message) of its first packet.
+    pub fn warnings_or_error(&mut self, sql: &str) -> Result<u16, (u16, String)> {
+        let frames = self.query(sql.as_bytes()).expect("answered");
+        let first = &frames[0].1;
+        if let Some(e) = err_of(first) {
+            return Err(e);
+        }
+        Ok(obkv_proxy::protocol::packets::parse_ok(first).map_or(0, |o| o.warnings))
+    }
+
     /// True when the statement succeeded (no ERR anywhere in the answer).
     pub fn query_ok(&mut self, sql: &str) -> bool {
         self.query(sql.as_bytes())
