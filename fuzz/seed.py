@@ -44,7 +44,7 @@ sql |= {
     b"SELECT K, Q, T, V FROM g$f WHERE K LIKE 'abcd%' AND T > -1 ORDER BY K LIMIT 10",
 }
 for s in sorted(sql):
-    for flags in (0, 0x11, 0x13, 0x3C):
+    for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C):
         put("sql_router", bytes([flags]) + s)
     put("ddl_rules", s)
 

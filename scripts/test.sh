@@ -9,6 +9,8 @@ scripts/install-deps.sh test
 unset OBKV_TEST_MARIADB OBKV_TEST_SEEKDB
 status=0
 cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$?
+# the fuzz targets (run by fuzz/run.sh, not here) must keep compiling against the crate
+cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
 # data folders of this run's private instances (about 2 GB per seekdb)
 rm -rf target/obkv-test
 exit $status

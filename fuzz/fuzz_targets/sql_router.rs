@@ -1,28 +1,34 @@
 //! The statement classifier and reader: any bytes, under every reading the dialect allows.
-//! First byte: dialect bits (MariaDB, NO_BACKSLASH_ESCAPES, ANSI_QUOTES, multibyte backslash,
-//! strict, prepared origin); the rest is the statement text.
+//! First byte: dialect bits (server family in the low two, NO_BACKSLASH_ESCAPES, ANSI_QUOTES,
+//! multibyte backslash, strict, prepared origin); the rest is the statement text.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Origin};
-use obkv_proxy::sql::scan::{statements, Dialect, Scanner};
+use obkv_proxy::sql::scan::{statements, Dialect, Flavor, Scanner};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
         return;
     };
+    let flavor = [
+        Flavor::MySql,
+        Flavor::MariaDb,
+        Flavor::OceanBase,
+        Flavor::MySqlOrOceanBase,
+    ][usize::from(flags & 3)];
     let dialect = Dialect {
-        mariadb: flags & 1 != 0,
-        version: if flags & 1 != 0 { 101119 } else { 50725 },
-        no_backslash_escapes: flags & 2 != 0,
-        ansi_quotes: flags & 4 != 0,
-        multibyte_backslash: flags & 8 != 0,
+        flavor,
+        version: if flavor == Flavor::MariaDb { 101119 } else { 50725 },
+        no_backslash_escapes: flags & 4 != 0,
+        ansi_quotes: flags & 8 != 0,
+        multibyte_backslash: flags & 16 != 0,
     };
     let ctx = Context {
         dialect,
-        strict: flags & 16 != 0,
+        strict: flags & 32 != 0,
     };
-    let origin = if flags & 32 != 0 { Origin::Prepare } else { Origin::Text };
+    let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
     let _ = decide(sql, origin, ctx);
     let _ = decide_dynamic(sql, ctx);
     // tokens are in order, inside the text, and never empty
