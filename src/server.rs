@@ -269,6 +269,7 @@ async fn reconcile_at_startup(shared: Arc<Shared>) {
         user: user.backend_user.clone(),
         password: user.backend_password.clone(),
         caps: crate::protocol::constants::cap::OWN_LOGIN,
+        ext_caps: 0,
         charset: crate::protocol::constants::CHARSET_UTF8MB4_GENERAL_CI,
         database: None,
     };

@@ -11,7 +11,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
-use crate::protocol::constants::{cap, com};
+use crate::protocol::constants::{cap, com, ext, Caps};
 use crate::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
 };
@@ -129,7 +129,7 @@ pub struct LoggedIn {
     pub stream: BackendStream,
     pub greeting: Greeting,
     /// Capabilities in force on this connection (what the proxy sent).
-    pub caps: u32,
+    pub caps: Caps,
     /// The session state right after login (`SESSION_FINGERPRINT`): a pooled connection is
     /// reused only when its reset state equals it.
     pub fingerprint: Vec<Row>,
@@ -142,7 +142,7 @@ pub const SESSION_FINGERPRINT: &str = "SELECT DATABASE(), @@character_set_client
      @@autocommit, @@sql_mode, @@time_zone";
 
 /// The session fingerprint of a logged-in connection.
-pub async fn fingerprint(stream: &mut BackendStream, caps: u32) -> Result<Vec<Row>, BackendError> {
+pub async fn fingerprint(stream: &mut BackendStream, caps: Caps) -> Result<Vec<Row>, BackendError> {
     match query(stream, caps, SESSION_FINGERPRINT.as_bytes()).await {
         Ok((QueryResult::Rows(r), _)) => Ok(r),
         Ok((QueryResult::Err(e), _)) => Err(BackendError::Refused(e)),
@@ -162,7 +162,7 @@ pub struct PooledLogin {
 
 impl PooledLogin {
     /// The connection again, to give back to the pool.
-    pub fn with_stream(self, stream: BackendStream, caps: u32) -> (LoginSpec, LoggedIn) {
+    pub fn with_stream(self, stream: BackendStream, caps: Caps) -> (LoginSpec, LoggedIn) {
         let conn = LoggedIn {
             stream,
             greeting: self.greeting,
@@ -175,7 +175,7 @@ impl PooledLogin {
 
 impl LoggedIn {
     /// Splits into the stream and what the pool needs later.
-    pub fn into_parts(self, spec: LoginSpec) -> (BackendStream, PooledLogin, u32) {
+    pub fn into_parts(self, spec: LoginSpec) -> (BackendStream, PooledLogin, Caps) {
         (
             self.stream,
             PooledLogin {
@@ -194,6 +194,8 @@ pub struct LoginSpec {
     pub user: String,
     pub password: String,
     pub caps: u32,
+    /// MariaDB extended capabilities the client agreed to (0 elsewhere).
+    pub ext_caps: u32,
     pub charset: u8,
     pub database: Option<Vec<u8>>,
 }
@@ -207,6 +209,7 @@ pub async fn login(
     let mut stream = connect(addr, timeout).await?;
     let (_, greeting) = read_greeting_within(&mut stream, timeout).await?;
     let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::COMPRESS | cap::CONNECT_ATTRS);
+    let ext_caps = spec.ext_caps & greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     // the proxy's own logins carry its credentials: TLS whenever the mode allows and it is offered
     let use_tls = match tls {
         Some(t) => {
@@ -230,7 +233,7 @@ pub async fn login(
     };
     let auth = answer_for(plugin, spec.password.as_bytes(), &greeting.scramble);
     let resp = build_handshake_response(
-        sent_caps,
+        (sent_caps, ext_caps),
         spec.charset,
         spec.user.as_bytes(),
         &auth,
@@ -248,6 +251,7 @@ pub async fn login(
             )))
         }
     }
+    let caps = Caps::new(caps, ext_caps);
     let fingerprint = match tokio::time::timeout(timeout, fingerprint(&mut stream, caps)).await {
         Ok(r) => r?,
         Err(_) => {
@@ -311,7 +315,7 @@ async fn finish_auth(
 /// right after login. Any difference is an error: the connection must not be reused.
 pub async fn reset_to(
     stream: &mut BackendStream,
-    caps: u32,
+    caps: Caps,
     database: Option<&[u8]>,
     fresh: &[Row],
 ) -> Result<(), BackendError> {
@@ -381,7 +385,7 @@ pub enum QueryError {
 /// also returns the final server status.
 pub async fn query(
     stream: &mut BackendStream,
-    caps: u32,
+    caps: Caps,
     sql: &[u8],
 ) -> Result<(QueryResult, Option<u16>), QueryError> {
     let mut cmd = Vec::with_capacity(sql.len() + 1);
@@ -389,7 +393,7 @@ pub async fn query(
     cmd.extend_from_slice(sql);
     stream.queue_packet(0, &cmd);
     stream.flush().await?;
-    let mut tracker = ResponseTracker::new(ResponseKind::Query, caps);
+    let mut tracker = ResponseTracker::with_caps(ResponseKind::Query, caps);
     let mut packets: Vec<Vec<u8>> = Vec::new();
     loop {
         let h = stream.read_header().await?;
@@ -413,25 +417,29 @@ pub async fn query(
     let result = match first.first() {
         Some(0xff) => QueryResult::Err(first),
         Some(0x00) => QueryResult::Ok(parse_ok(&first).unwrap_or_default()),
-        _ => QueryResult::Rows(decode_rows(&packets, caps & cap::DEPRECATE_EOF != 0)),
+        _ => QueryResult::Rows(decode_rows(&packets, caps)),
     };
     Ok((result, status))
 }
 
 /// Text rows of a result set.
-pub fn decode_rows(packets: &[Vec<u8>], deprecate_eof: bool) -> Vec<Row> {
+pub fn decode_rows(packets: &[Vec<u8>], caps: Caps) -> Vec<Row> {
+    let deprecate_eof = caps.has(cap::DEPRECATE_EOF);
     let Some(first) = packets.first() else {
         return Vec::new();
     };
-    let Some(ncols) = Reader::new(first).lenenc_int() else {
+    let mut header = Reader::new(first);
+    let Some(ncols) = header.lenenc_int() else {
         return Vec::new();
     };
+    // MariaDB's metadata-follows byte: 0 = no column definitions
+    let definitions = !caps.has_ext(ext::CACHE_METADATA) || header.u8() != Some(0);
     // each column has a definition packet: a count above the packets is not to be believed
     // (and must not size an allocation)
     let Some(ncols) = usize::try_from(ncols).ok().filter(|n| *n < packets.len()) else {
         return Vec::new();
     };
-    let skip = 1 + ncols + usize::from(!deprecate_eof);
+    let skip = 1 + if definitions { ncols } else { 0 } + usize::from(!deprecate_eof);
     let mut rows = Vec::new();
     for p in packets.iter().skip(skip) {
         if p.first() == Some(&0xfe) && p.len() < 0xff_ffff {
@@ -460,7 +468,7 @@ mod tests {
     fn a_column_count_beyond_the_packets_allocates_nothing() {
         // found by fuzzing: 0xfe + 8 bytes claims 2^64 - 1 columns
         let first = vec![0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff];
-        assert!(decode_rows(&[first, vec![0xfe, 0, 0, 2, 0]], false).is_empty());
+        assert!(decode_rows(&[first, vec![0xfe, 0, 0, 2, 0]], Caps::classic(0)).is_empty());
         // an honest one-column result still decodes
         let rows = decode_rows(
             &[
@@ -470,8 +478,13 @@ mod tests {
                 vec![1, b'x'],
                 vec![0xfe, 0, 0, 2, 0],
             ],
-            false,
+            Caps::classic(0),
         );
         assert_eq!(rows, vec![vec![Some(b"x".to_vec())]]);
+        // MariaDB metadata caching, metadata not sent: rows right after the count
+        let caps = Caps::new(cap::DEPRECATE_EOF, ext::CACHE_METADATA);
+        let ok_eof = vec![0xfe, 0, 0, 2, 0, 0, 0];
+        let rows = decode_rows(&[vec![1, 0], vec![1, b'y'], ok_eof], caps);
+        assert_eq!(rows, vec![vec![Some(b"y".to_vec())]]);
     }
 }

@@ -172,7 +172,7 @@ impl Catalog<'_> {
 /// ALTER TABLE in another session is briefly missing from it.
 pub async fn reconcile(
     stream: &mut BackendStream,
-    caps: u32,
+    caps: crate::protocol::constants::Caps,
     schema: &str,
 ) -> Result<Vec<(String, String)>, QueryError> {
     const ER_BAD_DB: u16 = 1049;

@@ -71,6 +71,54 @@ pub mod cap {
         | DEPRECATE_EOF;
 }
 
+/// MariaDB's extended capabilities: four more bytes in the greeting's reserved area and in the
+/// login's filler (bytes 28..32), present when CLIENT_MYSQL (bit 0, LONG_PASSWORD) is clear.
+pub mod ext {
+    /// Progress reports: ERR packets with code 0xFFFF before the final answer.
+    pub const PROGRESS: u32 = 1;
+    pub const COM_MULTI: u32 = 1 << 1;
+    /// COM_STMT_BULK_EXECUTE (0xFA).
+    pub const STMT_BULK_OPERATIONS: u32 = 1 << 2;
+    /// Extended type information in column definitions (JSON, inet6, uuid, …).
+    pub const EXTENDED_METADATA: u32 = 1 << 3;
+    /// A metadata-follows byte after the column count; 0 = column definitions skipped.
+    pub const CACHE_METADATA: u32 = 1 << 4;
+    pub const BULK_UNIT_RESULTS: u32 = 1 << 6;
+
+    /// What the proxy can relay: it follows progress packets, the metadata-follows byte and
+    /// bulk responses; column definitions are relayed unread. COM_MULTI (obsolete) and
+    /// BULK_UNIT_RESULTS (framing the proxy has not learnt) are not advertised.
+    pub const PROXY_SUPPORTED: u32 =
+        PROGRESS | STMT_BULK_OPERATIONS | EXTENDED_METADATA | CACHE_METADATA;
+}
+
+/// Capabilities in force on a connection: the classic 32 bits and MariaDB's extended ones.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct Caps {
+    pub base: u32,
+    pub ext: u32,
+}
+
+impl Caps {
+    pub fn new(base: u32, ext: u32) -> Caps {
+        Caps { base, ext }
+    }
+
+    /// Classic capabilities only (servers other than MariaDB).
+    pub fn classic(base: u32) -> Caps {
+        Caps { base, ext: 0 }
+    }
+
+    pub fn has(self, c: u32) -> bool {
+        self.base & c != 0
+    }
+
+    /// A MariaDB extended capability; only meaningful when CLIENT_MYSQL (bit 0) is clear.
+    pub fn has_ext(self, c: u32) -> bool {
+        self.base & cap::LONG_PASSWORD == 0 && self.ext & c != 0
+    }
+}
+
 pub mod status {
     pub const IN_TRANS: u16 = 1;
     pub const AUTOCOMMIT: u16 = 2;
@@ -104,6 +152,8 @@ pub mod com {
     pub const SET_OPTION: u8 = 0x1b;
     pub const STMT_FETCH: u8 = 0x1c;
     pub const RESET_CONNECTION: u8 = 0x1f;
+    /// MariaDB: executes a prepared statement for many rows of parameters.
+    pub const STMT_BULK_EXECUTE: u8 = 0xfa;
 }
 
 /// Largest payload of one protocol frame; a longer payload continues in the next frame.

@@ -19,6 +19,8 @@ pub struct Greeting {
     /// The full scramble (part 1 + part 2, without the trailing NUL).
     pub scramble: Vec<u8>,
     pub auth_plugin: Vec<u8>,
+    /// MariaDB's extended capabilities (0 for other servers).
+    pub ext_capabilities: u32,
     caps_low_at: usize,
     caps_high_at: Option<usize>,
     /// MariaDB puts its extended capabilities in the last 4 of the 10 reserved bytes.
@@ -44,6 +46,7 @@ pub fn parse_greeting(p: &[u8]) -> Option<Greeting> {
         status: 0,
         scramble: Vec::new(),
         auth_plugin: Vec::new(),
+        ext_capabilities: 0,
         caps_low_at,
         caps_high_at: None,
         reserved_at: None,
@@ -58,7 +61,12 @@ pub fn parse_greeting(p: &[u8]) -> Option<Greeting> {
     g.capabilities |= u32::from(r.u16()?) << 16;
     let auth_data_len = r.u8()?;
     g.reserved_at = Some(r.pos());
-    r.take(10)?;
+    let reserved = r.take(10)?;
+    if g.capabilities & cap::LONG_PASSWORD == 0 {
+        // CLIENT_MYSQL clear: a MariaDB server, its extended capabilities in the last 4 bytes
+        g.ext_capabilities =
+            u32::from_le_bytes([reserved[6], reserved[7], reserved[8], reserved[9]]);
+    }
     if g.capabilities & cap::SECURE_CONNECTION != 0 {
         let n = (usize::from(auth_data_len).saturating_sub(8)).max(13);
         let part2 = r.take(n).or_else(|| Some(r.remaining()))?;
@@ -73,9 +81,8 @@ pub fn parse_greeting(p: &[u8]) -> Option<Greeting> {
     Some(g)
 }
 
-/// Rewrites the capability flags of a greeting in place and clears MariaDB's extended
-/// capabilities (the proxy does not relay progress reports, bulk or metadata-cache commands).
-pub fn set_greeting_capabilities(packet: &mut [u8], g: &Greeting, caps: u32) {
+/// Rewrites the capability flags of a greeting in place, MariaDB's extended ones included.
+pub fn set_greeting_capabilities(packet: &mut [u8], g: &Greeting, caps: u32, ext_caps: u32) {
     if let Some(s) = packet.get_mut(g.caps_low_at..g.caps_low_at + 2) {
         s.copy_from_slice(&(caps as u16).to_le_bytes());
     }
@@ -86,7 +93,7 @@ pub fn set_greeting_capabilities(packet: &mut [u8], g: &Greeting, caps: u32) {
     }
     if let Some(at) = g.reserved_at {
         if let Some(s) = packet.get_mut(at + 6..at + 10) {
-            s.fill(0);
+            s.copy_from_slice(&ext_caps.to_le_bytes());
         }
     }
 }
@@ -96,11 +103,12 @@ pub fn build_greeting(
     server_version: &[u8],
     connection_id: u32,
     scramble: &[u8; 20],
-    caps: u32,
+    caps: (u32, u32),
     charset: u8,
     status: u16,
     plugin: &[u8],
 ) -> Vec<u8> {
+    let (caps, ext_caps) = caps;
     let mut p = Vec::with_capacity(80 + server_version.len());
     p.push(10);
     p.extend_from_slice(server_version);
@@ -113,7 +121,8 @@ pub fn build_greeting(
     p.extend_from_slice(&status.to_le_bytes());
     p.extend_from_slice(&((caps >> 16) as u16).to_le_bytes());
     p.push(21);
-    p.extend_from_slice(&[0u8; 10]);
+    p.extend_from_slice(&[0u8; 6]);
+    p.extend_from_slice(&ext_caps.to_le_bytes());
     p.extend_from_slice(&scramble[8..]);
     p.push(0);
     p.extend_from_slice(plugin);
@@ -133,6 +142,8 @@ pub struct HandshakeResponse {
     pub auth_plugin: Option<Vec<u8>>,
     /// Raw connect attributes (length-encoded block), relayed as sent.
     pub attributes: Option<Vec<u8>>,
+    /// MariaDB's extended client capabilities (bytes 28..32, when CLIENT_MYSQL is clear).
+    pub ext_capabilities: u32,
 }
 
 /// The first 32 bytes are fixed; an SSLRequest is exactly those 32 bytes with CLIENT_SSL set.
@@ -150,11 +161,17 @@ pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
     }
     let max_packet = r.u32()?;
     let charset = r.u8()?;
-    r.take(23)?;
+    let filler = r.take(23)?;
+    let ext_capabilities = if capabilities & cap::LONG_PASSWORD == 0 {
+        u32::from_le_bytes([filler[19], filler[20], filler[21], filler[22]])
+    } else {
+        0
+    };
     let mut h = HandshakeResponse {
         capabilities,
         max_packet,
         charset,
+        ext_capabilities,
         ..Default::default()
     };
     if r.is_empty() {
@@ -181,28 +198,29 @@ pub fn parse_handshake_response(p: &[u8]) -> Option<HandshakeResponse> {
     Some(h)
 }
 
-/// Rewrites the client capability flags of a HandshakeResponse41 in place and clears MariaDB's
-/// extended client capabilities (bytes 28..32), which the proxy did not advertise.
-pub fn set_response_capabilities(packet: &mut [u8], caps: u32) {
+/// Rewrites the client capability flags of a HandshakeResponse41 in place, MariaDB's extended
+/// ones (bytes 28..32) included, to what was advertised and agreed.
+pub fn set_response_capabilities(packet: &mut [u8], caps: u32, ext_caps: u32) {
     if let Some(s) = packet.get_mut(0..4) {
         s.copy_from_slice(&caps.to_le_bytes());
     }
     if caps & cap::LONG_PASSWORD == 0 {
         if let Some(s) = packet.get_mut(28..32) {
-            s.fill(0);
+            s.copy_from_slice(&ext_caps.to_le_bytes());
         }
     }
 }
 
 /// Builds a HandshakeResponse41 (proxy-auth mode, where the proxy logs in to the backend).
 pub fn build_handshake_response(
-    caps: u32,
+    caps: (u32, u32),
     charset: u8,
     user: &[u8],
     auth_response: &[u8],
     database: Option<&[u8]>,
     plugin: &[u8],
 ) -> Vec<u8> {
+    let (caps, ext_caps) = caps;
     let mut caps = caps | cap::PROTOCOL_41 | cap::SECURE_CONNECTION | cap::PLUGIN_AUTH;
     caps |= cap::PLUGIN_AUTH_LENENC_CLIENT_DATA;
     caps &= !cap::CONNECT_ATTRS;
@@ -215,7 +233,13 @@ pub fn build_handshake_response(
     p.extend_from_slice(&caps.to_le_bytes());
     p.extend_from_slice(&(super::constants::MAX_FRAME as u32).to_le_bytes());
     p.push(charset);
-    p.extend_from_slice(&[0u8; 23]);
+    p.extend_from_slice(&[0u8; 19]);
+    let ext = if caps & cap::LONG_PASSWORD == 0 {
+        ext_caps
+    } else {
+        0
+    };
+    p.extend_from_slice(&ext.to_le_bytes());
     p.extend_from_slice(user);
     p.push(0);
     put_lenenc_bytes(&mut p, auth_response);
@@ -252,6 +276,7 @@ pub fn build_auth_switch(plugin: &[u8], scramble: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::protocol::constants::ext;
 
     #[test]
     fn greeting_build_parse_and_edit() {
@@ -261,7 +286,7 @@ mod tests {
             b"5.7.25-x",
             42,
             &salt,
-            caps,
+            (caps, 0),
             45,
             2,
             b"mysql_native_password",
@@ -272,15 +297,63 @@ mod tests {
         assert_eq!(g.capabilities, caps);
         assert_eq!(g.scramble, salt);
         assert_eq!(g.auth_plugin, b"mysql_native_password");
-        set_greeting_capabilities(&mut p, &g, caps & !cap::SSL & !cap::DEPRECATE_EOF);
+        set_greeting_capabilities(&mut p, &g, caps & !cap::SSL & !cap::DEPRECATE_EOF, 0);
         let g2 = parse_greeting(&p).expect("still parses");
         assert_eq!(g2.capabilities, caps & !cap::SSL & !cap::DEPRECATE_EOF);
         assert_eq!(g2.scramble, salt);
     }
 
     #[test]
+    fn mariadb_extended_capabilities_are_read_and_edited() {
+        // MariaDB clears CLIENT_MYSQL (bit 0) and puts 4 more bytes in the reserved area
+        let caps = cap::PROXY_SUPPORTED & !cap::LONG_PASSWORD;
+        let all = ext::PROGRESS | ext::COM_MULTI | ext::STMT_BULK_OPERATIONS | ext::CACHE_METADATA;
+        let mut p = build_greeting(
+            b"5.5.5-10.11.19-MariaDB",
+            1,
+            &[7; 20],
+            (caps, all),
+            45,
+            2,
+            b"p",
+        );
+        let g = parse_greeting(&p).expect("parses");
+        assert_eq!(g.ext_capabilities, all);
+        set_greeting_capabilities(&mut p, &g, caps, all & ext::PROXY_SUPPORTED);
+        let g2 = parse_greeting(&p).expect("parses");
+        assert_eq!(
+            g2.ext_capabilities,
+            ext::PROGRESS | ext::STMT_BULK_OPERATIONS | ext::CACHE_METADATA
+        );
+        assert_eq!(g2.scramble, g.scramble);
+        // the client's answer carries its own in bytes 28..32
+        let mut r = build_handshake_response((caps, all), 45, b"u", &[1; 20], None, b"p");
+        assert_eq!(
+            parse_handshake_response(&r)
+                .expect("parses")
+                .ext_capabilities,
+            all
+        );
+        set_response_capabilities(&mut r, caps, ext::PROGRESS);
+        assert_eq!(
+            parse_handshake_response(&r)
+                .expect("parses")
+                .ext_capabilities,
+            ext::PROGRESS
+        );
+        // with CLIENT_MYSQL set those bytes mean nothing
+        let r = build_handshake_response((cap::PROXY_SUPPORTED, all), 45, b"u", &[], None, b"p");
+        assert_eq!(
+            parse_handshake_response(&r)
+                .expect("parses")
+                .ext_capabilities,
+            0
+        );
+    }
+
+    #[test]
     fn truncated_greetings_do_not_panic() {
-        let p = build_greeting(b"v", 1, &[7; 20], cap::PROXY_SUPPORTED, 45, 2, b"p");
+        let p = build_greeting(b"v", 1, &[7; 20], (cap::PROXY_SUPPORTED, 0), 45, 2, b"p");
         for n in 0..p.len() {
             let _ = parse_greeting(&p[..n]);
         }
@@ -290,7 +363,7 @@ mod tests {
     fn response_build_parse_and_edit() {
         let caps = cap::PROXY_SUPPORTED;
         let mut p = build_handshake_response(
-            caps,
+            (caps, 0),
             45,
             b"root",
             &[1; 20],
@@ -305,7 +378,7 @@ mod tests {
             h.auth_plugin.as_deref(),
             Some(&b"mysql_native_password"[..])
         );
-        set_response_capabilities(&mut p, h.capabilities & !cap::DEPRECATE_EOF);
+        set_response_capabilities(&mut p, h.capabilities & !cap::DEPRECATE_EOF, 0);
         let h2 = parse_handshake_response(&p).expect("still parses");
         assert_eq!(h2.capabilities, h.capabilities & !cap::DEPRECATE_EOF);
         for n in 0..p.len() {

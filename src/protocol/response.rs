@@ -7,7 +7,7 @@
 //! just the first bytes) and it answers whether more packets follow.
 
 use super::constants::MAX_FRAME;
-use super::constants::{cap, status};
+use super::constants::{cap, ext, status, Caps};
 use super::packets::{parse_eof, parse_err_code, parse_ok};
 use super::wire::Reader;
 
@@ -69,23 +69,38 @@ pub struct Summary {
 pub struct ResponseTracker {
     kind: ResponseKind,
     deprecate_eof: bool,
+    /// MariaDB progress reports (ERR 0xFFFF) may come before the answer.
+    progress: bool,
+    /// MariaDB's metadata-follows byte after a column count.
+    cache_metadata: bool,
     state: State,
     pub summary: Summary,
 }
+
+/// The error code MariaDB uses for a progress report.
+const PROGRESS_REPORT: u16 = 0xffff;
 
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unexpected backend packet: {0}")]
 pub struct FramingError(pub &'static str);
 
 impl ResponseTracker {
+    /// A tracker for a connection with only classic capabilities.
     pub fn new(kind: ResponseKind, client_caps: u32) -> Self {
+        Self::with_caps(kind, Caps::classic(client_caps))
+    }
+
+    /// A tracker for the capabilities in force, MariaDB's extended ones included.
+    pub fn with_caps(kind: ResponseKind, caps: Caps) -> Self {
         let state = match kind {
             ResponseKind::FieldList | ResponseKind::Fetch => State::UntilEof,
             _ => State::First,
         };
         ResponseTracker {
             kind,
-            deprecate_eof: client_caps & cap::DEPRECATE_EOF != 0,
+            deprecate_eof: caps.has(cap::DEPRECATE_EOF),
+            progress: caps.has_ext(ext::PROGRESS),
+            cache_metadata: caps.has_ext(ext::CACHE_METADATA),
             state,
             summary: Summary::default(),
         }
@@ -199,6 +214,10 @@ impl ResponseTracker {
         let first = *payload
             .first()
             .ok_or(FramingError("empty response packet"))?;
+        if first == 0xff && self.progress && parse_err_code(payload) == Some(PROGRESS_REPORT) {
+            // a progress report: the answer is still to come
+            return Ok(Step::More);
+        }
         if self.kind == ResponseKind::Single {
             match first {
                 0x00 => self.take_ok(payload),
@@ -245,12 +264,19 @@ impl ResponseTracker {
             0xfb if self.kind == ResponseKind::Query => Ok(Step::LocalInfile),
             _ if self.kind == ResponseKind::Prepare => Err(FramingError("bad prepare response")),
             _ => {
-                let n = Reader::new(payload)
+                let mut r = Reader::new(payload);
+                let n = r
                     .lenenc_int()
                     .filter(|&n| n > 0)
                     .ok_or(FramingError("bad column count"))?;
                 self.summary.result_sets += 1;
-                self.state = State::Columns(n);
+                // MariaDB with metadata caching: 0 = the column definitions are not sent
+                let metadata_follows = !self.cache_metadata || r.u8() != Some(0);
+                self.state = match (metadata_follows, self.deprecate_eof) {
+                    (true, _) => State::Columns(n),
+                    (false, true) => State::Rows,
+                    (false, false) => State::ColumnsEof,
+                };
                 Ok(Step::More)
             }
         }
@@ -307,6 +333,54 @@ fn is_terminator(first: Option<u8>, len: usize) -> bool {
 mod tests {
     use super::*;
     use crate::protocol::packets::{end_of_rows_packet, ok_packet, text_result_set, ErrorInfo};
+
+    /// MariaDB's extended capabilities are meaningful only with CLIENT_MYSQL (bit 0) clear.
+    fn maria(base: u32, ext: u32) -> Caps {
+        Caps::new(base & !cap::LONG_PASSWORD, ext)
+    }
+
+    #[test]
+    fn progress_reports_are_not_the_answer() {
+        let mut progress = vec![0xff, 0xff, 0xff, 1, 2, 0x10, 0x27, 0];
+        progress.extend_from_slice(&[4, b'c', b'o', b'p', b'y']);
+        let ok = ok_packet(0, 0, 2, 0);
+        let mut t = ResponseTracker::with_caps(ResponseKind::Query, maria(0, ext::PROGRESS));
+        assert_eq!(t.feed(progress.len(), &progress), Ok(Step::More));
+        assert_eq!(t.feed(progress.len(), &progress), Ok(Step::More));
+        assert_eq!(t.feed(ok.len(), &ok), Ok(Step::Done));
+        assert_eq!(t.summary.error_code, None);
+        // without the capability such a packet is an error that ends the response
+        let mut t = ResponseTracker::new(ResponseKind::Query, 0);
+        assert_eq!(t.feed(progress.len(), &progress), Ok(Step::Done));
+    }
+
+    #[test]
+    fn cached_metadata_skips_the_column_definitions() {
+        let eof = end_of_rows_packet(true, 2, 0);
+        let caps = maria(cap::DEPRECATE_EOF, ext::CACHE_METADATA);
+        // two columns, metadata not sent: rows follow at once
+        let mut t = ResponseTracker::with_caps(ResponseKind::Execute, caps);
+        assert_eq!(t.feed(2, &[2, 0]), Ok(Step::More));
+        assert_eq!(t.feed(3, &[0, 0, 1]), Ok(Step::More));
+        assert_eq!(t.feed(eof.len(), &eof), Ok(Step::Done));
+        assert_eq!(t.summary.rows, 1);
+        // metadata sent: two column definitions first
+        let mut t = ResponseTracker::with_caps(ResponseKind::Execute, caps);
+        assert_eq!(t.feed(2, &[2, 1]), Ok(Step::More));
+        assert!(!t.needs_whole_packet(Some(3), 20));
+        assert_eq!(t.feed(20, &[3]), Ok(Step::More));
+        assert_eq!(t.feed(20, &[3]), Ok(Step::More));
+        assert_eq!(t.feed(eof.len(), &eof), Ok(Step::Done));
+        assert_eq!(t.summary.rows, 0);
+        // classic EOF style: the EOF after the (absent) definitions still comes
+        let classic_eof = end_of_rows_packet(false, 2, 0);
+        let mut t =
+            ResponseTracker::with_caps(ResponseKind::Execute, maria(0, ext::CACHE_METADATA));
+        assert_eq!(t.feed(2, &[1, 0]), Ok(Step::More));
+        assert!(t.needs_whole_packet(Some(0xfe), 5));
+        assert_eq!(t.feed(5, &classic_eof), Ok(Step::More));
+        assert_eq!(t.feed(classic_eof.len(), &classic_eof), Ok(Step::Done));
+    }
 
     fn run(t: &mut ResponseTracker, packets: &[Vec<u8>]) -> Vec<Step> {
         packets

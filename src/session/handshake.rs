@@ -25,7 +25,7 @@ use crate::admin::bump;
 use crate::backend::{self, BackendError, BackendStream, LoginSpec};
 use crate::config::AuthMode;
 use crate::net::ClientIo;
-use crate::protocol::constants::{cap, MAX_FRAME};
+use crate::protocol::constants::{cap, ext, Caps, MAX_FRAME};
 use crate::protocol::handshake::{
     build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response,
     set_greeting_capabilities, set_response_capabilities, HandshakeResponse,
@@ -185,10 +185,12 @@ async fn establish_relayed(
         Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
     };
     let advertised = advertised_caps(greeting.capabilities, shared.tls.is_some());
-    set_greeting_capabilities(&mut greeting_raw, &greeting, advertised);
+    let advertised_ext = greeting.ext_capabilities & ext::PROXY_SUPPORTED;
+    set_greeting_capabilities(&mut greeting_raw, &greeting, advertised, advertised_ext);
     let (mut client, mut response_raw, response, seq) =
         greet_and_read_login(tcp, &shared, &greeting_raw, advertised).await?;
     let client_caps = response.capabilities & advertised & !cap::SSL;
+    let client_ext = response.ext_capabilities & advertised_ext;
     let (mut backend, backend_caps, backend_login_seq) = match backend_tls_for(
         &shared,
         backend,
@@ -204,7 +206,7 @@ async fn establish_relayed(
     };
     // Each side's sequence ids count its own SSLRequest, if any.
     let seq_delta = seq.wrapping_sub(backend_login_seq);
-    set_response_capabilities(&mut response_raw, backend_caps);
+    set_response_capabilities(&mut response_raw, backend_caps, client_ext);
     if backend
         .send_packet(backend_login_seq, &response_raw)
         .await
@@ -232,10 +234,15 @@ async fn establish_relayed(
         return Err(HandshakeFailure::Rejected("authentication failed"));
     };
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), "session established");
-    Ok(
-        Session::new(shared, peer, client, backend, client_caps, None)
-            .with_backend(&greeting.server_version, status),
+    Ok(Session::new(
+        shared,
+        peer,
+        client,
+        backend,
+        Caps::new(client_caps, client_ext),
+        None,
     )
+    .with_backend(&greeting.server_version, status))
 }
 
 /// TLS to the backend as `backend.tls.mode` says (the client's own TLS ends at the proxy):
@@ -368,12 +375,13 @@ async fn establish_proxy_auth(
     };
     let salt = random_salt();
     let advertised = advertised_caps(backend_greeting.capabilities, shared.tls.is_some());
+    let advertised_ext = backend_greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     let conn_id = shared.next_connection_id();
     let greeting = build_greeting(
         &backend_greeting.server_version,
         conn_id,
         &salt,
-        advertised,
+        (advertised, advertised_ext),
         backend_greeting.charset,
         backend_greeting.status,
         NATIVE_PLUGIN,
@@ -381,6 +389,7 @@ async fn establish_proxy_auth(
     let (mut client, _, response, seq) =
         greet_and_read_login(tcp, &shared, &greeting, advertised).await?;
     let client_caps = response.capabilities & advertised & !cap::SSL;
+    let client_ext = response.ext_capabilities & advertised_ext;
     let (auth_data, next_seq) =
         native_auth_data(&mut client, &response, &salt, seq.wrapping_add(1)).await?;
     let host = peer.ip().to_string();
@@ -393,6 +402,7 @@ async fn establish_proxy_auth(
         user: user.backend_user.clone(),
         password: user.backend_password.clone(),
         caps: client_caps,
+        ext_caps: client_ext,
         charset: response.charset,
         database: response.database.clone().filter(|d| !d.is_empty()),
     };
@@ -498,6 +508,7 @@ pub async fn proxy_change_user(
         user: user.backend_user.clone(),
         password: user.backend_password.clone(),
         caps: old_spec.caps,
+        ext_caps: old_spec.ext_caps,
         charset: request.charset.unwrap_or(old_spec.charset),
         database: request.database,
     };

@@ -23,7 +23,7 @@ use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::net::ClientIo;
-use crate::protocol::constants::{cap, com, status, MAX_FRAME};
+use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
@@ -95,7 +95,8 @@ pub struct Session {
     peer: SocketAddr,
     client: PacketStream<ClientIo>,
     backend: BackendStream,
-    client_caps: u32,
+    /// Capabilities in force between client and backend (MariaDB's extended ones included).
+    client_caps: Caps,
     /// Proxy-auth mode: the login this backend connection was made for (its pool key).
     pooled: Option<PooledLogin>,
     statements: HashMap<u32, PreparedInfo>,
@@ -138,7 +139,7 @@ impl Session {
         peer: SocketAddr,
         client: PacketStream<ClientIo>,
         backend: BackendStream,
-        client_caps: u32,
+        client_caps: Caps,
         pooled: Option<PooledLogin>,
     ) -> Self {
         Session {
@@ -304,7 +305,8 @@ impl Session {
                 Some(com::QUIT) => return End::ClientQuit,
                 Some(com::QUERY) => self.on_query().await,
                 Some(com::STMT_PREPARE) => self.on_prepare().await,
-                Some(com::STMT_EXECUTE) => self.on_execute().await,
+                // MariaDB's bulk execute names a prepared statement like an execute does
+                Some(com::STMT_EXECUTE | com::STMT_BULK_EXECUTE) => self.on_execute().await,
                 Some(com::STMT_SEND_LONG_DATA) => self.forward_without_response().await,
                 Some(com::STMT_CLOSE) => {
                     if let Some(id) = self.statement_id() {
@@ -382,7 +384,8 @@ impl Session {
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.statements.clear();
         if self.shared.config.auth.mode == AuthMode::Proxy {
-            let Some(request) = handshake::parse_change_user(&self.command[1..], self.client_caps)
+            let Some(request) =
+                handshake::parse_change_user(&self.command[1..], self.client_caps.base)
             else {
                 return self.answer_error(ErrorInfo::bad_handshake()).await;
             };
@@ -506,7 +509,7 @@ impl Session {
         columns: &[&str],
         rows: &[Vec<Option<String>>],
     ) -> Result<(), End> {
-        let deprecate_eof = self.client_caps & cap::DEPRECATE_EOF != 0;
+        let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
         let packets = text_result_set(
             columns,
             rows,
@@ -544,7 +547,7 @@ impl Session {
     }
 
     async fn relay_response(&mut self, kind: ResponseKind, seq_delta: u8) -> Result<Summary, End> {
-        let mut tracker = ResponseTracker::new(kind, self.client_caps);
+        let mut tracker = ResponseTracker::with_caps(kind, self.client_caps);
         let mut next_seq = self.command_frames;
         // A packet of 16 MiB - 1 or more continues in further frames, which are relayed as they
         // are and not shown to the tracker.

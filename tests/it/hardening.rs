@@ -58,7 +58,13 @@ fn prober(addr: String, stop: Arc<AtomicBool>) -> std::thread::JoinHandle<(Durat
 
 #[test]
 fn pathological_like_patterns_neither_crash_nor_stall_the_proxy() {
-    let backend = shared(Kind::MariaDb);
+    for kind in BOTH {
+        pathological_like(kind);
+    }
+}
+
+fn pathological_like(kind: Kind) {
+    let backend = shared(kind);
     let p = proxy::spawn_binary(&backend.addr, &[]);
     let mut c = root(&p.addr);
     let group = format!("g{}", "a".repeat(40)); // 41 characters
@@ -85,7 +91,10 @@ fn pathological_like_patterns_neither_crash_nor_stall_the_proxy() {
     }
     stop.store(true, Ordering::Relaxed);
     let (worst, n) = probe.join().expect("prober");
-    eprintln!("pathological LIKE: slowest other-session round trip {worst:?} over {n} queries");
+    eprintln!(
+        "{}: pathological LIKE: slowest other-session round trip {worst:?} over {n} queries",
+        kind.name()
+    );
     assert!(n > 0 && p.alive(), "{}", p.log_text());
     assert!(
         worst < Duration::from_millis(500),

@@ -10,6 +10,7 @@ mod common;
 mod corpus;
 mod hardening;
 mod hbase;
+mod mariadb_ext;
 mod resilience;
 mod streaming;
 mod sysbench;

@@ -5,7 +5,7 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
-use obkv_proxy::protocol::constants::{cap, com};
+use obkv_proxy::protocol::constants::{cap, com, Caps};
 use obkv_proxy::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
 };
@@ -32,6 +32,8 @@ pub struct RawConn {
     pub stream: TcpStream,
     pub greeting: Greeting,
     pub caps: u32,
+    /// MariaDB extended capabilities in force (asked for with `connect_ext`).
+    pub ext: u32,
 }
 
 #[derive(Debug)]
@@ -86,6 +88,19 @@ impl RawConn {
         db: Option<&str>,
         caps: u32,
     ) -> Result<RawConn, ConnectError> {
+        Self::connect_ext(addr, user, password, db, caps, 0)
+    }
+
+    /// A login that also asks for MariaDB extended capabilities (`ext`), kept where the
+    /// server offers them.
+    pub fn connect_ext(
+        addr: &str,
+        user: &str,
+        password: &str,
+        db: Option<&str>,
+        caps: u32,
+        ext: u32,
+    ) -> Result<RawConn, ConnectError> {
         let mut stream = TcpStream::connect(addr)?;
         stream.set_nodelay(true)?;
         stream.set_read_timeout(Some(Duration::from_secs(120)))?;
@@ -97,11 +112,12 @@ impl RawConn {
         let mut c = RawConn {
             stream,
             caps: caps & greeting.capabilities,
+            ext: ext & greeting.ext_capabilities,
             greeting,
         };
         let auth = native_scramble(password.as_bytes(), &c.greeting.scramble);
         let resp = build_handshake_response(
-            c.caps,
+            (c.caps, c.ext),
             45,
             user.as_bytes(),
             &auth,
@@ -163,7 +179,7 @@ impl RawConn {
     }
 
     pub fn read_response(&mut self, kind: ResponseKind) -> io::Result<Vec<Frame>> {
-        let mut t = ResponseTracker::new(kind, self.caps);
+        let mut t = ResponseTracker::with_caps(kind, Caps::new(self.caps, self.ext));
         let mut out = Vec::new();
         loop {
             let (seq, p) = self.read_frame()?;
