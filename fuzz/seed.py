@@ -78,4 +78,10 @@ put("backend_responses", packets(0x80, b"\x01", col, b"\x011", b"\xfe\x00\x00\x0
 put("backend_responses", packets(2, b"\x00\x01\x00\x00\x00\x01\x00\x01\x00\x00\x00\x00", col, eof, col, eof))
 put("backend_responses", packets(0, b"\xff\x15\x04#42000Access denied"))
 put("backend_responses", packets(0, b"\xfb/tmp/file"))
+# MariaDB: progress reports before an OK, and an execute whose metadata is cached (flags bits:
+# 0x08 PROGRESS, 0x10 CACHE_METADATA, 0x80 DEPRECATE_EOF, low three the response kind)
+progress = b"\xff\xff\xff\x01\x02\x10\x27\x00\x04copy"
+put("backend_responses", packets(0x18, progress, progress, ok))
+put("backend_responses", packets(0x99, b"\x02\x00", b"\x00\x00\x01", b"\xfe\x00\x00\x02\x00\x00\x00"))
+put("backend_responses", packets(0x19, b"\x01\x00", eof, b"\x00\x00\x01", eof))
 print("seeds written to", corpus)

@@ -4,6 +4,7 @@
 
 use libfuzzer_sys::fuzz_target;
 use obkv_proxy::backend::decode_rows;
+use obkv_proxy::protocol::constants::Caps;
 use obkv_proxy::protocol::handshake::{parse_greeting, set_greeting_capabilities};
 use obkv_proxy::protocol::packets::{parse_eof, parse_err_code, parse_ok};
 use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
@@ -11,7 +12,7 @@ use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
 fuzz_target!(|data: &[u8]| {
     if let Some(g) = parse_greeting(data) {
         let mut copy = data.to_vec();
-        set_greeting_capabilities(&mut copy, &g, 0x00ff_ffff);
+        set_greeting_capabilities(&mut copy, &g, g.capabilities, g.ext_capabilities & 0x1d);
         assert_eq!(copy.len(), data.len());
     }
     let _ = (parse_ok(data), parse_eof(data), parse_err_code(data));
@@ -33,9 +34,12 @@ fuzz_target!(|data: &[u8]| {
         ResponseKind::Fetch,
         ResponseKind::Single,
     ];
-    let kind = kinds[usize::from(flags) % kinds.len()];
-    let caps = if flags & 0x80 != 0 { 1 << 24 } else { 0 };
-    let mut t = ResponseTracker::new(kind, caps);
+    let kind = kinds[usize::from(flags & 7) % kinds.len()];
+    // DEPRECATE_EOF, and MariaDB's PROGRESS / CACHE_METADATA (CLIENT_MYSQL clear)
+    let base = if flags & 0x80 != 0 { 1 << 24 } else { 0 };
+    let ext = u32::from(flags & 0x08 != 0) | (u32::from(flags & 0x10 != 0) << 4);
+    let caps = Caps::new(base, ext);
+    let mut t = ResponseTracker::with_caps(kind, caps);
     for p in &packets {
         let whole = t.needs_whole_packet(p.first().copied(), p.len());
         let shown = if whole { &p[..] } else { &p[..p.len().min(1)] };
@@ -44,5 +48,5 @@ fuzz_target!(|data: &[u8]| {
             Ok(_) => {}
         }
     }
-    let _ = decode_rows(&packets, caps != 0);
+    let _ = decode_rows(&packets, caps);
 });

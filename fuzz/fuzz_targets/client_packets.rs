@@ -11,10 +11,12 @@ use obkv_proxy::session::handshake::parse_change_user;
 
 fuzz_target!(|data: &[u8]| {
     let _ = is_ssl_request(data);
-    if parse_handshake_response(data).is_some() {
+    if let Some(h) = parse_handshake_response(data) {
         let mut copy = data.to_vec();
-        set_response_capabilities(&mut copy, 0x00ff_ffff);
+        set_response_capabilities(&mut copy, h.capabilities & !1, h.ext_capabilities & 0x1d);
         assert_eq!(copy.len(), data.len());
+        let again = parse_handshake_response(&copy).expect("an edited login still parses");
+        assert_eq!(again.user, h.user);
     }
     let _ = parse_change_user(data, u32::MAX);
     let _ = parse_change_user(data, 0);

@@ -133,6 +133,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.fill_at_least(1).await
     }
 
+    /// For a peer that is closing: reads what it still sends until it closes, `limit` bytes are
+    /// buffered, or `wait` passes.
+    pub async fn read_until_closed(&mut self, limit: usize, wait: std::time::Duration) {
+        let _ = tokio::time::timeout(wait, async {
+            while self.buffered() < limit && self.fill_some().await.is_ok() {}
+        })
+        .await;
+    }
+
+    /// Consumes and returns the complete frames (headers included) already buffered; a partial
+    /// frame at the end is dropped.
+    pub fn take_whole_frames(&mut self) -> Vec<u8> {
+        let buf = &self.rbuf[self.rpos..];
+        let mut end = 0;
+        while let Some(h) = buf.get(end..end + 4) {
+            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            if buf.len() < end + 4 + len {
+                break;
+            }
+            end += 4 + len;
+        }
+        let out = buf[..end].to_vec();
+        self.rpos = self.rbuf.len();
+        out
+    }
+
     pub async fn read_header(&mut self) -> io::Result<Header> {
         self.fill_at_least(4).await?;
         let h = &self.rbuf[self.rpos..self.rpos + 4];
@@ -376,6 +402,20 @@ mod tests {
             "{}",
             r.buffer_capacity()
         );
+    }
+
+    #[tokio::test]
+    async fn whole_frames_are_taken_and_a_partial_one_dropped() {
+        let (mut a, b) = tokio::io::duplex(1024);
+        a.write_all(&[2, 0, 0, 0, 0xff, 1, 3, 0, 0, 1, 9])
+            .await
+            .unwrap();
+        drop(a);
+        let mut r = PacketStream::new(b);
+        r.wait_readable().await.unwrap();
+        while r.fill_some().await.is_ok() {}
+        assert_eq!(r.take_whole_frames(), vec![2, 0, 0, 0, 0xff, 1]);
+        assert_eq!(r.buffered(), 0);
     }
 
     #[tokio::test]

@@ -231,6 +231,7 @@ async fn establish_relayed(
     .await?
     else {
         debug!(%peer, user = %String::from_utf8_lossy(&response.user), "backend refused login");
+        client.shutdown().await;
         return Err(HandshakeFailure::Rejected("authentication failed"));
     };
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), "session established");
@@ -328,10 +329,7 @@ pub async fn relay_auth(
                 let status = crate::protocol::packets::parse_ok(&p).map_or(0, |ok| ok.status);
                 return Ok(Some(status));
             }
-            Some(0xff) => {
-                client.shutdown().await;
-                return Ok(None);
-            }
+            Some(0xff) => return Ok(None),
             Some(0x01) if p.as_slice() == [0x01, 0x03] => continue, // caching_sha2 fast auth: OK follows
             _ => {}
         }

@@ -265,8 +265,12 @@ impl Session {
             if self.command.capacity() > COMMAND_KEEP {
                 self.command = Vec::with_capacity(1024);
             }
+            // Between commands the backend has nothing to say; if it speaks, it is closing the
+            // connection (KILL, wait_timeout, restart). Watching costs no system call: tokio
+            // knows the socket drained after the last short read.
             let read = tokio::select! {
                 r = read_command(&mut self.client, &limits, &mut self.command) => r,
+                _ = self.backend.wait_readable() => return self.backend_went_away().await,
                 _ = shutdown.changed() => return End::Shutdown,
             };
             match read {
@@ -389,9 +393,10 @@ impl Session {
             else {
                 return self.answer_error(ErrorInfo::bad_handshake()).await;
             };
+            // refused: the session goes on as the previous user, as MariaDB's does
             return match handshake::proxy_change_user(self, request).await {
-                Ok(true) => Ok(()),
-                _ => Err(End::ClientGone),
+                Ok(_) => Ok(()),
+                Err(_) => Err(End::ClientGone),
             };
         }
         self.backend.queue_packet(0, &self.command);
@@ -405,7 +410,11 @@ impl Session {
                 self.last_status = st;
                 Ok(())
             }
-            _ => Err(End::ClientGone), // refused or broken: the session is over, as on a MySQL server
+            // Refused: MariaDB keeps the connection with the previous user, database and
+            // character set, so the session goes on; a backend that closes it instead is seen
+            // by the command loop, which then closes the client too.
+            Ok(None) => Ok(()),
+            Err(_) => Err(End::ClientGone),
         }
     }
 
@@ -658,6 +667,20 @@ impl Session {
             return Err(self.lose_backend(0).await);
         }
         Ok(())
+    }
+
+    /// The backend spoke or closed between commands: relay the whole packets it sent (MariaDB
+    /// and MySQL send an error before closing a killed or timed-out connection) and end the
+    /// session, so the client's socket closes at once instead of waiting for its next statement.
+    async fn backend_went_away(&mut self) -> End {
+        bump(&self.shared.stats.backend_lost);
+        warn!(peer = %self.peer, "backend closed the idle connection");
+        let wait = std::time::Duration::from_millis(20);
+        self.backend.read_until_closed(64 * 1024, wait).await;
+        let frames = self.backend.take_whole_frames();
+        self.client.queue_bytes(&frames);
+        let _ = self.client.flush().await;
+        End::BackendLost
     }
 
     /// The backend connection failed mid-command: tell the client (2013) and end the session.

@@ -72,7 +72,7 @@ fn mysql_cli_with_ssl_through_the_proxy() {
     }
 }
 
-fn proxy_auth_config(backend: &str) -> Config {
+pub(crate) fn proxy_auth_config(backend: &str) -> Config {
     let mut cfg = proxy::config_for(backend);
     cfg.auth.mode = AuthMode::Proxy;
     cfg.auth.users = vec![

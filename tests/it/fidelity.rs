@@ -1,0 +1,93 @@
+//! Session fidelity (issue 7, part 2): the client cannot tell the proxy is there by how its
+//! session lives and ends.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use crate::common::proxy;
+use crate::common::raw::{err_of, RawConn};
+use crate::common::{shared, Kind};
+
+/// A refused COM_CHANGE_USER: MariaDB keeps the connection with the previous user, database
+/// and character set. Through the proxy the same session goes on.
+#[test]
+fn a_refused_change_user_keeps_the_session() {
+    let backend = shared(Kind::MariaDb);
+    let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+    let _ = admin.query_ok("DROP USER fid");
+    assert!(admin.query_ok("CREATE USER fid IDENTIFIED BY 'right'"));
+    assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_fid"));
+    let p = proxy::start(proxy::config_for(&backend.addr));
+    let mut seen = Vec::new();
+    for addr in [&backend.addr, &p.addr] {
+        let mut c = RawConn::connect(addr, "root", "", Some("obkv_fid")).expect("login");
+        assert!(c.query_ok("SET @kept = 'yes'"));
+        let refused = c.change_user("fid", "wrong", "");
+        let code = err_of(&refused).map(|e| e.0);
+        // the same connection answers, as the previous user, in the previous database
+        let after = (
+            code,
+            c.scalar("SELECT CURRENT_USER()"),
+            c.scalar("SELECT DATABASE()"),
+        );
+        seen.push(after);
+    }
+    assert_eq!(seen[0].0, Some(1045), "{seen:?}");
+    assert_eq!(seen[0], seen[1], "direct vs through the proxy");
+    assert!(admin.query_ok("DROP USER fid"));
+}
+
+#[test]
+fn a_refused_change_user_keeps_the_session_in_proxy_auth_mode() {
+    let backend = shared(Kind::MariaDb);
+    let p = proxy::start(crate::auth_tls::proxy_auth_config(&backend.addr));
+    let mut c = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
+    assert!(c.query_ok("SET @kept = 'yes'"));
+    let refused = c.change_user("reporting", "nope", "");
+    assert_eq!(err_of(&refused).map(|e| e.0), Some(1045));
+    assert_eq!(
+        c.scalar("SELECT @kept"),
+        "yes",
+        "the previous session goes on"
+    );
+}
+
+/// The backend ends an idle session (KILL): what it says reaches the client and the client's
+/// socket closes at once, not at its next statement with an invented 2013.
+#[test]
+fn a_killed_backend_session_closes_the_client_socket_at_once() {
+    let backend = shared(Kind::MariaDb);
+    let p = proxy::start(proxy::config_for(&backend.addr));
+    let mut c = RawConn::connect(&p.addr, "root", "", None).expect("login");
+    // the greeting is relayed, so this is the backend's own thread id
+    let id = c.scalar("SELECT CONNECTION_ID()");
+    let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+    c.stream
+        .set_read_timeout(Some(Duration::from_secs(5)))
+        .expect("timeout");
+    assert!(admin.query_ok(&format!("KILL {id}")));
+    let killed = Instant::now();
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 512];
+    let closed = loop {
+        match c.stream.read(&mut chunk) {
+            Ok(0) => break true,
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(_) => break false,
+        }
+    };
+    let took = killed.elapsed();
+    assert!(closed, "the client's socket was not closed");
+    assert!(
+        took < Duration::from_millis(100),
+        "closed {took:?} after the KILL"
+    );
+    // whatever the backend said on its way out was whole packets
+    let mut at = 0;
+    while at + 4 <= got.len() {
+        let len =
+            usize::from(got[at]) | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]) << 16;
+        at += 4 + len;
+    }
+    assert_eq!(at, got.len(), "partial packet relayed: {got:?}");
+}
