@@ -67,6 +67,9 @@ pub struct HbaseSection {
     pub multiple_families: bool,
     pub backend_kind: BackendKind,
     pub catalog_schema: String,
+    /// Databases whose `group$family` tables are HBase tables (an HBase namespace is a
+    /// database); empty = every database.
+    pub databases: Vec<String>,
 }
 
 impl Default for HbaseSection {
@@ -77,6 +80,7 @@ impl Default for HbaseSection {
             multiple_families: false,
             backend_kind: BackendKind::Auto,
             catalog_schema: "obkv_meta".into(),
+            databases: Vec::new(),
         }
     }
 }

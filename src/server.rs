@@ -34,6 +34,8 @@ pub struct Shared {
     pub pool: Pool,
     /// Slots for clients that have not finished logging in (`proxy.max_preauth_connections`).
     pub preauth: Arc<Semaphore>,
+    /// `hbase.databases`, shared by every session's router context.
+    pub hbase_databases: Arc<[String]>,
     pub shutdown: watch::Receiver<bool>,
     users: HashMap<Vec<u8>, (ProxyUser, [u8; 20])>,
     next_connection_id: AtomicU32,
@@ -70,6 +72,7 @@ impl Shared {
             _ => Some(crate::tls::backend_tls(&config)?),
         };
         Ok(Shared {
+            hbase_databases: config.hbase.databases.clone().into(),
             backend_tls,
             preauth: Arc::new(Semaphore::new(config.proxy.max_preauth_connections)),
             tls,

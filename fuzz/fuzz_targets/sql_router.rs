@@ -4,7 +4,7 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Origin};
+use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, Dialect, Flavor, Scanner};
 
 fuzz_target!(|data: &[u8]| {
@@ -24,13 +24,23 @@ fuzz_target!(|data: &[u8]| {
         ansi_quotes: flags & 8 != 0,
         multibyte_backslash: flags & 16 != 0,
     };
+    let scope = if flags & 128 != 0 {
+        Scope {
+            databases: vec!["hb".to_string()].into(),
+            current: Some("hb".into()),
+            names_ci: true,
+        }
+    } else {
+        Scope::default()
+    };
     let ctx = Context {
         dialect,
         strict: flags & 32 != 0,
+        scope,
     };
     let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
-    let _ = decide(sql, origin, ctx);
-    let _ = decide_dynamic(sql, ctx);
+    let _ = decide(sql, origin, &ctx);
+    let _ = decide_dynamic(sql, &ctx);
     // tokens are in order, inside the text, and never empty
     let mut last = 0;
     for t in Scanner::new(sql, dialect) {

@@ -152,7 +152,7 @@ impl Session {
         Ok(Ok(()))
     }
 
-    async fn current_db(&mut self) -> Result<Option<String>, End> {
+    pub(super) async fn current_db(&mut self) -> Result<Option<String>, End> {
         Ok(match self.rows("SELECT DATABASE()").await? {
             Ok(r) => r
                 .first()

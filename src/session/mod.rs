@@ -29,7 +29,7 @@ use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
 use crate::server::Shared;
 use crate::sql::classify::{self, Class};
-use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo};
+use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo, Scope};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
 
 /// A command buffer larger than this is given back after the command.
@@ -175,15 +175,33 @@ impl Session {
     }
 
     /// What the router needs besides the text: the backend's reading of SQL as of now (its
-    /// NO_BACKSLASH_ESCAPES state comes with every status) and the enforcement mode.
-    fn context(&self) -> Context {
-        Context {
+    /// NO_BACKSLASH_ESCAPES state comes with every status), the enforcement mode, and where `$`
+    /// names are HBase tables. For a `flagged` text the backend's kind is made known (asked once
+    /// per process; OceanBase's greeting does not say) and, only when `hbase.databases` limits
+    /// the rules, the current database is asked.
+    async fn context(&mut self, flagged: bool) -> Result<Context, End> {
+        let databases = self.shared.hbase_databases.clone();
+        let scoped = !databases.is_empty();
+        if flagged && (scoped || self.dialect.flavor == SqlFlavor::MySqlOrOceanBase) {
+            self.flavor().await?;
+        }
+        let current = if flagged && scoped {
+            self.current_db().await?
+        } else {
+            None
+        };
+        Ok(Context {
             dialect: Dialect {
                 no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
                 ..self.dialect
             },
             strict: self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict,
-        }
+            scope: Scope {
+                databases,
+                current,
+                names_ci: self.names_ci,
+            },
+        })
     }
 
     /// The router's decision on the current command's text. A large text is read on the
@@ -197,19 +215,14 @@ impl Session {
         } else {
             classify::classify(self.command.get(1..).unwrap_or_default())
         };
-        // A flagged text is read exactly as this backend reads it, so its kind must be known
-        // (asked once per process; OceanBase's greeting does not say).
-        if class != Class::Plain && self.dialect.flavor == SqlFlavor::MySqlOrOceanBase {
-            self.flavor().await?;
-        }
-        let ctx = self.context();
+        let ctx = self.context(class != Class::Plain).await?;
         if !large {
             let sql = self.command.get(1..).unwrap_or_default();
-            return Ok((class, router::decide_classified(sql, class, origin, ctx)));
+            return Ok((class, router::decide_classified(sql, class, origin, &ctx)));
         }
         let command = std::mem::take(&mut self.command);
         let work = tokio::task::spawn_blocking(move || {
-            let d = router::decide(command.get(1..).unwrap_or_default(), origin, ctx);
+            let d = router::decide(command.get(1..).unwrap_or_default(), origin, &ctx);
             (command, d)
         });
         Ok(match work.await {
@@ -458,7 +471,7 @@ impl Session {
     /// Reads the user variables a PREPARE / EXECUTE IMMEDIATE takes its text from (a plain
     /// SELECT on the session's connection: no state changes) and checks each text.
     async fn check_dynamic_texts(&mut self, names: &[Vec<u8>]) -> Result<Option<ErrorInfo>, End> {
-        let ctx = self.context();
+        let ctx = self.context(true).await?;
         for name in names {
             let sql = [b"SELECT ".as_slice(), name].concat();
             let text = match self.internal(&sql).await? {
@@ -471,10 +484,11 @@ impl Session {
                 _ => Vec::new(),
             };
             let refusal = if text.len() <= router::LARGE_TEXT {
-                router::decide_dynamic(&text, ctx)
+                router::decide_dynamic(&text, &ctx)
             } else {
                 // as for large statements: off the event loop
-                tokio::task::spawn_blocking(move || router::decide_dynamic(&text, ctx))
+                let ctx = ctx.clone();
+                tokio::task::spawn_blocking(move || router::decide_dynamic(&text, &ctx))
                     .await
                     .unwrap_or_else(|_| Some(ErrorInfo::internal("while reading the statement")))
             };

@@ -21,7 +21,7 @@ use std::collections::HashMap;
 
 use super::classify::{classify, leading_words, Class};
 use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
-use crate::hbase::ddl::{self, Statement};
+use crate::hbase::ddl::{self, Statement, TableName};
 use crate::protocol::packets::ErrorInfo;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -52,12 +52,14 @@ pub enum Origin {
 }
 
 /// What the decision depends on besides the text.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Context {
     /// How the backend reads this session's text.
     pub dialect: Dialect,
     /// `hbase.enforcement = "strict"`: refuse what the proxy cannot check.
     pub strict: bool,
+    /// Where `$` names are HBase tables.
+    pub scope: Scope,
 }
 
 impl Default for Context {
@@ -65,7 +67,43 @@ impl Default for Context {
         Context {
             dialect: Dialect::default(),
             strict: true,
+            scope: Scope::default(),
         }
+    }
+}
+
+/// The databases whose `group$family` tables are HBase tables (`hbase.databases`; OBKV maps an
+/// HBase namespace to a database). Empty = every database, and then nothing else is needed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub databases: std::sync::Arc<[String]>,
+    /// The session's current database, for unqualified names (asked only when `databases`
+    /// is not empty).
+    pub current: Option<String>,
+    /// Database names compare case-insensitively (lower_case_table_names).
+    pub names_ci: bool,
+}
+
+impl Scope {
+    pub fn is_everything(&self) -> bool {
+        self.databases.is_empty()
+    }
+
+    /// Whether a table in `schema` (None: the current database) may be an HBase table.
+    pub fn covers(&self, schema: Option<&str>) -> bool {
+        if self.databases.is_empty() {
+            return true;
+        }
+        let Some(db) = schema.or(self.current.as_deref()) else {
+            return false; // no database: the backend refuses the statement itself
+        };
+        self.databases.iter().any(|d| {
+            if self.names_ci {
+                d.to_lowercase() == db.to_lowercase()
+            } else {
+                d == db
+            }
+        })
     }
 }
 
@@ -80,13 +118,13 @@ pub struct PreparedInfo {
 /// Texts above this size are analysed off the session's event loop (see `session`).
 pub const LARGE_TEXT: usize = 256 * 1024;
 
-pub fn decide(sql: &[u8], origin: Origin, ctx: Context) -> (Class, Decision) {
+pub fn decide(sql: &[u8], origin: Origin, ctx: &Context) -> (Class, Decision) {
     let class = classify(sql);
     (class, decide_classified(sql, class, origin, ctx))
 }
 
 /// `decide` for a text whose pre-check class is already known.
-pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: Context) -> Decision {
+pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context) -> Decision {
     match class {
         Class::Plain => Decision::Forward,
         Class::MaybeHbase => decide_flagged(sql, origin, ctx),
@@ -103,10 +141,13 @@ pub fn decide_execute(stmt: &PreparedInfo) -> Decision {
 
 /// The text a SQL-level PREPARE or EXECUTE IMMEDIATE will run (read from a user variable by
 /// the session): None when it may run, else the refusal.
-pub fn decide_dynamic(text: &[u8], ctx: Context) -> Option<ErrorInfo> {
+pub fn decide_dynamic(text: &[u8], ctx: &Context) -> Option<ErrorInfo> {
     let reading = |d: Dialect| -> Result<Vec<Read>, ErrorInfo> {
         let (pieces, _) = statements(text, d).map_err(|_| unreadable_dynamic())?;
-        Ok(pieces.iter().map(|p| read_piece(text, *p, d)).collect())
+        Ok(pieces
+            .iter()
+            .map(|p| read_piece(text, *p, d, &ctx.scope))
+            .collect())
     };
     match reading(ctx.dialect) {
         Err(e) => Some(e),
@@ -138,7 +179,7 @@ enum DynamicText {
     Expression,
 }
 
-fn decide_flagged(sql: &[u8], origin: Origin, ctx: Context) -> Decision {
+fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     let primary = decide_reading(sql, origin, ctx, ctx.dialect);
     let ambiguity = match statements(sql, ctx.dialect) {
         Ok((_, a)) => a,
@@ -164,13 +205,16 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: Context) -> Decision {
     primary
 }
 
-fn decide_reading(sql: &[u8], origin: Origin, ctx: Context, d: Dialect) -> Decision {
+fn decide_reading(sql: &[u8], origin: Origin, ctx: &Context, d: Dialect) -> Decision {
     let pieces = match statements(sql, d) {
         Ok((p, _)) => p,
         // the backend cannot read it either; its error is the answer
         Err(_) => return unreadable_by_words(sql),
     };
-    let reads: Vec<Read> = pieces.iter().map(|p| read_piece(sql, *p, d)).collect();
+    let reads: Vec<Read> = pieces
+        .iter()
+        .map(|p| read_piece(sql, *p, d, &ctx.scope))
+        .collect();
     let many = reads.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
     // where each user variable is first mentioned, computed once (one pass) when needed
@@ -185,7 +229,7 @@ fn decide_reading(sql: &[u8], origin: Origin, ctx: Context, d: Dialect) -> Decis
                 );
             }
             Read::Hbase(stmt) if origin == Origin::Prepare => {
-                return match names_hbase_object(stmt) {
+                return match names_hbase_object(stmt, &ctx.scope) {
                     true => Decision::Answer(Answer::Error(hbase_ddl_not_preparable())),
                     false => Decision::Forward,
                 };
@@ -214,7 +258,11 @@ fn decide_reading(sql: &[u8], origin: Origin, ctx: Context, d: Dialect) -> Decis
                 }
             }
             Read::Dynamic(DynamicText::Literal(text)) => {
-                if let Some(e) = decide_dynamic(text, Context { dialect: d, ..ctx }) {
+                let inner = Context {
+                    dialect: d,
+                    ..ctx.clone()
+                };
+                if let Some(e) = decide_dynamic(text, &inner) {
                     return Decision::Answer(Answer::Error(e));
                 }
             }
@@ -274,10 +322,10 @@ fn unreadable_dynamic() -> ErrorInfo {
 }
 
 /// Why a dynamic text may not run, if it may not.
-fn dynamic_refusal(r: &Read, ctx: Context) -> Option<ErrorInfo> {
+fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
     match r {
         Read::Plain => None,
-        Read::Hbase(stmt) if !names_hbase_object(stmt) => None,
+        Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
             Some(hbase_ddl_not_preparable())
         }
@@ -306,6 +354,34 @@ fn unreadable_by_words(sql: &[u8]) -> Decision {
 
 const DDL_VERBS: [&str; 6] = ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "SHOW"];
 
+/// Whether `t`, with the two tokens `before` it, names an HBase table in scope or a table
+/// group: `g$f`, `` `g$f` ``, `db.g$f` (the database decides), TABLEGROUP.
+fn names_hbase_table(
+    sql: &[u8],
+    t: &scan::Token,
+    before: [Option<scan::Token>; 2],
+    scope: &Scope,
+) -> bool {
+    if !is_hbase_token(sql, t) {
+        return false;
+    }
+    if t.kind == Tok::Word && memchr::memchr(b'$', t.text(sql)).is_none() {
+        return true; // TABLEGROUP(S): table groups belong to the instance
+    }
+    if scope.is_everything() {
+        return true;
+    }
+    let schema = match before {
+        [Some(db), Some(dot)]
+            if dot.is_punct(b'.') && matches!(db.kind, Tok::Word | Tok::QuotedIdent) =>
+        {
+            Some(String::from_utf8_lossy(&scan::ident_value(sql, &db)).into_owned())
+        }
+        _ => None,
+    };
+    scope.covers(schema.as_deref())
+}
+
 /// Whether an identifier token names an HBase table (`group$family`) or a table group.
 fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
     match t.kind {
@@ -320,14 +396,14 @@ fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
     }
 }
 
-fn read_piece(sql: &[u8], p: Piece, d: Dialect) -> Read {
+fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope) -> Read {
     let piece = &sql[p.start..p.end];
     let mut tokens = Scanner::new(piece, d);
     let Some(Ok(first)) = tokens.next() else {
         return Read::Plain;
     };
     if p.program {
-        return if program_has_hbase_ddl(piece, d) {
+        return if program_has_hbase_ddl(piece, d, scope) {
             Read::ProgramWithHbaseDdl
         } else {
             Read::Plain
@@ -343,9 +419,11 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect) -> Read {
     // the object of the DDL, and whether any identifier names an HBase table or a group
     let mut object: Option<String> = None;
     let mut names_hbase = false;
+    let mut before: [Option<scan::Token>; 2] = [None, None];
     for (i, t) in tokens.enumerate() {
         let Ok(t) = t else { break };
-        names_hbase |= is_hbase_token(piece, &t);
+        names_hbase |= names_hbase_table(piece, &t, before, scope);
+        before = [before[1], Some(t)];
         if object.is_none() && i < 8 && t.kind == Tok::Word {
             let w = String::from_utf8_lossy(t.text(piece)).to_ascii_uppercase();
             if OBJECTS.contains(&w.as_str()) {
@@ -362,7 +440,7 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect) -> Read {
     }
     // offsets in the parsed statement are relative to the piece
     match ddl::parse_with(piece, d) {
-        Ok(Some(stmt)) if touches_hbase(&stmt) => Read::Hbase(Box::new(stmt)),
+        Ok(Some(stmt)) if touches_hbase(&stmt, scope) => Read::Hbase(Box::new(stmt)),
         Ok(Some(_)) => Read::Plain,
         Ok(None) if names_hbase && object.as_deref().is_some_and(|o| TABLE_LIKE.contains(&o)) => {
             Read::Unreadable(format!(
@@ -464,10 +542,13 @@ fn variable_first_mentions(sql: &[u8], d: Dialect) -> HashMap<Vec<u8>, usize> {
 
 /// A stored program or compound statement: does any statement inside it run DDL on an HBase
 /// table or a table group? (Its own leading CREATE is not one of them.)
-fn program_has_hbase_ddl(piece: &[u8], d: Dialect) -> bool {
+fn program_has_hbase_ddl(piece: &[u8], d: Dialect, scope: &Scope) -> bool {
     let mut in_ddl = false;
     let mut first = true;
+    let mut before: [Option<scan::Token>; 2] = [None, None];
     for t in Scanner::new(piece, d).map_while(Result::ok) {
+        let two_back = before;
+        before = [before[1], Some(t)];
         if t.is_punct(b';') {
             in_ddl = false;
             continue;
@@ -484,7 +565,7 @@ fn program_has_hbase_ddl(piece: &[u8], d: Dialect) -> bool {
             continue;
         }
         first = false;
-        if in_ddl && is_hbase_token(piece, &t) {
+        if in_ddl && names_hbase_table(piece, &t, two_back, scope) {
             return true;
         }
     }
@@ -493,25 +574,26 @@ fn program_has_hbase_ddl(piece: &[u8], d: Dialect) -> bool {
 
 /// Whether a parsed statement can concern an HBase table or a table group (including the
 /// CREATE TABLE of a K/Q/T/V table without `$`, which earns a warning).
-fn touches_hbase(stmt: &Statement) -> bool {
-    names_hbase_object(stmt) || matches!(stmt, Statement::CreateTable(t) if t.has_kqtv_columns())
+fn touches_hbase(stmt: &Statement, scope: &Scope) -> bool {
+    names_hbase_object(stmt, scope)
+        || matches!(stmt, Statement::CreateTable(t)
+            if t.has_kqtv_columns() && scope.covers(t.name.schema.as_deref()))
 }
 
-/// Whether a parsed statement names an HBase table or a table group.
-fn names_hbase_object(stmt: &Statement) -> bool {
+/// Whether a parsed statement names an HBase table (in scope) or a table group.
+fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
+    let hbase = |t: &TableName| t.is_hbase_name() && scope.covers(t.schema.as_deref());
     match stmt {
         Statement::CreateTablegroup { .. }
         | Statement::DropTablegroup { .. }
         | Statement::ShowTablegroups { .. } => true,
-        Statement::CreateTable(t) => t.name.is_hbase_name() || t.tablegroup().is_some(),
-        Statement::DropTable { tables, .. } => tables.iter().any(|t| t.is_hbase_name()),
+        Statement::CreateTable(t) => hbase(&t.name) || t.tablegroup().is_some(),
+        Statement::DropTable { tables, .. } => tables.iter().any(hbase),
         Statement::TruncateTable(t)
         | Statement::ShowCreateTable(t)
         | Statement::CreateIndex { table: t, .. }
-        | Statement::AlterTable { table: t, .. } => t.is_hbase_name(),
-        Statement::RenameTable(pairs) => pairs
-            .iter()
-            .any(|(a, b)| a.is_hbase_name() || b.is_hbase_name()),
+        | Statement::AlterTable { table: t, .. } => hbase(t),
+        Statement::RenameTable(pairs) => pairs.iter().any(|(a, b)| hbase(a) || hbase(b)),
     }
 }
 
@@ -535,15 +617,16 @@ mod tests {
     use super::*;
 
     fn text(sql: &str) -> Decision {
-        decide(sql.as_bytes(), Origin::Text, Context::default()).1
+        decide(sql.as_bytes(), Origin::Text, &Context::default()).1
     }
 
     fn maria(sql: &str) -> Decision {
         let ctx = Context {
             dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
             strict: true,
+            scope: Scope::default(),
         };
-        decide(sql.as_bytes(), Origin::Text, ctx).1
+        decide(sql.as_bytes(), Origin::Text, &ctx).1
     }
 
     fn refused(d: &Decision, code: u16) -> bool {
@@ -561,7 +644,7 @@ mod tests {
             &decide(
                 b"CREATE TABLE g$f (K varbinary(10))",
                 Origin::Prepare,
-                Context::default()
+                &Context::default()
             )
             .1,
             1295
@@ -580,7 +663,7 @@ mod tests {
             Decision::Answer(Answer::ProxyStatus)
         );
         assert!(refused(
-            &decide(b"show proxy status", Origin::Prepare, Context::default()).1,
+            &decide(b"show proxy status", Origin::Prepare, &Context::default()).1,
             1295
         ));
         assert!(refused(&text("show proxy nonsense"), 1064));
@@ -621,9 +704,10 @@ mod tests {
                 ..Dialect::default()
             },
             strict: true,
+            scope: Scope::default(),
         };
         let sql = b"SELECT 1 /*!99999 ; DROP TABLE g$f */";
-        assert_eq!(decide(sql, Origin::Text, mysql).1, Decision::Forward);
+        assert_eq!(decide(sql, Origin::Text, &mysql).1, Decision::Forward);
         // MariaDB leaves MySQL 5.7+ comments alone
         assert_eq!(
             maria("SELECT 1 /*!50700 ; DROP TABLE g$f */"),
@@ -678,11 +762,11 @@ mod tests {
             &text("SELECT @`s` := 'x'; PREPARE s FROM @s"),
             1235
         ));
-        assert!(decide_dynamic(b"DROP TABLE g$f", Context::default()).is_some());
-        assert!(decide_dynamic(b"SELECT K FROM g$f", Context::default()).is_none());
+        assert!(decide_dynamic(b"DROP TABLE g$f", &Context::default()).is_some());
+        assert!(decide_dynamic(b"SELECT K FROM g$f", &Context::default()).is_none());
         assert!(decide_dynamic(
             b"CREATE TABLE t (K int, Q int, T int, V int)",
-            Context::default()
+            &Context::default()
         )
         .is_none());
     }
@@ -696,7 +780,7 @@ mod tests {
             ..Context::default()
         };
         assert_eq!(
-            decide(sql.as_bytes(), Origin::Text, lax).1,
+            decide(sql.as_bytes(), Origin::Text, &lax).1,
             Decision::Forward
         );
         assert_eq!(
@@ -725,12 +809,61 @@ mod tests {
     }
 
     #[test]
+    fn hbase_rules_can_be_limited_to_some_databases() {
+        let scoped = |current: Option<&str>| Context {
+            scope: Scope {
+                databases: vec!["hb".to_string()].into(),
+                current: current.map(str::to_owned),
+                names_ci: false,
+            },
+            ..Context::default()
+        };
+        let legacy = "CREATE TABLE order$items (id int)";
+        // outside the HBase databases a `$` table is an ordinary table
+        let d = decide(legacy.as_bytes(), Origin::Text, &scoped(Some("shop"))).1;
+        assert_eq!(d, Decision::Forward);
+        let d = decide(
+            b"ALTER TABLE shop.order$items ADD x int",
+            Origin::Text,
+            &scoped(Some("hb")),
+        )
+        .1;
+        assert_eq!(d, Decision::Forward);
+        assert_eq!(
+            decide(
+                b"SELECT 1; DROP TABLE shop.order$items",
+                Origin::Text,
+                &scoped(Some("hb"))
+            )
+            .1,
+            Decision::Forward
+        );
+        // inside them the rules apply, qualified or by the current database
+        let d = decide(legacy.as_bytes(), Origin::Text, &scoped(Some("hb"))).1;
+        assert!(matches!(d, Decision::Hbase(_)), "{d:?}");
+        let d = decide(
+            b"SELECT 1; DROP TABLE hb.order$items",
+            Origin::Text,
+            &scoped(Some("shop")),
+        )
+        .1;
+        assert!(refused(&d, 1235));
+        // table groups are the instance's, whatever the database
+        assert!(matches!(
+            decide(b"CREATE TABLEGROUP g", Origin::Text, &scoped(Some("shop"))).1,
+            Decision::Hbase(_)
+        ));
+        // by default every database holds HBase tables
+        assert!(matches!(text(legacy), Decision::Hbase(_)));
+    }
+
+    #[test]
     fn ambiguous_readings_are_refused() {
         let sql = "SELECT \"a\\\"; ALTER TABLE g$f ADD COLUMN X int -- \"";
         assert!(refused(&text(sql), 1064), "{:?}", text(sql));
         let sql = b"SELECT '\xbf\\'; ALTER TABLE g$f ADD COLUMN X int -- '";
         assert!(refused(
-            &decide(sql, Origin::Text, Context::default()).1,
+            &decide(sql, Origin::Text, &Context::default()).1,
             1064
         ));
         // unambiguous texts with backslashes are read normally
