@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# The real-client ring: SQLAlchemy's own published test suite (the sdist from PyPI, downloaded
+# at run time, never vendored), run directly against a private MariaDB and through obkv-proxy;
+# the pass-sets are compared. Exits non-zero when a test that passes directly fails (or errors)
+# through the proxy.
+#   scripts/client-suites.sh [PYTEST SELECTION...]
+# Default selection: SQLAlchemy's MySQL dialect tests and its core SQL/type/reflection suites.
+# Environment: SUITE_SQLALCHEMY_VERSION (default 2.0.36), SUITE_KEEP=1 keeps the work folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+version=${SUITE_SQLALCHEMY_VERSION:-2.0.36}
+selection=("$@")
+((${#selection[@]})) || selection=(test/dialect/mysql test/sql/test_types.py
+  test/sql/test_query.py test/sql/test_resultset.py test/engine/test_reflection.py
+  test/sql/test_insert_exec.py test/dialect/test_suite.py)
+
+scripts/install-deps.sh test >/dev/null
+.venv/bin/python -c 'import pytest, typing_extensions' 2>/dev/null ||
+  .venv/bin/pip install -q pytest typing_extensions
+cargo build --release --quiet
+
+work=$(mktemp -d /tmp/obkv-suites.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  scripts/backend.sh stop "$work/mariadb" || true
+  [[ ${SUITE_KEEP:-} == 1 ]] || rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+.venv/bin/pip download -q --no-deps --no-binary :all: "sqlalchemy==$version" -d "$work" >/dev/null
+tar xzf "$work"/sqlalchemy-"$version".tar.gz -C "$work"
+src="$work/sqlalchemy-$version"
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+mport=$(free_port); pport=$(free_port)
+scripts/backend.sh start mariadb "$work/mariadb" "$mport" >/dev/null
+for db in test test_schema test_schema_2; do
+  mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS $db"
+done
+target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" \
+  2>"$work/proxy.log" &
+pids+=($!)
+for _ in $(seq 100); do
+  mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -e 'select 1' >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+run() { # NAME PORT
+  echo "== SQLAlchemy $version suite, $1 (port $2)"
+  (cd "$src" && PYTHONPATH=lib DISABLE_SQLALCHEMY_CEXT_RUNTIME=1 "$root/.venv/bin/python" -m pytest \
+    -p no:cacheprovider -q --tb=no -o addopts= \
+    --dburi "mysql+pymysql://root@127.0.0.1:$2/test?charset=utf8mb4" \
+    --junitxml="$work/$1.xml" "${selection[@]}" >"$work/$1.out" 2>&1) || true
+  tail -1 "$work/$1.out"
+}
+run direct "$mport"
+run proxy "$pport"
+
+.venv/bin/python - "$work/direct.xml" "$work/proxy.xml" <<'PY'
+import sys, xml.etree.ElementTree as ET
+
+def outcomes(path):
+    out = {}
+    for case in ET.parse(path).getroot().iter("testcase"):
+        name = case.get("classname", "") + "::" + case.get("name", "")
+        kinds = {child.tag for child in case}
+        out[name] = ("failed" if kinds & {"failure", "error"} else
+                     "skipped" if "skipped" in kinds else "passed")
+    return out
+
+direct, proxy = outcomes(sys.argv[1]), outcomes(sys.argv[2])
+passed_direct = {t for t, o in direct.items() if o == "passed"}
+passed_proxy = {t for t, o in proxy.items() if o == "passed"}
+lost = sorted(passed_direct - passed_proxy)
+gained = sorted(passed_proxy - passed_direct)
+print(f"tests: {len(direct)} direct, {len(proxy)} through the proxy")
+print(f"passed: {len(passed_direct)} direct, {len(passed_proxy)} through the proxy")
+for t in lost:
+    print(f"LOST through the proxy: {t} ({proxy.get(t, 'missing')})")
+for t in gained:
+    print(f"passes only through the proxy: {t} (direct: {direct.get(t)})")
+if len(passed_direct) < 100:
+    print("too few tests passed directly: the suite did not run properly")
+    sys.exit(2)
+print(f"{len(passed_proxy & passed_direct)} passed, {len(lost)} failed")
+sys.exit(1 if lost else 0)
+PY
