@@ -11,6 +11,8 @@ status=0
 cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$?
 # the fuzz targets (run by fuzz/run.sh, not here) must keep compiling against the crate
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
+# the real-client ring: SQLAlchemy's own published suite, directly and through the proxy
+scripts/client-suites.sh || status=$?
 # data folders of this run's private instances (about 2 GB per seekdb)
 rm -rf target/obkv-test
 exit $status
