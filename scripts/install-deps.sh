@@ -32,6 +32,7 @@ py_need=()
 .venv/bin/python -c 'import pylibseekdb' 2>/dev/null || py_need+=(pylibseekdb)
 if [[ $what == test ]]; then
   .venv/bin/python -c 'import pymysql' 2>/dev/null || py_need+=(pymysql)
+  .venv/bin/python -c 'import sqlalchemy' 2>/dev/null || py_need+=(sqlalchemy)
 fi
 if ((${#py_need[@]})); then
   echo "installing Python packages into .venv: ${py_need[*]}"

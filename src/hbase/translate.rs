@@ -108,6 +108,106 @@ pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -
     }
 }
 
+/// SHOW CREATE TABLE of an HBase table on a backend that stores a translation of it (MariaDB,
+/// MySQL): the user's definition in the canonical multi-line form OceanBase prints (backquoted
+/// names, one column per line, `PRIMARY KEY (`K`, `Q`, `T`)`, the table options, the
+/// partitioning), so tools that parse SHOW CREATE TABLE line by line (SQLAlchemy, Alembic,
+/// mysqldump) see the HBase table, not the translation. A presentation, not a rewrite of a
+/// statement: it is rendered from the parsed definition.
+pub fn canonical_create(t: &CreateTable, ddl: &[u8]) -> String {
+    let q = |n: &str| format!("`{}`", n.replace('`', "``"));
+    let pk: Vec<String> = t.primary_key.clone().unwrap_or_default();
+    let in_pk = |c: &str| pk.iter().any(|p| p.eq_ignore_ascii_case(c));
+    let mut lines = Vec::new();
+    for c in &t.columns {
+        let ty = &c.data_type;
+        let type_text = match (ty.name.as_str(), ty.length) {
+            ("BIGINT", None) => "bigint(20)".to_string(),
+            (name, Some(n)) => format!("{}({n})", name.to_ascii_lowercase()),
+            (name, None) => name.to_ascii_lowercase(),
+        };
+        let mut line = format!("  {} {type_text}", q(&c.name));
+        match &c.generated {
+            Some(g) => {
+                let expr = match g.prefix_of_k {
+                    Some(n) => format!("substr(`K`,1,{n})"),
+                    None => {
+                        let raw = ddl.get(g.expr_span.0..g.expr_span.1).unwrap_or_default();
+                        let raw = String::from_utf8_lossy(raw);
+                        raw.trim_start_matches('(')
+                            .trim_end_matches(')')
+                            .to_string()
+                    }
+                };
+                let kind = if g.stored { "STORED" } else { "VIRTUAL" };
+                line.push_str(&format!(" GENERATED ALWAYS AS ({expr}) {kind}"));
+            }
+            None if c.not_null || in_pk(&c.name) => line.push_str(" NOT NULL"),
+            None => line.push_str(" DEFAULT NULL"),
+        }
+        lines.push(line);
+    }
+    if !pk.is_empty() {
+        let cols: Vec<String> = pk.iter().map(|c| q(c)).collect();
+        lines.push(format!("  PRIMARY KEY ({})", cols.join(", ")));
+    }
+    let mut out = format!(
+        "CREATE TABLE {} (\n{}\n) DEFAULT CHARSET = utf8mb4{}",
+        q(&t.name.name),
+        lines.join(",\n"),
+        kept_options(t)
+    );
+    if let Some(p) = &t.partition {
+        match (p.kind.as_str(), p.count) {
+            ("KEY", Some(n)) => {
+                let cols: Vec<String> = p.columns.iter().map(|c| q(c)).collect();
+                out.push_str(&format!(
+                    "\n partition by key({}) partitions {n}",
+                    cols.join(", ")
+                ));
+            }
+            _ => {
+                let clause = ddl.get(p.span.0..p.span.1).unwrap_or_default();
+                out.push_str(&format!("\n {}", String::from_utf8_lossy(clause)));
+            }
+        }
+    }
+    out
+}
+
+/// SHOW CREATE TABLE on a backend that prints OceanBase's form itself but has no table groups
+/// (seekdb): its own answer with the options it does not keep (TABLEGROUP, KV_ATTRIBUTES) put
+/// back at the end of the table-options line (the line that closes the column list).
+pub fn with_kept_options(backend_text: &str, t: &CreateTable) -> String {
+    let extra = kept_options(t);
+    let mut out = String::with_capacity(backend_text.len() + extra.len());
+    let mut done = extra.is_empty();
+    for (i, line) in backend_text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        out.push_str(line);
+        if !done && line.starts_with(')') {
+            out.push_str(&extra);
+            done = true;
+        }
+    }
+    out
+}
+
+/// ` TABLEGROUP = 'g' KV_ATTRIBUTES = '…'` as OceanBase prints them, for the options set.
+fn kept_options(t: &CreateTable) -> String {
+    let kv = t.option("KV_ATTRIBUTES").map(|o| o.value.as_str());
+    let mut out = String::new();
+    for (name, value) in [("TABLEGROUP", t.tablegroup()), ("KV_ATTRIBUTES", kv)] {
+        if let Some(v) = value {
+            let quoted = v.replace('\\', "\\\\").replace('\'', "''");
+            out.push_str(&format!(" {name} = '{quoted}'"));
+        }
+    }
+    out
+}
+
 /// A trigger or constraint name for a table (names are limited to 64 characters, not bytes).
 /// Cut at a character boundary: a byte cut inside a multibyte character panicked the session.
 fn derived_name(table: &str, suffix: &str) -> String {
@@ -176,6 +276,30 @@ mod tests {
             cut("ALTER TABLE t KV_ATTRIBUTES='{}' PARTITION BY KEY(K) PARTITIONS 7"),
             "ALTER TABLE t PARTITION BY KEY(K) PARTITIONS 7"
         );
+    }
+
+    #[test]
+    fn canonical_form_is_oceanbase_shaped() {
+        let shown = canonical_create(&t(PREFIX), PREFIX.as_bytes());
+        let want = [
+            "CREATE TABLE `h$f` (",
+            "  `K` varbinary(1024) NOT NULL,",
+            "  `Q` varbinary(256) NOT NULL,",
+            "  `T` bigint(20) NOT NULL,",
+            "  `V` varbinary(1048576) NOT NULL,",
+            "  `K_PREFIX` varbinary(1024) GENERATED ALWAYS AS (substr(`K`,1,4)) VIRTUAL,",
+            "  PRIMARY KEY (`K`, `Q`, `T`)",
+            ") DEFAULT CHARSET = utf8mb4 TABLEGROUP = 'h' KV_ATTRIBUTES = '{\"Hbase\": {\"MaxVersions\": 2}}'",
+            " partition by key(`K_PREFIX`) partitions 97",
+        ];
+        assert_eq!(shown, want.join("\n"));
+        let seekdb = "CREATE TABLE `h$f` (\n  `K` varbinary(1024) NOT NULL\n) ORGANIZATION INDEX\n partition by key(k)";
+        let kept = with_kept_options(seekdb, &t(PREFIX));
+        assert_eq!(
+            kept.lines().nth(2),
+            Some(") ORGANIZATION INDEX TABLEGROUP = 'h' KV_ATTRIBUTES = '{\"Hbase\": {\"MaxVersions\": 2}}'")
+        );
+        assert_eq!(kept.lines().count(), 4);
     }
 
     #[test]

@@ -632,22 +632,36 @@ impl Session {
         self.answer_ok(0, n).await
     }
 
+    /// SHOW CREATE TABLE of an HBase table, in the canonical multi-line form OceanBase prints:
+    /// an OceanBase cluster answers itself; seekdb's own answer gets back the options it does
+    /// not keep; MariaDB/MySQL's (a translation) is replaced by the user's definition rendered
+    /// that way. Tools that parse it line by line (SQLAlchemy, mysqldump) see the HBase table.
     async fn show_create_table(&mut self, t: &TableName) -> Result<(), End> {
         let Some((db, _, def, ddl_text)) = self.catalog_entry(t).await? else {
             return self.forward(ResponseKind::Query).await.map(drop);
         };
+        let flavor = self.flavor().await?;
+        if flavor.native_tablegroups() {
+            return self.forward(ResponseKind::Query).await.map(drop);
+        }
         // The backend answers the same question first, so its grants apply: a user who may not
         // see the table gets the backend's own error (1142), never the catalog's text.
         let probe = format!("SHOW CREATE TABLE {}", qualified(&db, t));
-        if let Internal::Err(e) = self.internal(probe.as_bytes()).await? {
-            return self.answer_raw(&e).await;
-        }
-        let shown = String::from_utf8_lossy(&ddl_text)
-            .trim_end()
-            .trim_end_matches(';')
-            .to_string();
-        let row = vec![Some(def.name.name.clone()), Some(shown)];
-        self.answer_rows(&["Table", "Create Table"], &[row]).await
+        let backend_row = match self.internal(probe.as_bytes()).await? {
+            Internal::Err(e) => return self.answer_raw(&e).await,
+            Internal::Rows(rows) => rows.into_iter().next().unwrap_or_default(),
+            Internal::Ok(_) => Vec::new(),
+        };
+        let name = backend_row
+            .first()
+            .map(text)
+            .unwrap_or_else(|| def.name.name.clone());
+        let shown = match (flavor, backend_row.get(1)) {
+            (Flavor::SeekDb, Some(v)) => translate::with_kept_options(&text(v), &def),
+            _ => translate::canonical_create(&def, &ddl_text),
+        };
+        self.answer_rows(&["Table", "Create Table"], &[vec![Some(name), Some(shown)]])
+            .await
     }
 
     /// The (schema, table) pairs of HBase-named tables this user may see: information_schema

@@ -214,3 +214,71 @@ fn pymysql_binary_values_and_unbuffered_stream() {
         assert!(stdout.contains("streamed=200000"), "{stdout}");
     }
 }
+
+/// SQLAlchemy reflection (which parses SHOW CREATE TABLE line by line, as Alembic does) finds an
+/// HBase table's columns, types and primary key through the proxy, on both backends.
+#[test]
+fn sqlalchemy_reflects_hbase_tables_through_the_proxy() {
+    let python = project_root().join(".venv/bin/python");
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let mut c = crate::common::raw::RawConn::connect(&p.addr, "root", "", None).expect("login");
+        for sql in [
+            "CREATE DATABASE IF NOT EXISTS obkv_reflect",
+            "USE obkv_reflect",
+            "DROP TABLE IF EXISTS rf$f",
+            "DROP TABLEGROUP IF EXISTS rf",
+            "CREATE TABLEGROUP rf",
+            "CREATE TABLE rf$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1048576) NOT NULL, K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)) VIRTUAL, PRIMARY KEY (K, Q, T)) TABLEGROUP = rf PARTITION BY KEY(K_PREFIX) PARTITIONS 97",
+        ] {
+            c.exec(sql).unwrap_or_else(|e| panic!("{}: {sql}: {e:?}", kind.name()));
+        }
+        let url = format!("mysql+pymysql://root@{}/obkv_reflect", p.addr);
+        let out = Command::new(&python)
+            .arg(project_root().join("tests/clients/sqlalchemy_reflect.py"))
+            .args([url.as_str(), "rf$f"])
+            .output()
+            .expect("python ran");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{}: {stdout}\n{}",
+            kind.name(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let found: serde_json::Value = serde_json::from_str(stdout.trim()).expect("json");
+        let columns: Vec<String> = found["columns"]
+            .as_array()
+            .expect("columns")
+            .iter()
+            .map(|c| {
+                format!(
+                    "{} {}",
+                    c[0].as_str().unwrap_or(""),
+                    c[1].as_str().unwrap_or("")
+                )
+            })
+            .collect();
+        assert_eq!(
+            columns,
+            [
+                "K VARBINARY(1024)",
+                "Q VARBINARY(256)",
+                "T BIGINT",
+                "V VARBINARY(1048576)",
+                "K_PREFIX VARBINARY(1024)"
+            ],
+            "{}: {stdout}",
+            kind.name()
+        );
+        assert_eq!(
+            found["primary_key"],
+            serde_json::json!(["K", "Q", "T"]),
+            "{}",
+            kind.name()
+        );
+        c.exec("DROP TABLE rf$f").expect("drop");
+        c.exec("DROP TABLEGROUP rf").expect("drop group");
+    }
+}
