@@ -34,6 +34,8 @@ pub struct Shared {
     pub pool: Pool,
     /// Slots for clients that have not finished logging in (`proxy.max_preauth_connections`).
     pub preauth: Arc<Semaphore>,
+    /// The catalog as this process last saw it (for sessions that cannot read it).
+    pub catalog_cache: crate::hbase::catalog::CatalogCache,
     /// `hbase.databases`, shared by every session's router context.
     pub hbase_databases: Arc<[String]>,
     pub shutdown: watch::Receiver<bool>,
@@ -72,6 +74,7 @@ impl Shared {
             _ => Some(crate::tls::backend_tls(&config)?),
         };
         Ok(Shared {
+            catalog_cache: Default::default(),
             hbase_databases: config.hbase.databases.clone().into(),
             backend_tls,
             preauth: Arc::new(Semaphore::new(config.proxy.max_preauth_connections)),

@@ -31,6 +31,40 @@ pub fn qualified(schema: &str, t: &TableName) -> String {
     )
 }
 
+/// What this process last read or wrote of the catalog: (schema, table) → (group, DDL). Used
+/// only where the catalog cannot be read (a session under LOCK TABLES); bounded.
+#[derive(Default)]
+pub struct CatalogCache {
+    entries: std::sync::Mutex<std::collections::HashMap<TableKey, CachedEntry>>,
+}
+
+/// (schema, table), folded as the backend compares names.
+pub type TableKey = (String, String);
+/// (group, the user's DDL).
+pub type CachedEntry = (String, Vec<u8>);
+
+impl CatalogCache {
+    const MAX_ENTRIES: usize = 10_000;
+
+    pub fn put(&self, key: TableKey, entry: CachedEntry) {
+        let mut m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if m.len() >= Self::MAX_ENTRIES && !m.contains_key(&key) {
+            m.clear();
+        }
+        m.insert(key, entry);
+    }
+
+    pub fn get(&self, key: &TableKey) -> Option<CachedEntry> {
+        let m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        m.get(key).cloned()
+    }
+
+    pub fn remove(&self, key: &TableKey) {
+        let mut m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        m.remove(key);
+    }
+}
+
 pub struct Catalog<'a> {
     pub schema: &'a str,
     /// The backend compares table and schema names case-insensitively

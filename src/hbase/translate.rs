@@ -210,7 +210,7 @@ fn kept_options(t: &CreateTable) -> String {
 
 /// A trigger or constraint name for a table (names are limited to 64 characters, not bytes).
 /// Cut at a character boundary: a byte cut inside a multibyte character panicked the session.
-fn derived_name(table: &str, suffix: &str) -> String {
+pub fn derived_name(table: &str, suffix: &str) -> String {
     let base: String = format!("obkv_{table}").chars().take(58).collect();
     format!("{base}_{suffix}")
 }

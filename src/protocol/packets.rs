@@ -1,7 +1,7 @@
 //! Builders for the few packets the proxy writes itself (errors, OK, EOF, small result sets)
 //! and parsers for the status packets it must understand.
 
-use super::constants::{CHARSET_UTF8MB4_GENERAL_CI, MYSQL_TYPE_VAR_STRING};
+use super::constants::{cap, ext, Caps, CHARSET_UTF8MB4_GENERAL_CI, MYSQL_TYPE_VAR_STRING};
 use super::wire::{put_lenenc_bytes, put_lenenc_int, Reader};
 
 /// An error the proxy itself reports to a client, with a MySQL error code and SQLSTATE.
@@ -195,15 +195,22 @@ pub fn parse_err_code(p: &[u8]) -> Option<u16> {
 
 /// A text-protocol result set built by the proxy (for locally answered statements): every
 /// column is a utf8mb4 string.
+/// A text result set the proxy answers itself, framed as the connection negotiated: classic EOF
+/// or DEPRECATE_EOF, and MariaDB's extended formats (the metadata-follows byte with
+/// CACHE_METADATA, an empty extended-type block per column with EXTENDED_METADATA).
 pub fn text_result_set(
     columns: &[&str],
     rows: &[Vec<Option<String>>],
-    deprecate_eof: bool,
+    caps: Caps,
     status: u16,
 ) -> Vec<Vec<u8>> {
+    let deprecate_eof = caps.has(cap::DEPRECATE_EOF);
     let mut packets = Vec::with_capacity(columns.len() + rows.len() + 3);
     let mut count = Vec::new();
     put_lenenc_int(&mut count, columns.len() as u64);
+    if caps.has_ext(ext::CACHE_METADATA) {
+        count.push(1); // the column definitions follow
+    }
     packets.push(count);
     for name in columns {
         let mut c = Vec::with_capacity(32 + name.len());
@@ -213,6 +220,9 @@ pub fn text_result_set(
         put_lenenc_bytes(&mut c, b""); // org_table
         put_lenenc_bytes(&mut c, name.as_bytes());
         put_lenenc_bytes(&mut c, name.as_bytes());
+        if caps.has_ext(ext::EXTENDED_METADATA) {
+            put_lenenc_bytes(&mut c, b""); // no extended type information
+        }
         c.push(0x0c);
         c.extend_from_slice(&u16::from(CHARSET_UTF8MB4_GENERAL_CI).to_le_bytes());
         c.extend_from_slice(&(1024u32 * 4).to_le_bytes());

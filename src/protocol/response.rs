@@ -340,6 +340,22 @@ mod tests {
     }
 
     #[test]
+    fn local_result_sets_follow_the_negotiated_mariadb_format() {
+        let caps = maria(
+            cap::DEPRECATE_EOF,
+            ext::CACHE_METADATA | ext::EXTENDED_METADATA,
+        );
+        let packets = text_result_set(&["a"], &[vec![Some("1".into())]], caps, 2);
+        assert_eq!(packets[0], vec![1, 1], "column count, metadata follows");
+        // def, schema, table, org_table, name, org_name, then the empty extended block
+        assert_eq!(&packets[1][..13], b"\x03def\x00\x00\x00\x01a\x01a\x00\x0c");
+        let mut t = ResponseTracker::with_caps(ResponseKind::Query, caps);
+        let steps = run(&mut t, &packets);
+        assert_eq!(steps.last(), Some(&Step::Done));
+        assert_eq!(t.summary.rows, 1);
+    }
+
+    #[test]
     fn progress_reports_are_not_the_answer() {
         let mut progress = vec![0xff, 0xff, 0xff, 1, 2, 0x10, 0x27, 0];
         progress.extend_from_slice(&[4, b'c', b'o', b'p', b'y']);
@@ -399,13 +415,13 @@ mod tests {
     #[test]
     fn result_set_in_both_eof_styles() {
         for deprecate in [false, true] {
-            let caps = if deprecate { cap::DEPRECATE_EOF } else { 0 };
             let rows = vec![
                 vec![Some("1".into()), None],
                 vec![Some("2".into()), Some("x".into())],
             ];
-            let packets = text_result_set(&["a", "b"], &rows, deprecate, 2);
-            let mut t = ResponseTracker::new(ResponseKind::Query, caps);
+            let caps = Caps::classic(if deprecate { cap::DEPRECATE_EOF } else { 0 });
+            let packets = text_result_set(&["a", "b"], &rows, caps, 2);
+            let mut t = ResponseTracker::with_caps(ResponseKind::Query, caps);
             let steps = run(&mut t, &packets);
             assert_eq!(steps.last(), Some(&Step::Done));
             assert!(steps[..steps.len() - 1].iter().all(|s| *s == Step::More));
@@ -417,7 +433,7 @@ mod tests {
     #[test]
     fn multi_results_continue_until_last() {
         let more = status::MORE_RESULTS_EXISTS | 2;
-        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], false, 2);
+        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], Caps::classic(0), 2);
         let last = packets.len() - 1;
         packets[last] = end_of_rows_packet(false, more, 0);
         packets.push(ok_packet(1, 0, more, 0));
@@ -430,7 +446,7 @@ mod tests {
 
     #[test]
     fn error_mid_rows_ends_response() {
-        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], false, 2);
+        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], Caps::classic(0), 2);
         packets.pop();
         packets.push(ErrorInfo::new(1317, "70100", "interrupted").to_packet());
         let mut t = ResponseTracker::new(ResponseKind::Query, 0);

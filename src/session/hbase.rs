@@ -20,7 +20,10 @@ use crate::hbase::rules::{
 };
 use crate::hbase::translate;
 use crate::protocol::constants::status;
-use crate::protocol::packets::{ok_packet, ErrorInfo, OkInfo};
+use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
+
+/// ER_TABLE_NOT_LOCKED: a table not named in the session's LOCK TABLES.
+const ER_TABLE_NOT_LOCKED: u16 = 1100;
 use crate::protocol::response::ResponseKind;
 use crate::sql::scan::Flavor as SqlFlavor;
 
@@ -162,7 +165,7 @@ impl Session {
         })
     }
 
-    async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
+    pub(super) async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
         let p = ok_packet(affected, 0, self.last_status, warnings);
         let seq = self.command_frames;
         self.client
@@ -469,6 +472,10 @@ impl Session {
             self.pending_warnings.clear();
             return self.answer_raw(&e).await;
         }
+        let key = self.cache_key(&db, &t.name.name);
+        self.shared
+            .catalog_cache
+            .put(key, (group.clone(), sql.clone()));
         info!(table = %t.name, %db, %group, "HBase table created");
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
@@ -486,16 +493,51 @@ impl Session {
             return Ok(None);
         };
         let sql = self.catalog().table(&db, &t.name);
-        let Ok(rows) = self.rows(&sql).await? else {
-            return Ok(None);
+        let key = self.cache_key(&db, &t.name);
+        let (group, ddl_text) = match self.rows(&sql).await? {
+            Ok(rows) => match rows.first() {
+                Some(r) => {
+                    let entry = (text(&r[0]), r[2].clone().unwrap_or_default());
+                    self.shared.catalog_cache.put(key, entry.clone());
+                    entry
+                }
+                None => {
+                    self.shared.catalog_cache.remove(&key);
+                    return Ok(None);
+                }
+            },
+            // Under LOCK TABLES (mariadb-dump's default) the catalog cannot be read on this
+            // connection: what this process last read or wrote stands in for it.
+            Err(e) if parse_err_code(&e) == Some(ER_TABLE_NOT_LOCKED) => {
+                match self.shared.catalog_cache.get(&key) {
+                    Some(entry) => entry,
+                    None => return Ok(None),
+                }
+            }
+            Err(_) => return Ok(None),
         };
-        let Some(r) = rows.first() else {
-            return Ok(None);
-        };
-        let ddl_text = r[2].clone().unwrap_or_default();
         match ddl::parse(&ddl_text) {
-            Ok(Some(Statement::CreateTable(c))) => Ok(Some((db, text(&r[0]), *c, ddl_text))),
+            Ok(Some(Statement::CreateTable(c))) => Ok(Some((db, group, *c, ddl_text))),
             _ => Ok(None),
+        }
+    }
+
+    /// Reads the catalog entries of these tables into the process's cache (before a LOCK
+    /// TABLES, after which the catalog cannot be read on this connection).
+    pub(super) async fn read_catalog_entries(&mut self, tables: &[TableName]) -> Result<(), End> {
+        self.flavor().await?;
+        for t in tables {
+            self.catalog_entry(t).await?;
+        }
+        Ok(())
+    }
+
+    /// The catalog cache's key for a table: names folded as the backend compares them.
+    fn cache_key(&self, db: &str, table: &str) -> (String, String) {
+        if self.names_ci {
+            (db.to_lowercase(), table.to_lowercase())
+        } else {
+            (db.to_string(), table.to_string())
         }
     }
 
@@ -514,6 +556,8 @@ impl Session {
                 if let Some(db) = db {
                     let sql = self.catalog().delete_table(&db, &t.name);
                     self.internal(sql.as_bytes()).await?;
+                    let key = self.cache_key(&db, &t.name);
+                    self.shared.catalog_cache.remove(&key);
                 }
             }
         }
@@ -554,6 +598,8 @@ impl Session {
             self.internal(ins.as_bytes()).await?;
             let del = self.catalog().delete_table(&db, &from.name);
             self.internal(del.as_bytes()).await?;
+            let key = self.cache_key(&db, &from.name);
+            self.shared.catalog_cache.remove(&key);
         }
         Ok(())
     }
@@ -627,6 +673,8 @@ impl Session {
         if new_ddl != ddl_text {
             let upd = self.catalog().update_ddl(&db, &table.name, &new_ddl);
             self.internal(upd.as_bytes()).await?;
+            let key = self.cache_key(&db, &table.name);
+            self.shared.catalog_cache.put(key, (group.clone(), new_ddl));
         }
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
@@ -676,6 +724,36 @@ impl Session {
             .iter()
             .map(|r| (text(&r[0]), text(&r[1])))
             .collect())
+    }
+
+    /// `SHOW PROXY CREATE TABLEGROUPS`: one `CREATE TABLEGROUP IF NOT EXISTS` per table group,
+    /// to run before restoring a dump (mysqldump knows nothing of table groups).
+    pub(super) async fn answer_tablegroup_ddl(&mut self) -> Result<(), End> {
+        self.flavor().await?;
+        if let Err(e) = self.ensure_catalog().await? {
+            return self.answer_raw(&e).await;
+        }
+        let sql = if self.flavor.is_some_and(Flavor::native_tablegroups) {
+            "SHOW TABLEGROUPS".to_string()
+        } else {
+            self.catalog().all_groups()
+        };
+        let rows = match self.rows(&sql).await? {
+            Ok(r) => r,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let mut groups: Vec<String> = rows.iter().map(|r| text(&r[0])).collect();
+        groups.dedup();
+        let out: Vec<Vec<Option<String>>> = groups
+            .iter()
+            .map(|g| {
+                vec![Some(format!(
+                    "CREATE TABLEGROUP IF NOT EXISTS {};",
+                    catalog::ident(g)
+                ))]
+            })
+            .collect();
+        self.answer_rows(&["Create Tablegroup"], &out).await
     }
 
     /// SHOW WARNINGS after an HBase statement: the backend's warnings and the proxy's.

@@ -23,7 +23,7 @@ use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::net::ClientIo;
-use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
+use crate::protocol::constants::{com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
@@ -449,6 +449,10 @@ impl Session {
                 self.on_hbase(*stmt).await?;
                 Ok(None)
             }
+            Decision::ReadCatalogThenForward(tables) => {
+                self.read_catalog_entries(&tables).await?;
+                self.forward(kind).await.map(Some)
+            }
             Decision::CheckVariables(names) => {
                 if let Some(e) = self.check_dynamic_texts(&names).await? {
                     bump(&self.shared.stats.answered_locally);
@@ -462,6 +466,8 @@ impl Session {
                 match answer {
                     Answer::Error(e) => self.answer_error(e).await?,
                     Answer::ProxyStatus => self.answer_proxy_status().await?,
+                    Answer::TablegroupDdl => self.answer_tablegroup_ddl().await?,
+                    Answer::Ok => self.answer_ok(0, 0).await?,
                 }
                 Ok(None)
             }
@@ -532,11 +538,10 @@ impl Session {
         columns: &[&str],
         rows: &[Vec<Option<String>>],
     ) -> Result<(), End> {
-        let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
         let packets = text_result_set(
             columns,
             rows,
-            deprecate_eof,
+            self.client_caps,
             self.last_status & !status::MORE_RESULTS_EXISTS,
         );
         let mut seq = self.command_frames;

@@ -34,6 +34,9 @@ pub enum Decision {
     /// Forward only once the text held by each of these user variables (`@name` as written)
     /// passes `decide_dynamic`.
     CheckVariables(Vec<Vec<u8>>),
+    /// LOCK TABLES naming HBase tables: read their catalog entries, then forward (the catalog
+    /// cannot be read on the connection while they are locked).
+    ReadCatalogThenForward(Vec<TableName>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +44,11 @@ pub enum Answer {
     Error(ErrorInfo),
     /// `SHOW PROXY STATUS`: the proxy's counters as a two-column result.
     ProxyStatus,
+    /// `SHOW PROXY CREATE TABLEGROUPS`: a `CREATE TABLEGROUP IF NOT EXISTS` per table group,
+    /// the step a backup made with mysqldump needs before it is restored.
+    TablegroupDdl,
+    /// OK without involving the backend (a statement that is already in effect).
+    Ok,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -168,6 +176,10 @@ enum Read {
     Dynamic(DynamicText),
     /// A stored program or compound statement with HBase DDL inside.
     ProgramWithHbaseDdl,
+    /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump).
+    ProxyTrigger,
+    /// LOCK TABLES naming these HBase tables.
+    Lock(Vec<TableName>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -217,17 +229,26 @@ fn decide_reading(sql: &[u8], origin: Origin, ctx: &Context, d: Dialect) -> Deci
         .collect();
     let many = reads.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
+    let mut locked: Vec<TableName> = Vec::new();
     // where each user variable is first mentioned, computed once (one pass) when needed
     let mut first_mentions: Option<HashMap<Vec<u8>, usize>> = None;
     for (i, read) in reads.iter().enumerate() {
         match read {
             Read::Plain => {}
-            Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl if many => {
+            Read::Hbase(_)
+            | Read::Unreadable(_)
+            | Read::ProgramWithHbaseDdl
+            | Read::ProxyTrigger
+                if many =>
+            {
                 return refuse(
                     1235,
                     "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
                 );
             }
+            // the proxy keeps this trigger already: answered OK, nothing runs
+            Read::ProxyTrigger => return Decision::Answer(Answer::Ok),
+            Read::Lock(tables) => locked.extend(tables.iter().cloned()),
             Read::Hbase(stmt) if origin == Origin::Prepare => {
                 return match names_hbase_object(stmt, &ctx.scope) {
                     true => Decision::Answer(Answer::Error(hbase_ddl_not_preparable())),
@@ -294,10 +315,10 @@ fn decide_reading(sql: &[u8], origin: Origin, ctx: &Context, d: Dialect) -> Deci
             }
         }
     }
-    if variables.is_empty() {
-        Decision::Forward
-    } else {
-        Decision::CheckVariables(variables)
+    match (variables.is_empty(), locked.is_empty()) {
+        (true, true) => Decision::Forward,
+        (false, _) => Decision::CheckVariables(variables),
+        (true, false) => Decision::ReadCatalogThenForward(locked),
     }
 }
 
@@ -324,7 +345,7 @@ fn unreadable_dynamic() -> ErrorInfo {
 /// Why a dynamic text may not run, if it may not.
 fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
     match r {
-        Read::Plain => None,
+        Read::Plain | Read::ProxyTrigger | Read::Lock(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
             Some(hbase_ddl_not_preparable())
@@ -403,7 +424,9 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope) -> Read {
         return Read::Plain;
     };
     if p.program {
-        return if program_has_hbase_ddl(piece, d, scope) {
+        return if is_proxy_trigger(piece, d) {
+            Read::ProxyTrigger
+        } else if program_has_hbase_ddl(piece, d, scope) {
             Read::ProgramWithHbaseDdl
         } else {
             Read::Plain
@@ -411,6 +434,14 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope) -> Read {
     }
     if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
         return read_dynamic(piece, d).map_or(Read::Plain, Read::Dynamic);
+    }
+    if first.is_word(piece, "LOCK") {
+        let tables = locked_hbase_tables(piece, d, scope);
+        return if tables.is_empty() {
+            Read::Plain
+        } else {
+            Read::Lock(tables)
+        };
     }
     let verb = String::from_utf8_lossy(first.text(piece)).to_ascii_uppercase();
     if first.kind != Tok::Word || !DDL_VERBS.contains(&verb.as_str()) {
@@ -540,6 +571,90 @@ fn variable_first_mentions(sql: &[u8], d: Dialect) -> HashMap<Vec<u8>, usize> {
     out
 }
 
+/// `CREATE [DEFINER = …] TRIGGER name … ON table …` where `name` is one of the triggers the
+/// proxy itself keeps on an HBase table (MariaDB/MySQL translation): a dump made through the
+/// proxy lists them, and restoring it must not fail on them.
+fn is_proxy_trigger(piece: &[u8], d: Dialect) -> bool {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(40)
+        .collect();
+    let word = |t: &scan::Token, w: &str| t.is_word(piece, w);
+    let Some(at) = tokens.iter().position(|t| word(t, "TRIGGER")) else {
+        return false;
+    };
+    if !tokens.first().is_some_and(|t| word(t, "CREATE")) {
+        return false;
+    }
+    let name_of = |i: usize| -> Option<(String, usize)> {
+        // a name, possibly qualified: returns its last part and the index after it
+        let mut i = i;
+        let mut last = None;
+        while let Some(t) = tokens.get(i) {
+            if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) {
+                break;
+            }
+            last = Some(String::from_utf8_lossy(&scan::ident_value(piece, t)).into_owned());
+            if tokens.get(i + 1).is_some_and(|n| n.is_punct(b'.')) {
+                i += 2;
+            } else {
+                i += 1;
+                break;
+            }
+        }
+        last.map(|l| (l, i))
+    };
+    let Some((trigger, _)) = name_of(at + 1) else {
+        return false;
+    };
+    let Some(on) = tokens.iter().position(|t| word(t, "ON")) else {
+        return false;
+    };
+    let Some((table, _)) = name_of(on + 1) else {
+        return false;
+    };
+    table.contains('$')
+        && ["bi", "bu"]
+            .iter()
+            .any(|s| trigger == crate::hbase::translate::derived_name(&table, s))
+}
+
+/// `LOCK TABLE[S] t [AS a] READ|WRITE, …`: the HBase tables it names (in scope). While they are
+/// locked the catalog cannot be read on the session's connection, so the session reads their
+/// entries first.
+fn locked_hbase_tables(piece: &[u8], d: Dialect, scope: &Scope) -> Vec<TableName> {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d).map_while(Result::ok).collect();
+    let is_lock = tokens.first().is_some_and(|t| t.is_word(piece, "LOCK"))
+        && tokens
+            .get(1)
+            .is_some_and(|t| t.is_word(piece, "TABLE") || t.is_word(piece, "TABLES"));
+    if !is_lock {
+        return Vec::new();
+    }
+    let name = |t: &scan::Token| String::from_utf8_lossy(&scan::ident_value(piece, t)).into_owned();
+    let mut out = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let before = [
+            i.checked_sub(2).and_then(|j| tokens.get(j)).copied(),
+            i.checked_sub(1).and_then(|j| tokens.get(j)).copied(),
+        ];
+        if memchr::memchr(b'$', t.text(piece)).is_none()
+            || !names_hbase_table(piece, t, before, scope)
+        {
+            continue;
+        }
+        let schema = match before {
+            [Some(db), Some(dot)] if dot.is_punct(b'.') => Some(name(&db)),
+            _ => None,
+        };
+        out.push(TableName {
+            schema,
+            name: name(t),
+        });
+    }
+    out
+}
+
 /// A stored program or compound statement: does any statement inside it run DDL on an HBase
 /// table or a table group? (Its own leading CREATE is not one of them.)
 fn program_has_hbase_ddl(piece: &[u8], d: Dialect, scope: &Scope) -> bool {
@@ -604,10 +719,13 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
     let words = leading_words(sql, 4);
     match words.get(2).map(String::as_str) {
         Some("STATUS") if words.len() == 3 => Decision::Answer(Answer::ProxyStatus),
+        Some("CREATE") if words.len() == 4 && words[3] == "TABLEGROUPS" => {
+            Decision::Answer(Answer::TablegroupDdl)
+        }
         _ => Decision::Answer(Answer::Error(ErrorInfo::new(
             1064,
             "42000",
-            "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS",
+            "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS, SHOW PROXY CREATE TABLEGROUPS",
         ))),
     }
 }
@@ -855,6 +973,35 @@ mod tests {
         ));
         // by default every database holds HBase tables
         assert!(matches!(text(legacy), Decision::Hbase(_)));
+    }
+
+    #[test]
+    fn the_proxys_own_triggers_restore_as_a_no_op() {
+        let dumped = "/*!50003 CREATE*/ /*!50017 DEFINER=`root`@`localhost`*/ /*!50003 TRIGGER `d`.`obkv_g$f_bi` BEFORE INSERT ON `d`.`g$f` FOR EACH ROW SET NEW.`K_PREFIX` = substring(NEW.`K`, 1, 4) \n*/";
+        assert_eq!(maria(dumped), Decision::Answer(Answer::Ok));
+        // any other trigger on an HBase table is the user's: forwarded
+        let other = "CREATE TRIGGER mine BEFORE INSERT ON g$f FOR EACH ROW SET @x = 1";
+        assert_eq!(text(other), Decision::Forward);
+        let elsewhere = "CREATE TRIGGER obkv_g$f_bi BEFORE INSERT ON t FOR EACH ROW SET @x = 1";
+        assert_eq!(text(elsewhere), Decision::Forward);
+        assert_eq!(
+            text("SHOW PROXY CREATE TABLEGROUPS"),
+            Decision::Answer(Answer::TablegroupDdl)
+        );
+        // mariadb-dump locks the tables first: their catalog entries are read before
+        let lock = "LOCK TABLES `g$f` READ /*!32311 LOCAL */,`plain` READ, d.h$f AS x WRITE";
+        let want = vec![
+            TableName {
+                schema: None,
+                name: "g$f".into(),
+            },
+            TableName {
+                schema: Some("d".into()),
+                name: "h$f".into(),
+            },
+        ];
+        assert_eq!(maria(lock), Decision::ReadCatalogThenForward(want));
+        assert_eq!(text("LOCK TABLES plain WRITE"), Decision::Forward);
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod clients;
 mod commands;
 mod common;
 mod corpus;
+mod dump;
 mod false_alarms;
 mod fidelity;
 mod hardening;
