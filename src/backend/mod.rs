@@ -62,15 +62,22 @@ pub async fn connect(addr: &str, timeout: Duration) -> Result<BackendStream, Bac
 pub async fn upgrade_tls(
     mut stream: BackendStream,
     tls: &crate::tls::BackendTls,
-    caps: u32,
+    caps: Caps,
     charset: u8,
     timeout: Duration,
 ) -> Result<BackendStream, BackendError> {
     let mut req = Vec::with_capacity(32);
-    req.extend_from_slice(&(caps | cap::SSL).to_le_bytes());
+    req.extend_from_slice(&(caps.base | cap::SSL).to_le_bytes());
     req.extend_from_slice(&(16u32 << 20).to_le_bytes());
     req.push(charset);
-    req.extend_from_slice(&[0u8; 23]);
+    req.extend_from_slice(&[0u8; 19]);
+    // MariaDB reads the extended capabilities from the SSLRequest: they must be the login's
+    let ext = if caps.base & cap::LONG_PASSWORD == 0 {
+        caps.ext
+    } else {
+        0
+    };
+    req.extend_from_slice(&ext.to_le_bytes());
     stream.send_packet(1, &req).await?;
     if stream.buffered() > 0 {
         return Err(BackendError::Protocol(
@@ -220,7 +227,7 @@ pub async fn login(
     };
     let (mut stream, login_seq, sent_caps) = match tls.filter(|_| use_tls) {
         Some(t) => (
-            upgrade_tls(stream, t, caps, spec.charset, timeout).await?,
+            upgrade_tls(stream, t, Caps::new(caps, ext_caps), spec.charset, timeout).await?,
             2,
             caps | cap::SSL,
         ),

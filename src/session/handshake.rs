@@ -195,7 +195,7 @@ async fn establish_relayed(
         &shared,
         backend,
         &client,
-        client_caps,
+        (client_caps, client_ext),
         &greeting,
         response.charset,
     )
@@ -253,7 +253,7 @@ async fn backend_tls_for(
     shared: &Shared,
     backend: BackendStream,
     client: &PacketStream<ClientIo>,
-    client_caps: u32,
+    (client_caps, client_ext): (u32, u32),
     greeting: &crate::protocol::handshake::Greeting,
     charset: u8,
 ) -> Result<(BackendStream, u32, u8), ErrorInfo> {
@@ -267,7 +267,15 @@ async fn backend_tls_for(
         return Ok((backend, client_caps, 1));
     }
     let wait = shared.config.connect_timeout();
-    match backend::upgrade_tls(backend, tls, client_caps, charset, wait).await {
+    match backend::upgrade_tls(
+        backend,
+        tls,
+        Caps::new(client_caps, client_ext),
+        charset,
+        wait,
+    )
+    .await
+    {
         Ok(b) => Ok((b, client_caps | cap::SSL, 2)),
         Err(e) => {
             warn!(backend = %shared.config.backend.address, "{e}");

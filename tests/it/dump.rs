@@ -11,14 +11,10 @@ use crate::common::{mariadb_cli, shared, Kind};
 
 const DB: &str = "obkv_dump_src";
 
-fn state(
-    c: &mut RawConn,
-) -> (
-    Vec<Vec<Option<Vec<u8>>>>,
-    Vec<Vec<Option<Vec<u8>>>>,
-    Vec<Vec<Option<Vec<u8>>>>,
-    String,
-) {
+type Rows = Vec<Vec<Option<Vec<u8>>>>;
+
+/// Everything a restore must bring back: HBase rows, plain rows, the group, SHOW CREATE TABLE.
+fn state(c: &mut RawConn) -> (Rows, Rows, Rows, String) {
     let rows = c.rows("SELECT HEX(K), Q, T, HEX(V) FROM `obkv_dump_src`.`dmp$f` ORDER BY K, Q, T");
     let plain = c.rows("SELECT id, note FROM `obkv_dump_src`.`plain` ORDER BY id");
     let groups = c.rows("SHOW TABLEGROUPS LIKE 'dmp'");
