@@ -1,11 +1,10 @@
 //! Session fidelity (issue 7, part 2): the client cannot tell the proxy is there by how its
 //! session lives and ends.
 
-use std::io::Read;
 use std::time::{Duration, Instant};
 
 use crate::common::proxy;
-use crate::common::raw::{err_of, RawConn};
+use crate::common::raw::{err_of, read_until_closed, whole_packets, RawConn};
 use crate::common::{shared, Kind};
 
 /// A refused COM_CHANGE_USER: MariaDB keeps the connection with the previous user, database
@@ -62,20 +61,9 @@ fn a_killed_backend_session_closes_the_client_socket_at_once() {
     // the greeting is relayed, so this is the backend's own thread id
     let id = c.scalar("SELECT CONNECTION_ID()");
     let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-    c.stream
-        .set_read_timeout(Some(Duration::from_secs(5)))
-        .expect("timeout");
     assert!(admin.query_ok(&format!("KILL {id}")));
     let killed = Instant::now();
-    let mut got = Vec::new();
-    let mut chunk = [0u8; 512];
-    let closed = loop {
-        match c.stream.read(&mut chunk) {
-            Ok(0) => break true,
-            Ok(n) => got.extend_from_slice(&chunk[..n]),
-            Err(_) => break false,
-        }
-    };
+    let (closed, got) = read_until_closed(&mut c.stream, Duration::from_secs(5));
     let took = killed.elapsed();
     assert!(closed, "the client's socket was not closed");
     assert!(
@@ -83,11 +71,8 @@ fn a_killed_backend_session_closes_the_client_socket_at_once() {
         "closed {took:?} after the KILL"
     );
     // whatever the backend said on its way out was whole packets
-    let mut at = 0;
-    while at + 4 <= got.len() {
-        let len =
-            usize::from(got[at]) | usize::from(got[at + 1]) << 8 | usize::from(got[at + 2]) << 16;
-        at += 4 + len;
-    }
-    assert_eq!(at, got.len(), "partial packet relayed: {got:?}");
+    assert!(
+        whole_packets(&got).is_some(),
+        "partial packet relayed: {got:?}"
+    );
 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::backends::project_root;
 use crate::common::proxy::{self, ProxyProcess};
-use crate::common::raw::{err_of, RawConn};
+use crate::common::raw::{err_of, read_until_closed, whole_packets, RawConn};
 use crate::common::{shared, Kind, BOTH};
 
 /// Ok(warnings) or Err((code, message)).
@@ -250,27 +250,10 @@ fn pre_auth_connections_are_bounded_in_count_and_time() {
 
 /// Reads until the peer closes; the first ERR packet's code, if one came.
 fn error_then_close(s: &mut TcpStream, within: Duration) -> Option<u16> {
-    s.set_read_timeout(Some(within)).expect("timeout");
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 1024];
-    loop {
-        match s.read(&mut chunk) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-        }
-    }
-    // skip any complete packets before the ERR (a greeting)
-    let mut at = 0;
-    while at + 4 <= buf.len() {
-        let len =
-            usize::from(buf[at]) | usize::from(buf[at + 1]) << 8 | usize::from(buf[at + 2]) << 16;
-        let payload = buf.get(at + 4..at + 4 + len)?;
-        if let Some((code, _)) = err_of(payload) {
-            return Some(code);
-        }
-        at += 4 + len;
-    }
-    None
+    let (_, got) = read_until_closed(s, within);
+    whole_packets(&got)?
+        .into_iter()
+        .find_map(|p| err_of(p).map(|(code, _)| code))
 }
 
 #[test]

@@ -5,7 +5,9 @@
 
 use crate::common::backends::Backend;
 use crate::common::proxy;
-use crate::common::raw::{err_of, ConnectError, RawConn};
+use std::time::Duration;
+
+use crate::common::raw::{err_of, read_until_closed, whole_packets, ConnectError, RawConn};
 use crate::common::BOTH;
 
 #[test]
@@ -53,37 +55,17 @@ fn backend_restart_under_connected_clients() {
         // idle sessions are closed at once (issue 7), with whatever the backend said on its
         // way out relayed as whole packets, not left open for an invented 2013 later
         for c in &mut clients {
-            c.stream
-                .set_read_timeout(Some(std::time::Duration::from_secs(20)))
-                .expect("timeout");
-            let mut got = Vec::new();
-            let mut chunk = [0u8; 512];
-            let closed = loop {
-                match std::io::Read::read(&mut c.stream, &mut chunk) {
-                    Ok(0) => break true,
-                    Ok(n) => got.extend_from_slice(&chunk[..n]),
-                    Err(_) => break false,
-                }
-            };
+            let (closed, got) = read_until_closed(&mut c.stream, Duration::from_secs(20));
             assert!(
                 closed,
                 "{}: the idle client's socket stayed open",
                 kind.name()
             );
-            let mut at = 0;
-            while at + 4 <= got.len() {
-                let len = usize::from(got[at]) | usize::from(got[at + 1]) << 8;
-                let packet = &got[at + 4..(at + 4 + len).min(got.len())];
-                let (code, msg) = err_of(packet).expect("only error packets");
+            let packets = whole_packets(&got).expect("only whole packets relayed");
+            for p in packets {
+                let (code, msg) = err_of(p).expect("only error packets");
                 assert!(code != 2013, "{}: an invented error: {msg}", kind.name());
-                at += 4 + len;
             }
-            assert_eq!(
-                at,
-                got.len(),
-                "{}: a partial packet was relayed",
-                kind.name()
-            );
         }
         match RawConn::connect(&p.addr, "root", "", None) {
             Err(ConnectError::Server(code, msg)) => {

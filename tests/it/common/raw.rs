@@ -286,3 +286,30 @@ impl RawConn {
         let _ = self.write_frame(0, &[com::QUIT]);
     }
 }
+
+/// Reads until the peer closes (or `within` passes): whether it closed, and what it sent.
+pub fn read_until_closed(s: &mut TcpStream, within: Duration) -> (bool, Vec<u8>) {
+    s.set_read_timeout(Some(within)).expect("timeout");
+    let mut got = Vec::new();
+    let mut chunk = [0u8; 1024];
+    loop {
+        match s.read(&mut chunk) {
+            Ok(0) => return (true, got),
+            Ok(n) => got.extend_from_slice(&chunk[..n]),
+            Err(_) => return (false, got),
+        }
+    }
+}
+
+/// Splits bytes into whole packets' payloads; None when they end inside a packet.
+pub fn whole_packets(bytes: &[u8]) -> Option<Vec<&[u8]>> {
+    let mut out = Vec::new();
+    let mut at = 0;
+    while at < bytes.len() {
+        let h = bytes.get(at..at + 4)?;
+        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        out.push(bytes.get(at + 4..at + 4 + len)?);
+        at += 4 + len;
+    }
+    Some(out)
+}
