@@ -174,18 +174,17 @@ impl Session {
         self
     }
 
-    /// What the router needs besides the text: the backend's reading of SQL as of now (its
-    /// NO_BACKSLASH_ESCAPES state comes with every status), the enforcement mode, and where `$`
-    /// names are HBase tables. For a `flagged` text the backend's kind is made known (asked once
-    /// per process; OceanBase's greeting does not say) and, only when `hbase.databases` limits
-    /// the rules, the current database is asked.
-    async fn context(&mut self, flagged: bool) -> Result<Context, End> {
+    /// What the router needs for a flagged text besides the text: the backend's reading of SQL
+    /// as of now (its NO_BACKSLASH_ESCAPES state comes with every status; its kind is asked once
+    /// per process, OceanBase's greeting does not say), the enforcement mode, and where `$` names
+    /// are HBase tables (the current database is asked only when `hbase.databases` is set).
+    async fn context(&mut self) -> Result<Context, End> {
         let databases = self.shared.hbase_databases.clone();
         let scoped = !databases.is_empty();
-        if flagged && (scoped || self.dialect.flavor == SqlFlavor::MySqlOrOceanBase) {
+        if scoped || self.dialect.flavor == SqlFlavor::MySqlOrOceanBase {
             self.flavor().await?;
         }
-        let current = if flagged && scoped {
+        let current = if scoped {
             self.current_db().await?
         } else {
             None
@@ -208,34 +207,63 @@ impl Session {
     /// blocking pool, so one client's 60 MiB statement never stalls the other sessions of its
     /// event loop.
     async fn decide(&mut self, origin: Origin) -> Result<(Class, Decision), End> {
-        let large = self.command.len() > router::LARGE_TEXT;
-        let class = if large {
-            // even the pre-check of a huge text runs off the event loop (below)
-            Class::MaybeHbase
-        } else {
-            classify::classify(self.command.get(1..).unwrap_or_default())
-        };
-        let ctx = self.context(class != Class::Plain).await?;
-        if !large {
+        if self.command.len() <= router::LARGE_TEXT {
+            let class = classify::classify(self.command.get(1..).unwrap_or_default());
+            if class == Class::Plain {
+                // the fast path: no context, no parse
+                return Ok((class, Decision::Forward));
+            }
+            let ctx = self.context().await?;
             let sql = self.command.get(1..).unwrap_or_default();
             return Ok((class, router::decide_classified(sql, class, origin, &ctx)));
         }
+        // Even the pre-check of a huge text runs off the event loop; the context (which may
+        // ask the backend) is made only for a text the pre-check flags.
+        let class = match self.off_loop(classify::classify).await {
+            Some(c) => c,
+            None => return Ok(Self::analysis_failed()),
+        };
+        if class == Class::Plain {
+            return Ok((class, Decision::Forward));
+        }
+        let ctx = self.context().await?;
+        Ok(
+            match self
+                .off_loop(move |sql| router::decide_classified(sql, class, origin, &ctx))
+                .await
+            {
+                Some(d) => (class, d),
+                None => Self::analysis_failed(),
+            },
+        )
+    }
+
+    /// Runs `f` on the current command's text on the blocking pool (the buffer moves there and
+    /// back, not copied). None if the work failed.
+    async fn off_loop<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&[u8]) -> T + Send + 'static,
+    ) -> Option<T> {
         let command = std::mem::take(&mut self.command);
         let work = tokio::task::spawn_blocking(move || {
-            let d = router::decide(command.get(1..).unwrap_or_default(), origin, &ctx);
-            (command, d)
+            let out = f(command.get(1..).unwrap_or_default());
+            (command, out)
         });
-        Ok(match work.await {
-            Ok((command, d)) => {
+        match work.await {
+            Ok((command, out)) => {
                 self.command = command;
-                d
+                Some(out)
             }
             Err(e) => {
                 warn!(peer = %self.peer, "statement analysis failed: {e}");
-                let err = ErrorInfo::internal("while reading the statement");
-                (Class::MaybeHbase, Decision::Answer(Answer::Error(err)))
+                None
             }
-        })
+        }
+    }
+
+    fn analysis_failed() -> (Class, Decision) {
+        let err = ErrorInfo::internal("while reading the statement");
+        (Class::MaybeHbase, Decision::Answer(Answer::Error(err)))
     }
 
     async fn run(mut self) {
@@ -477,7 +505,7 @@ impl Session {
     /// Reads the user variables a PREPARE / EXECUTE IMMEDIATE takes its text from (a plain
     /// SELECT on the session's connection: no state changes) and checks each text.
     async fn check_dynamic_texts(&mut self, names: &[Vec<u8>]) -> Result<Option<ErrorInfo>, End> {
-        let ctx = self.context(true).await?;
+        let ctx = self.context().await?;
         for name in names {
             let sql = [b"SELECT ".as_slice(), name].concat();
             let text = match self.internal(&sql).await? {

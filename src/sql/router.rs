@@ -192,13 +192,9 @@ enum DynamicText {
 }
 
 fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
-    let primary = decide_reading(sql, origin, ctx, ctx.dialect);
-    let ambiguity = match statements(sql, ctx.dialect) {
-        Ok((_, a)) => a,
-        Err(_) => return primary,
-    };
+    let (primary, ambiguity) = decide_reading(sql, origin, ctx, ctx.dialect);
     for other in ctx.dialect.readings(ambiguity).into_iter().skip(1) {
-        let decision = decide_reading(sql, origin, ctx, other);
+        let (decision, _) = decide_reading(sql, origin, ctx, other);
         if std::mem::discriminant(&decision) != std::mem::discriminant(&primary) {
             // e.g. a string that ends in one reading and not in the other hides a statement
             return if ctx.strict {
@@ -217,12 +213,28 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     primary
 }
 
-fn decide_reading(sql: &[u8], origin: Origin, ctx: &Context, d: Dialect) -> Decision {
-    let pieces = match statements(sql, d) {
-        Ok((p, _)) => p,
+/// The decision under one reading, and what of the text that reading found ambiguous.
+fn decide_reading(
+    sql: &[u8],
+    origin: Origin,
+    ctx: &Context,
+    d: Dialect,
+) -> (Decision, scan::Ambiguity) {
+    let (pieces, ambiguity) = match statements(sql, d) {
+        Ok(split) => split,
         // the backend cannot read it either; its error is the answer
-        Err(_) => return unreadable_by_words(sql),
+        Err(_) => return (unreadable_by_words(sql), scan::Ambiguity::default()),
     };
+    (decide_pieces(sql, &pieces, origin, ctx, d), ambiguity)
+}
+
+fn decide_pieces(
+    sql: &[u8],
+    pieces: &[Piece],
+    origin: Origin,
+    ctx: &Context,
+    d: Dialect,
+) -> Decision {
     let reads: Vec<Read> = pieces
         .iter()
         .map(|p| read_piece(sql, *p, d, &ctx.scope))
