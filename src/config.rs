@@ -67,6 +67,14 @@ pub struct HbaseSection {
     pub multiple_families: bool,
     pub backend_kind: BackendKind,
     pub catalog_schema: String,
+    /// The proxy's own backend account for catalog work (reading and writing `catalog_schema`,
+    /// and seeing every table when it decides whether a table group is empty). Applications
+    /// then need no rights on the catalog schema. Empty: catalog work runs on the client's own
+    /// connection with the client's rights (see README, "The catalog account").
+    pub catalog_user: String,
+    pub catalog_password: String,
+    /// How long HBase DDL waits for another HBase DDL on the same table group (any proxy).
+    pub ddl_lock_timeout_ms: u64,
     /// Databases whose `group$family` tables are HBase tables (an HBase namespace is a
     /// database); empty = every database.
     pub databases: Vec<String>,
@@ -80,6 +88,9 @@ impl Default for HbaseSection {
             multiple_families: false,
             backend_kind: BackendKind::Auto,
             catalog_schema: "obkv_meta".into(),
+            catalog_user: String::new(),
+            catalog_password: String::new(),
+            ddl_lock_timeout_ms: 10_000,
             databases: Vec::new(),
         }
     }

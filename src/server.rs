@@ -34,8 +34,11 @@ pub struct Shared {
     pub pool: Pool,
     /// Slots for clients that have not finished logging in (`proxy.max_preauth_connections`).
     pub preauth: Arc<Semaphore>,
-    /// The catalog as this process last saw it (for sessions that cannot read it).
-    pub catalog_cache: crate::hbase::catalog::CatalogCache,
+    /// HBase table definitions by DDL id (content hashes: never stale).
+    pub definitions: crate::hbase::catalog::DefinitionCache,
+    /// The catalog account's connection (`hbase.catalog_user`); None: catalog work runs on
+    /// the client's connection.
+    pub catalog_conn: Option<crate::backend::own::CatalogConn>,
     /// `hbase.databases`, shared by every session's router context.
     pub hbase_databases: Arc<[String]>,
     pub shutdown: watch::Receiver<bool>,
@@ -74,7 +77,13 @@ impl Shared {
             _ => Some(crate::tls::backend_tls(&config)?),
         };
         Ok(Shared {
-            catalog_cache: Default::default(),
+            definitions: Default::default(),
+            catalog_conn: (!config.hbase.catalog_user.is_empty()).then(|| {
+                crate::backend::own::CatalogConn::new(
+                    &config.hbase.catalog_user,
+                    &config.hbase.catalog_password,
+                )
+            }),
             hbase_databases: config.hbase.databases.clone().into(),
             backend_tls,
             preauth: Arc::new(Semaphore::new(config.proxy.max_preauth_connections)),
@@ -97,6 +106,23 @@ impl Shared {
 
     pub fn set_backend_facts(&self, f: crate::hbase::backend::BackendFacts) {
         *self.backend_facts.lock().unwrap_or_else(|e| e.into_inner()) = Some(f);
+    }
+
+    /// Runs one catalog statement on the catalog account's connection (None: no account).
+    pub async fn catalog_query(
+        &self,
+        sql: &[u8],
+    ) -> Option<Result<crate::backend::QueryResult, String>> {
+        let c = self.catalog_conn.as_ref()?;
+        Some(
+            c.query(
+                &self.config.backend.address,
+                self.config.connect_timeout().max(Duration::from_secs(10)),
+                self.backend_tls.as_ref(),
+                sql,
+            )
+            .await,
+        )
     }
 
     pub fn next_connection_id(&self) -> u32 {
@@ -196,7 +222,6 @@ pub async fn run_on(
     let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
     if shared.config.auth.mode == crate::config::AuthMode::Proxy {
         // the proxy has backend credentials in this mode: reconcile the catalog at start-up
-        tokio::spawn(reconcile_at_startup(shared.clone()));
     }
     let mut sessions = JoinSet::new();
     tokio::pin!(shutdown);
@@ -265,47 +290,6 @@ pub async fn run_on(
         sessions.abort_all();
     }
     Ok(())
-}
-
-async fn reconcile_at_startup(shared: Arc<Shared>) {
-    let Some(user) = shared.config.auth.users.first() else {
-        return;
-    };
-    let spec = LoginSpec {
-        user: user.backend_user.clone(),
-        password: user.backend_password.clone(),
-        caps: crate::protocol::constants::cap::OWN_LOGIN,
-        ext_caps: 0,
-        charset: crate::protocol::constants::CHARSET_UTF8MB4_GENERAL_CI,
-        database: None,
-    };
-    let mut conn = match backend::login(
-        &shared.config.backend.address,
-        shared.config.connect_timeout(),
-        &spec,
-        shared.backend_tls.as_ref(),
-    )
-    .await
-    {
-        Ok(c) => c,
-        Err(e) => {
-            warn!("catalog not reconciled at start-up (the first HBase statement will): {e}");
-            return;
-        }
-    };
-    match crate::hbase::catalog::reconcile(
-        &mut conn.stream,
-        conn.caps,
-        &shared.config.hbase.catalog_schema,
-    )
-    .await
-    {
-        Ok(removed) => info!(
-            removed = removed.len(),
-            "catalog reconciled with the backend"
-        ),
-        Err(e) => warn!("catalog not reconciled at start-up: {e}"),
-    }
 }
 
 async fn refuse(tcp: TcpStream) {

@@ -22,7 +22,7 @@ fuzz_target!(|data: &[u8]| {
             Statement::CreateTable(t) => {
                 let _ = check_create(t, cfg, &group);
                 for f in [Flavor::OceanBase, Flavor::SeekDb, Flavor::MySqlFamily] {
-                    let tr = create_table(t, data, f, "db");
+                    let tr = create_table(t, data, f, b"db", None);
                     assert!(!tr.create.is_empty() || data.is_empty());
                 }
                 let _ = t.model_partitioning();

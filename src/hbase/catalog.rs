@@ -1,12 +1,16 @@
-//! The catalog: table groups and HBase table definitions kept in a schema inside the backend,
-//! so several proxies agree and a restart loses nothing. This module writes the SQL; the session
-//! runs it on its own backend connection (the user's privileges apply). Every value goes in as a
-//! hex literal, which no sql_mode or charset can misread.
+//! The catalog schema: what has no other home in the backend — table groups that exist
+//! without tables (on backends without native table groups) and the users' DDL texts,
+//! content-addressed by their SHA-256. Which table belongs to which group is not kept here:
+//! it is in the tables' own COMMENT (`hbase::marker`), read from information_schema, so it
+//! cannot drift from the database. This module writes the SQL; the session runs it (on the
+//! proxy's catalog connection when a catalog account is configured, else on the user's). Every
+//! value goes in as a hex literal, which no sql_mode or charset can misread.
 
-use tracing::warn;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use super::ddl::TableName;
-use crate::backend::{self, BackendStream, QueryError, QueryResult};
+use super::ddl::{CreateTable, TableName};
+use super::marker::TAG;
 
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2 + 3);
@@ -23,6 +27,20 @@ pub fn ident(name: &str) -> String {
     format!("`{}`", name.replace('`', "``"))
 }
 
+/// Exact identifier bytes (in the client's character set) as a backquoted identifier.
+pub fn ident_bytes(name: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(name.len() + 2);
+    out.push(b'`');
+    for &b in name {
+        if b == b'`' {
+            out.push(b'`');
+        }
+        out.push(b);
+    }
+    out.push(b'`');
+    out
+}
+
 pub fn qualified(schema: &str, t: &TableName) -> String {
     format!(
         "{}.{}",
@@ -31,219 +49,143 @@ pub fn qualified(schema: &str, t: &TableName) -> String {
     )
 }
 
-/// What this process last read or wrote of the catalog: (schema, table) → (group, DDL). Used
-/// only where the catalog cannot be read (a session under LOCK TABLES); bounded.
-#[derive(Default)]
-pub struct CatalogCache {
-    entries: std::sync::Mutex<std::collections::HashMap<TableKey, CachedEntry>>,
+/// A table's reference with the exact bytes the client sent: `db`.`name`, the database being
+/// the one the statement named or `current_db` (as the backend returned it on the user's
+/// connection).
+pub fn qualified_bytes(current_db: &[u8], t: &TableName) -> Vec<u8> {
+    let mut out = ident_bytes(t.raw_schema.as_deref().unwrap_or(current_db));
+    out.push(b'.');
+    out.extend_from_slice(&ident_bytes(&t.raw_name));
+    out
 }
 
-/// (schema, table), folded as the backend compares names.
-pub type TableKey = (String, String);
-/// (group, the user's DDL).
-pub type CachedEntry = (String, Vec<u8>);
+/// Bytes in the client's character set as a UTF-8 string expression (for comparing with
+/// information_schema, which the backend keeps in UTF-8): the backend transcodes, as it does
+/// the names in the client's statements.
+pub fn client_text(bytes: &[u8]) -> String {
+    format!("CONVERT(CAST({} AS CHAR) USING utf8mb4)", hex(bytes))
+}
 
-impl CatalogCache {
+/// A table's definition, read once per process per DDL id (ids are content hashes, so an entry
+/// can never be stale); bounded.
+#[derive(Default)]
+pub struct DefinitionCache {
+    entries: Mutex<HashMap<String, Arc<Definition>>>,
+}
+
+/// The user's DDL text and its parsed form.
+#[derive(Debug)]
+pub struct Definition {
+    pub ddl: Vec<u8>,
+    pub table: CreateTable,
+}
+
+impl DefinitionCache {
     const MAX_ENTRIES: usize = 10_000;
 
-    pub fn put(&self, key: TableKey, entry: CachedEntry) {
+    pub fn put(&self, id: String, d: Arc<Definition>) {
         let mut m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        if m.len() >= Self::MAX_ENTRIES && !m.contains_key(&key) {
+        if m.len() >= Self::MAX_ENTRIES && !m.contains_key(&id) {
             m.clear();
         }
-        m.insert(key, entry);
+        m.insert(id, d);
     }
 
-    pub fn get(&self, key: &TableKey) -> Option<CachedEntry> {
+    pub fn get(&self, id: &str) -> Option<Arc<Definition>> {
         let m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        m.get(key).cloned()
-    }
-
-    pub fn remove(&self, key: &TableKey) {
-        let mut m = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        m.remove(key);
+        m.get(id).cloned()
     }
 }
 
 pub struct Catalog<'a> {
     pub schema: &'a str,
-    /// The backend compares table and schema names case-insensitively
-    /// (`lower_case_table_names` 1 or 2, OceanBase's default): so do lookups here, or
-    /// `ALTER TABLE G$F …` would miss the entry of `g$f` and escape the rules.
-    pub names_ci: bool,
 }
 
 impl Catalog<'_> {
-    /// `WHERE` condition for one table's entry, comparing names as the backend does.
-    fn where_table(&self, schema: &str, name: &str) -> String {
-        let (s, n) = (hex(schema.as_bytes()), hex(name.as_bytes()));
-        if self.names_ci {
-            let ci = |v: &str| format!("LOWER(CONVERT({v} USING utf8mb4))");
-            format!(
-                "{} = {} AND {} = {}",
-                ci("schema_name"),
-                ci(&s),
-                ci("table_name"),
-                ci(&n)
-            )
-        } else {
-            format!("schema_name = {s} AND table_name = {n}")
-        }
-    }
-
     pub fn ensure(&self) -> Vec<String> {
         let s = ident(self.schema);
         vec![
             format!("CREATE DATABASE IF NOT EXISTS {s}"),
-            format!("CREATE TABLE IF NOT EXISTS {s}.tablegroups (name VARCHAR(128) NOT NULL PRIMARY KEY)"),
             format!(
-                "CREATE TABLE IF NOT EXISTS {s}.hbase_tables (schema_name VARCHAR(64) NOT NULL, table_name VARCHAR(128) NOT NULL, \
-                 group_name VARCHAR(128) NOT NULL, family VARCHAR(128) NOT NULL, ddl LONGTEXT NOT NULL, \
-                 PRIMARY KEY (schema_name, table_name))"
+                "CREATE TABLE IF NOT EXISTS {s}.table_groups (name_key VARBINARY(768) NOT NULL PRIMARY KEY, name VARBINARY(768) NOT NULL)"
+            ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {s}.hbase_ddl (id CHAR(64) NOT NULL PRIMARY KEY, ddl LONGBLOB NOT NULL)"
             ),
         ]
     }
 
-    pub fn group_exists(&self, group: &str) -> String {
+    /// HEX(name) of the group with this key (no row: no such group).
+    pub fn group(&self, key: &[u8]) -> String {
         format!(
-            "SELECT name FROM {}.tablegroups WHERE name = {}",
+            "SELECT HEX(name) FROM {}.table_groups WHERE name_key = {}",
             ident(self.schema),
-            hex(group.as_bytes())
+            hex(key)
         )
     }
 
-    pub fn insert_group(&self, group: &str) -> String {
+    /// One row affected: created; none: it existed.
+    pub fn insert_group(&self, key: &[u8], name: &[u8]) -> String {
         format!(
-            "INSERT INTO {}.tablegroups (name) VALUES ({})",
+            "INSERT IGNORE INTO {}.table_groups (name_key, name) VALUES ({}, {})",
             ident(self.schema),
-            hex(group.as_bytes())
+            hex(key),
+            hex(name)
         )
     }
 
-    pub fn delete_group(&self, group: &str) -> String {
+    pub fn delete_group(&self, key: &[u8]) -> String {
         format!(
-            "DELETE FROM {}.tablegroups WHERE name = {}",
+            "DELETE FROM {}.table_groups WHERE name_key = {}",
             ident(self.schema),
-            hex(group.as_bytes())
+            hex(key)
         )
     }
 
-    /// (schema, table, family, ddl) of every table in a group, any schema.
-    pub fn group_tables(&self, group: &str) -> String {
-        format!(
-            "SELECT schema_name, table_name, family, ddl FROM {}.hbase_tables WHERE group_name = {} ORDER BY schema_name, table_name",
-            ident(self.schema),
-            hex(group.as_bytes())
-        )
-    }
-
-    /// (group, schema, table) for SHOW TABLEGROUPS.
+    /// HEX(name) of every table group.
     pub fn all_groups(&self) -> String {
-        let s = ident(self.schema);
-        format!(
-            "SELECT g.name, t.table_name, t.schema_name FROM {s}.tablegroups g LEFT JOIN {s}.hbase_tables t ON t.group_name = g.name ORDER BY g.name, t.schema_name, t.table_name"
-        )
+        format!("SELECT HEX(name) FROM {}.table_groups", ident(self.schema))
     }
 
-    pub fn table(&self, schema: &str, name: &str) -> String {
+    pub fn insert_ddl(&self, id: &str, ddl: &[u8]) -> String {
         format!(
-            "SELECT group_name, family, ddl FROM {}.hbase_tables WHERE {}",
+            "INSERT IGNORE INTO {}.hbase_ddl (id, ddl) VALUES ('{id}', {})",
             ident(self.schema),
-            self.where_table(schema, name)
-        )
-    }
-
-    pub fn insert_table(
-        &self,
-        schema: &str,
-        name: &str,
-        group: &str,
-        family: &str,
-        ddl: &[u8],
-    ) -> String {
-        format!(
-            "REPLACE INTO {}.hbase_tables (schema_name, table_name, group_name, family, ddl) VALUES ({}, {}, {}, {}, {})",
-            ident(self.schema),
-            hex(schema.as_bytes()),
-            hex(name.as_bytes()),
-            hex(group.as_bytes()),
-            hex(family.as_bytes()),
             hex(ddl)
         )
     }
 
-    pub fn delete_table(&self, schema: &str, name: &str) -> String {
+    pub fn ddl(&self, id: &str) -> String {
+        // ids are checked to be hex digits before they get here
+        let id: String = id.chars().filter(char::is_ascii_hexdigit).collect();
         format!(
-            "DELETE FROM {}.hbase_tables WHERE {}",
-            ident(self.schema),
-            self.where_table(schema, name)
-        )
-    }
-
-    pub fn update_ddl(&self, schema: &str, name: &str, ddl: &[u8]) -> String {
-        format!(
-            "UPDATE {}.hbase_tables SET ddl = {} WHERE {}",
-            ident(self.schema),
-            hex(ddl),
-            self.where_table(schema, name)
-        )
-    }
-
-    /// Every catalog entry: (schema, table).
-    pub fn all_tables(&self) -> String {
-        format!(
-            "SELECT schema_name, table_name FROM {}.hbase_tables",
+            "SELECT ddl FROM {}.hbase_ddl WHERE id = '{id}'",
             ident(self.schema)
         )
     }
 }
 
-/// Removes catalog entries of tables dropped behind the proxy's back (logged); returns them.
-/// A backend without the catalog schema yet has nothing to reconcile.
-///
-/// Each entry is checked with a probe that waits for the table's metadata lock, and only "no
-/// such table/database" removes it. information_schema is not used: a table being rebuilt by
-/// ALTER TABLE in another session is briefly missing from it.
-pub async fn reconcile(
-    stream: &mut BackendStream,
-    caps: crate::protocol::constants::Caps,
-    schema: &str,
-) -> Result<Vec<(String, String)>, QueryError> {
-    const ER_BAD_DB: u16 = 1049;
-    const ER_NO_SUCH_TABLE: u16 = 1146;
-    let c = Catalog {
-        schema,
-        names_ci: false,
+/// Every table that carries a marker and that the connection's account may see:
+/// HEX(schema), HEX(name), comment, schema and name as the connection's client reads them.
+pub fn marked_tables() -> String {
+    format!(
+        "SELECT HEX(TABLE_SCHEMA), HEX(TABLE_NAME), TABLE_COMMENT, TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
+         WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_COMMENT LIKE '%{TAG}%'"
+    )
+}
+
+/// One table, named as the client named it (the current database when unqualified), compared
+/// as the backend compares names: HEX(schema), HEX(name), comment.
+pub fn table_comment(t: &TableName) -> String {
+    let schema = match &t.raw_schema {
+        Some(s) => client_text(s),
+        None => "DATABASE()".to_string(),
     };
-    let (result, _) = backend::query(stream, caps, c.all_tables().as_bytes()).await?;
-    let rows = match result {
-        QueryResult::Rows(rows) => rows,
-        QueryResult::Ok(_) => Vec::new(),
-        QueryResult::Err(e) => {
-            // most often: the catalog schema does not exist yet
-            let msg = String::from_utf8_lossy(e.get(9..).unwrap_or_default()).into_owned();
-            tracing::debug!("catalog not reconciled: {msg}");
-            return Ok(Vec::new());
-        }
-    };
-    tracing::debug!(candidates = rows.len(), "catalog reconcile");
-    let mut removed = Vec::new();
-    for r in rows {
-        let name = |v: &Option<Vec<u8>>| {
-            String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned()
-        };
-        let (db, table) = (name(&r[0]), name(&r[1]));
-        let probe = format!("SELECT 1 FROM {}.{} LIMIT 0", ident(&db), ident(&table));
-        let (answer, _) = backend::query(stream, caps, probe.as_bytes()).await?;
-        let gone = matches!(&answer, QueryResult::Err(e) if matches!(crate::protocol::packets::parse_err_code(e), Some(ER_BAD_DB | ER_NO_SUCH_TABLE)));
-        if !gone {
-            continue;
-        }
-        warn!(schema = %db, %table, "catalog: HBase table was dropped behind the proxy's back; removing it from the catalog");
-        backend::query(stream, caps, c.delete_table(&db, &table).as_bytes()).await?;
-        removed.push((db, table));
-    }
-    Ok(removed)
+    format!(
+        "SELECT HEX(TABLE_SCHEMA), HEX(TABLE_NAME), TABLE_COMMENT FROM information_schema.TABLES \
+         WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = {}",
+        client_text(&t.raw_name)
+    )
 }
 
 /// MySQL LIKE with `%` and `_` (and `\\` escapes), as SHOW ... LIKE applies it, compared
@@ -314,21 +256,25 @@ mod tests {
     fn values_are_hex_and_names_quoted() {
         let c = Catalog {
             schema: "obkv_meta",
-            names_ci: false,
         };
         assert_eq!(
-            c.group_exists("g'1"),
-            "SELECT name FROM `obkv_meta`.tablegroups WHERE name = X'672731'"
+            c.group(b"g'1"),
+            "SELECT HEX(name) FROM `obkv_meta`.table_groups WHERE name_key = X'672731'"
         );
         assert_eq!(ident("a`b"), "`a``b`");
+        assert_eq!(ident_bytes(b"a`\xE9"), b"`a``\xE9`".to_vec());
         assert_eq!(hex(b""), "X''");
-        let ci = Catalog {
-            schema: "m",
-            names_ci: true,
+        assert!(c.ddl("ab'; DROP").ends_with("id = 'abD'"));
+        let t = TableName {
+            schema: None,
+            name: "?".into(),
+            raw_schema: None,
+            raw_name: vec![0xE9, b'$', b'f'],
         };
-        assert!(ci.table("db", "G$F").ends_with(
-            "LOWER(CONVERT(table_name USING utf8mb4)) = LOWER(CONVERT(X'472446' USING utf8mb4))"
+        assert!(table_comment(&t).ends_with(
+            "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = CONVERT(CAST(X'E92466' AS CHAR) USING utf8mb4)"
         ));
+        assert_eq!(qualified_bytes(b"d", &t), b"`d`.`\xE9$f`".to_vec());
     }
 
     #[test]

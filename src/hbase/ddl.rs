@@ -12,9 +12,23 @@ pub type Span = (usize, usize);
 pub struct TableName {
     pub schema: Option<String>,
     pub name: String,
+    /// The names' exact bytes as the client sent them (in its character set; `name` and
+    /// `schema` are their lossy UTF-8 readings, for messages and rules).
+    pub raw_schema: Option<Vec<u8>>,
+    pub raw_name: Vec<u8>,
 }
 
 impl TableName {
+    /// A name known as text (the raw bytes are its UTF-8).
+    pub fn new(schema: Option<&str>, name: &str) -> TableName {
+        TableName {
+            schema: schema.map(str::to_owned),
+            name: name.to_owned(),
+            raw_schema: schema.map(|s| s.as_bytes().to_vec()),
+            raw_name: name.as_bytes().to_vec(),
+        }
+    }
+
     /// `group$family` → (group, family) when both parts are non-empty.
     pub fn hbase_parts(&self) -> Option<(&str, &str)> {
         let (g, f) = self.name.split_once('$')?;
@@ -89,6 +103,9 @@ pub struct TableOption {
     pub value: String,
     /// The option with its `=` and value (and a separating comma before it, if any).
     pub span: Span,
+    /// Where the value's token stands, and whether it is a quoted string.
+    pub value_span: Span,
+    pub value_is_string: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -186,16 +203,26 @@ pub enum AlterAction {
 pub enum Statement {
     CreateTablegroup {
         name: String,
+        /// The name's exact bytes, in the client's character set.
+        raw_name: Vec<u8>,
         if_not_exists: bool,
     },
     DropTablegroup {
         name: String,
+        raw_name: Vec<u8>,
         if_exists: bool,
     },
     ShowTablegroups {
         like: Option<String>,
     },
     CreateTable(Box<CreateTable>),
+    /// `CREATE TABLE [IF NOT EXISTS] name LIKE source` (or `(LIKE source)`).
+    CreateTableLike {
+        name: TableName,
+        name_span: Span,
+        if_not_exists: bool,
+        source: TableName,
+    },
     DropTable {
         tables: Vec<TableName>,
         if_exists: bool,
@@ -220,6 +247,8 @@ pub struct ParseError(pub String);
 struct Cursor<'a> {
     t: &'a [Token],
     i: usize,
+    /// The statement, for the exact bytes of names.
+    sql: &'a [u8],
 }
 
 impl<'a> Cursor<'a> {
@@ -271,17 +300,49 @@ impl<'a> Cursor<'a> {
             .and_then(|t| t.ident().map(str::to_owned))
             .ok_or_else(|| ParseError("expected a name".into()))
     }
+    /// The exact bytes of the identifier token just read (quotes removed, doubled quotes
+    /// undone), in the client's character set.
+    fn last_ident_bytes(&self) -> Vec<u8> {
+        let Some(t) = self.i.checked_sub(1).and_then(|i| self.t.get(i)) else {
+            return Vec::new();
+        };
+        let raw = self.sql.get(t.start..t.end).unwrap_or_default();
+        match t.kind {
+            Kind::Quoted(_) => {
+                let q = raw.first().copied().unwrap_or(b'`');
+                let body = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
+                let mut out = Vec::with_capacity(body.len());
+                let mut i = 0;
+                while let Some(&c) = body.get(i) {
+                    out.push(c);
+                    i += if c == q && body.get(i + 1) == Some(&q) {
+                        2
+                    } else {
+                        1
+                    };
+                }
+                out
+            }
+            _ => raw.to_vec(),
+        }
+    }
     fn table_name(&mut self) -> Result<TableName, ParseError> {
         let first = self.ident()?;
+        let first_raw = self.last_ident_bytes();
         if self.punct(b'.') {
+            let name = self.ident()?;
             Ok(TableName {
                 schema: Some(first),
-                name: self.ident()?,
+                name,
+                raw_schema: Some(first_raw),
+                raw_name: self.last_ident_bytes(),
             })
         } else {
             Ok(TableName {
                 schema: None,
                 name: first,
+                raw_schema: None,
+                raw_name: first_raw,
             })
         }
     }
@@ -338,7 +399,11 @@ pub fn parse(sql: &[u8]) -> Result<Option<Statement>, ParseError> {
 /// `parse`, reading the text as `d` says the backend does (executable comments, escapes).
 pub fn parse_with(sql: &[u8], d: Dialect) -> Result<Option<Statement>, ParseError> {
     let tokens = tokenize_with(sql, d).map_err(|e| ParseError(e.to_string()))?;
-    let mut c = Cursor { t: &tokens, i: 0 };
+    let mut c = Cursor {
+        t: &tokens,
+        i: 0,
+        sql,
+    };
     let Some(first) = c.next().and_then(Token::keyword) else {
         return Ok(None);
     };
@@ -346,12 +411,17 @@ pub fn parse_with(sql: &[u8], d: Dialect) -> Result<Option<Statement>, ParseErro
         "CREATE" => {
             if c.kw("TABLEGROUP") {
                 let if_not_exists = c.kws(&["IF", "NOT", "EXISTS"]);
+                let name = c.ident()?;
                 Statement::CreateTablegroup {
-                    name: c.ident()?,
+                    name,
+                    raw_name: c.last_ident_bytes(),
                     if_not_exists,
                 }
             } else if c.kw("TABLE") {
-                Statement::CreateTable(Box::new(create_table(&mut c)?))
+                match create_table_like(&mut c)? {
+                    Some(like) => like,
+                    None => Statement::CreateTable(Box::new(create_table(&mut c)?)),
+                }
             } else {
                 let mut kind = String::from("INDEX");
                 for k in ["UNIQUE", "FULLTEXT", "SPATIAL"] {
@@ -375,8 +445,10 @@ pub fn parse_with(sql: &[u8], d: Dialect) -> Result<Option<Statement>, ParseErro
         "DROP" => {
             if c.kw("TABLEGROUP") {
                 let if_exists = c.kws(&["IF", "EXISTS"]);
+                let name = c.ident()?;
                 Statement::DropTablegroup {
-                    name: c.ident()?,
+                    name,
+                    raw_name: c.last_ident_bytes(),
                     if_exists,
                 }
             } else {
@@ -445,17 +517,46 @@ pub fn parse_with(sql: &[u8], d: Dialect) -> Result<Option<Statement>, ParseErro
     Ok(Some(s))
 }
 
+/// `CREATE TABLE [IF NOT EXISTS] name LIKE source` / `(LIKE source)`; None (and the cursor
+/// where it was) for any other CREATE TABLE.
+fn create_table_like(c: &mut Cursor) -> Result<Option<Statement>, ParseError> {
+    let at = c.i;
+    let if_not_exists = c.kws(&["IF", "NOT", "EXISTS"]);
+    let name_start = c.peek().map_or(0, |t| t.start);
+    let name = c.table_name()?;
+    let name_span = (name_start, c.t.get(c.i - 1).map_or(name_start, |t| t.end));
+    let paren = c.punct(b'(');
+    if !c.kw("LIKE") {
+        c.i = at;
+        return Ok(None);
+    }
+    let source = c.table_name()?;
+    if paren {
+        c.expect_punct(b')')?;
+    }
+    if !c.at_end() {
+        return Err(ParseError(
+            "unexpected text after CREATE TABLE ... LIKE".into(),
+        ));
+    }
+    Ok(Some(Statement::CreateTableLike {
+        name,
+        name_span,
+        if_not_exists,
+        source,
+    }))
+}
+
 fn create_table(c: &mut Cursor) -> Result<CreateTable, ParseError> {
     let if_not_exists = c.kws(&["IF", "NOT", "EXISTS"]);
     let name_start = c.peek().map_or(0, |t| t.start);
     let name = c.table_name()?;
     let name_span = (name_start, c.t.get(c.i - 1).map_or(name_start, |t| t.end));
-    if c.kw("LIKE")
-        || c.peek()
-            .is_some_and(|t| t.is_keyword("AS") || t.is_keyword("SELECT"))
+    if c.peek()
+        .is_some_and(|t| t.is_keyword("AS") || t.is_keyword("SELECT"))
     {
         return Err(ParseError(
-            "CREATE TABLE ... LIKE/AS SELECT cannot define an HBase table".into(),
+            "CREATE TABLE ... AS SELECT cannot define an HBase table: create it with its columns, then INSERT ... SELECT".into(),
         ));
     }
     c.expect_punct(b'(')?;
@@ -517,6 +618,8 @@ fn create_table(c: &mut Cursor) -> Result<CreateTable, ParseError> {
             name,
             value,
             span: (comma_start.unwrap_or(tok.start), v.end),
+            value_span: (v.start, v.end),
+            value_is_string: matches!(v.kind, Kind::Str(_)),
         });
     }
     Ok(t)
@@ -931,6 +1034,8 @@ fn alter_actions(c: &mut Cursor) -> Result<Vec<AlterAction>, ParseError> {
                     name: w.clone(),
                     value,
                     span,
+                    value_span: (v.start, v.end),
+                    value_is_string: matches!(v.kind, Kind::Str(_)),
                 })
             }
             other => AlterAction::Other(other.to_string()),
@@ -1058,6 +1163,7 @@ PARTITION BY KEY(K) PARTITIONS 97;";
             parse(b"CREATE TABLEGROUP IF NOT EXISTS g1").expect("ok"),
             Some(Statement::CreateTablegroup {
                 name: "g1".into(),
+                raw_name: b"g1".to_vec(),
                 if_not_exists: true
             })
         );

@@ -5,6 +5,7 @@ pub mod backend;
 pub mod catalog;
 pub mod cli;
 pub mod ddl;
+pub mod marker;
 pub mod partition;
 pub mod rules;
 pub mod translate;

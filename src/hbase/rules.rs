@@ -744,10 +744,7 @@ mod tests {
             "ALTER TABLE h$f PARTITION BY KEY(K) PARTITIONS 193"
         )));
         assert!(has_errors(&alter("ALTER TABLE h$f RENAME TO x$f")));
-        let n = |s: &str| TableName {
-            schema: None,
-            name: s.into(),
-        };
+        let n = |s: &str| TableName::new(None, s);
         assert!(check_rename(&n("h$f"), &n("h$g")).is_empty());
         assert!(!check_rename(&n("h$f"), &n("hf")).is_empty());
         assert!(!check_rename(&n("h$f"), &n("x$f")).is_empty());

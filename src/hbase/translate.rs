@@ -3,7 +3,7 @@
 //! column take forms those servers accept while keeping one-partition pruning.
 
 use super::backend::Flavor;
-use super::catalog::{ident, qualified};
+use super::catalog::{ident, ident_bytes, qualified_bytes};
 use super::ddl::CreateTable;
 
 /// Statements to run, in order; if a later one fails, the table is dropped again.
@@ -41,8 +41,20 @@ impl Splice {
     }
 }
 
-pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -> Translation {
+/// `current_db` is the session's database as the backend returned it (the client's character
+/// set), for the triggers' names; `marker` is the COMMENT edit that records the table's group
+/// and definition (`hbase::marker::create_edit`), spliced with the rest.
+pub fn create_table(
+    t: &CreateTable,
+    sql: &[u8],
+    flavor: Flavor,
+    current_db: &[u8],
+    marker: Option<(usize, String)>,
+) -> Translation {
     let mut s = Splice { edits: Vec::new() };
+    if let Some((at, text)) = marker {
+        s.insert(at, text);
+    }
     let mut after = Vec::new();
     if !flavor.native_tablegroups() {
         if let Some(o) = t.option("TABLEGROUP") {
@@ -91,14 +103,22 @@ pub fn create_table(t: &CreateTable, sql: &[u8], flavor: Flavor, schema: &str) -
             if let Some(pk_end) = t.primary_key_end {
                 s.insert(pk_end, format!(", {name}"));
             }
-            let table = qualified(schema, &t.name);
+            // names with the exact bytes the client sent: a name in another character set
+            // must reach the backend as it came, or the trigger lands on no table
+            let table = qualified_bytes(current_db, &t.name);
+            let db = ident_bytes(t.name.raw_schema.as_deref().unwrap_or(current_db));
             for (suffix, event) in [("bi", "INSERT"), ("bu", "UPDATE")] {
                 let trigger = ident(&derived_name(&t.name.name, suffix));
-                let db = ident(t.name.schema.as_deref().unwrap_or(schema));
-                after.push(
-                    format!("CREATE TRIGGER {db}.{trigger} BEFORE {event} ON {table} FOR EACH ROW SET NEW.{name} = substring(NEW.`K`, 1, {n})")
-                        .into_bytes(),
+                let mut stmt = b"CREATE TRIGGER ".to_vec();
+                stmt.extend_from_slice(&db);
+                stmt.push(b'.');
+                stmt.extend_from_slice(trigger.as_bytes());
+                stmt.extend_from_slice(format!(" BEFORE {event} ON ").as_bytes());
+                stmt.extend_from_slice(&table);
+                stmt.extend_from_slice(
+                    format!(" FOR EACH ROW SET NEW.{name} = substring(NEW.`K`, 1, {n})").as_bytes(),
                 );
+                after.push(stmt);
             }
         }
     }
@@ -216,20 +236,55 @@ pub fn derived_name(table: &str, suffix: &str) -> String {
 }
 
 /// ALTER TABLE on a backend without the option: cut TABLEGROUP / KV_ATTRIBUTES out.
-/// Each option's span carries one separating comma (see `ddl`), so only a run of options at the
-/// end of the list can leave a comma behind; it is dropped too.
 pub fn strip_options(sql: &[u8], spans: &[(usize, usize)]) -> Vec<u8> {
     let mut s = Splice { edits: Vec::new() };
     for (a, b) in spans {
         s.replace(*a, *b, "");
     }
-    let out = s.apply(sql);
-    let tokens = crate::sql::lexer::tokenize(&out).unwrap_or_default();
-    let last = tokens.iter().rev().find(|t| !t.is_punct(b';'));
-    match last {
-        Some(t) if t.is_punct(b',') => [&out[..t.start], &out[t.end..]].concat(),
-        _ => out,
+    tidy_alter(&s.apply(sql))
+}
+
+/// An ALTER TABLE after options were cut out and a COMMENT spliced in: a comma with nothing
+/// before it (right after the table's name), nothing after it, another comma after it, or
+/// PARTITION BY after it is dropped. Everything else stays byte for byte.
+pub fn tidy_alter(sql: &[u8]) -> Vec<u8> {
+    let tokens = crate::sql::lexer::tokenize(sql).unwrap_or_default();
+    let Some(table_kw) = tokens.iter().position(|t| t.is_keyword("TABLE")) else {
+        return sql.to_vec();
+    };
+    // the name: one token, or three (db . name)
+    let mut after_name = table_kw + 2;
+    if tokens.get(table_kw + 2).is_some_and(|t| t.is_punct(b'.')) {
+        after_name = table_kw + 4;
     }
+    let mut cut = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        if !t.is_punct(b',') || i < after_name {
+            continue;
+        }
+        let next = tokens.get(i + 1);
+        let dangling = i == after_name
+            || next.is_none_or(|n| n.is_punct(b',') || n.is_punct(b';'))
+            || (next.is_some_and(|n| n.is_keyword("PARTITION"))
+                && tokens.get(i + 2).is_some_and(|n| n.is_keyword("BY")));
+        if dangling {
+            cut.push((t.start, t.end));
+        }
+    }
+    let mut s = Splice { edits: Vec::new() };
+    for (a, b) in cut {
+        s.replace(a, b, "");
+    }
+    s.apply(sql)
+}
+
+/// seekdb's SHOW CREATE TABLE of an HBase table without the proxy's marker in its COMMENT (and
+/// without the COMMENT when the marker was all of it).
+pub fn without_marker(backend_text: &str, marker: &str) -> String {
+    let out = backend_text
+        .replace(&format!(" {marker}"), "")
+        .replace(marker, "");
+    out.replace(" COMMENT = ''", "").replace(" COMMENT=''", "")
 }
 
 #[cfg(test)]
@@ -315,14 +370,20 @@ mod tests {
 
     #[test]
     fn oceanbase_keeps_everything() {
-        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::OceanBase, "db");
+        let tr = create_table(
+            &t(PREFIX),
+            PREFIX.as_bytes(),
+            Flavor::OceanBase,
+            b"db",
+            None,
+        );
         assert_eq!(tr.create, PREFIX.as_bytes());
         assert!(tr.after.is_empty());
     }
 
     #[test]
     fn seekdb_loses_only_the_options() {
-        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::SeekDb, "db");
+        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::SeekDb, b"db", None);
         let s = String::from_utf8(tr.create).expect("utf8");
         assert!(
             !s.contains("TABLEGROUP") && !s.contains("KV_ATTRIBUTES"),
@@ -337,7 +398,13 @@ mod tests {
 
     #[test]
     fn mariadb_gets_blob_checks_and_triggers() {
-        let tr = create_table(&t(PREFIX), PREFIX.as_bytes(), Flavor::MySqlFamily, "db");
+        let tr = create_table(
+            &t(PREFIX),
+            PREFIX.as_bytes(),
+            Flavor::MySqlFamily,
+            b"db",
+            None,
+        );
         let s = String::from_utf8(tr.create).expect("utf8");
         assert!(s.contains("V mediumblob NOT NULL"), "{s}");
         assert!(s.contains("CHECK (length(`V`) <= 1048576)"), "{s}");

@@ -198,9 +198,9 @@ pub fn parse_err_code(p: &[u8]) -> Option<u16> {
 /// A text result set the proxy answers itself, framed as the connection negotiated: classic EOF
 /// or DEPRECATE_EOF, and MariaDB's extended formats (the metadata-follows byte with
 /// CACHE_METADATA, an empty extended-type block per column with EXTENDED_METADATA).
-pub fn text_result_set(
+pub fn text_result_set<T: AsRef<[u8]>>(
     columns: &[&str],
-    rows: &[Vec<Option<String>>],
+    rows: &[Vec<Option<T>>],
     caps: Caps,
     status: u16,
 ) -> Vec<Vec<u8>> {
@@ -239,7 +239,7 @@ pub fn text_result_set(
         let mut r = Vec::new();
         for v in row {
             match v {
-                Some(s) => put_lenenc_bytes(&mut r, s.as_bytes()),
+                Some(s) => put_lenenc_bytes(&mut r, s.as_ref()),
                 None => r.push(0xfb),
             }
         }

@@ -345,7 +345,7 @@ mod tests {
             cap::DEPRECATE_EOF,
             ext::CACHE_METADATA | ext::EXTENDED_METADATA,
         );
-        let packets = text_result_set(&["a"], &[vec![Some("1".into())]], caps, 2);
+        let packets = text_result_set(&["a"], &[vec![Some("1".to_string())]], caps, 2);
         assert_eq!(packets[0], vec![1, 1], "column count, metadata follows");
         // def, schema, table, org_table, name, org_name, then the empty extended block
         assert_eq!(&packets[1][..13], b"\x03def\x00\x00\x00\x01a\x01a\x00\x0c");
@@ -416,7 +416,7 @@ mod tests {
     fn result_set_in_both_eof_styles() {
         for deprecate in [false, true] {
             let rows = vec![
-                vec![Some("1".into()), None],
+                vec![Some("1".to_string()), None],
                 vec![Some("2".into()), Some("x".into())],
             ];
             let caps = Caps::classic(if deprecate { cap::DEPRECATE_EOF } else { 0 });
@@ -433,7 +433,8 @@ mod tests {
     #[test]
     fn multi_results_continue_until_last() {
         let more = status::MORE_RESULTS_EXISTS | 2;
-        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], Caps::classic(0), 2);
+        let mut packets =
+            text_result_set(&["a"], &[vec![Some("1".to_string())]], Caps::classic(0), 2);
         let last = packets.len() - 1;
         packets[last] = end_of_rows_packet(false, more, 0);
         packets.push(ok_packet(1, 0, more, 0));
@@ -446,7 +447,8 @@ mod tests {
 
     #[test]
     fn error_mid_rows_ends_response() {
-        let mut packets = text_result_set(&["a"], &[vec![Some("1".into())]], Caps::classic(0), 2);
+        let mut packets =
+            text_result_set(&["a"], &[vec![Some("1".to_string())]], Caps::classic(0), 2);
         packets.pop();
         packets.push(ErrorInfo::new(1317, "70100", "interrupted").to_packet());
         let mut t = ResponseTracker::new(ResponseKind::Query, 0);

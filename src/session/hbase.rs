@@ -1,20 +1,28 @@
-//! Carrying out HBase DDL for a session: the rules (`hbase::rules`), the catalog
-//! (`hbase::catalog`) and the per-backend translation (`hbase::translate`) meet here. Every
-//! statement runs on the session's own backend connection, so the user's privileges apply, and
-//! nothing is half-done: if the backend refuses a step, the steps before it are undone and the
-//! catalog is unchanged.
+//! Carrying out HBase DDL for a session: the rules (`hbase::rules`), the marker that records
+//! membership in the table itself (`hbase::marker`), the catalog schema (`hbase::catalog`) and
+//! the per-backend translation (`hbase::translate`) meet here.
+//!
+//! - The user's DDL runs on the user's own connection (the user's privileges apply), with the
+//!   marker spliced into its COMMENT: membership is atomic with the DDL.
+//! - Catalog statements (table groups, DDL texts) run on the catalog account's connection when
+//!   one is configured, else on the user's connection after the implicit commit DDL makes.
+//! - DDL on one table group is serialized across every proxy by a named lock (GET_LOCK) taken on
+//!   the user's connection for the length of the statement.
+//! - Nothing is half-done: if the backend refuses a step, the steps before it are undone.
 
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
+use std::sync::Arc;
 
-use tracing::info;
+use tracing::{info, warn};
 
 use super::{End, Session};
 use crate::backend::{self, QueryError};
 use crate::config::Enforcement;
 use crate::hbase::backend::{BackendFacts, Flavor};
-use crate::hbase::catalog::{self, like, qualified, Catalog};
+use crate::hbase::catalog::{self, like, Catalog, Definition};
 use crate::hbase::ddl::{self, AlterAction, CreateTable, Statement, TableName};
+use crate::hbase::marker::{self, Marker};
 use crate::hbase::rules::{
     self, check_alter, check_create, check_rename, Finding, GroupState, Level, RuleConfig,
 };
@@ -22,8 +30,6 @@ use crate::hbase::translate;
 use crate::protocol::constants::status;
 use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
 
-/// ER_TABLE_NOT_LOCKED: a table not named in the session's LOCK TABLES.
-const ER_TABLE_NOT_LOCKED: u16 = 1100;
 use crate::protocol::response::ResponseKind;
 use crate::sql::scan::Flavor as SqlFlavor;
 
@@ -38,6 +44,54 @@ fn text(v: &Option<Vec<u8>>) -> String {
     v.as_deref()
         .map(|b| String::from_utf8_lossy(b).into_owned())
         .unwrap_or_default()
+}
+
+/// Column `i` of a row from the backend (absent and NULL both read as empty).
+fn cell(row: &[Option<Vec<u8>>], i: usize) -> &[u8] {
+    row.get(i).and_then(|v| v.as_deref()).unwrap_or_default()
+}
+
+/// A column holding HEX() of a name: the name's UTF-8 bytes.
+fn hex_cell(row: &[Option<Vec<u8>>], i: usize) -> Vec<u8> {
+    marker::from_hex(cell(row, i)).unwrap_or_default()
+}
+
+fn lossy(b: &[u8]) -> String {
+    String::from_utf8_lossy(b).into_owned()
+}
+
+/// ER_DUP_ENTRY-free answers: the documented errors of table-group DDL.
+const ER_TABLE_EXISTS: u16 = 1050;
+const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
+const ER_BAD_DB: u16 = 1049;
+const ER_NO_SUCH_TABLE: u16 = 1146;
+
+/// A group's UTF-8 name and its tables, (database, table) as the client reads them.
+type GroupListing = (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
+
+/// A table that carries a marker, as information_schema listed it.
+struct Marked {
+    /// Schema and name in UTF-8 (as the backend keeps them).
+    schema: Vec<u8>,
+    name: Vec<u8>,
+    /// Schema and name as the connection's client reads them (its character set).
+    shown_schema: Vec<u8>,
+    shown_name: Vec<u8>,
+    marker: Marker,
+    group: Vec<u8>,
+    group_key: Vec<u8>,
+}
+
+/// An HBase table's entry: where it is, its group, its marker and comment, its definition.
+struct Entry {
+    schema: Vec<u8>,
+    name: Vec<u8>,
+    group: Vec<u8>,
+    group_key: Vec<u8>,
+    marker: Marker,
+    /// The whole comment, as the user's connection read it.
+    comment: Vec<u8>,
+    def: Arc<Definition>,
 }
 
 impl Session {
@@ -97,7 +151,6 @@ impl Session {
     fn catalog(&self) -> Catalog<'_> {
         Catalog {
             schema: &self.shared.config.hbase.catalog_schema,
-            names_ci: self.names_ci,
         }
     }
 
@@ -131,28 +184,6 @@ impl Session {
             Internal::Ok(_) => Ok(Vec::new()),
             Internal::Err(e) => Err(e),
         })
-    }
-
-    /// Creates the catalog schema once per process (and then reconciles it with the backend).
-    async fn ensure_catalog(&mut self) -> Result<Result<(), Vec<u8>>, End> {
-        if self.shared.catalog_ready.load(Ordering::Relaxed) {
-            return Ok(Ok(()));
-        }
-        for sql in self.catalog().ensure() {
-            if let Internal::Err(e) = self.internal(sql.as_bytes()).await? {
-                return Ok(Err(e));
-            }
-        }
-        let schema = self.shared.config.hbase.catalog_schema.clone();
-        match catalog::reconcile(&mut self.backend, self.client_caps, &schema).await {
-            Ok(_) => {}
-            Err(QueryError::Io(_)) => return Err(self.lose_backend(self.command_frames).await),
-            Err(QueryError::Framing(what)) => {
-                return Err(self.backend_protocol_error(self.command_frames, what).await)
-            }
-        }
-        self.shared.catalog_ready.store(true, Ordering::Relaxed);
-        Ok(Ok(()))
     }
 
     pub(super) async fn current_db(&mut self) -> Result<Option<String>, End> {
@@ -224,30 +255,342 @@ impl Session {
         }
         if let Ok(rows) = self.rows("SHOW WARNINGS").await? {
             for r in rows {
-                let code = text(&r[1]).parse().unwrap_or(0);
-                self.pending_warnings.push((text(&r[0]), code, text(&r[2])));
+                let code = lossy(cell(&r, 1)).parse().unwrap_or(0);
+                self.pending_warnings
+                    .push((lossy(cell(&r, 0)), code, lossy(cell(&r, 2))));
             }
         }
         Ok(())
     }
 
+    // ---- where catalog statements run ----------------------------------------------------
+
+    /// A catalog account is configured: catalog statements run on the proxy's own connection.
+    fn own_catalog(&self) -> bool {
+        self.shared.catalog_conn.is_some()
+    }
+
+    /// Runs a catalog statement: on the catalog account's connection, else on the user's.
+    async fn on_catalog(&mut self, sql: &str) -> Result<Internal, End> {
+        if let Some(r) = self.shared.catalog_query(sql.as_bytes()).await {
+            return Ok(match r {
+                Ok(x) => x,
+                Err(msg) => Internal::Err(
+                    ErrorInfo::new(
+                        2013,
+                        "HY000",
+                        format!("obkv-proxy: the catalog connection failed ({msg}); nothing was changed"),
+                    )
+                    .to_packet(),
+                ),
+            });
+        }
+        self.internal(sql.as_bytes()).await
+    }
+
+    /// Rows of a catalog read. A catalog schema that does not exist yet reads as empty.
+    async fn catalog_rows(&mut self, sql: &str) -> Result<Result<Rows, Vec<u8>>, End> {
+        Ok(match self.on_catalog(sql).await? {
+            Internal::Rows(r) => Ok(r),
+            Internal::Ok(_) => Ok(Vec::new()),
+            Internal::Err(e)
+                if matches!(parse_err_code(&e), Some(ER_BAD_DB | ER_NO_SUCH_TABLE)) =>
+            {
+                Ok(Vec::new())
+            }
+            Internal::Err(e) => Err(e),
+        })
+    }
+
+    /// A catalog write. On the user's connection with autocommit off it is committed at once,
+    /// so no catalog row lock outlives the statement.
+    async fn catalog_write(&mut self, sql: &str) -> Result<Internal, End> {
+        let r = self.on_catalog(sql).await?;
+        if !self.own_catalog() && self.last_status & status::AUTOCOMMIT == 0 {
+            self.internal(b"COMMIT").await?;
+        }
+        Ok(r)
+    }
+
+    /// Ends the user's open transaction as any DDL does (MySQL and OceanBase commit before a
+    /// DDL statement runs): HBase DDL is DDL, including table-group DDL on backends where the
+    /// proxy carries it out.
+    async fn implicit_commit(&mut self) -> Result<(), End> {
+        if self.last_status & status::IN_TRANS != 0 {
+            self.internal(b"COMMIT").await?;
+        }
+        Ok(())
+    }
+
+    /// Creates the catalog schema once per process.
+    async fn ensure_catalog(&mut self) -> Result<Result<(), Vec<u8>>, End> {
+        if self.shared.catalog_ready.load(Ordering::Relaxed) {
+            return Ok(Ok(()));
+        }
+        for sql in self.catalog().ensure() {
+            if let Internal::Err(e) = self.on_catalog(&sql).await? {
+                return Ok(Err(e));
+            }
+        }
+        self.shared.catalog_ready.store(true, Ordering::Relaxed);
+        Ok(Ok(()))
+    }
+
+    /// The UTF-8 form of bytes the client sent in its character set, as the backend converts
+    /// names (asked only for bytes that are not ASCII).
+    async fn utf8_of(&mut self, raw: &[u8]) -> Result<Vec<u8>, End> {
+        if raw.is_ascii() {
+            return Ok(raw.to_vec());
+        }
+        let sql = format!("SELECT HEX({})", catalog::client_text(raw));
+        Ok(match self.rows(&sql).await? {
+            Ok(rows) => rows
+                .first()
+                .and_then(|r| marker::from_hex(cell(r, 0)))
+                .unwrap_or_else(|| raw.to_vec()),
+            Err(_) => raw.to_vec(),
+        })
+    }
+
+    /// UTF-8 values as the client reads them (its character set), for answers the proxy makes.
+    async fn in_client_charset(&mut self, values: Vec<Vec<u8>>) -> Result<Vec<Vec<u8>>, End> {
+        if values.iter().all(|v| v.is_ascii()) {
+            return Ok(values);
+        }
+        let parts: Vec<String> = values
+            .iter()
+            .map(|v| format!("SELECT _utf8mb4 {}", catalog::hex(v)))
+            .collect();
+        match self.rows(&parts.join(" UNION ALL ")).await? {
+            Ok(rows) if rows.len() == values.len() => {
+                Ok(rows.iter().map(|r| cell(r, 0).to_vec()).collect())
+            }
+            _ => Ok(values),
+        }
+    }
+
+    // ---- the named lock that serializes DDL on a table group ----------------------------
+
+    /// Takes the table group's lock on the user's connection (named locks are not
+    /// transactional: the user's transaction neither sees nor holds it). Err: the ERR packet.
+    async fn lock_group(
+        &mut self,
+        key: &[u8],
+        shown: &[u8],
+    ) -> Result<Result<String, Vec<u8>>, End> {
+        let name = marker::lock_name(&self.shared.config.hbase.catalog_schema, key);
+        let ms = self.shared.config.hbase.ddl_lock_timeout_ms;
+        let secs = ms.div_ceil(1000).max(1);
+        let sql = format!("SELECT GET_LOCK('{name}', {secs})");
+        match self.rows(&sql).await? {
+            Ok(rows) if rows.first().is_some_and(|r| cell(r, 0) == b"1") => Ok(Ok(name)),
+            Ok(_) => Ok(Err(ErrorInfo::new(
+                ER_LOCK_WAIT_TIMEOUT,
+                "HY000",
+                format!(
+                    "obkv-proxy: another DDL on table group '{}' did not finish within {secs} s (hbase.ddl_lock_timeout_ms); try again",
+                    lossy(shown)
+                ),
+            )
+            .to_packet())),
+            Err(e) => Ok(Err(e)),
+        }
+    }
+
+    async fn unlock(&mut self, name: &str) -> Result<(), End> {
+        self.internal(format!("SELECT RELEASE_LOCK('{name}')").as_bytes())
+            .await
+            .map(drop)
+    }
+
+    // ---- reading what exists ------------------------------------------------------------
+
+    /// The tables that carry a marker. `everyone`: as the catalog account sees them (every
+    /// table, when it has the rights) — for decisions; otherwise as the user sees them.
+    async fn marked_tables(&mut self, everyone: bool) -> Result<Result<Vec<Marked>, Vec<u8>>, End> {
+        let sql = catalog::marked_tables();
+        let rows = if everyone {
+            self.catalog_rows(&sql).await?
+        } else {
+            self.rows(&sql).await?
+        };
+        let rows = match rows {
+            Ok(r) => r,
+            Err(e) => return Ok(Err(e)),
+        };
+        let mut out = Vec::with_capacity(rows.len());
+        for r in rows {
+            let Some((m, _)) = Marker::find(cell(&r, 2)) else {
+                continue;
+            };
+            let name = hex_cell(&r, 1);
+            let Some(group) = m.group_of(&name) else {
+                continue;
+            };
+            out.push(Marked {
+                schema: hex_cell(&r, 0),
+                group_key: marker::fold(&group, self.names_ci),
+                group,
+                name,
+                shown_schema: cell(&r, 3).to_vec(),
+                shown_name: cell(&r, 4).to_vec(),
+                marker: m,
+            });
+        }
+        Ok(Ok(out))
+    }
+
+    /// A table's definition by DDL id: from the process's cache, else the catalog. A text that
+    /// does not hash to its id was not written by a proxy: it is ignored and reported.
+    async fn definition(&mut self, id: &str) -> Result<Option<Arc<Definition>>, End> {
+        if let Some(d) = self.shared.definitions.get(id) {
+            return Ok(Some(d));
+        }
+        let sql = self.catalog().ddl(id);
+        let ddl = match self.catalog_rows(&sql).await? {
+            Ok(rows) => match rows.first() {
+                Some(r) => cell(r, 0).to_vec(),
+                None => {
+                    warn!(id, "catalog disagreement: an HBase table's definition is missing from the catalog");
+                    return Ok(None);
+                }
+            },
+            Err(_) => return Ok(None),
+        };
+        if marker::ddl_id(&ddl) != id {
+            warn!(id, "catalog disagreement: a stored definition does not match its id (altered by hand?); ignored");
+            return Ok(None);
+        }
+        let Ok(Some(Statement::CreateTable(table))) = ddl::parse(&ddl) else {
+            return Ok(None);
+        };
+        let d = Arc::new(Definition { ddl, table: *table });
+        self.shared.definitions.put(id.to_string(), d.clone());
+        Ok(Some(d))
+    }
+
+    /// The entry of an HBase table, looked up as the backend resolves the name for this user
+    /// (current database, case rules, grants): None for a table that is not one.
+    async fn catalog_entry(&mut self, t: &TableName) -> Result<Option<Entry>, End> {
+        let rows = match self.rows(&catalog::table_comment(t)).await? {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        };
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        let comment = cell(r, 2).to_vec();
+        let Some((m, _)) = Marker::find(&comment) else {
+            return Ok(None);
+        };
+        let name = hex_cell(r, 1);
+        let Some(group) = m.group_of(&name) else {
+            return Ok(None);
+        };
+        let Some(def) = self.definition(&m.ddl_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(Entry {
+            schema: hex_cell(r, 0),
+            group_key: marker::fold(&group, self.names_ci),
+            group,
+            name,
+            marker: m,
+            comment,
+            def,
+        }))
+    }
+
+    /// Reads the definitions of these tables into the process's cache (before a LOCK TABLES,
+    /// after which the catalog cannot be read on this connection).
+    pub(super) async fn read_catalog_entries(&mut self, tables: &[TableName]) -> Result<(), End> {
+        self.flavor().await?;
+        for t in tables {
+            self.catalog_entry(t).await?;
+        }
+        Ok(())
+    }
+
+    /// Whether the group exists, and its families other than `except` (schema, name in UTF-8)
+    /// with their partitioning.
+    async fn group_state(
+        &mut self,
+        key: &[u8],
+        except: Option<(&[u8], &[u8])>,
+    ) -> Result<Result<(GroupState, Vec<Marked>), Vec<u8>>, End> {
+        let native = self.flavor().await?.native_tablegroups();
+        let members = match self.marked_tables(true).await? {
+            Ok(m) => m,
+            Err(e) => return Ok(Err(e)),
+        };
+        let ci = self.names_ci;
+        let same = |a: &[u8], b: &[u8]| marker::fold(a, ci) == marker::fold(b, ci);
+        let members: Vec<Marked> = members
+            .into_iter()
+            .filter(|m| m.group_key == key)
+            .filter(|m| !except.is_some_and(|(s, n)| same(&m.schema, s) && same(&m.name, n)))
+            .collect();
+        let exists = native
+            || !members.is_empty()
+            || match self.catalog_rows(&self.catalog().group(key)).await? {
+                Ok(rows) => !rows.is_empty(),
+                Err(e) => return Ok(Err(e)),
+            };
+        let mut families = Vec::new();
+        for m in &members {
+            let family = m
+                .name
+                .iter()
+                .position(|&b| b == b'$')
+                .and_then(|i| m.name.get(i + 1..))
+                .map(lossy)
+                .unwrap_or_default();
+            let partition = match self.definition(&m.marker.ddl_id).await? {
+                Some(d) => d.table.partition.clone(),
+                None => None,
+            };
+            families.push((family, partition));
+        }
+        Ok(Ok((GroupState { exists, families }, members)))
+    }
+
+    // ---- statements ---------------------------------------------------------------------
+
     pub(super) async fn on_hbase(&mut self, stmt: Statement) -> Result<(), End> {
         // the backend's kind and name comparison decide every lookup below
         self.flavor().await?;
-        if let Err(e) = self.ensure_catalog().await? {
-            return self.answer_raw(&e).await;
-        }
         match stmt {
             Statement::CreateTablegroup {
                 name,
+                raw_name,
                 if_not_exists,
-            } => self.create_tablegroup(&name, if_not_exists).await,
-            Statement::DropTablegroup { name, if_exists } => {
-                self.drop_tablegroup(&name, if_exists).await
+            } => {
+                self.create_tablegroup(&name, &raw_name, if_not_exists)
+                    .await
             }
+            Statement::DropTablegroup {
+                name,
+                raw_name,
+                if_exists,
+            } => self.drop_tablegroup(&name, &raw_name, if_exists).await,
             Statement::ShowTablegroups { like } => self.show_tablegroups(like.as_deref()).await,
-            Statement::CreateTable(t) => self.create_table(*t).await,
-            Statement::DropTable { tables, .. } => self.drop_tables(&tables).await,
+            Statement::CreateTable(t) => {
+                let sql = self.command.get(1..).unwrap_or_default().to_vec();
+                self.create_table(*t, sql).await
+            }
+            Statement::CreateTableLike {
+                name,
+                name_span,
+                if_not_exists,
+                source,
+            } => {
+                self.create_table_like(&name, name_span, if_not_exists, &source)
+                    .await
+            }
+            // the marker goes with the table: nothing to write
+            Statement::DropTable { .. } | Statement::TruncateTable(_) => {
+                self.forward(ResponseKind::Query).await.map(drop)
+            }
             Statement::RenameTable(pairs) => self.rename_tables(&pairs).await,
             Statement::AlterTable { table, actions } => self.alter_table(&table, &actions).await,
             Statement::CreateIndex { table, kind } => {
@@ -263,42 +606,36 @@ impl Session {
                     None => self.forward(ResponseKind::Query).await.map(drop),
                 }
             }
-            Statement::TruncateTable(_) => self.forward(ResponseKind::Query).await.map(drop),
             Statement::ShowCreateTable(t) => self.show_create_table(&t).await,
         }
     }
 
-    /// Native table groups: the backend runs the statement (its answer is relayed) and the
-    /// catalog follows when it succeeded.
-    async fn forward_then_record(&mut self, catalog_sql: &str) -> Result<(), End> {
-        let summary = self.forward(ResponseKind::Query).await?;
-        if summary.error_code.is_none() {
-            self.internal(catalog_sql.as_bytes()).await?;
-        }
-        Ok(())
-    }
-
-    async fn group_exists(&mut self, group: &str) -> Result<bool, End> {
-        let sql = self.catalog().group_exists(group);
-        Ok(self.rows(&sql).await?.is_ok_and(|r| !r.is_empty()))
-    }
-
-    async fn create_tablegroup(&mut self, name: &str, if_not_exists: bool) -> Result<(), End> {
+    async fn create_tablegroup(
+        &mut self,
+        name: &str,
+        raw: &[u8],
+        if_not_exists: bool,
+    ) -> Result<(), End> {
         if self.flavor().await?.native_tablegroups() {
-            let sql = self.catalog().insert_group(name);
-            return self.forward_then_record(&sql).await;
+            return self.forward(ResponseKind::Query).await.map(drop);
         }
-        if self.group_exists(name).await? {
-            let e = ErrorInfo::new(
-                1050,
-                "42S01",
-                format!("Table group '{name}' already exists"),
-            );
-            return self.answer_error_or_note(if_not_exists, e).await;
+        self.implicit_commit().await?;
+        if let Err(e) = self.ensure_catalog().await? {
+            return self.answer_raw(&e).await;
         }
-        let sql = self.catalog().insert_group(name);
-        match self.internal(sql.as_bytes()).await? {
+        let group = self.utf8_of(raw).await?;
+        let key = marker::fold(&group, self.names_ci);
+        let sql = self.catalog().insert_group(&key, &group);
+        match self.catalog_write(&sql).await? {
             Internal::Err(e) => self.answer_raw(&e).await,
+            Internal::Ok(ok) if ok.affected_rows == 0 => {
+                let e = ErrorInfo::new(
+                    ER_TABLE_EXISTS,
+                    "42S01",
+                    format!("Table group '{name}' already exists"),
+                );
+                self.answer_error_or_note(if_not_exists, e).await
+            }
             _ => {
                 info!(group = name, "table group created (kept in the catalog)");
                 self.answer_ok(0, 0).await
@@ -306,16 +643,54 @@ impl Session {
         }
     }
 
-    async fn drop_tablegroup(&mut self, name: &str, if_exists: bool) -> Result<(), End> {
-        let sql = self.catalog().group_tables(name);
-        let tables = self.rows(&sql).await?.unwrap_or_default();
-        if !tables.is_empty() {
-            let visible = self.visible_hbase_tables().await?;
-            let (seen, hidden): (Vec<_>, Vec<_>) = tables
+    async fn drop_tablegroup(
+        &mut self,
+        name: &str,
+        raw: &[u8],
+        if_exists: bool,
+    ) -> Result<(), End> {
+        let group = self.utf8_of(raw).await?;
+        let key = marker::fold(&group, self.names_ci);
+        let lock = match self.lock_group(&key, &group).await? {
+            Ok(l) => l,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let done = self.drop_tablegroup_locked(name, &key, if_exists).await;
+        let unlocked = self.unlock(&lock).await;
+        done?;
+        unlocked
+    }
+
+    async fn drop_tablegroup_locked(
+        &mut self,
+        name: &str,
+        key: &[u8],
+        if_exists: bool,
+    ) -> Result<(), End> {
+        let native = self.flavor().await?.native_tablegroups();
+        if !self.own_catalog() && !native {
+            // the catalog is read and written on this connection: outside the user's
+            // transaction, which DDL ends anyway
+            self.implicit_commit().await?;
+        }
+        let members = match self.marked_tables(true).await? {
+            Ok(m) => m,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let members: Vec<Marked> = members.into_iter().filter(|m| m.group_key == key).collect();
+        if !members.is_empty() {
+            // name only the tables this user may see
+            let visible: HashSet<(Vec<u8>, Vec<u8>)> = match self.marked_tables(false).await? {
+                Ok(v) => v.into_iter().map(|m| (m.schema, m.name)).collect(),
+                Err(_) => HashSet::new(),
+            };
+            let (seen, hidden): (Vec<&Marked>, Vec<&Marked>) = members
                 .iter()
-                .map(|r| (text(&r[0]), text(&r[1])))
-                .partition(|t| visible.contains(t));
-            let mut names: Vec<String> = seen.iter().map(|(d, t)| format!("{d}.{t}")).collect();
+                .partition(|m| visible.contains(&(m.schema.clone(), m.name.clone())));
+            let mut names: Vec<String> = seen
+                .iter()
+                .map(|m| format!("{}.{}", lossy(&m.schema), lossy(&m.name)))
+                .collect();
             if !hidden.is_empty() {
                 names.push(format!("{} you may not see", hidden.len()));
             }
@@ -327,80 +702,87 @@ impl Session {
                 ))
                 .await;
         }
-        if self.flavor().await?.native_tablegroups() {
-            let sql = self.catalog().delete_group(name);
-            return self.forward_then_record(&sql).await;
+        if native {
+            return self.forward(ResponseKind::Query).await.map(drop);
         }
-        if !self.group_exists(name).await? {
-            let e = ErrorInfo::new(
-                rules::ER_NO_SUCH_TABLEGROUP,
-                "42S02",
-                format!("Unknown table group '{name}'"),
-            );
-            return self.answer_error_or_note(if_exists, e).await;
-        }
-        let sql = self.catalog().delete_group(name);
-        match self.internal(sql.as_bytes()).await? {
-            Internal::Err(e) => self.answer_raw(&e).await,
+        self.implicit_commit().await?;
+        let sql = self.catalog().delete_group(key);
+        match self.catalog_write(&sql).await? {
+            Internal::Err(e)
+                if !matches!(parse_err_code(&e), Some(ER_BAD_DB | ER_NO_SUCH_TABLE)) =>
+            {
+                self.answer_raw(&e).await
+            }
+            Internal::Err(_) => {
+                let e = ErrorInfo::new(
+                    rules::ER_NO_SUCH_TABLEGROUP,
+                    "42S02",
+                    format!("Unknown table group '{name}'"),
+                );
+                self.answer_error_or_note(if_exists, e).await
+            }
+            Internal::Ok(ok) if ok.affected_rows == 0 => {
+                let e = ErrorInfo::new(
+                    rules::ER_NO_SUCH_TABLEGROUP,
+                    "42S02",
+                    format!("Unknown table group '{name}'"),
+                );
+                self.answer_error_or_note(if_exists, e).await
+            }
             _ => self.answer_ok(0, 0).await,
         }
     }
 
+    /// SHOW TABLEGROUPS from what exists: the catalog's table groups and the tables that carry
+    /// a marker, as far as this user may see them (a group none of whose tables the user may see
+    /// shows as if empty).
     async fn show_tablegroups(&mut self, pattern: Option<&str>) -> Result<(), End> {
         if self.flavor().await?.native_tablegroups() {
             return self.forward(ResponseKind::Query).await.map(drop);
         }
-        let sql = self.catalog().all_groups();
-        let rows = match self.rows(&sql).await? {
-            Ok(r) => r,
+        let groups: Vec<Vec<u8>> = match self.catalog_rows(&self.catalog().all_groups()).await? {
+            Ok(rows) => rows.iter().map(|r| hex_cell(r, 0)).collect(),
             Err(e) => return self.answer_raw(&e).await,
         };
-        let visible = self.visible_hbase_tables().await?;
-        // rows come ordered by group; a table the user may not see is not named, and a group
-        // none of whose tables the user may see shows as if empty
-        let mut out: Vec<Vec<Option<String>>> = Vec::new();
-        for r in &rows {
-            let group = text(&r[0]);
-            if !pattern.is_none_or(|p| like(p, &group)) {
+        let tables = match self.marked_tables(false).await? {
+            Ok(t) => t,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        // (group key) → (group's UTF-8 name, [(db, table) as the client reads them])
+        let mut by_key: std::collections::BTreeMap<Vec<u8>, GroupListing> = Default::default();
+        for g in groups {
+            let key = marker::fold(&g, self.names_ci);
+            by_key.entry(key).or_insert((g, Vec::new()));
+        }
+        for t in tables {
+            by_key
+                .entry(t.group_key.clone())
+                .or_insert((t.group.clone(), Vec::new()))
+                .1
+                .push((t.shown_schema, t.shown_name));
+        }
+        let names: Vec<Vec<u8>> = by_key.values().map(|(g, _)| g.clone()).collect();
+        let shown = self.in_client_charset(names).await?;
+        let mut out: Vec<Vec<Option<Vec<u8>>>> = Vec::new();
+        for ((_, (_, mut members)), group) in by_key.into_iter().zip(shown) {
+            if !pattern.is_none_or(|p| like(p, &lossy(&group))) {
                 continue;
             }
-            let (db, table) = (text(&r[2]), text(&r[1]));
-            let shown = r[1].is_some() && visible.contains(&(db.clone(), table.clone()));
-            let last_same_group = out.last().filter(|o| o[0].as_deref() == Some(&group));
-            match (shown, last_same_group.is_some_and(|o| o[1].is_none())) {
-                (true, true) => {
-                    *out.last_mut().expect("checked") = vec![Some(group), Some(table), Some(db)]
-                }
-                (true, false) => out.push(vec![Some(group), Some(table), Some(db)]),
-                (false, _) if last_same_group.is_none() => out.push(vec![Some(group), None, None]),
-                (false, _) => {}
+            members.sort();
+            if members.is_empty() {
+                out.push(vec![Some(group.clone()), None, None]);
+            }
+            for (db, table) in members {
+                out.push(vec![Some(group.clone()), Some(table), Some(db)]);
             }
         }
         self.answer_rows(&["Tablegroup_name", "Table_name", "Database_name"], &out)
             .await
     }
 
-    /// Families already in the group (excluding `except`), with their partition clauses.
-    async fn group_state(&mut self, group: &str, except: (&str, &str)) -> Result<GroupState, End> {
-        let exists = self.flavor().await?.native_tablegroups() || self.group_exists(group).await?;
-        let sql = self.catalog().group_tables(group);
-        let rows = self.rows(&sql).await?.unwrap_or_default();
-        let mut families = Vec::new();
-        for r in rows {
-            if text(&r[0]) == except.0 && text(&r[1]).eq_ignore_ascii_case(except.1) {
-                continue;
-            }
-            if let Ok(Some(Statement::CreateTable(t))) =
-                ddl::parse(r[3].as_deref().unwrap_or_default())
-            {
-                families.push((text(&r[2]), t.partition.clone()));
-            }
-        }
-        Ok(GroupState { exists, families })
-    }
-
-    async fn create_table(&mut self, t: CreateTable) -> Result<(), End> {
-        let sql = self.command[1..].to_vec();
+    /// CREATE TABLE of an HBase table (or of a K/Q/T/V table without `$`, which runs with a
+    /// warning). `sql` is the statement to carry out (the user's, or a LIKE made concrete).
+    async fn create_table(&mut self, t: CreateTable, sql: Vec<u8>) -> Result<(), End> {
         if !t.name.is_hbase_name() && t.tablegroup().is_none() {
             // not an HBase table, but it has K, Q, T, V: it runs, with a warning
             match self.internal(&sql).await? {
@@ -416,32 +798,88 @@ impl Session {
             let n = self.pending_warnings.len() as u16;
             return self.answer_ok(0, n).await;
         }
-        let Some(db) = (match &t.name.schema {
-            Some(s) => Some(s.clone()),
-            None => self.current_db().await?,
-        }) else {
+        // the group: the part of the name before '$' (as the backend will store it), else the
+        // TABLEGROUP option
+        let raw_group = match memchr::memchr(b'$', &t.name.raw_name) {
+            Some(i) if i > 0 => t.name.raw_name.get(..i).unwrap_or_default().to_vec(),
+            _ => t.tablegroup().unwrap_or_default().as_bytes().to_vec(),
+        };
+        let group = self.utf8_of(&raw_group).await?;
+        let key = marker::fold(&group, self.names_ci);
+        let lock = match self.lock_group(&key, &group).await? {
+            Ok(l) => l,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let done = self.create_table_locked(t, sql, group, key).await;
+        let unlocked = self.unlock(&lock).await;
+        done?;
+        unlocked
+    }
+
+    async fn create_table_locked(
+        &mut self,
+        t: CreateTable,
+        sql: Vec<u8>,
+        group: Vec<u8>,
+        key: Vec<u8>,
+    ) -> Result<(), End> {
+        if !self.own_catalog() {
+            self.implicit_commit().await?;
+        }
+        // where the table will be, in UTF-8 (to leave it out of its own group's families)
+        let schema_expr = match &t.name.raw_schema {
+            Some(s) => catalog::client_text(s),
+            None => "DATABASE()".into(),
+        };
+        let q = format!(
+            "SELECT HEX({schema_expr}), HEX({}), DATABASE()",
+            catalog::client_text(&t.name.raw_name)
+        );
+        let row = match self.rows(&q).await? {
+            Ok(rows) => rows.into_iter().next().unwrap_or_default(),
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        if row.first().is_none_or(Option::is_none) {
             return self
                 .answer_error(ErrorInfo::new(1046, "3D000", "No database selected"))
                 .await;
+        }
+        let (schema, name) = (hex_cell(&row, 0), hex_cell(&row, 1));
+        let current_db = cell(&row, 2).to_vec();
+        let state = match self.group_state(&key, Some((&schema, &name))).await? {
+            Ok((s, _)) => s,
+            Err(e) => return self.answer_raw(&e).await,
         };
-        let group = t
-            .name
-            .hbase_parts()
-            .map(|(g, _)| g.to_string())
-            .or_else(|| t.tablegroup().map(str::to_owned))
-            .unwrap_or_default();
-        let family = t
-            .name
-            .hbase_parts()
-            .map(|(_, f)| f.to_string())
-            .unwrap_or_default();
-        let state = self.group_state(&group, (&db, &t.name.name)).await?;
         let findings = check_create(&t, self.rule_config(), &state);
         if let Some(e) = self.judge(findings) {
             return self.answer_error(e).await;
         }
+        if let Err(e) = self.ensure_catalog().await? {
+            return self.answer_raw(&e).await;
+        }
+        let id = marker::ddl_id(&sql);
+        let m = Marker {
+            ddl_id: id.clone(),
+            group: t.name.hbase_parts().is_none().then(|| group.clone()),
+        };
+        let edit = match marker::create_edit(&t, &m) {
+            Ok(e) => e,
+            Err(marker::CannotMark(why)) => {
+                return self
+                    .answer_error(ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why))
+                    .await
+            }
+        };
+        // the definition first: when the table appears, its definition is there
+        if let Internal::Err(e) = self
+            .catalog_write(&self.catalog().insert_ddl(&id, &sql))
+            .await?
+        {
+            self.pending_warnings.clear();
+            return self.answer_raw(&e).await;
+        }
         let flavor = self.flavor().await?;
-        let tr = translate::create_table(&t, &sql, flavor, &db);
+        let tr = translate::create_table(&t, &sql, flavor, &current_db, Some(edit));
         let created = match self.internal(&tr.create).await? {
             Internal::Err(e) => {
                 self.pending_warnings.clear();
@@ -450,203 +888,163 @@ impl Session {
             Internal::Ok(ok) => ok,
             Internal::Rows(_) => OkInfo::default(),
         };
-        let existed = t.if_not_exists && created.warnings > 0;
+        let before = self.pending_warnings.len();
         self.keep_backend_warnings(&created).await?;
+        // IF NOT EXISTS on a table that exists: the backend's note 1050, nothing created
+        let existed = t.if_not_exists
+            && self
+                .pending_warnings
+                .get(before..)
+                .is_some_and(|w| w.iter().any(|(_, code, _)| *code == ER_TABLE_EXISTS));
         if existed {
             let n = self.pending_warnings.len() as u16;
             return self.answer_ok(0, n).await;
         }
-        let drop_sql = format!("DROP TABLE {}", qualified(&db, &t.name));
+        let mut drop_sql = b"DROP TABLE ".to_vec();
+        drop_sql.extend_from_slice(&catalog::qualified_bytes(&current_db, &t.name));
         for step in &tr.after {
             if let Internal::Err(e) = self.internal(step).await? {
-                self.internal(drop_sql.as_bytes()).await?;
+                // the table goes again, named with the very bytes that created it
+                self.internal(&drop_sql).await?;
                 self.pending_warnings.clear();
                 return self.answer_raw(&e).await;
             }
         }
-        let record = self
-            .catalog()
-            .insert_table(&db, &t.name.name, &group, &family, &sql);
-        if let Internal::Err(e) = self.internal(record.as_bytes()).await? {
-            self.internal(drop_sql.as_bytes()).await?;
-            self.pending_warnings.clear();
-            return self.answer_raw(&e).await;
-        }
-        let key = self.cache_key(&db, &t.name.name);
-        self.shared
-            .catalog_cache
-            .put(key, (group.clone(), sql.clone()));
-        info!(table = %t.name, %db, %group, "HBase table created");
+        self.shared.definitions.put(
+            id,
+            Arc::new(Definition {
+                ddl: sql,
+                table: t.clone(),
+            }),
+        );
+        info!(table = %t.name, group = %lossy(&group), "HBase table created");
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
     }
 
-    /// The catalog entry of a table: (schema, group, family, parsed definition, original DDL).
-    async fn catalog_entry(
+    /// CREATE TABLE … LIKE an HBase table: the source's definition under the new name, through
+    /// the same rules and translation as any CREATE TABLE (the backend's own LIKE would copy
+    /// neither MariaDB's triggers nor a definition the rules have seen).
+    async fn create_table_like(
         &mut self,
-        t: &TableName,
-    ) -> Result<Option<(String, String, CreateTable, Vec<u8>)>, End> {
-        let Some(db) = (match &t.schema {
-            Some(s) => Some(s.clone()),
-            None => self.current_db().await?,
-        }) else {
-            return Ok(None);
-        };
-        let sql = self.catalog().table(&db, &t.name);
-        let key = self.cache_key(&db, &t.name);
-        let (group, ddl_text) = match self.rows(&sql).await? {
-            Ok(rows) => match rows.first() {
-                Some(r) => {
-                    let entry = (text(&r[0]), r[2].clone().unwrap_or_default());
-                    self.shared.catalog_cache.put(key, entry.clone());
-                    entry
-                }
-                None => {
-                    self.shared.catalog_cache.remove(&key);
-                    return Ok(None);
-                }
-            },
-            // Under LOCK TABLES (mariadb-dump's default) the catalog cannot be read on this
-            // connection: what this process last read or wrote stands in for it.
-            Err(e) if parse_err_code(&e) == Some(ER_TABLE_NOT_LOCKED) => {
-                match self.shared.catalog_cache.get(&key) {
-                    Some(entry) => entry,
-                    None => return Ok(None),
-                }
+        name: &TableName,
+        name_span: (usize, usize),
+        if_not_exists: bool,
+        source: &TableName,
+    ) -> Result<(), End> {
+        let Some(src) = self.catalog_entry(source).await? else {
+            if name.is_hbase_name()
+                && self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict
+            {
+                return self
+                    .answer_error(ErrorInfo::new(
+                        rules::ER_NOT_SUPPORTED,
+                        "42000",
+                        format!("OBKV-HBase rule R1: '{name}' would be an HBase table copied from '{source}', which is not one; define it with CREATE TABLE {name} (K …, Q …, T …, V …)"),
+                    ))
+                    .await;
             }
-            Err(_) => return Ok(None),
+            return self.forward(ResponseKind::Query).await.map(drop);
         };
-        match ddl::parse(&ddl_text) {
-            Ok(Some(Statement::CreateTable(c))) => Ok(Some((db, group, *c, ddl_text))),
-            _ => Ok(None),
+        let sql = self.command.get(1..).unwrap_or_default();
+        let new_name = sql.get(name_span.0..name_span.1).unwrap_or_default();
+        let def = &src.def;
+        let mut ddl = b"CREATE TABLE ".to_vec();
+        if if_not_exists {
+            ddl.extend_from_slice(b"IF NOT EXISTS ");
         }
-    }
-
-    /// Reads the catalog entries of these tables into the process's cache (before a LOCK
-    /// TABLES, after which the catalog cannot be read on this connection).
-    pub(super) async fn read_catalog_entries(&mut self, tables: &[TableName]) -> Result<(), End> {
-        self.flavor().await?;
-        for t in tables {
-            self.catalog_entry(t).await?;
-        }
-        Ok(())
-    }
-
-    /// The catalog cache's key for a table: names folded as the backend compares them.
-    fn cache_key(&self, db: &str, table: &str) -> (String, String) {
-        if self.names_ci {
-            (db.to_lowercase(), table.to_lowercase())
-        } else {
-            (db.to_string(), table.to_string())
-        }
-    }
-
-    async fn drop_tables(&mut self, tables: &[TableName]) -> Result<(), End> {
-        let mut dbs = Vec::new();
-        for t in tables {
-            let db = match &t.schema {
-                Some(s) => Some(s.clone()),
-                None => self.current_db().await?,
-            };
-            dbs.push(db);
-        }
-        let summary = self.forward(ResponseKind::Query).await?;
-        if summary.error_code.is_none() {
-            for (t, db) in tables.iter().zip(dbs) {
-                if let Some(db) = db {
-                    let sql = self.catalog().delete_table(&db, &t.name);
-                    self.internal(sql.as_bytes()).await?;
-                    let key = self.cache_key(&db, &t.name);
-                    self.shared.catalog_cache.remove(&key);
-                }
+        ddl.extend_from_slice(new_name);
+        ddl.extend_from_slice(def.ddl.get(def.table.name_span.1..).unwrap_or_default());
+        match ddl::parse_with(&ddl, self.dialect) {
+            Ok(Some(Statement::CreateTable(t))) => self.create_table(*t, ddl).await,
+            _ => {
+                self.answer_error(ErrorInfo::new(
+                    rules::ER_NOT_SUPPORTED,
+                    "42000",
+                    format!("obkv-proxy: cannot read the definition of '{source}' under the new name; create '{name}' with its columns"),
+                ))
+                .await
             }
         }
-        Ok(())
     }
 
     async fn rename_tables(&mut self, pairs: &[(TableName, TableName)]) -> Result<(), End> {
         let mut findings = Vec::new();
-        let mut moves = Vec::new();
         for (from, to) in pairs {
-            if let Some((db, _group, def, ddl_text)) = self.catalog_entry(from).await? {
+            if self.catalog_entry(from).await?.is_some() {
                 findings.extend(check_rename(from, to));
-                moves.push((db, from.clone(), to.clone(), def, ddl_text));
             }
         }
         if let Some(e) = self.judge(findings) {
             return self.answer_error(e).await;
         }
-        let summary = self.forward(ResponseKind::Query).await?;
-        if summary.error_code.is_some() {
-            return Ok(());
-        }
-        for (db, from, to, def, ddl_text) in moves {
-            let (group, family) = to
-                .hbase_parts()
-                .map(|(g, f)| (g.to_string(), f.to_string()))
-                .unwrap_or_default();
-            let new_ddl = [
-                &ddl_text[..def.name_span.0],
-                to.name.as_bytes(),
-                &ddl_text[def.name_span.1..],
-            ]
-            .concat();
-            let to_db = to.schema.clone().unwrap_or_else(|| db.clone());
-            let ins = self
-                .catalog()
-                .insert_table(&to_db, &to.name, &group, &family, &new_ddl);
-            self.internal(ins.as_bytes()).await?;
-            let del = self.catalog().delete_table(&db, &from.name);
-            self.internal(del.as_bytes()).await?;
-            let key = self.cache_key(&db, &from.name);
-            self.shared.catalog_cache.remove(&key);
-        }
-        Ok(())
+        // the marker moves with the table, across databases too
+        self.forward(ResponseKind::Query).await.map(drop)
     }
 
     async fn alter_table(&mut self, table: &TableName, actions: &[AlterAction]) -> Result<(), End> {
-        let Some((db, group, current, ddl_text)) = self.catalog_entry(table).await? else {
+        let Some(entry) = self.catalog_entry(table).await? else {
             return self.forward(ResponseKind::Query).await.map(drop);
         };
-        let state = self.group_state(&group, (&db, &table.name)).await?;
-        let findings = check_alter(&current, actions, self.rule_config(), &state);
+        let lock = match self.lock_group(&entry.group_key, &entry.group).await? {
+            Ok(l) => l,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let done = self.alter_table_locked(table, entry, actions).await;
+        let unlocked = self.unlock(&lock).await;
+        done?;
+        unlocked
+    }
+
+    async fn alter_table_locked(
+        &mut self,
+        table: &TableName,
+        entry: Entry,
+        actions: &[AlterAction],
+    ) -> Result<(), End> {
+        if !self.own_catalog() {
+            self.implicit_commit().await?;
+        }
+        // the group matters only to a new partitioning (the families must agree); other
+        // ALTERs read nothing more (a restore's ALTER … DISABLE KEYS runs under LOCK TABLES,
+        // where the catalog cannot be read on this connection)
+        let state = if actions
+            .iter()
+            .any(|a| matches!(a, AlterAction::Partition(_)))
+        {
+            match self
+                .group_state(&entry.group_key, Some((&entry.schema, &entry.name)))
+                .await?
+            {
+                Ok((s, _)) => s,
+                Err(e) => return self.answer_raw(&e).await,
+            }
+        } else {
+            GroupState {
+                exists: true,
+                families: Vec::new(),
+            }
+        };
+        let current = &entry.def.table;
+        let findings = check_alter(current, actions, self.rule_config(), &state);
         if let Some(e) = self.judge(findings) {
             return self.answer_error(e).await;
         }
-        let sql = self.command[1..].to_vec();
-        // options the backend lacks are kept in the catalog only
-        let flavor = self.flavor().await?;
-        let cut: Vec<(usize, usize)> = actions
-            .iter()
-            .filter_map(|a| match a {
-                AlterAction::Option(o)
-                    if (o.name == "TABLEGROUP" && !flavor.native_tablegroups())
-                        || (o.name == "KV_ATTRIBUTES" && !flavor.kv_attributes_option()) =>
-                {
-                    Some(o.span)
-                }
-                _ => None,
-            })
-            .collect();
-        let only_options = !cut.is_empty() && cut.len() == actions.len();
-        if !only_options {
-            let to_run = translate::strip_options(&sql, &cut);
-            match self.internal(&to_run).await? {
-                Internal::Err(e) => return self.answer_raw(&e).await,
-                Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
-                Internal::Rows(_) => {}
-            }
-        }
+        let sql = self.command.get(1..).unwrap_or_default().to_vec();
+        let ddl_text = entry.def.ddl.clone();
         // keep the stored definition in step with what changed
         let mut new_ddl = ddl_text.clone();
         for a in actions {
             if let AlterAction::Partition(p) = a {
-                let clause = &sql[p.span.0..p.span.1];
+                let clause = sql.get(p.span.0..p.span.1).unwrap_or_default();
                 new_ddl = match ddl::parse(&new_ddl) {
                     Ok(Some(Statement::CreateTable(c))) => match &c.partition {
-                        Some(old) => {
-                            [&new_ddl[..old.span.0], clause, &new_ddl[old.span.1..]].concat()
-                        }
+                        Some(old) => [
+                            new_ddl.get(..old.span.0).unwrap_or_default(),
+                            clause,
+                            new_ddl.get(old.span.1..).unwrap_or_default(),
+                        ]
+                        .concat(),
                         None => [&new_ddl[..], b" ", clause].concat(),
                     },
                     _ => new_ddl,
@@ -654,15 +1052,27 @@ impl Session {
             }
             if let AlterAction::Option(o) = a {
                 if o.name == "KV_ATTRIBUTES" {
-                    let opt = &sql[o.span.0..o.span.1];
+                    let opt = sql.get(o.span.0..o.span.1).unwrap_or_default();
+                    let opt = opt.strip_prefix(b",").unwrap_or(opt);
+                    let opt = opt.strip_suffix(b",").unwrap_or(opt);
                     new_ddl = match ddl::parse(&new_ddl) {
                         Ok(Some(Statement::CreateTable(c))) => match c.option("KV_ATTRIBUTES") {
-                            Some(old) => {
-                                [&new_ddl[..old.span.0], b" ", opt, &new_ddl[old.span.1..]].concat()
-                            }
+                            Some(old) => [
+                                new_ddl.get(..old.span.0).unwrap_or_default(),
+                                b" ",
+                                opt,
+                                new_ddl.get(old.span.1..).unwrap_or_default(),
+                            ]
+                            .concat(),
                             None => {
                                 let at = c.partition.as_ref().map_or(new_ddl.len(), |p| p.span.0);
-                                [&new_ddl[..at], opt, b" ", &new_ddl[at..]].concat()
+                                [
+                                    new_ddl.get(..at).unwrap_or_default(),
+                                    opt,
+                                    b" ",
+                                    new_ddl.get(at..).unwrap_or_default(),
+                                ]
+                                .concat()
                             }
                         },
                         _ => new_ddl,
@@ -670,11 +1080,102 @@ impl Session {
                 }
             }
         }
-        if new_ddl != ddl_text {
-            let upd = self.catalog().update_ddl(&db, &table.name, &new_ddl);
-            self.internal(upd.as_bytes()).await?;
-            let key = self.cache_key(&db, &table.name);
-            self.shared.catalog_cache.put(key, (group.clone(), new_ddl));
+        let changed = new_ddl != ddl_text;
+        let new_marker = Marker {
+            ddl_id: marker::ddl_id(&new_ddl),
+            group: entry.marker.group.clone(),
+        };
+        // options the backend lacks are cut; the marker is spliced into the same statement
+        let flavor = self.flavor().await?;
+        let mut edits: Vec<(usize, usize, String)> = actions
+            .iter()
+            .filter_map(|a| match a {
+                AlterAction::Option(o)
+                    if (o.name == "TABLEGROUP" && !flavor.native_tablegroups())
+                        || (o.name == "KV_ATTRIBUTES" && !flavor.kv_attributes_option()) =>
+                {
+                    Some((o.span.0, o.span.1, String::new()))
+                }
+                _ => None,
+            })
+            .collect();
+        let cut_all = !edits.is_empty() && edits.len() == actions.len();
+        let user_comment = marker::user_comment(&entry.comment).to_vec();
+        let mbb = self.dialect.multibyte_backslash;
+        let repartition = actions
+            .iter()
+            .any(|a| matches!(a, AlterAction::Partition(_)));
+        // OceanBase's grammar takes no table option beside PARTITION BY: a new marker then goes
+        // in a statement of its own, before the user's (and back if the user's fails)
+        let separate = changed && repartition;
+        let marks = match marker::alter_edits(
+            actions,
+            &new_marker,
+            &user_comment,
+            changed && !separate,
+            mbb,
+            statement_end(&sql, self.dialect),
+        ) {
+            Ok(m) => m,
+            Err(marker::CannotMark(why)) => {
+                return self
+                    .answer_error(ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why))
+                    .await
+            }
+        };
+        let set_marker = |m: &Marker| -> Result<Vec<u8>, marker::CannotMark> {
+            let mut stmt = b"ALTER TABLE ".to_vec();
+            stmt.extend_from_slice(&table_ref(table));
+            let end = stmt.len();
+            let e = marker::alter_edits(&[], m, &user_comment, true, mbb, end)?;
+            Ok(translate::tidy_alter(&marker::splice_inserts(&stmt, e)))
+        };
+        let (before, undo) = if separate {
+            match (set_marker(&new_marker), set_marker(&entry.marker)) {
+                (Ok(a), Ok(b)) => (Some(a), Some(b)),
+                (Err(marker::CannotMark(why)), _) | (_, Err(marker::CannotMark(why))) => {
+                    return self
+                        .answer_error(ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why))
+                        .await
+                }
+            }
+        } else {
+            (None, None)
+        };
+        if cut_all && marks.is_empty() && !separate {
+            // only options the backend does not keep, and they changed nothing
+            let n = self.pending_warnings.len() as u16;
+            return self.answer_ok(0, n).await;
+        }
+        if changed {
+            if let Err(e) = self.ensure_catalog().await? {
+                return self.answer_raw(&e).await;
+            }
+            let ins = self.catalog().insert_ddl(&new_marker.ddl_id, &new_ddl);
+            if let Internal::Err(e) = self.catalog_write(&ins).await? {
+                return self.answer_raw(&e).await;
+            }
+        }
+        if let Some(stmt) = &before {
+            if let Internal::Err(e) = self.internal(stmt).await? {
+                return self.answer_raw(&e).await;
+            }
+        }
+        if cut_all && marks.is_empty() {
+            let n = self.pending_warnings.len() as u16;
+            return self.answer_ok(0, n).await;
+        }
+        edits.extend(marks.into_iter().map(|(at, text)| (at, at, text)));
+        let to_run = translate::tidy_alter(&marker::splice(&sql, edits));
+        match self.internal(&to_run).await? {
+            Internal::Err(e) => {
+                if let Some(stmt) = &undo {
+                    self.internal(stmt).await?;
+                }
+                return self.answer_raw(&e).await;
+            }
+            Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
+            Internal::Rows(_) => {}
         }
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
@@ -685,7 +1186,7 @@ impl Session {
     /// not keep; MariaDB/MySQL's (a translation) is replaced by the user's definition rendered
     /// that way. Tools that parse it line by line (SQLAlchemy, mysqldump) see the HBase table.
     async fn show_create_table(&mut self, t: &TableName) -> Result<(), End> {
-        let Some((db, _, def, ddl_text)) = self.catalog_entry(t).await? else {
+        let Some(entry) = self.catalog_entry(t).await? else {
             return self.forward(ResponseKind::Query).await.map(drop);
         };
         let flavor = self.flavor().await?;
@@ -694,63 +1195,62 @@ impl Session {
         }
         // The backend answers the same question first, so its grants apply: a user who may not
         // see the table gets the backend's own error (1142), never the catalog's text.
-        let probe = format!("SHOW CREATE TABLE {}", qualified(&db, t));
-        let backend_row = match self.internal(probe.as_bytes()).await? {
+        let question = self.command.get(1..).unwrap_or_default().to_vec();
+        let backend_row = match self.internal(&question).await? {
             Internal::Err(e) => return self.answer_raw(&e).await,
             Internal::Rows(rows) => rows.into_iter().next().unwrap_or_default(),
             Internal::Ok(_) => Vec::new(),
         };
+        let def = &entry.def;
         let name = backend_row
             .first()
-            .map(text)
-            .unwrap_or_else(|| def.name.name.clone());
+            .cloned()
+            .flatten()
+            .unwrap_or_else(|| def.table.name.name.clone().into_bytes());
         let shown = match (flavor, backend_row.get(1)) {
-            (Flavor::SeekDb, Some(v)) => translate::with_kept_options(&text(v), &def),
-            _ => translate::canonical_create(&def, &ddl_text),
+            (Flavor::SeekDb, Some(v)) => {
+                let backend_text = translate::without_marker(&text(v), &entry.marker.render());
+                translate::with_kept_options(&backend_text, &def.table)
+            }
+            _ => translate::canonical_create(&def.table, &def.ddl),
         };
-        self.answer_rows(&["Table", "Create Table"], &[vec![Some(name), Some(shown)]])
-            .await
-    }
-
-    /// The (schema, table) pairs of HBase-named tables this user may see: information_schema
-    /// lists only tables the user has some privilege on.
-    async fn visible_hbase_tables(&mut self) -> Result<HashSet<(String, String)>, End> {
-        let sql = "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES \
-                   WHERE TABLE_NAME LIKE '%$%'";
-        Ok(self
-            .rows(sql)
-            .await?
-            .unwrap_or_default()
-            .iter()
-            .map(|r| (text(&r[0]), text(&r[1])))
-            .collect())
+        self.answer_rows(
+            &["Table", "Create Table"],
+            &[vec![Some(name), Some(shown.into_bytes())]],
+        )
+        .await
     }
 
     /// `SHOW PROXY CREATE TABLEGROUPS`: one `CREATE TABLEGROUP IF NOT EXISTS` per table group,
     /// to run before restoring a dump (mysqldump knows nothing of table groups).
     pub(super) async fn answer_tablegroup_ddl(&mut self) -> Result<(), End> {
-        self.flavor().await?;
-        if let Err(e) = self.ensure_catalog().await? {
-            return self.answer_raw(&e).await;
-        }
-        let sql = if self.flavor.is_some_and(Flavor::native_tablegroups) {
-            "SHOW TABLEGROUPS".to_string()
+        let native = self.flavor().await?.native_tablegroups();
+        let mut groups: Vec<Vec<u8>> = if native {
+            match self.rows("SHOW TABLEGROUPS").await? {
+                Ok(rows) => rows.iter().map(|r| cell(r, 0).to_vec()).collect(),
+                Err(e) => return self.answer_raw(&e).await,
+            }
         } else {
-            self.catalog().all_groups()
+            let mut g: Vec<Vec<u8>> = match self.catalog_rows(&self.catalog().all_groups()).await? {
+                Ok(rows) => rows.iter().map(|r| hex_cell(r, 0)).collect(),
+                Err(e) => return self.answer_raw(&e).await,
+            };
+            if let Ok(tables) = self.marked_tables(false).await? {
+                g.extend(tables.into_iter().map(|t| t.group));
+            }
+            let ci = self.names_ci;
+            g.sort_by_key(|x| marker::fold(x, ci));
+            g.dedup_by(|a, b| marker::fold(a, ci) == marker::fold(b, ci));
+            self.in_client_charset(g).await?
         };
-        let rows = match self.rows(&sql).await? {
-            Ok(r) => r,
-            Err(e) => return self.answer_raw(&e).await,
-        };
-        let mut groups: Vec<String> = rows.iter().map(|r| text(&r[0])).collect();
         groups.dedup();
-        let out: Vec<Vec<Option<String>>> = groups
+        let out: Vec<Vec<Option<Vec<u8>>>> = groups
             .iter()
             .map(|g| {
-                vec![Some(format!(
-                    "CREATE TABLEGROUP IF NOT EXISTS {};",
-                    catalog::ident(g)
-                ))]
+                let mut s = b"CREATE TABLEGROUP IF NOT EXISTS ".to_vec();
+                s.extend_from_slice(&catalog::ident_bytes(g));
+                s.push(b';');
+                vec![Some(s)]
             })
             .collect();
         self.answer_rows(&["Create Tablegroup"], &out).await
@@ -765,4 +1265,25 @@ impl Session {
             .collect();
         self.answer_rows(&["Level", "Code", "Message"], &rows).await
     }
+}
+
+/// A table as the client named it, with its exact bytes.
+fn table_ref(t: &TableName) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(s) = &t.raw_schema {
+        out.extend_from_slice(&catalog::ident_bytes(s));
+        out.push(b'.');
+    }
+    out.extend_from_slice(&catalog::ident_bytes(&t.raw_name));
+    out
+}
+
+/// Where a statement's last token ends (before a trailing `;`, spaces and comments): where a
+/// clause is appended.
+fn statement_end(sql: &[u8], d: crate::sql::scan::Dialect) -> usize {
+    crate::sql::scan::Scanner::new(sql, d)
+        .map_while(Result::ok)
+        .filter(|t| !t.is_punct(b';'))
+        .last()
+        .map_or(sql.len(), |t| t.end)
 }

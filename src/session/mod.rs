@@ -561,10 +561,10 @@ impl Session {
     }
 
     /// A text result set made by the proxy, in the EOF style the client negotiated.
-    async fn answer_rows(
+    async fn answer_rows<T: AsRef<[u8]>>(
         &mut self,
         columns: &[&str],
-        rows: &[Vec<Option<String>>],
+        rows: &[Vec<Option<T>>],
     ) -> Result<(), End> {
         let packets = text_result_set(
             columns,

@@ -660,6 +660,11 @@ fn locked_hbase_tables(piece: &[u8], d: Dialect, scope: &Scope) -> Vec<TableName
             _ => None,
         };
         out.push(TableName {
+            raw_schema: match before {
+                [Some(db), Some(dot)] if dot.is_punct(b'.') => Some(scan::ident_value(piece, &db)),
+                _ => None,
+            },
+            raw_name: scan::ident_value(piece, t),
             schema,
             name: name(t),
         });
@@ -715,6 +720,7 @@ fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
         | Statement::DropTablegroup { .. }
         | Statement::ShowTablegroups { .. } => true,
         Statement::CreateTable(t) => hbase(&t.name) || t.tablegroup().is_some(),
+        Statement::CreateTableLike { name, source, .. } => hbase(name) || hbase(source),
         Statement::DropTable { tables, .. } => tables.iter().any(hbase),
         Statement::TruncateTable(t)
         | Statement::ShowCreateTable(t)
@@ -1003,14 +1009,8 @@ mod tests {
         // mariadb-dump locks the tables first: their catalog entries are read before
         let lock = "LOCK TABLES `g$f` READ /*!32311 LOCAL */,`plain` READ, d.h$f AS x WRITE";
         let want = vec![
-            TableName {
-                schema: None,
-                name: "g$f".into(),
-            },
-            TableName {
-                schema: Some("d".into()),
-                name: "h$f".into(),
-            },
+            TableName::new(None, "g$f"),
+            TableName::new(Some("d"), "h$f"),
         ];
         assert_eq!(maria(lock), Decision::ReadCatalogThenForward(want));
         assert_eq!(text("LOCK TABLES plain WRITE"), Decision::Forward);
