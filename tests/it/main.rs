@@ -3,6 +3,7 @@
 
 mod auth_tls;
 mod bad_input;
+mod catalog;
 mod cli;
 mod clients;
 mod commands;
