@@ -1,4 +1,5 @@
-//! The DDL reader, the rules and the per-backend translation; the SHOW ... LIKE matcher.
+//! The DDL reader, the rules and the per-backend translation; the marker spliced into CREATE
+//! and ALTER and read back from comments; the SHOW ... LIKE matcher.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -6,12 +7,25 @@ use obkv_proxy::hbase::backend::Flavor;
 use obkv_proxy::hbase::catalog::like;
 use obkv_proxy::hbase::ddl::{parse, Statement};
 use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
-use obkv_proxy::hbase::translate::create_table;
+use obkv_proxy::hbase::marker::{self, Marker};
+use obkv_proxy::hbase::translate::{create_table, tidy_alter};
 
 fuzz_target!(|data: &[u8]| {
     let cfg = RuleConfig {
         require_tablegroup_option: data.first().is_some_and(|b| b & 1 != 0),
         multiple_families: data.first().is_some_and(|b| b & 2 != 0),
+    };
+    // a comment from the backend: any bytes
+    if let Some((m, at)) = Marker::find(data) {
+        assert!(at < data.len());
+        let _ = m.group_of(data);
+        assert_eq!(Marker::find(m.render().as_bytes()).map(|x| x.0), Some(m));
+    }
+    let _ = marker::user_comment(data);
+    let _ = marker::fold(data, true);
+    let mk = Marker {
+        ddl_id: marker::ddl_id(data),
+        group: data.get(..3).map(<[u8]>::to_vec),
     };
     if let Ok(Some(stmt)) = parse(data) {
         let group = GroupState {
@@ -22,7 +36,8 @@ fuzz_target!(|data: &[u8]| {
             Statement::CreateTable(t) => {
                 let _ = check_create(t, cfg, &group);
                 for f in [Flavor::OceanBase, Flavor::SeekDb, Flavor::MySqlFamily] {
-                    let tr = create_table(t, data, f, b"db", None);
+                    let edit = marker::create_edit(t, &mk).ok();
+                    let tr = create_table(t, data, f, b"db", edit);
                     assert!(!tr.create.is_empty() || data.is_empty());
                 }
                 let _ = t.model_partitioning();
@@ -32,6 +47,9 @@ fuzz_target!(|data: &[u8]| {
                     b"CREATE TABLE g$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = g PARTITION BY KEY(K) PARTITIONS 97",
                 ) {
                     let _ = check_alter(&base, actions, cfg, &group);
+                }
+                if let Ok(e) = marker::alter_edits(actions, &mk, data, true, false, data.len()) {
+                    let _ = tidy_alter(&marker::splice_inserts(data, e));
                 }
             }
             Statement::RenameTable(pairs) => {

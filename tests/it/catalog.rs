@@ -346,7 +346,7 @@ fn transactions_around_hbase_ddl_leave_no_catalog_locks() {
         let db = "cat_txn";
         accounts(&backend.addr, &[db]);
         let mut d = root(&backend.addr);
-        assert!(d.query_ok(&format!("GRANT ALL ON obkv_meta.* TO obkv_app")));
+        assert!(d.query_ok("GRANT ALL ON obkv_meta.* TO obkv_app"));
         for own in [true, false] {
             let cfg = if own {
                 with_catalog_account(&backend.addr)
@@ -456,7 +456,7 @@ fn charsets_warnings_and_case_variants_leave_nothing_half_done() {
         assert_eq!(exec(&mut c, &q("CREATE TABLEGROUP `", "`")), None);
         let create = q(
             "CREATE TABLE `",
-            &format!("$f` (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, K_PREFIX varbinary(4) GENERATED ALWAYS AS (substring(K, 1, 4)), PRIMARY KEY (K, Q, T)) TABLEGROUP = `x` PARTITION BY KEY(K_PREFIX) PARTITIONS 3"),
+            "$f` (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, K_PREFIX varbinary(4) GENERATED ALWAYS AS (substring(K, 1, 4)), PRIMARY KEY (K, Q, T)) TABLEGROUP = `x` PARTITION BY KEY(K_PREFIX) PARTITIONS 3",
         );
         // the TABLEGROUP option names the same group in the same bytes
         let create = {
