@@ -54,6 +54,10 @@ fn load(cli: &Cli) -> Result<Config, String> {
     if let Some(l) = &cli.listen {
         cfg.proxy.listen = l.clone();
     }
+    // the catalog account's password need not sit in the file
+    if let Ok(pw) = std::env::var("OBKV_PROXY_CATALOG_PASSWORD") {
+        cfg.hbase.catalog_password = pw;
+    }
     if let Some(b) = &cli.backend {
         cfg.backend.address = b.clone();
     }
@@ -97,7 +101,17 @@ fn main() -> ExitCode {
     };
     if let Some(Command::CheckConfig) = &cli.command {
         println!("configuration OK");
-        println!("{cfg:#?}");
+        // secrets are not printed
+        let mut shown = cfg.clone();
+        if !shown.hbase.catalog_password.is_empty() {
+            shown.hbase.catalog_password = "(set)".into();
+        }
+        for u in &mut shown.auth.users {
+            if !u.backend_password.is_empty() {
+                u.backend_password = "(set)".into();
+            }
+        }
+        println!("{shown:#?}");
         return ExitCode::SUCCESS;
     }
     let filter =

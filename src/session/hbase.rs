@@ -754,12 +754,27 @@ impl Session {
             let key = marker::fold(&g, self.names_ci);
             by_key.entry(key).or_insert((g, Vec::new()));
         }
+        let mut unrecorded = Vec::new();
         for t in tables {
             by_key
                 .entry(t.group_key.clone())
-                .or_insert((t.group.clone(), Vec::new()))
+                .or_insert_with(|| {
+                    unrecorded.push((t.group_key.clone(), t.group.clone()));
+                    (t.group.clone(), Vec::new())
+                })
                 .1
                 .push((t.shown_schema, t.shown_name));
+        }
+        // A table whose group has no catalog row (the row was deleted by hand, or the table
+        // was restored straight into the backend): the group exists as far as its tables say;
+        // reported, and repaired where the catalog account can write without touching the
+        // user's session.
+        for (key, group) in unrecorded {
+            warn!(group = %lossy(&group), "catalog disagreement: HBase tables of a table group the catalog does not list; recording the group");
+            if self.own_catalog() && self.ensure_catalog().await?.is_ok() {
+                let sql = self.catalog().insert_group(&key, &group);
+                self.on_catalog(&sql).await?;
+            }
         }
         let names: Vec<Vec<u8>> = by_key.values().map(|(g, _)| g.clone()).collect();
         let shown = self.in_client_charset(names).await?;

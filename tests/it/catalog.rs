@@ -231,6 +231,16 @@ fn drop_database_rename_and_direct_ddl_keep_groups_true() {
         );
         let row = |db: &str, t: &str| ("mv".to_string(), Some(t.to_string()), Some(db.to_string()));
         assert_eq!(listing(&mut c, "mv"), BTreeSet::from([row(a, "mv$f")]));
+        // the group's catalog row deleted by hand: the group still shows (its table says it
+        // exists), and the proxy records it again
+        assert!(d.query_ok("DELETE FROM obkv_meta.table_groups WHERE name = 'mv'"));
+        assert_eq!(listing(&mut c, "mv"), BTreeSet::from([row(a, "mv$f")]));
+        assert_eq!(
+            d.scalar("SELECT COUNT(*) FROM obkv_meta.table_groups WHERE name = 'mv'"),
+            "1",
+            "{}: not repaired",
+            kind.name()
+        );
         // RENAME across databases (through the proxy): the table keeps its group
         ok(&mut c, &format!("RENAME TABLE {a}.`mv$f` TO {b}.`mv$f`"));
         assert_eq!(
