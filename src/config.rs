@@ -90,7 +90,7 @@ impl Default for HbaseSection {
             catalog_schema: "obkv_meta".into(),
             catalog_user: String::new(),
             catalog_password: String::new(),
-            ddl_lock_timeout_ms: 10_000,
+            ddl_lock_timeout_ms: 30_000,
             databases: Vec::new(),
         }
     }

@@ -27,20 +27,22 @@ fn root(addr: &str) -> RawConn {
     RawConn::connect(addr, "root", "", None).expect("root login")
 }
 
-/// The catalog account and an application user with no rights on the catalog schema.
+/// The catalog account and an application user with no rights on the catalog schema (made
+/// idempotently: tests running at once share them), and `obkv_fb`, an application user for the
+/// fallback without a catalog account, with rights on the catalog schema.
 fn accounts(backend: &str, dbs: &[&str]) {
     let mut d = root(backend);
-    for u in ["obkv_cat", "obkv_app"] {
-        let _ = d.query_ok(&format!("DROP USER {u}"));
-    }
-    assert!(d.query_ok("CREATE USER obkv_cat IDENTIFIED BY 'catpw'"));
+    assert!(d.query_ok("CREATE USER IF NOT EXISTS obkv_cat IDENTIFIED BY 'catpw'"));
     assert!(d.query_ok("GRANT ALL ON obkv_meta.* TO obkv_cat"));
     // to see every table when deciding whether a table group is empty
     assert!(d.query_ok("GRANT SELECT ON *.* TO obkv_cat"));
-    assert!(d.query_ok("CREATE USER obkv_app IDENTIFIED BY 'apppw'"));
+    assert!(d.query_ok("CREATE USER IF NOT EXISTS obkv_app IDENTIFIED BY 'apppw'"));
+    assert!(d.query_ok("CREATE USER IF NOT EXISTS obkv_fb IDENTIFIED BY 'fbpw'"));
+    assert!(d.query_ok("GRANT ALL ON obkv_meta.* TO obkv_fb"));
     for db in dbs {
         assert!(d.query_ok(&format!("CREATE DATABASE IF NOT EXISTS {db}")));
         assert!(d.query_ok(&format!("GRANT ALL ON {db}.* TO obkv_app")));
+        assert!(d.query_ok(&format!("GRANT ALL ON {db}.* TO obkv_fb")));
     }
 }
 
@@ -122,7 +124,8 @@ fn concurrent_ddl_through_two_proxies_never_drifts() {
         ));
         std::fs::write(
             &conf,
-            "[hbase]\ncatalog_user = \"obkv_cat\"\ncatalog_password = \"catpw\"\n",
+            // seekdb's DDL is slow under a parallel test run: a generous wait for the group lock
+            "[hbase]\ncatalog_user = \"obkv_cat\"\ncatalog_password = \"catpw\"\nddl_lock_timeout_ms = 120000\n",
         )
         .expect("config written");
         let conf = conf.to_string_lossy().into_owned();
@@ -356,7 +359,6 @@ fn transactions_around_hbase_ddl_leave_no_catalog_locks() {
         let db = "cat_txn";
         accounts(&backend.addr, &[db]);
         let mut d = root(&backend.addr);
-        assert!(d.query_ok("GRANT ALL ON obkv_meta.* TO obkv_app"));
         for own in [true, false] {
             let cfg = if own {
                 with_catalog_account(&backend.addr)
@@ -364,7 +366,15 @@ fn transactions_around_hbase_ddl_leave_no_catalog_locks() {
                 proxy::config_for(&backend.addr)
             };
             let p = proxy::start(cfg);
-            let mut a = app(&p.addr, db);
+            // without a catalog account, a user with rights on the catalog schema
+            let user = |addr: &str| {
+                if own {
+                    app(addr, db)
+                } else {
+                    RawConn::connect(addr, "obkv_fb", "fbpw", Some(db)).expect("login")
+                }
+            };
+            let mut a = user(&p.addr);
             let _ = run(&mut a, "DROP TABLE IF EXISTS tx$f");
             let _ = run(&mut a, "DROP TABLEGROUP IF EXISTS tx");
             ok(
@@ -375,7 +385,7 @@ fn transactions_around_hbase_ddl_leave_no_catalog_locks() {
             ok(&mut a, "INSERT INTO plain_rows VALUES (1)");
             ok(&mut a, "CREATE TABLEGROUP tx");
             // another client, at once: not blocked by anything the first left behind
-            let mut b = app(&p.addr, db);
+            let mut b = user(&p.addr);
             let started = Instant::now();
             assert_eq!(
                 run(&mut b, "CREATE TABLEGROUP tx").expect_err("exists").0,
@@ -428,7 +438,7 @@ fn transactions_around_hbase_ddl_leave_no_catalog_locks() {
             ok(&mut b, "DROP TABLEGROUP tx");
             drop(b);
             assert!(truth(&backend.addr, db, "tx").is_empty());
-            let mut c = app(&p.addr, db);
+            let mut c = user(&p.addr);
             assert!(
                 listing(&mut c, "tx").is_empty(),
                 "{} own={own}",
@@ -436,7 +446,6 @@ fn transactions_around_hbase_ddl_leave_no_catalog_locks() {
             );
             ok(&mut c, "DROP TABLE plain_rows");
         }
-        assert!(d.query_ok("REVOKE ALL ON obkv_meta.* FROM obkv_app"));
     }
 }
 
