@@ -308,21 +308,7 @@ impl<'a> Cursor<'a> {
         };
         let raw = self.sql.get(t.start..t.end).unwrap_or_default();
         match t.kind {
-            Kind::Quoted(_) => {
-                let q = raw.first().copied().unwrap_or(b'`');
-                let body = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
-                let mut out = Vec::with_capacity(body.len());
-                let mut i = 0;
-                while let Some(&c) = body.get(i) {
-                    out.push(c);
-                    i += if c == q && body.get(i + 1) == Some(&q) {
-                        2
-                    } else {
-                        1
-                    };
-                }
-                out
-            }
+            Kind::Quoted(_) => crate::sql::scan::unquote_ident(raw),
             _ => raw.to_vec(),
         }
     }

@@ -518,24 +518,27 @@ pub fn hex_value(sql: &[u8], t: &Token) -> Option<Vec<u8>> {
 }
 
 /// The name inside a backquoted (or ANSI) identifier token, unescaped.
+/// A quoted identifier's bytes (`name` or "name" with its quotes): the quotes removed and
+/// doubled quotes undone.
+pub fn unquote_ident(raw: &[u8]) -> Vec<u8> {
+    let q = raw.first().copied().unwrap_or(b'`');
+    let body = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
+    let mut out = Vec::with_capacity(body.len());
+    let mut i = 0;
+    while let Some(&c) = body.get(i) {
+        out.push(c);
+        i += if c == q && body.get(i + 1) == Some(&q) {
+            2
+        } else {
+            1
+        };
+    }
+    out
+}
+
 pub fn ident_value(sql: &[u8], t: &Token) -> Vec<u8> {
     match t.kind {
-        Tok::QuotedIdent => {
-            let raw = t.text(sql);
-            let q = raw.first().copied().unwrap_or(b'`');
-            let body = raw.get(1..raw.len().saturating_sub(1)).unwrap_or_default();
-            let mut out = Vec::with_capacity(body.len());
-            let mut i = 0;
-            while let Some(&c) = body.get(i) {
-                out.push(c);
-                i += if c == q && body.get(i + 1) == Some(&q) {
-                    2
-                } else {
-                    1
-                };
-            }
-            out
-        }
+        Tok::QuotedIdent => unquote_ident(t.text(sql)),
         _ => t.text(sql).to_vec(),
     }
 }
