@@ -49,7 +49,11 @@ fuzz_target!(|data: &[u8]| {
                     let _ = check_alter(&base, actions, cfg, &group);
                 }
                 if let Ok(e) = marker::alter_edits(actions, &mk, data, true, false, data.len()) {
-                    let _ = tidy_alter(&marker::splice_inserts(data, e));
+                    let mut s = obkv_proxy::sql::splice::Splice::new();
+                    for (at, text) in e {
+                        s.insert(at, text);
+                    }
+                    let _ = tidy_alter(&s.apply(data));
                 }
             }
             Statement::RenameTable(pairs) => {

@@ -41,20 +41,15 @@ pub fn ident_bytes(name: &[u8]) -> Vec<u8> {
     out
 }
 
-pub fn qualified(schema: &str, t: &TableName) -> String {
-    format!(
-        "{}.{}",
-        ident(t.schema.as_deref().unwrap_or(schema)),
-        ident(&t.name)
-    )
-}
-
 /// A table's reference with the exact bytes the client sent: `db`.`name`, the database being
-/// the one the statement named or `current_db` (as the backend returned it on the user's
-/// connection).
-pub fn qualified_bytes(current_db: &[u8], t: &TableName) -> Vec<u8> {
-    let mut out = ident_bytes(t.raw_schema.as_deref().unwrap_or(current_db));
-    out.push(b'.');
+/// the one the statement named, else `current_db` (as the backend returned it on the user's
+/// connection), else none (`name`, resolved by the backend as the client's was).
+pub fn qualified_bytes(current_db: Option<&[u8]>, t: &TableName) -> Vec<u8> {
+    let mut out = Vec::new();
+    if let Some(db) = t.raw_schema.as_deref().or(current_db) {
+        out.extend_from_slice(&ident_bytes(db));
+        out.push(b'.');
+    }
     out.extend_from_slice(&ident_bytes(&t.raw_name));
     out
 }
@@ -274,7 +269,8 @@ mod tests {
         assert!(table_comment(&t).ends_with(
             "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = CONVERT(CAST(X'E92466' AS CHAR) USING utf8mb4)"
         ));
-        assert_eq!(qualified_bytes(b"d", &t), b"`d`.`\xE9$f`".to_vec());
+        assert_eq!(qualified_bytes(Some(b"d"), &t), b"`d`.`\xE9$f`".to_vec());
+        assert_eq!(qualified_bytes(None, &t), b"`\xE9$f`".to_vec());
     }
 
     #[test]

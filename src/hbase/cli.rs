@@ -9,19 +9,11 @@ use super::partition::Spread;
 
 fn decode_hex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.trim();
-    let s = s
+    let digits = s
         .strip_prefix("0x")
         .or_else(|| s.strip_prefix("0X"))
         .unwrap_or(s);
-    if !s.len().is_multiple_of(2) {
-        return Err(format!("{s:?} is not hex (odd length)"));
-    }
-    (0..s.len() / 2)
-        .map(|i| {
-            u8::from_str_radix(s.get(2 * i..2 * i + 2).unwrap_or("zz"), 16)
-                .map_err(|_| format!("{s:?} is not hex"))
-        })
-        .collect()
+    super::marker::from_hex(digits.as_bytes()).ok_or_else(|| format!("{s:?} is not hex"))
 }
 
 pub fn partition(

@@ -30,12 +30,7 @@ pub struct Marker {
 
 /// The id of a DDL text: its SHA-256 in lowercase hex.
 pub fn ddl_id(ddl: &[u8]) -> String {
-    let digest = Sha256::digest(ddl);
-    let mut s = String::with_capacity(64);
-    for b in digest {
-        s.push_str(&format!("{b:02x}"));
-    }
-    s
+    hex_lower(&Sha256::digest(ddl))
 }
 
 fn hex_lower(bytes: &[u8]) -> String {
@@ -183,7 +178,7 @@ pub fn alter_edits(
     needed: bool,
     multibyte_backslash: bool,
     end: usize,
-) -> Result<Vec<(usize, String)>, CannotMark> {
+) -> Result<Vec<(usize, Vec<u8>)>, CannotMark> {
     let m = marker.render();
     if let Some(o) = actions.iter().find_map(|a| match a {
         AlterAction::Option(o) if o.name == "COMMENT" => Some(o),
@@ -200,7 +195,7 @@ pub fn alter_edits(
         } else {
             format!(" {m}")
         };
-        return Ok(vec![(close, text)]);
+        return Ok(vec![(close, text.into_bytes())]);
     }
     if !needed {
         return Ok(Vec::new());
@@ -210,8 +205,8 @@ pub fn alter_edits(
             "the table's comment cannot be quoted safely in this client character set; run the ALTER with SET NAMES utf8mb4",
         ));
     }
-    // the user's bytes go back as they came (in the client's character set); only ' and \ are
-    // escaped, which reads the same with or without NO_BACKSLASH_ESCAPES
+    // only ' is doubled (a backslash is refused below), which reads the same with or without
+    // NO_BACKSLASH_ESCAPES
     let mut body: Vec<u8> = Vec::with_capacity(current.len());
     for &b in current {
         if b == b'\'' {
@@ -233,72 +228,27 @@ pub fn alter_edits(
         Some(p) => (p, " "),
         None => (end, ""),
     };
-    let head = ", COMMENT = '".to_string();
     let sep = if current.is_empty() { "" } else { " " };
-    let tail = format!("{sep}{m}'{trail}");
-    // the bytes may not be UTF-8: the edit carries them through a lossless escape the splicer
-    // undoes
-    Ok(vec![(
-        at,
-        format!("{head}{}{tail}", BytesText::encode(&body)),
-    )])
-}
-
-/// Carries raw bytes inside an edit's String: every byte as U+E000 + byte (Private Use Area),
-/// undone by `BytesText::decode` when the edit is spliced.
-pub struct BytesText;
-
-impl BytesText {
-    pub fn encode(bytes: &[u8]) -> String {
-        bytes
-            .iter()
-            .map(|&b| char::from_u32(0xE000 + u32::from(b)).unwrap_or('?'))
-            .collect()
-    }
-
-    /// The bytes of an edit's text: Private Use characters U+E000..U+E0FF become their byte,
-    /// everything else stays UTF-8.
-    pub fn decode(text: &str) -> Vec<u8> {
-        let mut out = Vec::with_capacity(text.len());
-        for c in text.chars() {
-            let u = c as u32;
-            if (0xE000..=0xE0FF).contains(&u) {
-                out.push((u - 0xE000) as u8);
-            } else {
-                let mut buf = [0u8; 4];
-                out.extend_from_slice(c.encode_utf8(&mut buf).as_bytes());
-            }
-        }
-        out
-    }
-}
-
-/// Applies edits `(start, end, text)` to `sql` — replace `start..end` by the text (through
-/// `BytesText::decode`), an insertion when start = end. Overlapping edits merge.
-pub fn splice(sql: &[u8], mut edits: Vec<(usize, usize, String)>) -> Vec<u8> {
-    edits.sort_by_key(|e| (e.0, e.1));
-    let extra: usize = edits.iter().map(|e| e.2.len()).sum();
-    let mut out = Vec::with_capacity(sql.len() + extra);
-    let mut at = 0;
-    for (start, end, text) in edits {
-        let start = start.clamp(at, sql.len());
-        out.extend_from_slice(sql.get(at..start).unwrap_or_default());
-        out.extend_from_slice(&BytesText::decode(&text));
-        at = end.clamp(start, sql.len());
-    }
-    out.extend_from_slice(sql.get(at..).unwrap_or_default());
-    out
-}
-
-/// `splice` of insertions only.
-pub fn splice_inserts(sql: &[u8], edits: Vec<(usize, String)>) -> Vec<u8> {
-    splice(sql, edits.into_iter().map(|(a, t)| (a, a, t)).collect())
+    // the user's bytes go back as they came, in the client's character set
+    let mut text = b", COMMENT = '".to_vec();
+    text.extend_from_slice(&body);
+    text.extend_from_slice(format!("{sep}{m}'{trail}").as_bytes());
+    Ok(vec![(at, text)])
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::hbase::ddl::{parse, Statement};
+    use crate::sql::splice::Splice;
+
+    fn splice_inserts<T: Into<Vec<u8>>>(sql: &[u8], edits: Vec<(usize, T)>) -> Vec<u8> {
+        let mut s = Splice::new();
+        for (at, text) in edits {
+            s.insert(at, text);
+        }
+        s.apply(sql)
+    }
 
     fn marker() -> Marker {
         Marker {

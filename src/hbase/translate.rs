@@ -5,40 +5,13 @@
 use super::backend::Flavor;
 use super::catalog::{ident, ident_bytes, qualified_bytes};
 use super::ddl::CreateTable;
+use crate::sql::splice::Splice;
 
 /// Statements to run, in order; if a later one fails, the table is dropped again.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Translation {
     pub create: Vec<u8>,
     pub after: Vec<Vec<u8>>,
-}
-
-/// Text edits at byte positions of the original statement.
-struct Splice {
-    edits: Vec<(usize, usize, String)>,
-}
-
-impl Splice {
-    fn replace(&mut self, start: usize, end: usize, with: impl Into<String>) {
-        self.edits.push((start, end, with.into()));
-    }
-    fn insert(&mut self, at: usize, text: impl Into<String>) {
-        self.edits.push((at, at, text.into()));
-    }
-    fn apply(mut self, sql: &[u8]) -> Vec<u8> {
-        self.edits.sort_by_key(|e| (e.0, e.1));
-        let mut out = Vec::with_capacity(sql.len() + 64);
-        let mut at = 0;
-        for (s, e, text) in self.edits {
-            // overlapping cuts (two options sharing a comma) merge into one
-            let s = s.max(at);
-            out.extend_from_slice(&sql[at..s]);
-            out.extend_from_slice(text.as_bytes());
-            at = e.max(s);
-        }
-        out.extend_from_slice(&sql[at..]);
-        out
-    }
 }
 
 /// `current_db` is the session's database as the backend returned it (the client's character
@@ -51,7 +24,7 @@ pub fn create_table(
     current_db: &[u8],
     marker: Option<(usize, String)>,
 ) -> Translation {
-    let mut s = Splice { edits: Vec::new() };
+    let mut s = Splice::new();
     if let Some((at, text)) = marker {
         s.insert(at, text);
     }
@@ -105,7 +78,7 @@ pub fn create_table(
             }
             // names with the exact bytes the client sent: a name in another character set
             // must reach the backend as it came, or the trigger lands on no table
-            let table = qualified_bytes(current_db, &t.name);
+            let table = qualified_bytes(Some(current_db), &t.name);
             let db = ident_bytes(t.name.raw_schema.as_deref().unwrap_or(current_db));
             for (suffix, event) in [("bi", "INSERT"), ("bu", "UPDATE")] {
                 let trigger = ident(&derived_name(&t.name.name, suffix));
@@ -237,7 +210,7 @@ pub fn derived_name(table: &str, suffix: &str) -> String {
 
 /// ALTER TABLE on a backend without the option: cut TABLEGROUP / KV_ATTRIBUTES out.
 pub fn strip_options(sql: &[u8], spans: &[(usize, usize)]) -> Vec<u8> {
-    let mut s = Splice { edits: Vec::new() };
+    let mut s = Splice::new();
     for (a, b) in spans {
         s.replace(*a, *b, "");
     }
@@ -271,7 +244,7 @@ pub fn tidy_alter(sql: &[u8]) -> Vec<u8> {
             cut.push((t.start, t.end));
         }
     }
-    let mut s = Splice { edits: Vec::new() };
+    let mut s = Splice::new();
     for (a, b) in cut {
         s.replace(a, b, "");
     }

@@ -32,6 +32,7 @@ use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
 
 use crate::protocol::response::ResponseKind;
 use crate::sql::scan::Flavor as SqlFlavor;
+use crate::sql::splice::Splice;
 
 pub(super) use crate::backend::QueryResult as Internal;
 
@@ -916,7 +917,7 @@ impl Session {
             return self.answer_ok(0, n).await;
         }
         let mut drop_sql = b"DROP TABLE ".to_vec();
-        drop_sql.extend_from_slice(&catalog::qualified_bytes(&current_db, &t.name));
+        drop_sql.extend_from_slice(&catalog::qualified_bytes(Some(&current_db), &t.name));
         for step in &tr.after {
             if let Internal::Err(e) = self.internal(step).await? {
                 // the table goes again, named with the very bytes that created it
@@ -1102,19 +1103,19 @@ impl Session {
         };
         // options the backend lacks are cut; the marker is spliced into the same statement
         let flavor = self.flavor().await?;
-        let mut edits: Vec<(usize, usize, String)> = actions
+        let cuts: Vec<(usize, usize)> = actions
             .iter()
             .filter_map(|a| match a {
                 AlterAction::Option(o)
                     if (o.name == "TABLEGROUP" && !flavor.native_tablegroups())
                         || (o.name == "KV_ATTRIBUTES" && !flavor.kv_attributes_option()) =>
                 {
-                    Some((o.span.0, o.span.1, String::new()))
+                    Some(o.span)
                 }
                 _ => None,
             })
             .collect();
-        let cut_all = !edits.is_empty() && edits.len() == actions.len();
+        let cut_all = !cuts.is_empty() && cuts.len() == actions.len();
         let user_comment = marker::user_comment(&entry.comment).to_vec();
         let mbb = self.dialect.multibyte_backslash;
         let repartition = actions
@@ -1140,10 +1141,12 @@ impl Session {
         };
         let set_marker = |m: &Marker| -> Result<Vec<u8>, marker::CannotMark> {
             let mut stmt = b"ALTER TABLE ".to_vec();
-            stmt.extend_from_slice(&table_ref(table));
-            let end = stmt.len();
-            let e = marker::alter_edits(&[], m, &user_comment, true, mbb, end)?;
-            Ok(translate::tidy_alter(&marker::splice_inserts(&stmt, e)))
+            stmt.extend_from_slice(&catalog::qualified_bytes(None, table));
+            // the one edit goes at the end of this statement
+            for (_, text) in marker::alter_edits(&[], m, &user_comment, true, mbb, stmt.len())? {
+                stmt.extend_from_slice(&text);
+            }
+            Ok(translate::tidy_alter(&stmt))
         };
         let (before, undo) = if separate {
             match (set_marker(&new_marker), set_marker(&entry.marker)) {
@@ -1157,7 +1160,8 @@ impl Session {
         } else {
             (None, None)
         };
-        if cut_all && marks.is_empty() && !separate {
+        // (a new partitioning is never cut, so `separate` implies !cut_all)
+        if cut_all && marks.is_empty() {
             // only options the backend does not keep, and they changed nothing
             let n = self.pending_warnings.len() as u16;
             return self.answer_ok(0, n).await;
@@ -1176,12 +1180,14 @@ impl Session {
                 return self.answer_raw(&e).await;
             }
         }
-        if cut_all && marks.is_empty() {
-            let n = self.pending_warnings.len() as u16;
-            return self.answer_ok(0, n).await;
+        let mut edits = Splice::new();
+        for (a, b) in cuts {
+            edits.replace(a, b, "");
         }
-        edits.extend(marks.into_iter().map(|(at, text)| (at, at, text)));
-        let to_run = translate::tidy_alter(&marker::splice(&sql, edits));
+        for (at, text) in marks {
+            edits.insert(at, text);
+        }
+        let to_run = translate::tidy_alter(&edits.apply(&sql));
         match self.internal(&to_run).await? {
             Internal::Err(e) => {
                 if let Some(stmt) = &undo {
@@ -1280,17 +1286,6 @@ impl Session {
             .collect();
         self.answer_rows(&["Level", "Code", "Message"], &rows).await
     }
-}
-
-/// A table as the client named it, with its exact bytes.
-fn table_ref(t: &TableName) -> Vec<u8> {
-    let mut out = Vec::new();
-    if let Some(s) = &t.raw_schema {
-        out.extend_from_slice(&catalog::ident_bytes(s));
-        out.push(b'.');
-    }
-    out.extend_from_slice(&catalog::ident_bytes(&t.raw_name));
-    out
 }
 
 /// Where a statement's last token ends (before a trailing `;`, spaces and comments): where a

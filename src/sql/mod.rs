@@ -6,3 +6,4 @@ pub mod classify;
 pub mod lexer;
 pub mod router;
 pub mod scan;
+pub mod splice;
