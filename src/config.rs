@@ -78,6 +78,19 @@ pub struct HbaseSection {
     /// Databases whose `group$family` tables are HBase tables (an HBase namespace is a
     /// database); empty = every database.
     pub databases: Vec<String>,
+    /// The prefix-scan rewriter: add the prefix-column predicate to SELECT / UPDATE / DELETE
+    /// whose K predicates pin one prefix, so the backend reads one partition.
+    pub rewrite: Switch,
+    /// How long the rewriter trusts what it read of a table's schema before reading it again
+    /// (DDL through this proxy drops it at once; this bounds DDL made elsewhere).
+    pub schema_cache_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Switch {
+    On,
+    Off,
 }
 
 impl Default for HbaseSection {
@@ -92,6 +105,8 @@ impl Default for HbaseSection {
             catalog_password: String::new(),
             ddl_lock_timeout_ms: 30_000,
             databases: Vec::new(),
+            rewrite: Switch::On,
+            schema_cache_ms: 1_000,
         }
     }
 }

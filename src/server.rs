@@ -39,6 +39,9 @@ pub struct Shared {
     /// The catalog account's connection (`hbase.catalog_user`); None: catalog work runs on
     /// the client's connection.
     pub catalog_conn: Option<crate::backend::own::CatalogConn>,
+    /// HBase table schemas for the prefix-scan rewriter (`hbase.schema_cache_ms`).
+    pub schemas: Arc<crate::hbase::schema::SchemaCache>,
+    pub rewrite_counters: Arc<crate::sql::prefix_scan::Counters>,
     /// `hbase.databases`, shared by every session's router context.
     pub hbase_databases: Arc<[String]>,
     pub shutdown: watch::Receiver<bool>,
@@ -78,6 +81,10 @@ impl Shared {
         };
         Ok(Shared {
             definitions: Default::default(),
+            schemas: Arc::new(crate::hbase::schema::SchemaCache::new(
+                std::time::Duration::from_millis(config.hbase.schema_cache_ms),
+            )),
+            rewrite_counters: Default::default(),
             catalog_conn: (!config.hbase.catalog_user.is_empty()).then(|| {
                 crate::backend::own::CatalogConn::new(
                     &config.hbase.catalog_user,

@@ -9,8 +9,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use super::ddl::{CreateTable, TableName};
 use super::marker::TAG;
+use crate::sql::ddl::{CreateTable, TableName};
 
 pub fn hex(bytes: &[u8]) -> String {
     let mut s = String::with_capacity(bytes.len() * 2 + 3);
@@ -180,6 +180,27 @@ pub fn table_comment(t: &TableName) -> String {
         "SELECT HEX(TABLE_SCHEMA), HEX(TABLE_NAME), TABLE_COMMENT FROM information_schema.TABLES \
          WHERE TABLE_SCHEMA = {schema} AND TABLE_NAME = {}",
         client_text(&t.raw_name)
+    )
+}
+
+/// One table's marker and the partitioning information_schema reports for it: HEX(schema),
+/// HEX(name), comment, partition count, method, expression. Names compared as the backend
+/// compares them; `db` and `name` are the client's bytes.
+pub fn table_partitioning(db: &[u8], name: &[u8]) -> String {
+    let sub = |what: &str| {
+        format!(
+            "(SELECT {what} FROM information_schema.PARTITIONS p WHERE p.TABLE_SCHEMA = t.TABLE_SCHEMA \
+             AND p.TABLE_NAME = t.TABLE_NAME AND p.PARTITION_NAME IS NOT NULL)"
+        )
+    };
+    format!(
+        "SELECT HEX(t.TABLE_SCHEMA), HEX(t.TABLE_NAME), t.TABLE_COMMENT, {}, {}, {} \
+         FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = {} AND t.TABLE_NAME = {}",
+        sub("COUNT(*)"),
+        sub("MAX(p.PARTITION_METHOD)"),
+        sub("MAX(p.PARTITION_EXPRESSION)"),
+        client_text(db),
+        client_text(name)
     )
 }
 

@@ -4,8 +4,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::ddl::{parse, Statement};
 use super::partition::Spread;
+use crate::sql::ddl::{parse, Statement};
 
 fn decode_hex(s: &str) -> Result<Vec<u8>, String> {
     let s = s.trim();

@@ -14,7 +14,7 @@
 
 use sha2::{Digest, Sha256};
 
-use super::ddl::{AlterAction, CreateTable};
+use crate::sql::ddl::{AlterAction, CreateTable};
 
 /// Every marker starts with this; the version lets a later layout be told apart.
 pub const TAG: &str = "obkv-hbase:1:";
@@ -239,7 +239,7 @@ pub fn alter_edits(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::ddl::{parse, Statement};
+    use crate::sql::ddl::{parse, Statement};
     use crate::sql::splice::Splice;
 
     fn splice_inserts<T: Into<Vec<u8>>>(sql: &[u8], edits: Vec<(usize, T)>) -> Vec<u8> {

@@ -4,8 +4,9 @@
 pub mod backend;
 pub mod catalog;
 pub mod cli;
-pub mod ddl;
 pub mod marker;
 pub mod partition;
+pub mod prefix;
 pub mod rules;
+pub mod schema;
 pub mod translate;

@@ -2,7 +2,7 @@
 //! code). OceanBase itself only checks that K, Q, T, V sit at positions 0–3, so a wrong table
 //! would otherwise be found late, by an HBase client.
 
-use super::ddl::{AlterAction, CreateTable, PartitionClause, TableName};
+use crate::sql::ddl::{AlterAction, CreateTable, PartitionClause, TableName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Level {
@@ -530,7 +530,7 @@ pub fn check_rename(from: &TableName, to: &TableName) -> Vec<Finding> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::ddl::{parse, Statement};
+    use crate::sql::ddl::{parse, Statement};
 
     const CFG: RuleConfig = RuleConfig {
         require_tablegroup_option: true,

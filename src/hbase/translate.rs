@@ -4,7 +4,7 @@
 
 use super::backend::Flavor;
 use super::catalog::{ident, ident_bytes, qualified_bytes};
-use super::ddl::CreateTable;
+use crate::sql::ddl::CreateTable;
 use crate::sql::splice::Splice;
 
 /// Statements to run, in order; if a later one fails, the table is dropped again.
@@ -263,7 +263,7 @@ pub fn without_marker(backend_text: &str, marker: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::hbase::ddl::{parse, Statement};
+    use crate::sql::ddl::{parse, Statement};
 
     fn t(sql: &str) -> CreateTable {
         match parse(sql.as_bytes()).expect("parses") {
@@ -285,7 +285,7 @@ mod tests {
             let spans: Vec<(usize, usize)> = actions
                 .iter()
                 .filter_map(|a| match a {
-                    crate::hbase::ddl::AlterAction::Option(o) => Some(o.span),
+                    crate::sql::ddl::AlterAction::Option(o) => Some(o.span),
                     _ => None,
                 })
                 .collect();

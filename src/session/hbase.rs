@@ -21,7 +21,6 @@ use crate::backend::{self, QueryError};
 use crate::config::Enforcement;
 use crate::hbase::backend::{BackendFacts, Flavor};
 use crate::hbase::catalog::{self, like, Catalog, Definition};
-use crate::hbase::ddl::{self, AlterAction, CreateTable, Statement, TableName};
 use crate::hbase::marker::{self, Marker};
 use crate::hbase::rules::{
     self, check_alter, check_create, check_rename, Finding, GroupState, Level, RuleConfig,
@@ -29,6 +28,7 @@ use crate::hbase::rules::{
 use crate::hbase::translate;
 use crate::protocol::constants::status;
 use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
+use crate::sql::ddl::{self, AlterAction, CreateTable, Statement, TableName};
 
 use crate::protocol::response::ResponseKind;
 use crate::sql::scan::Flavor as SqlFlavor;
@@ -48,7 +48,7 @@ fn text(v: &Option<Vec<u8>>) -> String {
 }
 
 /// Column `i` of a row from the backend (absent and NULL both read as empty).
-fn cell(row: &[Option<Vec<u8>>], i: usize) -> &[u8] {
+pub(super) fn cell(row: &[Option<Vec<u8>>], i: usize) -> &[u8] {
     row.get(i).and_then(|v| v.as_deref()).unwrap_or_default()
 }
 
@@ -179,7 +179,7 @@ impl Session {
         }
     }
 
-    async fn rows(&mut self, sql: &str) -> Result<Result<Rows, Vec<u8>>, End> {
+    pub(super) async fn rows(&mut self, sql: &str) -> Result<Result<Rows, Vec<u8>>, End> {
         Ok(match self.internal(sql.as_bytes()).await? {
             Internal::Rows(r) => Ok(r),
             Internal::Ok(_) => Ok(Vec::new()),
@@ -443,7 +443,7 @@ impl Session {
 
     /// A table's definition by DDL id: from the process's cache, else the catalog. A text that
     /// does not hash to its id was not written by a proxy: it is ignored and reported.
-    async fn definition(&mut self, id: &str) -> Result<Option<Arc<Definition>>, End> {
+    pub(super) async fn definition(&mut self, id: &str) -> Result<Option<Arc<Definition>>, End> {
         if let Some(d) = self.shared.definitions.get(id) {
             return Ok(Some(d));
         }

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod handshake;
 mod hbase;
+mod rewrite;
 
 use std::collections::HashMap;
 use std::io;
@@ -29,6 +30,7 @@ use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
 use crate::server::Shared;
 use crate::sql::classify::{self, Class};
+use crate::sql::prefix_scan::{ConnCharset, TableView};
 use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo, Scope};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
 
@@ -114,6 +116,14 @@ pub struct Session {
     dialect: Dialect,
     /// The backend compares table names case-insensitively (learned with `flavor`).
     names_ci: bool,
+    /// A note of the proxy's about the last statement, added to the backend's warnings by the
+    /// next SHOW WARNINGS.
+    pending_note: Option<String>,
+    /// The current database as last read (None: not known; forgotten whenever a command may
+    /// have changed it).
+    db_fact: Option<Option<Vec<u8>>>,
+    /// The connection's character set as last read (None: not known).
+    charset_fact: Option<ConnCharset>,
 }
 
 enum ReadError {
@@ -157,6 +167,9 @@ impl Session {
             pending_warnings: Vec::new(),
             dialect: Dialect::default(),
             names_ci: false,
+            db_fact: None,
+            charset_fact: None,
+            pending_note: None,
         }
     }
 
@@ -200,42 +213,63 @@ impl Session {
                 current,
                 names_ci: self.names_ci,
             },
+            tables: (self.shared.config.hbase.rewrite == crate::config::Switch::On).then(|| {
+                TableView {
+                    cache: self.shared.schemas.clone(),
+                    current_db: self.db_fact.clone(),
+                    charset: self.charset_fact,
+                    names_ci: self.names_ci,
+                    settled: false,
+                    counters: self.shared.rewrite_counters.clone(),
+                }
+            }),
         })
     }
 
     /// The router's decision on the current command's text. A large text is read on the
     /// blocking pool, so one client's 60 MiB statement never stalls the other sessions of its
-    /// event loop.
+    /// event loop. When the rewriter needs facts it does not have (a table's schema, the
+    /// current database), they are read and the router asked once more.
     async fn decide(&mut self, origin: Origin) -> Result<(Class, Decision), End> {
-        if self.command.len() <= router::LARGE_TEXT {
-            let class = classify::classify(self.command.get(1..).unwrap_or_default());
-            if class == Class::Plain {
-                // the fast path: no context, no parse
-                return Ok((class, Decision::Forward));
+        let large = self.command.len() > router::LARGE_TEXT;
+        let class = if large {
+            // even the pre-check of a huge text runs off the event loop
+            match self.off_loop(classify::classify).await {
+                Some(c) => c,
+                None => return Ok(Self::analysis_failed()),
             }
-            let ctx = self.context().await?;
-            let sql = self.command.get(1..).unwrap_or_default();
-            return Ok((class, router::decide_classified(sql, class, origin, &ctx)));
-        }
-        // Even the pre-check of a huge text runs off the event loop; the context (which may
-        // ask the backend) is made only for a text the pre-check flags.
-        let class = match self.off_loop(classify::classify).await {
-            Some(c) => c,
-            None => return Ok(Self::analysis_failed()),
+        } else {
+            classify::classify(self.command.get(1..).unwrap_or_default())
         };
         if class == Class::Plain {
+            // the fast path: no context, no parse
             return Ok((class, Decision::Forward));
         }
-        let ctx = self.context().await?;
-        Ok(
-            match self
-                .off_loop(move |sql| router::decide_classified(sql, class, origin, &ctx))
-                .await
-            {
-                Some(d) => (class, d),
-                None => Self::analysis_failed(),
-            },
-        )
+        let mut ctx = self.context().await?;
+        for _ in 0..2 {
+            let decision = if large {
+                let c = ctx.clone();
+                match self
+                    .off_loop(move |sql| router::decide_classified(sql, class, origin, &c))
+                    .await
+                {
+                    Some(d) => d,
+                    None => return Ok(Self::analysis_failed()),
+                }
+            } else {
+                let sql = self.command.get(1..).unwrap_or_default();
+                router::decide_classified(sql, class, origin, &ctx)
+            };
+            let Decision::NeedFacts(need) = decision else {
+                return Ok((class, decision));
+            };
+            self.read_facts(&need).await?;
+            ctx = self.context().await?;
+            if let Some(t) = ctx.tables.as_mut() {
+                t.settled = true;
+            }
+        }
+        Ok((class, Decision::Forward))
     }
 
     /// Runs `f` on the current command's text on the blocking pool (the buffer moves there and
@@ -364,11 +398,15 @@ impl Session {
                 Some(com::PROCESS_INFO) => self.forward(ResponseKind::Query).await.map(drop),
                 Some(com::RESET_CONNECTION) => {
                     self.statements.clear();
+                    self.forget_session_facts();
+                    self.forward(ResponseKind::Single).await.map(drop)
+                }
+                Some(com::INIT_DB) => {
+                    self.forget_session_facts();
                     self.forward(ResponseKind::Single).await.map(drop)
                 }
                 Some(
-                    com::INIT_DB
-                    | com::PING
+                    com::PING
                     | com::STATISTICS
                     | com::SET_OPTION
                     | com::STMT_RESET
@@ -391,6 +429,12 @@ impl Session {
     }
 
     async fn on_query(&mut self) -> Result<(), End> {
+        if let Some(note) = self.pending_note.take() {
+            if classify::leading_words(&self.command[1..], 3) == ["SHOW", "WARNINGS"] {
+                return self.show_warnings_with_note(note).await;
+            }
+        }
+        let ddl = self.forget_facts_after_query();
         if !self.pending_warnings.is_empty() {
             // warnings belong to the previous statement: shown once, by SHOW WARNINGS
             if classify::leading_words(&self.command[1..], 3) == ["SHOW", "WARNINGS"] {
@@ -402,7 +446,11 @@ impl Session {
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
-        self.apply(decision, ResponseKind::Query).await.map(drop)
+        let result = self.apply(decision, ResponseKind::Query).await.map(drop);
+        if ddl {
+            self.shared.schemas.invalidate(None, None, self.names_ci);
+        }
+        result
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
@@ -428,6 +476,7 @@ impl Session {
 
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.statements.clear();
+        self.forget_session_facts();
         if self.shared.config.auth.mode == AuthMode::Proxy {
             let Some(request) =
                 handshake::parse_change_user(&self.command[1..], self.client_caps.base)
@@ -466,7 +515,15 @@ impl Session {
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         match decision {
-            Decision::Forward => self.forward(kind).await.map(Some),
+            // NeedFacts is answered in `decide`; a plan is kept by `on_prepare`
+            Decision::Forward | Decision::NeedFacts(_) | Decision::PrepareWithPlan(_) => {
+                self.forward(kind).await.map(Some)
+            }
+            Decision::ForwardWithNote(note) => {
+                let summary = self.forward(kind).await?;
+                self.pending_note = Some(note);
+                Ok(Some(summary))
+            }
             Decision::Rewrite(text) => {
                 self.command.truncate(1);
                 self.command.extend_from_slice(&text);
@@ -549,6 +606,18 @@ impl Session {
             .into_iter()
             .map(|(k, v)| vec![Some(k.to_string()), Some(v)])
             .collect();
+        let c = &self.shared.rewrite_counters;
+        for (name, v) in [
+            ("prefix_rewrites", &c.rewritten),
+            ("prefix_rewrites_declined", &c.declined),
+            ("prefix_rewrites_unreadable", &c.unreadable),
+            ("prefix_prepared_variants", &c.prepared_variants),
+        ] {
+            rows.push(vec![
+                Some(name.into()),
+                Some(v.load(Ordering::Relaxed).to_string()),
+            ]);
+        }
         rows.push(vec![
             Some("backend".into()),
             Some(self.shared.config.backend.address.clone()),

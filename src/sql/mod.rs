@@ -3,7 +3,11 @@
 //! statement passes (`router`).
 
 pub mod classify;
+pub mod ddl;
+pub mod dml;
 pub mod lexer;
+pub mod prefix_scan;
+pub mod rewrite;
 pub mod router;
 pub mod scan;
 pub mod splice;

@@ -20,9 +20,12 @@
 use std::collections::HashMap;
 
 use super::classify::{classify, leading_words, Class};
+use super::dml;
+use super::prefix_scan::{self, Counters, Need, PreparedPlan, Step, TableView};
 use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
-use crate::hbase::ddl::{self, Statement, TableName};
+use super::splice::Splice;
 use crate::protocol::packets::ErrorInfo;
+use crate::sql::ddl::{self, Statement, TableName};
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -37,6 +40,13 @@ pub enum Decision {
     /// LOCK TABLES naming HBase tables: read their catalog entries, then forward (the catalog
     /// cannot be read on the connection while they are locked).
     ReadCatalogThenForward(Vec<TableName>),
+    /// The rewriter needs to know these first (the session reads them, then asks again).
+    NeedFacts(Need),
+    /// COM_STMT_PREPARE of a statement whose bound values decide the rewrite: forward it and
+    /// keep the plan for its executions.
+    PrepareWithPlan(Box<PreparedPlan>),
+    /// Forward, and keep this note for the client (SHOW WARNINGS).
+    ForwardWithNote(String),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -68,6 +78,8 @@ pub struct Context {
     pub strict: bool,
     /// Where `$` names are HBase tables.
     pub scope: Scope,
+    /// The prefix-scan rewriter's view (None: `hbase.rewrite = "off"`).
+    pub tables: Option<TableView>,
 }
 
 impl Default for Context {
@@ -76,6 +88,7 @@ impl Default for Context {
             dialect: Dialect::default(),
             strict: true,
             scope: Scope::default(),
+            tables: None,
         }
     }
 }
@@ -154,7 +167,7 @@ pub fn decide_dynamic(text: &[u8], ctx: &Context) -> Option<ErrorInfo> {
         let (pieces, _) = statements(text, d).map_err(|_| unreadable_dynamic())?;
         Ok(pieces
             .iter()
-            .map(|p| read_piece(text, *p, d, &ctx.scope))
+            .map(|p| read_piece(text, *p, d, &ctx.scope, false))
             .collect())
     };
     match reading(ctx.dialect) {
@@ -180,6 +193,10 @@ enum Read {
     ProxyTrigger,
     /// LOCK TABLES naming these HBase tables.
     Lock(Vec<TableName>),
+    /// SELECT / UPDATE / DELETE on an HBase-style table, read for the rewriter.
+    Dml(Box<dml::Dml>),
+    /// SELECT / UPDATE / DELETE on an HBase-style table in a shape the rewriter does not read.
+    DmlUnreadable(&'static str),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -192,10 +209,21 @@ enum DynamicText {
 }
 
 fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
-    let (primary, ambiguity) = decide_reading(sql, origin, ctx, ctx.dialect);
+    let (primary, ambiguity, tally) = decide_reading(sql, origin, ctx, ctx.dialect);
+    if matches!(primary, Decision::NeedFacts(_)) {
+        return primary;
+    }
+    // the rewriter's decisions are forwards as far as the rules are concerned
+    let plain = |d: &Decision| match d {
+        Decision::Rewrite(_) | Decision::PrepareWithPlan(_) | Decision::ForwardWithNote(_) => {
+            Decision::Forward
+        }
+        other => other.clone(),
+    };
+    let mut rewrite_agreed = true;
     for other in ctx.dialect.readings(ambiguity).into_iter().skip(1) {
-        let (decision, _) = decide_reading(sql, origin, ctx, other);
-        if std::mem::discriminant(&decision) != std::mem::discriminant(&primary) {
+        let (decision, _, _) = decide_reading(sql, origin, ctx, other);
+        if std::mem::discriminant(&plain(&decision)) != std::mem::discriminant(&plain(&primary)) {
             // e.g. a string that ends in one reading and not in the other hides a statement
             return if ctx.strict {
                 refuse(
@@ -206,9 +234,24 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
                      write the statement without them (X'…' for binary literals)",
                 )
             } else {
-                primary
+                plain(&primary)
             };
         }
+        rewrite_agreed &= decision == primary;
+    }
+    let rewrites = plain(&primary) != primary;
+    if let Some(view) = &ctx.tables {
+        if rewrites && !rewrite_agreed {
+            // a text the proxy can read two ways is never rewritten
+            let declined = Tally {
+                declined: tally.rewritten + tally.declined,
+                unreadable: tally.unreadable,
+                rewritten: 0,
+            };
+            declined.add_to(&view.counters);
+            return plain(&primary);
+        }
+        tally.add_to(&view.counters);
     }
     primary
 }
@@ -219,13 +262,20 @@ fn decide_reading(
     origin: Origin,
     ctx: &Context,
     d: Dialect,
-) -> (Decision, scan::Ambiguity) {
+) -> (Decision, scan::Ambiguity, Tally) {
     let (pieces, ambiguity) = match statements(sql, d) {
         Ok(split) => split,
         // the backend cannot read it either; its error is the answer
-        Err(_) => return (unreadable_by_words(sql), scan::Ambiguity::default()),
+        Err(_) => {
+            return (
+                unreadable_by_words(sql),
+                scan::Ambiguity::default(),
+                Tally::default(),
+            )
+        }
     };
-    (decide_pieces(sql, &pieces, origin, ctx, d), ambiguity)
+    let (decision, tally) = decide_pieces(sql, &pieces, origin, ctx, d);
+    (decision, ambiguity, tally)
 }
 
 fn decide_pieces(
@@ -234,19 +284,68 @@ fn decide_pieces(
     origin: Origin,
     ctx: &Context,
     d: Dialect,
+) -> (Decision, Tally) {
+    let mut tally = Tally::default();
+    let decision = decide_pieces_with(sql, pieces, origin, ctx, d, &mut tally);
+    if !matches!(decision, Decision::Rewrite(_) | Decision::NeedFacts(_)) {
+        tally.declined += tally.rewritten;
+        tally.rewritten = 0;
+    }
+    (decision, tally)
+}
+
+fn decide_pieces_with(
+    sql: &[u8],
+    pieces: &[Piece],
+    origin: Origin,
+    ctx: &Context,
+    d: Dialect,
+    tally: &mut Tally,
 ) -> Decision {
     let reads: Vec<Read> = pieces
         .iter()
-        .map(|p| read_piece(sql, *p, d, &ctx.scope))
+        .map(|p| read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some()))
         .collect();
     let many = reads.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
     let mut locked: Vec<TableName> = Vec::new();
     // where each user variable is first mentioned, computed once (one pass) when needed
     let mut first_mentions: Option<HashMap<Vec<u8>, usize>> = None;
+    let mut splice = Splice::new();
+    let mut need = Need::default();
+    let mut needs = false;
+    let mut plan: Option<Box<PreparedPlan>> = None;
+    let mut note: Option<String> = None;
     for (i, read) in reads.iter().enumerate() {
         match read {
             Read::Plain => {}
+            Read::DmlUnreadable(why) => {
+                tracing::debug!(why, "prefix-scan rewriter: statement not read");
+                tally.unreadable += 1;
+            }
+            Read::Dml(x) => {
+                let Some(view) = &ctx.tables else { continue };
+                let prepare = origin == Origin::Prepare;
+                match prefix_scan::plan(x, view, prepare, !d.no_backslash_escapes) {
+                    Step::Untouched => {}
+                    Step::Note(n) => note = Some(n),
+                    Step::Declined(why) => {
+                        tracing::debug!(why, "prefix-scan rewriter declined");
+                        tally.declined += 1;
+                    }
+                    Step::Need(n) => {
+                        needs = true;
+                        need.merge(n);
+                    }
+                    Step::Splice(text) => {
+                        if let Some(end) = x.where_end {
+                            splice.insert(pieces[i].start + end, text);
+                            tally.rewritten += 1;
+                        }
+                    }
+                    Step::Prepared(p) => plan = Some(p),
+                }
+            }
             Read::Hbase(_)
             | Read::Unreadable(_)
             | Read::ProgramWithHbaseDdl
@@ -327,10 +426,40 @@ fn decide_pieces(
             }
         }
     }
+    if needs {
+        return Decision::NeedFacts(need);
+    }
     match (variables.is_empty(), locked.is_empty()) {
-        (true, true) => Decision::Forward,
+        (true, true) => {
+            if !splice.is_empty() {
+                Decision::Rewrite(splice.apply(sql))
+            } else if let Some(p) = plan {
+                Decision::PrepareWithPlan(p)
+            } else if let Some(n) = note {
+                Decision::ForwardWithNote(n)
+            } else {
+                Decision::Forward
+            }
+        }
         (false, _) => Decision::CheckVariables(variables),
         (true, false) => Decision::ReadCatalogThenForward(locked),
+    }
+}
+
+/// The rewriter's counts for one text.
+#[derive(Default)]
+struct Tally {
+    rewritten: u64,
+    declined: u64,
+    unreadable: u64,
+}
+
+impl Tally {
+    fn add_to(&self, c: &Counters) {
+        use std::sync::atomic::Ordering::Relaxed;
+        c.rewritten.fetch_add(self.rewritten, Relaxed);
+        c.declined.fetch_add(self.declined, Relaxed);
+        c.unreadable.fetch_add(self.unreadable, Relaxed);
     }
 }
 
@@ -357,7 +486,11 @@ fn unreadable_dynamic() -> ErrorInfo {
 /// Why a dynamic text may not run, if it may not.
 fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
     match r {
-        Read::Plain | Read::ProxyTrigger | Read::Lock(_) => None,
+        Read::Plain
+        | Read::ProxyTrigger
+        | Read::Lock(_)
+        | Read::Dml(_)
+        | Read::DmlUnreadable(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
             Some(hbase_ddl_not_preparable())
@@ -429,12 +562,19 @@ fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
     }
 }
 
-fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope) -> Read {
+fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope, dml_too: bool) -> Read {
     let piece = &sql[p.start..p.end];
     let mut tokens = Scanner::new(piece, d);
     let Some(Ok(first)) = tokens.next() else {
         return Read::Plain;
     };
+    if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
+        return match dml::read(piece, d) {
+            dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
+            dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
+            dml::Read::Unreadable(why) => Read::DmlUnreadable(why),
+        };
+    }
     if p.program {
         return if is_proxy_trigger(piece, d) {
             Read::ProxyTrigger
@@ -496,6 +636,11 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope) -> Read {
         Err(_) => Read::Plain,
     }
 }
+
+/// Words that begin a statement the prefix-scan rewriter reads.
+const DML_WORDS: [&str; 8] = [
+    "SELECT", "UPDATE", "DELETE", "EXPLAIN", "DESCRIBE", "DESC", "ANALYZE", "WITH",
+];
 
 /// Objects a DDL verb can name; the first of them among the leading words is the statement's.
 const OBJECTS: [&str; 14] = [
@@ -761,6 +906,7 @@ mod tests {
             dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
             strict: true,
             scope: Scope::default(),
+            tables: None,
         };
         decide(sql.as_bytes(), Origin::Text, &ctx).1
     }
@@ -841,6 +987,7 @@ mod tests {
             },
             strict: true,
             scope: Scope::default(),
+            tables: None,
         };
         let sql = b"SELECT 1 /*!99999 ; DROP TABLE g$f */";
         assert_eq!(decide(sql, Origin::Text, &mysql).1, Decision::Forward);

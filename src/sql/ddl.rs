@@ -4,7 +4,7 @@
 
 use crate::sql::lexer::{tokenize_with, Dialect, Kind, Token};
 
-use super::partition::{Partitioning, RangeBound};
+use crate::hbase::partition::{Partitioning, RangeBound};
 
 pub type Span = (usize, usize);
 

@@ -1,0 +1,287 @@
+//! Which n-byte rowkey prefixes a set of predicates on K pins (the model half of the
+//! prefix-scan rewriter; `sql::dml` reads the predicates, `sql::rewrite` splices the result).
+//!
+//! Under KEY(prefix column) with `prefix = substring(K, 1, n)`, a row's partition depends only
+//! on `K[..min(n, len K)]`. A predicate pins a prefix P when every key it accepts has prefix P;
+//! adding `prefix_column = P` to a conjunction that contains it then cannot change the rows,
+//! and lets the backend read one partition.
+
+/// A predicate on K whose operands are known bytes (literals, or values bound at execution).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyPred {
+    Eq(Vec<u8>),
+    In(Vec<Vec<u8>>),
+    /// A LIKE pattern and its escape byte (None: no escape character).
+    Like {
+        pattern: Vec<u8>,
+        escape: Option<u8>,
+    },
+    Lower {
+        bound: Vec<u8>,
+        inclusive: bool,
+    },
+    Upper {
+        bound: Vec<u8>,
+        inclusive: bool,
+    },
+    /// `LEFT(K, len) = value`.
+    Left {
+        len: u64,
+        value: Vec<u8>,
+    },
+}
+
+/// What the predicates pin, if anything.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pinned {
+    /// Every accepted key has this prefix.
+    One(Vec<u8>),
+    /// Every accepted key has one of these prefixes (distinct, in order of first mention).
+    Any(Vec<Vec<u8>>),
+}
+
+impl Pinned {
+    pub fn prefixes(&self) -> Vec<&[u8]> {
+        match self {
+            Pinned::One(p) => vec![p.as_slice()],
+            Pinned::Any(ps) => ps.iter().map(Vec::as_slice).collect(),
+        }
+    }
+}
+
+/// The prefix of one key: its first n bytes, or the whole key when shorter.
+pub fn key_prefix(key: &[u8], n: usize) -> &[u8] {
+    &key[..n.min(key.len())]
+}
+
+/// The exclusive upper bound of all byte strings that start with `prefix`: trailing 0xFF
+/// bytes dropped, the last remaining byte incremented. None for an all-0xFF (or empty) prefix,
+/// which has no upper bound.
+pub fn upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {
+    let keep = prefix.iter().rposition(|&b| b != 0xff)?;
+    let mut out = prefix[..=keep].to_vec();
+    if let Some(last) = out.last_mut() {
+        *last += 1;
+    }
+    Some(out)
+}
+
+/// The literal bytes of a LIKE pattern before its first wildcard, and whether a wildcard
+/// follows. None when the pattern ends in a lone escape character (its meaning differs
+/// between servers).
+pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Vec<u8>, bool)> {
+    let mut out = Vec::with_capacity(pattern.len());
+    let mut i = 0;
+    while let Some(&c) = pattern.get(i) {
+        if Some(c) == escape {
+            let next = *pattern.get(i + 1)?;
+            out.push(next);
+            i += 2;
+            continue;
+        }
+        if c == b'%' || c == b'_' {
+            return Some((out, true));
+        }
+        out.push(c);
+        i += 1;
+    }
+    Some((out, false))
+}
+
+/// The prefix one predicate pins on its own.
+fn single(p: &KeyPred, n: usize) -> Option<Pinned> {
+    match p {
+        KeyPred::Eq(v) => Some(Pinned::One(key_prefix(v, n).to_vec())),
+        KeyPred::In(vs) if !vs.is_empty() => {
+            let mut out: Vec<Vec<u8>> = Vec::new();
+            for v in vs {
+                let p = key_prefix(v, n);
+                if !out.iter().any(|o| o == p) {
+                    out.push(p.to_vec());
+                }
+            }
+            Some(if out.len() == 1 {
+                Pinned::One(out.remove(0))
+            } else {
+                Pinned::Any(out)
+            })
+        }
+        KeyPred::Like { pattern, escape } => {
+            let (lit, wildcard) = like_literal(pattern, *escape)?;
+            if !wildcard {
+                // no wildcard: the key is exactly the literal (binary LIKE does not pad)
+                Some(Pinned::One(key_prefix(&lit, n).to_vec()))
+            } else if lit.len() >= n {
+                Some(Pinned::One(lit[..n].to_vec()))
+            } else {
+                None
+            }
+        }
+        KeyPred::Left { len, value } => {
+            (*len >= n as u64).then(|| Pinned::One(key_prefix(value, n).to_vec()))
+        }
+        _ => None,
+    }
+}
+
+/// Whether every key in the interval from `lower` up to `upper` has prefix `lower[..n]`.
+fn range_pins(lower: &[u8], upper: Option<(&[u8], bool)>, n: usize) -> Option<Vec<u8>> {
+    if lower.len() < n || n == 0 {
+        return None;
+    }
+    let p = &lower[..n];
+    match upper_bound(p) {
+        // all-0xFF prefix: nothing above it has another prefix
+        None => Some(p.to_vec()),
+        Some(succ) => {
+            let (hi, inclusive) = upper?;
+            let inside = if inclusive {
+                hi < succ.as_slice()
+            } else {
+                hi <= succ.as_slice()
+            };
+            inside.then(|| p.to_vec())
+        }
+    }
+}
+
+/// What the predicates (ANDed) pin, for prefix length `n`. A single-prefix answer is preferred
+/// over a list.
+pub fn pin(preds: &[KeyPred], n: usize) -> Option<Pinned> {
+    if n == 0 {
+        return None;
+    }
+    let mut list: Option<Pinned> = None;
+    for p in preds {
+        match single(p, n) {
+            Some(one @ Pinned::One(_)) => return Some(one),
+            Some(any) if list.is_none() => list = Some(any),
+            _ => {}
+        }
+    }
+    // ranges: any lower bound and any upper bound of the conjunction bound the interval
+    let lowers = preds.iter().filter_map(|p| match p {
+        KeyPred::Lower { bound, .. } => Some(bound.as_slice()),
+        _ => None,
+    });
+    let uppers: Vec<(&[u8], bool)> = preds
+        .iter()
+        .filter_map(|p| match p {
+            KeyPred::Upper { bound, inclusive } => Some((bound.as_slice(), *inclusive)),
+            _ => None,
+        })
+        .collect();
+    for lo in lowers {
+        if let Some(p) = range_pins(lo, None, n) {
+            return Some(Pinned::One(p));
+        }
+        for hi in &uppers {
+            if let Some(p) = range_pins(lo, Some(*hi), n) {
+                return Some(Pinned::One(p));
+            }
+        }
+    }
+    list
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn like(p: &[u8]) -> KeyPred {
+        KeyPred::Like {
+            pattern: p.to_vec(),
+            escape: Some(b'\\'),
+        }
+    }
+
+    fn one(p: &[u8]) -> Option<Pinned> {
+        Some(Pinned::One(p.to_vec()))
+    }
+
+    #[test]
+    fn upper_bounds_of_byte_prefixes() {
+        assert_eq!(upper_bound(b"ab"), Some(b"ac".to_vec()));
+        assert_eq!(upper_bound(b"a\xff\xff"), Some(b"b".to_vec()));
+        assert_eq!(upper_bound(b"\xff\xff"), None);
+        assert_eq!(upper_bound(b""), None);
+    }
+
+    #[test]
+    fn like_patterns() {
+        assert_eq!(pin(&[like(b"abcd%")], 4), one(b"abcd"));
+        assert_eq!(pin(&[like(b"abcdef%")], 4), one(b"abcd"));
+        assert_eq!(pin(&[like(b"abc%")], 4), None);
+        assert_eq!(pin(&[like(b"ab_d%")], 4), None);
+        // escaped wildcards are literal bytes
+        assert_eq!(pin(&[like(b"a\\%c\\_%")], 4), one(b"a%c_"));
+        // no wildcard: the key itself, shorter keys are their own prefix
+        assert_eq!(pin(&[like(b"ab")], 4), one(b"ab"));
+        // a lone escape at the end is not guessed at
+        assert_eq!(pin(&[like(b"abcd\\")], 4), None);
+        let custom = KeyPred::Like {
+            pattern: b"ab!%d%".to_vec(),
+            escape: Some(b'!'),
+        };
+        assert_eq!(pin(&[custom], 4), one(b"ab%d"));
+        let none = KeyPred::Like {
+            pattern: b"ab\\%".to_vec(),
+            escape: None,
+        };
+        assert_eq!(pin(&[none], 3), one(b"ab\\"));
+    }
+
+    #[test]
+    fn ranges_inside_and_across_a_prefix() {
+        let lo = |b: &[u8], inclusive| KeyPred::Lower {
+            bound: b.to_vec(),
+            inclusive,
+        };
+        let hi = |b: &[u8], inclusive| KeyPred::Upper {
+            bound: b.to_vec(),
+            inclusive,
+        };
+        // the HBase scan shape: [startRow, stopRow)
+        assert_eq!(
+            pin(&[lo(b"abcd", true), hi(b"abce", false)], 4),
+            one(b"abcd")
+        );
+        assert_eq!(pin(&[lo(b"abcd", true), hi(b"abce", true)], 4), None);
+        assert_eq!(
+            pin(&[lo(b"abcdx", false), hi(b"abcdz", true)], 4),
+            one(b"abcd")
+        );
+        assert_eq!(pin(&[lo(b"abcd", true), hi(b"abcf", false)], 4), None);
+        assert_eq!(pin(&[lo(b"abc", true), hi(b"abcd", false)], 4), None);
+        assert_eq!(pin(&[lo(b"abcd", true)], 4), None);
+        // nothing sorts above an all-0xFF prefix with another prefix
+        assert_eq!(
+            pin(&[lo(b"\xff\xff\xff\xff\x01", true)], 4),
+            one(b"\xff\xff\xff\xff")
+        );
+        assert_eq!(
+            pin(&[lo(b"ab\xff\xff", true), hi(b"ac", false)], 4),
+            one(b"ab\xff\xff")
+        );
+    }
+
+    #[test]
+    fn equality_lists_and_left() {
+        assert_eq!(pin(&[KeyPred::Eq(b"abcdef".to_vec())], 4), one(b"abcd"));
+        assert_eq!(pin(&[KeyPred::Eq(b"ab".to_vec())], 4), one(b"ab"));
+        let list = KeyPred::In(vec![b"abcd1".to_vec(), b"abcd2".to_vec(), b"xy".to_vec()]);
+        assert_eq!(
+            pin(&[list], 4),
+            Some(Pinned::Any(vec![b"abcd".to_vec(), b"xy".to_vec()]))
+        );
+        let same = KeyPred::In(vec![b"abcd1".to_vec(), b"abcd2".to_vec()]);
+        assert_eq!(pin(&[same], 4), one(b"abcd"));
+        let left = |len, v: &[u8]| KeyPred::Left {
+            len,
+            value: v.to_vec(),
+        };
+        assert_eq!(pin(&[left(4, b"abcd")], 4), one(b"abcd"));
+        assert_eq!(pin(&[left(6, b"abcdef")], 4), one(b"abcd"));
+        assert_eq!(pin(&[left(3, b"abc")], 4), None);
+    }
+}

@@ -1,0 +1,175 @@
+//! The typed schema of an HBase table, as the read/write path needs it (partitioning, prefix
+//! column), cached per process.
+//!
+//! The truth is the backend: an entry is made from the table's marker (its COMMENT, read from
+//! information_schema as the user's connection sees it) and the definition it names, checked
+//! against the partitioning information_schema reports. Entries are dropped by DDL through this
+//! proxy at once, and re-read after `max_age` (DDL through another proxy, or run directly on
+//! the backend). A table that is not an HBase table is cached too (as `None`), so plain tables
+//! with a `$` in their name cost one lookup per `max_age`, not one per statement.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use super::partition::Partitioning;
+use crate::sql::ddl::CreateTable;
+
+/// How the backend places rows (the prefix-scan rewriter predicts partitions with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placement {
+    /// OceanBase and seekdb: MurmurHash64A (`partition::key_partition`).
+    OceanBase,
+    /// MariaDB / MySQL: the binary collation's hash (`partition::mariadb_key_partition`).
+    MySqlFamily,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TableSchema {
+    /// The database and table, as information_schema names them (UTF-8).
+    pub schema: String,
+    pub name: String,
+    pub partitioning: Partitioning,
+    /// The generated prefix column that KEY partitioning uses, with its length n.
+    pub prefix_column: Option<(String, usize)>,
+    pub placement: Placement,
+}
+
+impl TableSchema {
+    /// From a table's definition, if information_schema's view of its partitioning agrees:
+    /// `live` is (method, expression, partition count) as information_schema reports them.
+    pub fn from_definition(
+        schema: String,
+        name: String,
+        def: &CreateTable,
+        live: Option<(&str, &str, u32)>,
+        placement: Placement,
+    ) -> Option<TableSchema> {
+        let partitioning = def.model_partitioning()?;
+        let prefix_column = match &partitioning {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } => def.prefix_column().map(|(c, _)| (c.to_string(), *n)),
+            _ => None,
+        };
+        // the definition must still be what the backend has
+        let agrees = match (&partitioning, live) {
+            (Partitioning::None, None) => true,
+            (Partitioning::Key { partitions, .. }, Some((method, expr, count))) => {
+                let column = prefix_column.as_ref().map_or("K", |(c, _)| c.as_str());
+                method.eq_ignore_ascii_case("KEY")
+                    && expr.trim_matches('`').eq_ignore_ascii_case(column)
+                    && count == *partitions
+            }
+            (Partitioning::RangeK { bounds }, Some((method, _, count))) => {
+                method.to_ascii_uppercase().starts_with("RANGE") && count as usize == bounds.len()
+            }
+            _ => false,
+        };
+        agrees.then_some(TableSchema {
+            schema,
+            name,
+            partitioning,
+            prefix_column,
+            placement,
+        })
+    }
+
+    /// The partition a rowkey (or prefix) is placed in on this backend.
+    pub fn partition_of(&self, key: &[u8]) -> Option<u32> {
+        match (&self.partitioning, self.placement) {
+            (
+                Partitioning::Key {
+                    prefix_len,
+                    partitions,
+                },
+                Placement::MySqlFamily,
+            ) => Some(super::partition::mariadb_key_partition(
+                key,
+                *prefix_len,
+                *partitions,
+            )),
+            (p, _) => p.partition_of(key),
+        }
+    }
+}
+
+/// A cache key: (database, table), ASCII-folded where the backend compares names that way.
+pub type SchemaKey = (Vec<u8>, Vec<u8>);
+
+pub fn key(db: &[u8], table: &[u8], names_ci: bool) -> SchemaKey {
+    if names_ci {
+        (db.to_ascii_lowercase(), table.to_ascii_lowercase())
+    } else {
+        (db.to_vec(), table.to_vec())
+    }
+}
+
+/// What the cache knows of a table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lookup {
+    /// Read recently: the schema, or None for a table that is not an HBase table (or that
+    /// does not exist, or that this process could not read).
+    Known(Option<Arc<TableSchema>>),
+    /// Not read yet, or too long ago.
+    Unknown,
+}
+
+type Entries = HashMap<SchemaKey, (Option<Arc<TableSchema>>, Instant)>;
+
+pub struct SchemaCache {
+    entries: Mutex<Entries>,
+    max_age: Duration,
+}
+
+impl SchemaCache {
+    const MAX_ENTRIES: usize = 10_000;
+
+    pub fn new(max_age: Duration) -> SchemaCache {
+        SchemaCache {
+            entries: Mutex::new(HashMap::new()),
+            max_age,
+        }
+    }
+
+    pub fn get(&self, k: &SchemaKey) -> Lookup {
+        let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        match entries.get(k) {
+            Some((v, at)) if at.elapsed() < self.max_age => Lookup::Known(v.clone()),
+            _ => Lookup::Unknown,
+        }
+    }
+
+    pub fn put(&self, k: SchemaKey, v: Option<Arc<TableSchema>>) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        if entries.len() >= Self::MAX_ENTRIES {
+            let max_age = self.max_age;
+            entries.retain(|_, (_, at)| at.elapsed() < max_age);
+            if entries.len() >= Self::MAX_ENTRIES {
+                entries.clear();
+            }
+        }
+        entries.insert(k, (v, Instant::now()));
+    }
+
+    /// DDL through this proxy changed or may have changed these tables (None as the table:
+    /// every table of the database; None as the database: everything).
+    pub fn invalidate(&self, db: Option<&[u8]>, table: Option<&[u8]>, names_ci: bool) {
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        match db {
+            None => entries.clear(),
+            Some(db) => {
+                let fold = |b: &[u8]| {
+                    if names_ci {
+                        b.to_ascii_lowercase()
+                    } else {
+                        b.to_vec()
+                    }
+                };
+                let (db, table) = (fold(db), table.map(fold));
+                entries.retain(|(d, t), _| !(d == &db && table.as_ref().is_none_or(|tt| tt == t)));
+            }
+        }
+    }
+}

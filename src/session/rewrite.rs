@@ -1,0 +1,146 @@
+//! What the prefix-scan rewriter needs from the session: the facts it reads on the session's
+//! connection (current database, character set, a table's schema — as this user sees them, so
+//! the backend's grants apply), and when they must be forgotten.
+
+use std::sync::Arc;
+
+use super::hbase::cell;
+use super::{End, Session};
+use crate::hbase::catalog;
+use crate::hbase::marker::{self, Marker};
+use crate::hbase::schema::{self, Placement, TableSchema};
+use crate::sql::prefix_scan::{ConnCharset, Need};
+
+impl Session {
+    /// Reads what the rewriter asked for.
+    pub(super) async fn read_facts(&mut self, need: &Need) -> Result<(), End> {
+        if need.current_db || need.charset || self.db_fact.is_none() {
+            let sql = "SELECT DATABASE(), @@character_set_client, @@character_set_connection";
+            if let Ok(rows) = self.rows(sql).await? {
+                if let Some(r) = rows.first() {
+                    self.db_fact = Some(r.first().cloned().flatten());
+                    self.charset_fact = Some(ConnCharset::from_names(cell(r, 1), cell(r, 2)));
+                }
+            }
+        }
+        for (db, name) in &need.tables {
+            let db = match db {
+                Some(db) => db.clone(),
+                None => match &self.db_fact {
+                    Some(Some(db)) => db.clone(),
+                    _ => continue,
+                },
+            };
+            if !db.is_ascii() || !name.is_ascii() {
+                continue;
+            }
+            let found = self.read_table_schema(&db, name).await?;
+            let key = schema::key(&db, name, self.names_ci);
+            self.shared.schemas.put(key, found);
+        }
+        Ok(())
+    }
+
+    /// A table's schema as the backend has it now, if it is an HBase table this user can see.
+    async fn read_table_schema(
+        &mut self,
+        db: &[u8],
+        name: &[u8],
+    ) -> Result<Option<Arc<TableSchema>>, End> {
+        let flavor = self.flavor().await?;
+        let rows = match self.rows(&catalog::table_partitioning(db, name)).await? {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        };
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        let Some((m, _)) = Marker::find(cell(r, 2)) else {
+            return Ok(None);
+        };
+        let Some(def) = self.definition(&m.ddl_id).await? else {
+            return Ok(None);
+        };
+        let text = |i| String::from_utf8_lossy(cell(r, i)).into_owned();
+        let count: u32 = text(3).parse().unwrap_or(0);
+        let (method, expr) = (text(4), text(5));
+        let live = (count > 0).then_some((method.as_str(), expr.as_str(), count));
+        let placement = if flavor.native_tablegroups() {
+            Placement::OceanBase
+        } else {
+            Placement::MySqlFamily
+        };
+        let utf8 = |i| {
+            String::from_utf8_lossy(&marker::from_hex(cell(r, i)).unwrap_or_default()).into_owned()
+        };
+        Ok(
+            TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement)
+                .map(Arc::new),
+        )
+    }
+
+    /// Forgets the session facts a text may change (USE, SET NAMES, a stored procedure, …);
+    /// DDL makes every session re-read the schemas it uses. The test is lexical and cheap; a
+    /// false alarm costs one re-read before the next HBase statement.
+    /// Returns whether the text may be DDL (the caller drops the schemas again once it ran, so
+    /// no session caches what it read while the DDL was running).
+    pub(super) fn forget_facts_after_query(&mut self) -> bool {
+        let sql = self.command.get(1..).unwrap_or_default();
+        let word = first_word(sql);
+        let any = |ws: &[&[u8]]| word.is_some_and(|w| ws.iter().any(|x| w.eq_ignore_ascii_case(x)));
+        let ddl = word.is_none() || any(&[b"DROP", b"ALTER", b"CREATE", b"RENAME", b"TRUNCATE"]);
+        let session = word.is_none()
+            || any(&[b"USE", b"SET", b"CALL", b"EXECUTE", b"DROP"])
+            || memchr::memchr(b';', sql).is_some();
+        if ddl {
+            self.shared.schemas.invalidate(None, None, self.names_ci);
+        }
+        if session {
+            self.forget_session_facts();
+        }
+        ddl
+    }
+
+    /// SHOW WARNINGS after a statement the proxy noted something about: the backend's warnings,
+    /// then the proxy's note.
+    pub(super) async fn show_warnings_with_note(&mut self, note: String) -> Result<(), End> {
+        let mut rows: Vec<Vec<Option<Vec<u8>>>> =
+            self.rows("SHOW WARNINGS").await?.unwrap_or_default();
+        rows.push(vec![
+            Some(b"Note".to_vec()),
+            Some(b"1105".to_vec()),
+            Some(note.into_bytes()),
+        ]);
+        self.answer_rows(&["Level", "Code", "Message"], &rows).await
+    }
+
+    pub(super) fn forget_session_facts(&mut self) {
+        self.db_fact = None;
+        self.charset_fact = None;
+    }
+}
+
+/// The first word of a text, after white space and plain comments; None when it begins with
+/// anything else (an executable comment, a parenthesis).
+fn first_word(mut sql: &[u8]) -> Option<&[u8]> {
+    for _ in 0..16 {
+        let start = sql.iter().position(|c| !c.is_ascii_whitespace())?;
+        sql = &sql[start..];
+        if sql.starts_with(b"/*") && !sql.starts_with(b"/*!") && !sql.starts_with(b"/*M!") {
+            let end = memchr::memmem::find(&sql[2..], b"*/")?;
+            sql = &sql[end + 4..];
+            continue;
+        }
+        if sql.starts_with(b"#") || sql.starts_with(b"-- ") {
+            let end = memchr::memchr(b'\n', sql)?;
+            sql = &sql[end + 1..];
+            continue;
+        }
+        let end = sql
+            .iter()
+            .position(|c| !c.is_ascii_alphabetic())
+            .unwrap_or(sql.len());
+        return (end > 0).then(|| &sql[..end]);
+    }
+    None
+}

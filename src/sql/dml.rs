@@ -1,0 +1,811 @@
+//! Reading SELECT / UPDATE / DELETE on one table, for the prefix-scan rewriter: which table,
+//! where its WHERE clause ends, and the predicates on the rowkey `K` that are ANDed at the top
+//! level of that clause. Pure and allocation-light; it reads tokens of `sql::scan`, so it sees
+//! the statement exactly as the backend does (executable comments, escapes, NO_BACKSLASH_ESCAPES).
+//!
+//! The reader is deliberately narrow. Anything it does not fully understand — joins, subqueries,
+//! UNION, CTEs, explicit partition selection, index hints, OR/XOR at the top of the WHERE
+//! clause — is reported as `Read::Unreadable` or yields no predicate, and the statement is then
+//! forwarded unchanged. A predicate it reports is one whose meaning is certain: a rewrite built
+//! on it can only narrow what the backend reads, never what it returns.
+
+use super::ddl::TableName;
+use super::scan::{hex_value, ident_value, string_value, Dialect, Scanner, Tok, Token};
+
+/// A value compared with K.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Operand {
+    /// A literal's bytes (quotes and escapes removed) and how the backend types them.
+    Lit { bytes: Vec<u8>, charset: LitCharset },
+    /// The n-th `?` of the statement (0-based), bound at COM_STMT_EXECUTE.
+    Param(usize),
+}
+
+/// How the backend types a string literal: this decides whether its bytes are the bytes the
+/// backend compares with the binary column K.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LitCharset {
+    /// `X'…'`, `0x…`, `_binary'…'`: the bytes as written.
+    Binary,
+    /// `_utf8mb4'…'` / `_utf8'…'` / `_utf8mb3'…'`: the bytes, if they are valid UTF-8.
+    Utf8,
+    /// No introducer: the connection's character set (converted from the client's).
+    Connection,
+    /// Another introducer: certain only for ASCII.
+    Other,
+}
+
+/// The escape character of a LIKE.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Escape {
+    /// None given: `\`, or none under NO_BACKSLASH_ESCAPES.
+    Default,
+    Byte(u8),
+    /// `ESCAPE ''`.
+    Nothing,
+    /// Not a one-byte literal: the reader cannot tell.
+    Unknown,
+}
+
+/// A predicate on K, ANDed at the top level of the WHERE clause.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Pred {
+    /// `K = v`, `K <=> v`.
+    Eq(Operand),
+    /// `K IN (v, …)`.
+    In(Vec<Operand>),
+    /// `K LIKE p [ESCAPE e]`.
+    Like { pattern: Operand, escape: Escape },
+    /// `K >= v` (inclusive) / `K > v`.
+    Lower { bound: Operand, inclusive: bool },
+    /// `K <= v` (inclusive) / `K < v`.
+    Upper { bound: Operand, inclusive: bool },
+    /// `K BETWEEN lo AND hi` (both inclusive).
+    Between(Operand, Operand),
+    /// `LEFT(K, m) = v`, `SUBSTRING(K, 1, m) = v`, `SUBSTR(K FROM 1 FOR m) = v`.
+    Left { len: u64, value: Operand },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verb {
+    Select,
+    Update,
+    Delete,
+}
+
+/// A single-table statement, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Dml {
+    pub verb: Verb,
+    /// Under EXPLAIN / DESCRIBE / ANALYZE.
+    pub explain: bool,
+    pub table: TableName,
+    /// Where the WHERE expression ends (offset in the statement, after its last token); None
+    /// without a WHERE clause.
+    pub where_end: Option<usize>,
+    /// The WHERE clause is a conjunction (no OR/XOR at its top level): `preds` are its K terms.
+    pub preds: Vec<Pred>,
+    /// Identifiers (unquoted, as written) that appear in the WHERE clause.
+    pub where_idents: Vec<Vec<u8>>,
+    /// How many `?` stand before `where_end`, and in the whole statement.
+    pub params_before_end: usize,
+    pub params: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// Not a SELECT / UPDATE / DELETE naming an HBase-style (`$`) table.
+    NotDml,
+    /// A statement on an HBase-style table in a shape the reader does not follow.
+    Unreadable(&'static str),
+    Dml(Box<Dml>),
+}
+
+/// Words that end a table reference or a WHERE clause.
+const CLAUSE_WORDS: [&str; 18] = [
+    "WHERE",
+    "GROUP",
+    "HAVING",
+    "ORDER",
+    "LIMIT",
+    "FOR",
+    "LOCK",
+    "WINDOW",
+    "INTO",
+    "RETURNING",
+    "PROCEDURE",
+    "UNION",
+    "EXCEPT",
+    "INTERSECT",
+    "SET",
+    "PARTITION",
+    "OFFSET",
+    "FETCH",
+];
+
+/// Words that, after a table name, mean a shape the reader does not follow.
+const TABLE_FOLLOWERS: [&str; 10] = [
+    "JOIN",
+    "INNER",
+    "CROSS",
+    "LEFT",
+    "RIGHT",
+    "NATURAL",
+    "STRAIGHT_JOIN",
+    "USE",
+    "FORCE",
+    "IGNORE",
+];
+
+const MAX_TOKENS: usize = 4096;
+
+/// Reads one statement (a piece of a text, or a prepared statement's text).
+pub fn read(sql: &[u8], d: Dialect) -> Read {
+    // executable comments are read as code by the scanner, but a splice inside one could
+    // land in text a version gate hides: leave such statements alone
+    if memchr::memmem::find(sql, b"/*!").is_some() || memchr::memmem::find(sql, b"/*M!").is_some() {
+        return if has_dollar_ident(sql, d) {
+            Read::Unreadable("executable comment")
+        } else {
+            Read::NotDml
+        };
+    }
+    let mut toks: Vec<Token> = Vec::new();
+    for t in Scanner::new(sql, d) {
+        match t {
+            Ok(t) => toks.push(t),
+            Err(_) => return Read::NotDml, // the backend reports its own syntax error
+        }
+        if toks.len() > MAX_TOKENS {
+            return if has_dollar_ident(sql, d) {
+                Read::Unreadable("statement too long to analyse")
+            } else {
+                Read::NotDml
+            };
+        }
+    }
+    let r = Reader { sql, d, t: &toks };
+    r.statement()
+}
+
+fn has_dollar_ident(sql: &[u8], d: Dialect) -> bool {
+    Scanner::new(sql, d)
+        .map_while(Result::ok)
+        .take(MAX_TOKENS)
+        .any(|t| is_dollar_ident(sql, &t))
+}
+
+fn is_dollar_ident(sql: &[u8], t: &Token) -> bool {
+    matches!(t.kind, Tok::Word | Tok::QuotedIdent) && memchr::memchr(b'$', t.text(sql)).is_some()
+}
+
+struct Reader<'a> {
+    sql: &'a [u8],
+    d: Dialect,
+    t: &'a [Token],
+}
+
+impl Reader<'_> {
+    fn word(&self, i: usize, w: &str) -> bool {
+        self.t.get(i).is_some_and(|t| t.is_word(self.sql, w))
+    }
+
+    fn punct(&self, i: usize, c: u8) -> bool {
+        self.t.get(i).is_some_and(|t| t.is_punct(c))
+    }
+
+    fn is_clause_word(&self, i: usize) -> bool {
+        CLAUSE_WORDS.iter().any(|w| self.word(i, w))
+    }
+
+    fn statement(&self) -> Read {
+        let mut i = 0;
+        let mut explain = false;
+        if ["EXPLAIN", "DESCRIBE", "DESC", "ANALYZE"]
+            .iter()
+            .any(|w| self.word(0, w))
+        {
+            explain = true;
+            i = 1;
+            loop {
+                if [
+                    "EXTENDED",
+                    "PARTITIONS",
+                    "BASIC",
+                    "OUTLINE",
+                    "EXTENDED_NOADDR",
+                    "ANALYZE",
+                ]
+                .iter()
+                .any(|w| self.word(i, w))
+                {
+                    i += 1;
+                } else if self.word(i, "FORMAT") && self.punct(i + 1, b'=') {
+                    i += 3;
+                } else {
+                    break;
+                }
+            }
+        }
+        let verb = if self.word(i, "SELECT") {
+            Verb::Select
+        } else if self.word(i, "UPDATE") {
+            Verb::Update
+        } else if self.word(i, "DELETE") {
+            Verb::Delete
+        } else {
+            let hbase = self.t.iter().any(|t| is_dollar_ident(self.sql, t));
+            return if hbase && (self.word(i, "WITH") || self.punct(i, b'(')) {
+                Read::Unreadable("a CTE or parenthesised query")
+            } else {
+                Read::NotDml
+            };
+        };
+        if !self.t.iter().any(|t| is_dollar_ident(self.sql, t)) {
+            return Read::NotDml;
+        }
+        // one query block only: no subquery, no set operation
+        for (k, t) in self.t.iter().enumerate().skip(i + 1) {
+            if t.is_word(self.sql, "SELECT") {
+                return Read::Unreadable("a subquery");
+            }
+            if ["UNION", "EXCEPT", "INTERSECT"]
+                .iter()
+                .any(|w| self.word(k, w))
+            {
+                return Read::Unreadable("a set operation");
+            }
+        }
+        let at_table = match verb {
+            Verb::Select => match self.depth0_word(i + 1, "FROM") {
+                Some(f) => f + 1,
+                None => return Read::NotDml,
+            },
+            Verb::Delete => {
+                let mut j = i + 1;
+                while ["LOW_PRIORITY", "QUICK", "IGNORE"]
+                    .iter()
+                    .any(|w| self.word(j, w))
+                {
+                    j += 1;
+                }
+                if !self.word(j, "FROM") {
+                    return Read::Unreadable("a multiple-table DELETE");
+                }
+                j + 1
+            }
+            Verb::Update => {
+                let mut j = i + 1;
+                while ["LOW_PRIORITY", "IGNORE"].iter().any(|w| self.word(j, w)) {
+                    j += 1;
+                }
+                j
+            }
+        };
+        let Some((table, after)) = self.table_ref(at_table) else {
+            return Read::Unreadable("a table reference the rewriter does not follow");
+        };
+        let mut j = after;
+        // [AS] alias
+        if self.word(j, "AS") {
+            if !self
+                .t
+                .get(j + 1)
+                .is_some_and(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+            {
+                return Read::Unreadable("an alias");
+            }
+            j += 2;
+        } else if let Some(t) = self.t.get(j) {
+            let plain_word = t.kind == Tok::Word
+                && !self.is_clause_word(j)
+                && !TABLE_FOLLOWERS.iter().any(|w| self.word(j, w));
+            if plain_word || t.kind == Tok::QuotedIdent {
+                j += 1;
+            }
+        }
+        let where_kw = match verb {
+            Verb::Update => {
+                if !self.word(j, "SET") {
+                    return Read::Unreadable("a multiple-table UPDATE");
+                }
+                self.depth0_word(j + 1, "WHERE")
+            }
+            _ => {
+                if j < self.t.len() && !self.word(j, "WHERE") && !self.is_clause_word(j) {
+                    return Read::Unreadable("a join or a table option");
+                }
+                if self.word(j, "PARTITION") {
+                    return Read::Unreadable("explicit partition selection");
+                }
+                self.word(j, "WHERE").then_some(j)
+            }
+        };
+        let mut dml = Dml {
+            verb,
+            explain,
+            table,
+            where_end: None,
+            preds: Vec::new(),
+            where_idents: Vec::new(),
+            params_before_end: 0,
+            params: self.t.iter().filter(|t| t.is_punct(b'?')).count(),
+        };
+        let Some(w) = where_kw else {
+            return Read::Dml(Box::new(dml));
+        };
+        // the WHERE expression: up to the first clause word at depth 0
+        let start = w + 1;
+        let mut depth = 0i32;
+        let mut end = self.t.len();
+        for k in start..self.t.len() {
+            let t = &self.t[k];
+            if t.is_punct(b'(') {
+                depth += 1;
+            } else if t.is_punct(b')') {
+                depth -= 1;
+                if depth < 0 {
+                    return Read::Unreadable("unbalanced parentheses");
+                }
+            } else if depth == 0 && self.is_clause_word(k) {
+                end = k;
+                break;
+            }
+        }
+        if end == start {
+            return Read::NotDml; // `WHERE` with nothing: the backend's syntax error
+        }
+        let body = &self.t[start..end];
+        dml.where_end = body.last().map(|t| t.end);
+        dml.params_before_end = self.t[..end].iter().filter(|t| t.is_punct(b'?')).count();
+        dml.where_idents = body
+            .iter()
+            .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+            .map(|t| ident_value(self.sql, t))
+            .collect();
+        if let Some(conjuncts) = self.conjuncts(start, end) {
+            for (a, b) in conjuncts {
+                if let Some(p) = self.predicate(a, b) {
+                    dml.preds.push(p);
+                }
+            }
+        }
+        Read::Dml(Box::new(dml))
+    }
+
+    /// The first `w` at parenthesis depth 0 from `from`.
+    fn depth0_word(&self, from: usize, w: &str) -> Option<usize> {
+        let mut depth = 0i32;
+        for k in from..self.t.len() {
+            let t = &self.t[k];
+            if t.is_punct(b'(') {
+                depth += 1;
+            } else if t.is_punct(b')') {
+                depth -= 1;
+            } else if depth == 0 && t.is_word(self.sql, w) {
+                return Some(k);
+            }
+        }
+        None
+    }
+
+    /// `name` or `db.name`: the table and the index after it.
+    fn table_ref(&self, i: usize) -> Option<(TableName, usize)> {
+        let ident = |k: usize| {
+            self.t
+                .get(k)
+                .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+        };
+        let first = ident(i)?;
+        if first.kind == Tok::Word && self.is_clause_word(i) {
+            return None;
+        }
+        let (schema, name, next) = if self.punct(i + 1, b'.') {
+            (Some(first), ident(i + 2)?, i + 3)
+        } else {
+            (None, first, i + 1)
+        };
+        let raw_schema = schema.map(|s| ident_value(self.sql, s));
+        let raw_name = ident_value(self.sql, name);
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        Some((
+            TableName {
+                schema: raw_schema.as_deref().map(lossy),
+                name: lossy(&raw_name),
+                raw_schema,
+                raw_name,
+            },
+            next,
+        ))
+    }
+
+    /// The top-level AND terms of tokens `[a, b)`, as token ranges; None when the expression is
+    /// not a plain conjunction (OR, XOR, `||`, `&&`, `:=` at its top level).
+    fn conjuncts(&self, a: usize, b: usize) -> Option<Vec<(usize, usize)>> {
+        let mut out = Vec::new();
+        let mut work = vec![(a, b)];
+        while let Some((a, b)) = work.pop() {
+            if out.len() + work.len() > 256 {
+                return None;
+            }
+            // a term wrapped whole in parentheses is read inside them
+            if self.punct(a, b'(') && b > a + 1 && self.matching_paren(a) == Some(b - 1) {
+                work.push((a + 1, b - 1));
+                continue;
+            }
+            let mut depth = 0i32;
+            let mut between = false;
+            let mut start = a;
+            let mut parts = Vec::new();
+            for k in a..b {
+                let t = &self.t[k];
+                if t.is_punct(b'(') {
+                    depth += 1;
+                    continue;
+                }
+                if t.is_punct(b')') {
+                    depth -= 1;
+                    continue;
+                }
+                if depth != 0 {
+                    continue;
+                }
+                if ["OR", "XOR"].iter().any(|w| self.word(k, w))
+                    || (t.is_punct(b'|') && self.punct(k + 1, b'|'))
+                    || (t.is_punct(b'&') && self.punct(k + 1, b'&'))
+                    || (t.is_punct(b':') && self.punct(k + 1, b'='))
+                {
+                    return None;
+                }
+                if self.word(k, "BETWEEN") {
+                    between = true;
+                } else if self.word(k, "AND") {
+                    if between {
+                        between = false;
+                    } else {
+                        parts.push((start, k));
+                        start = k + 1;
+                    }
+                }
+            }
+            parts.push((start, b));
+            if parts.len() == 1 {
+                out.push((a, b));
+            } else {
+                work.extend(parts.into_iter().rev());
+            }
+        }
+        Some(out)
+    }
+
+    fn matching_paren(&self, open: usize) -> Option<usize> {
+        let mut depth = 0i32;
+        for k in open..self.t.len() {
+            if self.punct(k, b'(') {
+                depth += 1;
+            } else if self.punct(k, b')') {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+        }
+        None
+    }
+
+    /// A reference to column K of the statement's table at `i`: the index after it.
+    fn k_ref(&self, i: usize) -> Option<usize> {
+        let ident = |k: usize| -> Option<Vec<u8>> {
+            self.t
+                .get(k)
+                .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+                .map(|t| ident_value(self.sql, t))
+        };
+        let is_k = |k: usize| ident(k).is_some_and(|v| v.eq_ignore_ascii_case(b"K"));
+        if is_k(i) && !self.punct(i + 1, b'.') && !(i > 0 && self.punct(i - 1, b'.')) {
+            return Some(i + 1);
+        }
+        // q.K or db.q.K: any qualifier is taken as the statement's one table (a wrong one is
+        // the backend's error, which the added predicate does not change)
+        if ident(i).is_some() && self.punct(i + 1, b'.') && is_k(i + 2) {
+            if self.punct(i + 3, b'.') {
+                return None;
+            }
+            return Some(i + 3);
+        }
+        if ident(i).is_some()
+            && self.punct(i + 1, b'.')
+            && ident(i + 2).is_some()
+            && self.punct(i + 3, b'.')
+            && is_k(i + 4)
+        {
+            return Some(i + 5);
+        }
+        None
+    }
+
+    /// A literal or `?` at `i`: the operand and the index after it.
+    fn operand(&self, i: usize) -> Option<(Operand, usize)> {
+        let t = self.t.get(i)?;
+        match t.kind {
+            Tok::Punct(b'?') => {
+                let n = self.t[..i].iter().filter(|t| t.is_punct(b'?')).count();
+                Some((Operand::Param(n), i + 1))
+            }
+            Tok::Str => Some((
+                Operand::Lit {
+                    bytes: string_value(self.sql, t, self.d),
+                    charset: LitCharset::Connection,
+                },
+                i + 1,
+            )),
+            Tok::Hex => Some((
+                Operand::Lit {
+                    bytes: hex_value(self.sql, t)?,
+                    charset: LitCharset::Binary,
+                },
+                i + 1,
+            )),
+            Tok::Word if t.text(self.sql).starts_with(b"_") => {
+                let intro = t.text(self.sql).to_ascii_lowercase();
+                let v = self.t.get(i + 1)?;
+                let bytes = match v.kind {
+                    Tok::Str => string_value(self.sql, v, self.d),
+                    Tok::Hex => hex_value(self.sql, v)?,
+                    _ => return None,
+                };
+                let charset = match intro.as_slice() {
+                    b"_binary" => LitCharset::Binary,
+                    _ if v.kind == Tok::Hex => LitCharset::Binary,
+                    b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
+                    _ => LitCharset::Other,
+                };
+                Some((Operand::Lit { bytes, charset }, i + 2))
+            }
+            _ => None,
+        }
+    }
+
+    /// A comparison operator at `i`: (operator, index after it).
+    fn comparison(&self, i: usize) -> Option<(&'static str, usize)> {
+        let adj = |k: usize| matches!((self.t.get(k), self.t.get(k + 1)), (Some(a), Some(b)) if a.end == b.start);
+        if self.punct(i, b'<') && self.punct(i + 1, b'=') && self.punct(i + 2, b'>') && adj(i) {
+            return adj(i + 1).then_some(("=", i + 3));
+        }
+        if self.punct(i, b'>') && self.punct(i + 1, b'=') && adj(i) {
+            return Some((">=", i + 2));
+        }
+        if self.punct(i, b'<') && self.punct(i + 1, b'=') && adj(i) {
+            return Some(("<=", i + 2));
+        }
+        if (self.punct(i, b'<') && self.punct(i + 1, b'>'))
+            || (self.punct(i, b'!') && self.punct(i + 1, b'='))
+        {
+            return None;
+        }
+        if self.punct(i, b'=') {
+            return Some(("=", i + 1));
+        }
+        if self.punct(i, b'>') {
+            return Some((">", i + 1));
+        }
+        if self.punct(i, b'<') {
+            return Some(("<", i + 1));
+        }
+        None
+    }
+
+    /// `LEFT(K, m)` / `SUBSTRING(K, 1, m)` / `SUBSTR(K FROM 1 FOR m)` at `i`: (m, index after).
+    fn k_prefix_fn(&self, i: usize) -> Option<(u64, usize)> {
+        let number = |k: usize| -> Option<u64> {
+            let t = self.t.get(k).filter(|t| t.kind == Tok::Number)?;
+            std::str::from_utf8(t.text(self.sql)).ok()?.parse().ok()
+        };
+        if self.word(i, "LEFT") && self.punct(i + 1, b'(') {
+            let k = self.k_ref(i + 2)?;
+            if self.punct(k, b',') && self.punct(k + 2, b')') {
+                return Some((number(k + 1)?, k + 3));
+            }
+            return None;
+        }
+        if (self.word(i, "SUBSTRING") || self.word(i, "SUBSTR") || self.word(i, "MID"))
+            && self.punct(i + 1, b'(')
+        {
+            let k = self.k_ref(i + 2)?;
+            let (sep1, sep2) = if self.punct(k, b',') {
+                (self.punct(k, b','), self.punct(k + 2, b','))
+            } else {
+                (self.word(k, "FROM"), self.word(k + 2, "FOR"))
+            };
+            if sep1 && sep2 && number(k + 1) == Some(1) && self.punct(k + 4, b')') {
+                return Some((number(k + 3)?, k + 5));
+            }
+        }
+        None
+    }
+
+    /// The K predicate that tokens `[a, b)` are, if they are exactly one.
+    fn predicate(&self, a: usize, b: usize) -> Option<Pred> {
+        let flip = |op: &str| {
+            match op {
+                ">" => "<",
+                "<" => ">",
+                ">=" => "<=",
+                "<=" => ">=",
+                o => o,
+            }
+            .to_string()
+        };
+        let build = |op: &str, v: Operand| -> Option<Pred> {
+            Some(match op {
+                "=" => Pred::Eq(v),
+                ">=" => Pred::Lower {
+                    bound: v,
+                    inclusive: true,
+                },
+                ">" => Pred::Lower {
+                    bound: v,
+                    inclusive: false,
+                },
+                "<=" => Pred::Upper {
+                    bound: v,
+                    inclusive: true,
+                },
+                "<" => Pred::Upper {
+                    bound: v,
+                    inclusive: false,
+                },
+                _ => return None,
+            })
+        };
+        // K op v
+        if let Some(k) = self.k_ref(a) {
+            if let Some((op, n)) = self.comparison(k) {
+                let (v, e) = self.operand(n)?;
+                return (e == b).then(|| build(op, v)).flatten();
+            }
+            if self.word(k, "BETWEEN") {
+                let (lo, n) = self.operand(k + 1)?;
+                if !self.word(n, "AND") {
+                    return None;
+                }
+                let (hi, e) = self.operand(n + 1)?;
+                if e != b {
+                    return None;
+                }
+                return Some(Pred::Between(lo, hi));
+            }
+            if self.word(k, "IN") && self.punct(k + 1, b'(') {
+                let mut vals = Vec::new();
+                let mut n = k + 2;
+                loop {
+                    let (v, e) = self.operand(n)?;
+                    vals.push(v);
+                    if self.punct(e, b',') {
+                        n = e + 1;
+                    } else if self.punct(e, b')') && e + 1 == b {
+                        return Some(Pred::In(vals));
+                    } else {
+                        return None;
+                    }
+                }
+            }
+            if self.word(k, "LIKE") {
+                let (pattern, n) = self.operand(k + 1)?;
+                if n == b {
+                    return Some(Pred::Like {
+                        pattern,
+                        escape: Escape::Default,
+                    });
+                }
+                if self.word(n, "ESCAPE") {
+                    let escape = match self.operand(n + 1) {
+                        Some((Operand::Lit { bytes, .. }, e)) if e == b => match bytes.as_slice() {
+                            [] => Escape::Nothing,
+                            [c] if c.is_ascii() => Escape::Byte(*c),
+                            _ => Escape::Unknown,
+                        },
+                        _ => return None,
+                    };
+                    return Some(Pred::Like { pattern, escape });
+                }
+                return None;
+            }
+            return None;
+        }
+        // LEFT(K, m) = v
+        if let Some((m, k)) = self.k_prefix_fn(a) {
+            let (op, n) = self.comparison(k)?;
+            let (v, e) = self.operand(n)?;
+            return (op == "=" && e == b).then_some(Pred::Left { len: m, value: v });
+        }
+        // v op K, v = LEFT(K, m)
+        let (v, n) = self.operand(a)?;
+        let (op, k) = self.comparison(n)?;
+        if let Some(e) = self.k_ref(k) {
+            return (e == b).then(|| build(&flip(op), v)).flatten();
+        }
+        let (m, e) = self.k_prefix_fn(k)?;
+        (op == "=" && e == b).then_some(Pred::Left { len: m, value: v })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dml(sql: &str) -> Dml {
+        match read(sql.as_bytes(), Dialect::default()) {
+            Read::Dml(d) => *d,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    fn lit(s: &[u8]) -> Operand {
+        Operand::Lit {
+            bytes: s.to_vec(),
+            charset: LitCharset::Connection,
+        }
+    }
+
+    #[test]
+    fn predicates_anded_at_the_top() {
+        let d = dml("EXPLAIN PARTITIONS SELECT * FROM h$f WHERE K LIKE 'abcd%'");
+        assert!(d.explain);
+        assert_eq!(
+            d.preds,
+            vec![Pred::Like {
+                pattern: lit(b"abcd%"),
+                escape: Escape::Default
+            }]
+        );
+        let d = dml("SELECT V FROM db.g$f AS x WHERE x.K >= 'a' AND (T > 5 AND 'b' > K) AND K BETWEEN 'a' AND 'c' AND K IN (X'00', _binary'b') ORDER BY K");
+        assert_eq!(d.table.raw_schema.as_deref(), Some(&b"db"[..]));
+        assert_eq!(d.preds.len(), 4, "{:?}", d.preds);
+        assert!(matches!(
+            d.preds[1],
+            Pred::Upper {
+                inclusive: false,
+                ..
+            }
+        ));
+        let d = dml("UPDATE g$f SET V = 'x' WHERE LEFT(K, 4) = 'abcd' AND SUBSTRING(K FROM 1 FOR 5) = ? LIMIT 3");
+        assert_eq!(d.preds.len(), 2);
+        assert_eq!(d.params, 1);
+        // OR at the top: no predicate
+        assert!(dml("DELETE FROM g$f WHERE K = 'a' OR K = 'b'")
+            .preds
+            .is_empty());
+        assert!(dml("SELECT * FROM g$f WHERE NOT K = 'a'").preds.is_empty());
+        assert!(dml("SELECT * FROM g$f WHERE K = V").preds.is_empty());
+        assert!(dml("SELECT * FROM g$f WHERE K = 'a' COLLATE binary")
+            .preds
+            .is_empty());
+    }
+
+    #[test]
+    fn shapes_not_followed() {
+        for sql in [
+            "SELECT * FROM g$f JOIN t ON 1 WHERE K = 'a'",
+            "SELECT * FROM g$f, t WHERE K = 'a'",
+            "SELECT * FROM g$f WHERE K IN (SELECT K FROM t)",
+            "SELECT * FROM g$f UNION SELECT * FROM g$f",
+            "DELETE a FROM g$f a WHERE K = 'a'",
+            "SELECT * FROM g$f PARTITION (p0) WHERE K = 'a'",
+            "SELECT /*!99999 1, */ K FROM g$f WHERE K = 'a'",
+        ] {
+            assert!(
+                matches!(
+                    read(sql.as_bytes(), Dialect::default()),
+                    Read::Unreadable(_)
+                ),
+                "{sql}"
+            );
+        }
+        assert_eq!(read(b"SELECT 1", Dialect::default()), Read::NotDml);
+        assert_eq!(
+            read(b"INSERT INTO g$f VALUES (1)", Dialect::default()),
+            Read::NotDml
+        );
+    }
+}

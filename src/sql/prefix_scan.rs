@@ -1,0 +1,370 @@
+//! The rewrite stage of the policy: for one SELECT / UPDATE / DELETE read by `sql::dml`, decide
+//! whether the prefix-column predicate can be added, with what, or what is missing to decide.
+//!
+//! Pure: the table's schema comes from the process's cache (`hbase::schema`), the session's
+//! current database and character set from the session; when one of them is not known the
+//! answer is `Step::Need`, the session reads it and asks again (once: then unknown means no).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use super::dml::{Dml, Escape, LitCharset, Operand, Pred};
+use super::rewrite::{self, Values};
+use crate::hbase::partition::Partitioning;
+use crate::hbase::prefix::{pin, KeyPred};
+use crate::hbase::schema::{self, Lookup, SchemaCache, SchemaKey, TableSchema};
+
+/// The connection's character set, when the client's and the connection's are the same (then a
+/// literal's bytes reach the comparison unchanged).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ConnCharset {
+    Binary,
+    Utf8,
+    Latin1,
+    /// Another one, or client and connection character sets differ.
+    Other,
+}
+
+impl ConnCharset {
+    /// From `@@character_set_client` and `@@character_set_connection`.
+    pub fn from_names(client: &[u8], connection: &[u8]) -> ConnCharset {
+        if !client.eq_ignore_ascii_case(connection) {
+            return ConnCharset::Other;
+        }
+        match client.to_ascii_lowercase().as_slice() {
+            b"binary" => ConnCharset::Binary,
+            b"utf8mb4" | b"utf8" | b"utf8mb3" => ConnCharset::Utf8,
+            b"latin1" => ConnCharset::Latin1,
+            _ => ConnCharset::Other,
+        }
+    }
+}
+
+/// Counters of the rewriter (shown by SHOW PROXY STATUS).
+#[derive(Debug, Default)]
+pub struct Counters {
+    pub rewritten: AtomicU64,
+    pub declined: AtomicU64,
+    pub unreadable: AtomicU64,
+    pub prepared_variants: AtomicU64,
+}
+
+impl Counters {
+    pub fn bump(c: &AtomicU64) {
+        c.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// What the rewriter may know when it decides.
+#[derive(Clone)]
+pub struct TableView {
+    pub cache: Arc<SchemaCache>,
+    /// The session's current database: None = not known yet; Some(None) = none selected.
+    pub current_db: Option<Option<Vec<u8>>>,
+    pub charset: Option<ConnCharset>,
+    pub names_ci: bool,
+    /// The session has just read what was missing: what is still unknown counts as "no".
+    pub settled: bool,
+    pub counters: Arc<Counters>,
+}
+
+impl std::fmt::Debug for TableView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TableView")
+            .field("current_db", &self.current_db)
+            .field("charset", &self.charset)
+            .field("settled", &self.settled)
+            .finish()
+    }
+}
+
+impl PartialEq for TableView {
+    fn eq(&self, o: &Self) -> bool {
+        Arc::ptr_eq(&self.cache, &o.cache)
+            && self.current_db == o.current_db
+            && self.charset == o.charset
+            && self.settled == o.settled
+    }
+}
+impl Eq for TableView {}
+
+/// What the session must read before the rewriter can decide.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Need {
+    pub current_db: bool,
+    pub charset: bool,
+    /// Tables to read into the cache: (database, table) as the client named them; no
+    /// database: the current one (read first).
+    pub tables: Vec<(Option<Vec<u8>>, Vec<u8>)>,
+}
+
+impl Need {
+    pub fn merge(&mut self, o: Need) {
+        self.current_db |= o.current_db;
+        self.charset |= o.charset;
+        for t in o.tables {
+            if !self.tables.contains(&t) {
+                self.tables.push(t);
+            }
+        }
+    }
+}
+
+/// What to do with a statement for a prepared statement whose values decide.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedPlan {
+    pub preds: Vec<Pred>,
+    pub schema: Arc<TableSchema>,
+    pub key: SchemaKey,
+    pub column: String,
+    pub n: usize,
+    /// Whether `\` is LIKE's default escape (NO_BACKSLASH_ESCAPES off at PREPARE).
+    pub backslash_escape: bool,
+    /// Where the predicate goes, and how many `?` stand before it.
+    pub where_end: usize,
+    pub param_at: usize,
+    pub params: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Step {
+    /// Not an HBase table, or one whose partitioning needs no rewrite.
+    Untouched,
+    /// A prefix scan on a table that no rewrite can prune (KEY(K)): a note for the user.
+    Note(String),
+    /// An HBase table with prefix partitioning, but nothing certain pins one prefix.
+    Declined(&'static str),
+    Need(Need),
+    /// Splice this predicate after the WHERE clause.
+    Splice(Vec<u8>),
+    /// Prepared: the bound values decide, at each execution.
+    Prepared(Box<PreparedPlan>),
+}
+
+/// The table a statement names, resolved as the backend resolves it for this session.
+pub fn resolve(dml: &Dml, view: &TableView) -> Result<Option<SchemaKey>, Need> {
+    let db = match (&dml.table.raw_schema, &view.current_db) {
+        (Some(db), _) => db.clone(),
+        (None, Some(Some(db))) => db.clone(),
+        (None, Some(None)) => return Ok(None), // no database: the backend's error
+        (None, None) if view.settled => return Ok(None),
+        (None, None) => {
+            return Err(Need {
+                current_db: true,
+                tables: vec![(None, dml.table.raw_name.clone())],
+                ..Need::default()
+            })
+        }
+    };
+    if !db.is_ascii() || !dml.table.raw_name.is_ascii() {
+        return Ok(None); // non-ASCII names are not cached (their bytes depend on the charset)
+    }
+    Ok(Some(schema::key(&db, &dml.table.raw_name, view.names_ci)))
+}
+
+/// The table's schema as the cache knows it.
+pub fn table(dml: &Dml, view: &TableView) -> Result<Option<(SchemaKey, Arc<TableSchema>)>, Need> {
+    let Some(key) = resolve(dml, view)? else {
+        return Ok(None);
+    };
+    let db = match &dml.table.raw_schema {
+        Some(db) => db.clone(),
+        None => key.0.clone(),
+    };
+    match view.cache.get(&key) {
+        Lookup::Known(Some(s)) => Ok(Some((key, s))),
+        Lookup::Known(None) => Ok(None),
+        Lookup::Unknown if view.settled => Ok(None),
+        Lookup::Unknown => Err(Need {
+            tables: vec![(Some(db), dml.table.raw_name.clone())],
+            ..Need::default()
+        }),
+    }
+}
+
+/// The rewrite stage for one statement. `prepare`: the statement is being prepared (`?` are
+/// parameters); `backslash_escape`: NO_BACKSLASH_ESCAPES is off.
+pub fn plan(dml: &Dml, view: &TableView, prepare: bool, backslash_escape: bool) -> Step {
+    let (key, schema) = match table(dml, view) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Step::Untouched,
+        Err(need) => return Step::Need(need),
+    };
+    let (column, n) = match (&schema.partitioning, &schema.prefix_column) {
+        (
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            },
+            Some((c, _)),
+        ) => (c.clone(), *n),
+        (
+            Partitioning::Key {
+                prefix_len: None, ..
+            },
+            _,
+        ) if dml.preds.iter().any(|p| {
+            matches!(
+                p,
+                Pred::Like { .. } | Pred::Lower { .. } | Pred::Upper { .. } | Pred::Between(..)
+            )
+        }) =>
+        {
+            return Step::Note(format!(
+                "obkv-proxy: `{}` is partitioned by KEY(K), so a prefix scan or range on K reads all {} partitions; \
+                 for prefix scans partition by KEY(prefix column) with prefix = substring(K, 1, n) (see docs/RULES.md)",
+                schema.name,
+                schema.partitioning.partition_count()
+            ));
+        }
+        _ => return Step::Untouched,
+    };
+    let Some(where_end) = dml.where_end else {
+        return Step::Declined("no WHERE clause");
+    };
+    if dml
+        .where_idents
+        .iter()
+        .any(|i| i.eq_ignore_ascii_case(column.as_bytes()))
+    {
+        return Step::Declined("the statement already names the prefix column");
+    }
+    // literal-only predicates decide now
+    let mut need_charset = false;
+    let mut known: Vec<KeyPred> = Vec::new();
+    let mut with_params = false;
+    for p in &dml.preds {
+        let mut value = |op: &Operand| match op {
+            Operand::Lit { bytes, charset } => match certain(bytes, *charset, view.charset) {
+                Some(true) => Some(bytes.clone()),
+                Some(false) => None,
+                None => {
+                    need_charset = true;
+                    None
+                }
+            },
+            Operand::Param(_) => None,
+        };
+        if !key_preds(p, backslash_escape, &mut value, &mut known) {
+            with_params |= pred_has_param(p);
+        }
+    }
+    if let Some(pinned) = pin(&known, n) {
+        let prefixes = pinned.prefixes();
+        let text = rewrite::predicate(&column, &Values::Literals(&prefixes));
+        return Step::Splice(text);
+    }
+    if need_charset && !view.settled {
+        return Step::Need(Need {
+            charset: true,
+            ..Need::default()
+        });
+    }
+    if prepare && with_params {
+        return Step::Prepared(Box::new(PreparedPlan {
+            preds: dml.preds.clone(),
+            schema,
+            key,
+            column,
+            n,
+            backslash_escape,
+            where_end,
+            param_at: dml.params_before_end,
+            params: dml.params,
+        }));
+    }
+    Step::Declined("no predicate pins one prefix")
+}
+
+fn pred_has_param(p: &Pred) -> bool {
+    let is = |o: &Operand| matches!(o, Operand::Param(_));
+    match p {
+        Pred::Eq(v) | Pred::Lower { bound: v, .. } | Pred::Upper { bound: v, .. } => is(v),
+        Pred::Left { value, .. } => is(value),
+        Pred::Like { pattern, .. } => is(pattern),
+        Pred::In(vs) => vs.iter().any(is),
+        Pred::Between(a, b) => is(a) || is(b),
+    }
+}
+
+/// Whether a literal's bytes are the bytes the backend compares with K: Some(true) yes,
+/// Some(false) no, None when it depends on the session's character set, which is not known.
+pub fn certain(bytes: &[u8], cs: LitCharset, conn: Option<ConnCharset>) -> Option<bool> {
+    Some(match cs {
+        LitCharset::Binary => true,
+        LitCharset::Utf8 => std::str::from_utf8(bytes).is_ok(),
+        LitCharset::Other => bytes.is_ascii(),
+        LitCharset::Connection if bytes.is_ascii() => true,
+        LitCharset::Connection => match conn? {
+            ConnCharset::Binary | ConnCharset::Latin1 => true,
+            ConnCharset::Utf8 => std::str::from_utf8(bytes).is_ok(),
+            ConnCharset::Other => false,
+        },
+    })
+}
+
+/// Appends a predicate's model form to `out` with its operands' bytes (`value` gives them,
+/// None when not certain); false (nothing appended) when an operand is not certain. BETWEEN
+/// becomes its two bounds.
+pub fn key_preds(
+    p: &Pred,
+    backslash_escape: bool,
+    value: &mut dyn FnMut(&Operand) -> Option<Vec<u8>>,
+    out: &mut Vec<KeyPred>,
+) -> bool {
+    let mut one = || -> Option<KeyPred> {
+        Some(match p {
+            Pred::Eq(v) => KeyPred::Eq(value(v)?),
+            Pred::In(vs) => {
+                let mut list = Vec::with_capacity(vs.len());
+                for v in vs {
+                    list.push(value(v)?);
+                }
+                KeyPred::In(list)
+            }
+            Pred::Like { pattern, escape } => {
+                let escape = match escape {
+                    Escape::Default => backslash_escape.then_some(b'\\'),
+                    Escape::Byte(b'%' | b'_') | Escape::Unknown => return None,
+                    Escape::Byte(c) => Some(*c),
+                    Escape::Nothing => None,
+                };
+                KeyPred::Like {
+                    pattern: value(pattern)?,
+                    escape,
+                }
+            }
+            Pred::Lower { bound, inclusive } => KeyPred::Lower {
+                bound: value(bound)?,
+                inclusive: *inclusive,
+            },
+            Pred::Upper { bound, inclusive } => KeyPred::Upper {
+                bound: value(bound)?,
+                inclusive: *inclusive,
+            },
+            Pred::Between(lo, hi) => {
+                let lo = value(lo)?;
+                let hi = value(hi)?;
+                out.push(KeyPred::Lower {
+                    bound: lo,
+                    inclusive: true,
+                });
+                KeyPred::Upper {
+                    bound: hi,
+                    inclusive: true,
+                }
+            }
+            Pred::Left { len, value: v } => KeyPred::Left {
+                len: *len,
+                value: value(v)?,
+            },
+        })
+    };
+    match one() {
+        Some(k) => {
+            out.push(k);
+            true
+        }
+        None => false,
+    }
+}
