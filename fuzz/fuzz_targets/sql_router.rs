@@ -4,7 +4,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Origin, Scope};
+use std::sync::{Arc, OnceLock};
+
+use obkv_proxy::hbase::partition::Partitioning;
+use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
+use obkv_proxy::sql::dml;
+use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
+use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, Dialect, Flavor, Scanner};
 
 fuzz_target!(|data: &[u8]| {
@@ -33,13 +39,46 @@ fuzz_target!(|data: &[u8]| {
     } else {
         Scope::default()
     };
+    // the rewriter sees `g$f` (and `hb.g$f`) as a KEY(K_PREFIX) table with n = 4
+    static CACHE: OnceLock<Arc<SchemaCache>> = OnceLock::new();
+    let cache = CACHE
+        .get_or_init(|| {
+            let c = SchemaCache::new(std::time::Duration::from_secs(86_400));
+            let schema = TableSchema {
+                schema: "hb".into(),
+                name: "g$f".into(),
+                partitioning: Partitioning::Key {
+                    prefix_len: Some(4),
+                    partitions: 97,
+                },
+                prefix_column: Some(("K_PREFIX".into(), 4)),
+                placement: Placement::OceanBase,
+            };
+            c.put(key(b"hb", b"g$f", true), Some(Arc::new(schema)));
+            Arc::new(c)
+        })
+        .clone();
+    let tables = TableView {
+        cache,
+        current_db: Some(Some(b"hb".to_vec())),
+        charset: Some(ConnCharset::Utf8),
+        names_ci: true,
+        settled: true,
+        counters: Default::default(),
+    };
     let ctx = Context {
         dialect,
         strict: flags & 32 != 0,
         scope,
+        tables: Some(tables),
     };
+    let _ = dml::read(sql, dialect);
     let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
-    let _ = decide(sql, origin, &ctx);
+    // a rewrite only inserts: the original bytes are the rewritten text's, in order
+    if let (_, Decision::Rewrite(text)) = decide(sql, origin, &ctx) {
+        let mut it = text.iter();
+        assert!(sql.iter().all(|b| it.any(|x| x == b)), "a rewrite changed the user's bytes");
+    }
     let _ = decide_dynamic(sql, &ctx);
     // tokens are in order, inside the text, and never empty
     let mut last = 0;

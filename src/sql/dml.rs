@@ -87,6 +87,9 @@ pub struct Dml {
     pub preds: Vec<Pred>,
     /// Identifiers (unquoted, as written) that appear in the WHERE clause.
     pub where_idents: Vec<Vec<u8>>,
+    /// A string literal of the WHERE clause holds a backslash (its bytes depend on
+    /// NO_BACKSLASH_ESCAPES, which not every backend reports).
+    pub backslash_literal: bool,
     /// How many `?` stand before `where_end`, and in the whole statement.
     pub params_before_end: usize,
     pub params: usize,
@@ -328,6 +331,7 @@ impl Reader<'_> {
             where_end: None,
             preds: Vec::new(),
             where_idents: Vec::new(),
+            backslash_literal: false,
             params_before_end: 0,
             params: self.t.iter().filter(|t| t.is_punct(b'?')).count(),
         };
@@ -358,6 +362,9 @@ impl Reader<'_> {
         let body = &self.t[start..end];
         dml.where_end = body.last().map(|t| t.end);
         dml.params_before_end = self.t[..end].iter().filter(|t| t.is_punct(b'?')).count();
+        dml.backslash_literal = body
+            .iter()
+            .any(|t| t.kind == Tok::Str && memchr::memchr(b'\\', t.text(self.sql)).is_some());
         dml.where_idents = body
             .iter()
             .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))

@@ -326,7 +326,10 @@ fn decide_pieces_with(
             Read::Dml(x) => {
                 let Some(view) = &ctx.tables else { continue };
                 let prepare = origin == Origin::Prepare;
-                match prefix_scan::plan(x, view, prepare, !d.no_backslash_escapes) {
+                // OceanBase does not report NO_BACKSLASH_ESCAPES: not known there
+                let nbe_known = matches!(d.flavor, scan::Flavor::MySql | scan::Flavor::MariaDb);
+                let backslash_escape = nbe_known.then_some(!d.no_backslash_escapes);
+                match prefix_scan::plan(x, view, prepare, backslash_escape) {
                     Step::Untouched => {}
                     Step::Note(n) => note = Some(n),
                     Step::Declined(why) => {

@@ -15,6 +15,7 @@ mod fidelity;
 mod hardening;
 mod hbase;
 mod mariadb_ext;
+mod prefix;
 mod resilience;
 mod streaming;
 mod sysbench;
