@@ -358,6 +358,17 @@ fn explained_partitions(c: &mut RawConn, kind: Kind, sql: &str) -> String {
     }
 }
 
+/// The natural prefix scan, unrewritten, reads more than one partition.
+fn assert_reads_every_partition(c: &mut RawConn, kind: Kind, table: &str) {
+    let sql = format!("SELECT * FROM {table} WHERE K LIKE 'abcd%'");
+    let all = explained_partitions(c, kind, &sql);
+    assert!(
+        all.contains(',') || all.contains('['),
+        "{}: {all}",
+        kind.name()
+    );
+}
+
 #[test]
 fn each_form_reads_the_one_partition_the_model_predicts() {
     for kind in BOTH {
@@ -405,16 +416,7 @@ fn each_form_reads_the_one_partition_the_model_predicts() {
         }
         // without the proxy the same statement reads every partition
         let mut direct = RawConn::connect(&f.backend, "root", "", Some(&f.db)).expect("direct");
-        let all = explained_partitions(
-            &mut direct,
-            kind,
-            &format!("SELECT * FROM {table} WHERE K LIKE 'abcd%'"),
-        );
-        assert!(
-            all.contains(',') || all.contains('['),
-            "{}: {all}",
-            kind.name()
-        );
+        assert_reads_every_partition(&mut direct, kind, &table);
     }
 }
 
@@ -534,15 +536,6 @@ fn statements_the_rewriter_must_not_touch_are_forwarded_as_they_are() {
         cfg.hbase.rewrite = obkv_proxy::config::Switch::Off;
         let off = proxy::start(cfg);
         let mut c = RawConn::connect(&off.addr, "root", "", Some(&f.db)).expect("proxy");
-        let all = explained_partitions(
-            &mut c,
-            kind,
-            &format!("SELECT * FROM {table} WHERE K LIKE 'abcd%'"),
-        );
-        assert!(
-            all.contains(',') || all.contains('['),
-            "{}: {all}",
-            kind.name()
-        );
+        assert_reads_every_partition(&mut c, kind, &table);
     }
 }
