@@ -12,11 +12,14 @@ use std::sync::{Arc, Mutex};
 use super::marker::TAG;
 use crate::sql::ddl::{CreateTable, TableName};
 
+/// `X'…'` for any bytes (no character set or escape setting can misread it).
 pub fn hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
     let mut s = String::with_capacity(bytes.len() * 2 + 3);
     s.push_str("X'");
-    for b in bytes {
-        s.push_str(&format!("{b:02X}"));
+    for &b in bytes {
+        s.push(char::from(DIGITS[usize::from(b >> 4)]));
+        s.push(char::from(DIGITS[usize::from(b & 15)]));
     }
     s.push('\'');
     s

@@ -39,19 +39,11 @@ pub fn predicate(column: &str, values: &Values) -> Vec<u8> {
 }
 
 fn hex_literal(b: &[u8]) -> Vec<u8> {
-    const HEX: &[u8; 16] = b"0123456789ABCDEF";
     if b.is_empty() {
         // seekdb 1.4 misreads `IN (X'', X'61')` (an empty hex literal first): no rows
         return b"_binary''".to_vec();
     }
-    let mut out = Vec::with_capacity(b.len() * 2 + 3);
-    out.extend_from_slice(b"X'");
-    for &c in b {
-        out.push(HEX[usize::from(c >> 4)]);
-        out.push(HEX[usize::from(c & 15)]);
-    }
-    out.push(b'\'');
-    out
+    crate::hbase::catalog::hex(b).into_bytes()
 }
 
 /// The statement `sql` (one statement, `dml` read from it) with the predicate added; `offset` is
