@@ -153,23 +153,11 @@ impl SchemaCache {
         entries.insert(k, (v, Instant::now()));
     }
 
-    /// DDL through this proxy changed or may have changed these tables (None as the table:
-    /// every table of the database; None as the database: everything).
-    pub fn invalidate(&self, db: Option<&[u8]>, table: Option<&[u8]>, names_ci: bool) {
-        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
-        match db {
-            None => entries.clear(),
-            Some(db) => {
-                let fold = |b: &[u8]| {
-                    if names_ci {
-                        b.to_ascii_lowercase()
-                    } else {
-                        b.to_vec()
-                    }
-                };
-                let (db, table) = (fold(db), table.map(fold));
-                entries.retain(|(d, t), _| !(d == &db && table.as_ref().is_none_or(|tt| tt == t)));
-            }
-        }
+    /// DDL through this proxy may have changed a table: every entry is read again.
+    pub fn clear(&self) {
+        self.entries
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 }

@@ -448,7 +448,7 @@ impl Session {
         }
         let result = self.apply(decision, ResponseKind::Query).await.map(drop);
         if ddl {
-            self.shared.schemas.invalidate(None, None, self.names_ci);
+            self.shared.schemas.clear();
         }
         result
     }
@@ -515,10 +515,8 @@ impl Session {
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         match decision {
-            // NeedFacts is answered in `decide`; a plan is kept by `on_prepare`
-            Decision::Forward | Decision::NeedFacts(_) | Decision::PrepareWithPlan(_) => {
-                self.forward(kind).await.map(Some)
-            }
+            // NeedFacts is answered in `decide`
+            Decision::Forward | Decision::NeedFacts(_) => self.forward(kind).await.map(Some),
             Decision::ForwardWithNote(note) => {
                 let summary = self.forward(kind).await?;
                 self.pending_note = Some(note);
@@ -611,7 +609,6 @@ impl Session {
             ("prefix_rewrites", &c.rewritten),
             ("prefix_rewrites_declined", &c.declined),
             ("prefix_rewrites_unreadable", &c.unreadable),
-            ("prefix_prepared_variants", &c.prepared_variants),
         ] {
             rows.push(vec![
                 Some(name.into()),

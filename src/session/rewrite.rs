@@ -93,7 +93,7 @@ impl Session {
             || any(&[b"USE", b"SET", b"CALL", b"EXECUTE", b"DROP"])
             || memchr::memchr(b';', sql).is_some();
         if ddl {
-            self.shared.schemas.invalidate(None, None, self.names_ci);
+            self.shared.schemas.clear();
         }
         if session {
             self.forget_session_facts();

@@ -5,14 +5,14 @@
 //! current database and character set from the session; when one of them is not known the
 //! answer is `Step::Need`, the session reads it and asks again (once: then unknown means no).
 
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
 use super::dml::{Dml, Escape, LitCharset, Operand, Pred};
-use super::rewrite::{self, Values};
+use super::rewrite;
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPred, Pinned};
-use crate::hbase::schema::{self, Lookup, SchemaCache, SchemaKey, TableSchema};
+use crate::hbase::schema::{self, Lookup, SchemaCache, TableSchema};
 
 /// The connection's character set, when the client's and the connection's are the same (then a
 /// literal's bytes reach the comparison unchanged).
@@ -46,13 +46,6 @@ pub struct Counters {
     pub rewritten: AtomicU64,
     pub declined: AtomicU64,
     pub unreadable: AtomicU64,
-    pub prepared_variants: AtomicU64,
-}
-
-impl Counters {
-    pub fn bump(c: &AtomicU64) {
-        c.fetch_add(1, Ordering::Relaxed);
-    }
 }
 
 /// What the rewriter may know when it decides.
@@ -110,22 +103,6 @@ impl Need {
     }
 }
 
-/// What to do with a statement for a prepared statement whose values decide.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PreparedPlan {
-    pub preds: Vec<Pred>,
-    pub schema: Arc<TableSchema>,
-    pub key: SchemaKey,
-    pub column: String,
-    pub n: usize,
-    /// Whether `\` is LIKE's default escape (NO_BACKSLASH_ESCAPES off at PREPARE).
-    pub backslash_escape: bool,
-    /// Where the predicate goes, and how many `?` stand before it.
-    pub where_end: usize,
-    pub param_at: usize,
-    pub params: usize,
-}
-
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Step {
     /// Not an HBase table, or one whose partitioning needs no rewrite.
@@ -137,55 +114,41 @@ pub enum Step {
     Need(Need),
     /// Splice this predicate after the WHERE clause.
     Splice(Vec<u8>),
-    /// Prepared: the bound values decide, at each execution.
-    Prepared(Box<PreparedPlan>),
 }
 
-/// The table a statement names, resolved as the backend resolves it for this session.
-pub fn resolve(dml: &Dml, view: &TableView) -> Result<Option<SchemaKey>, Need> {
+/// The schema of the table a statement names, resolved as the backend resolves it for this
+/// session (the named database, else the current one), as the cache knows it.
+pub fn table(dml: &Dml, view: &TableView) -> Result<Option<Arc<TableSchema>>, Need> {
+    let name = &dml.table.raw_name;
     let db = match (&dml.table.raw_schema, &view.current_db) {
-        (Some(db), _) => db.clone(),
-        (None, Some(Some(db))) => db.clone(),
+        (Some(db), _) | (None, Some(Some(db))) => db,
         (None, Some(None)) => return Ok(None), // no database: the backend's error
         (None, None) if view.settled => return Ok(None),
         (None, None) => {
             return Err(Need {
                 current_db: true,
-                tables: vec![(None, dml.table.raw_name.clone())],
+                tables: vec![(None, name.clone())],
                 ..Need::default()
             })
         }
     };
-    if !db.is_ascii() || !dml.table.raw_name.is_ascii() {
+    if !db.is_ascii() || !name.is_ascii() {
         return Ok(None); // non-ASCII names are not cached (their bytes depend on the charset)
     }
-    Ok(Some(schema::key(&db, &dml.table.raw_name, view.names_ci)))
-}
-
-/// The table's schema as the cache knows it.
-pub fn table(dml: &Dml, view: &TableView) -> Result<Option<(SchemaKey, Arc<TableSchema>)>, Need> {
-    let Some(key) = resolve(dml, view)? else {
-        return Ok(None);
-    };
-    let db = match &dml.table.raw_schema {
-        Some(db) => db.clone(),
-        None => key.0.clone(),
-    };
-    match view.cache.get(&key) {
-        Lookup::Known(Some(s)) => Ok(Some((key, s))),
-        Lookup::Known(None) => Ok(None),
+    match view.cache.get(&schema::key(db, name, view.names_ci)) {
+        Lookup::Known(found) => Ok(found),
         Lookup::Unknown if view.settled => Ok(None),
         Lookup::Unknown => Err(Need {
-            tables: vec![(Some(db), dml.table.raw_name.clone())],
+            tables: vec![(Some(db.clone()), name.clone())],
             ..Need::default()
         }),
     }
 }
 
-/// The rewrite stage for one statement. `prepare`: the statement is being prepared (`?` are
-/// parameters); `backslash_escape`: NO_BACKSLASH_ESCAPES is off.
-pub fn plan(dml: &Dml, view: &TableView, prepare: bool, backslash_escape: Option<bool>) -> Step {
-    let (key, schema) = match table(dml, view) {
+/// The rewrite stage for one statement (`backslash_escape`: NO_BACKSLASH_ESCAPES is off, None
+/// when the backend does not say).
+pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step {
+    let schema = match table(dml, view) {
         Ok(Some(t)) => t,
         Ok(None) => return Step::Untouched,
         Err(need) => return Step::Need(need),
@@ -219,9 +182,9 @@ pub fn plan(dml: &Dml, view: &TableView, prepare: bool, backslash_escape: Option
         }
         _ => return Step::Untouched,
     };
-    let Some(where_end) = dml.where_end else {
+    if dml.where_end.is_none() {
         return Step::Declined("no WHERE clause");
-    };
+    }
     if dml
         .where_idents
         .iter()
@@ -266,7 +229,7 @@ pub fn plan(dml: &Dml, view: &TableView, prepare: bool, backslash_escape: Option
         pin(&known, n).filter(|p| !matches!(p, Pinned::Any(l) if l.iter().any(Vec::is_empty)))
     {
         let prefixes = pinned.prefixes();
-        let text = rewrite::predicate(&column, &Values::Literals(&prefixes));
+        let text = rewrite::predicate(&column, &prefixes);
         return Step::Splice(text);
     }
     if need_charset && !view.settled {
@@ -275,18 +238,9 @@ pub fn plan(dml: &Dml, view: &TableView, prepare: bool, backslash_escape: Option
             ..Need::default()
         });
     }
-    if prepare && with_params {
-        return Step::Prepared(Box::new(PreparedPlan {
-            preds: dml.preds.clone(),
-            schema,
-            key,
-            column,
-            n,
-            backslash_escape,
-            where_end,
-            param_at: dml.params_before_end,
-            params: dml.params,
-        }));
+    if with_params {
+        // the prepared-statement variant (decided at each execution) is not built yet
+        return Step::Declined("bound values would decide the prefix");
     }
     Step::Declined("no predicate pins one prefix")
 }

@@ -21,7 +21,8 @@ use std::collections::HashMap;
 
 use super::classify::{classify, leading_words, Class};
 use super::dml;
-use super::prefix_scan::{self, Counters, Need, PreparedPlan, Step, TableView};
+use super::prefix_scan::{self, Counters, Need, Step, TableView};
+use super::rewrite;
 use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
 use super::splice::Splice;
 use crate::protocol::packets::ErrorInfo;
@@ -42,9 +43,6 @@ pub enum Decision {
     ReadCatalogThenForward(Vec<TableName>),
     /// The rewriter needs to know these first (the session reads them, then asks again).
     NeedFacts(Need),
-    /// COM_STMT_PREPARE of a statement whose bound values decide the rewrite: forward it and
-    /// keep the plan for its executions.
-    PrepareWithPlan(Box<PreparedPlan>),
     /// Forward, and keep this note for the client (SHOW WARNINGS).
     ForwardWithNote(String),
 }
@@ -215,9 +213,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     }
     // the rewriter's decisions are forwards as far as the rules are concerned
     let plain = |d: &Decision| match d {
-        Decision::Rewrite(_) | Decision::PrepareWithPlan(_) | Decision::ForwardWithNote(_) => {
-            Decision::Forward
-        }
+        Decision::Rewrite(_) | Decision::ForwardWithNote(_) => Decision::Forward,
         other => other.clone(),
     };
     let mut rewrite_agreed = true;
@@ -314,7 +310,6 @@ fn decide_pieces_with(
     let mut splice = Splice::new();
     let mut need = Need::default();
     let mut needs = false;
-    let mut plan: Option<Box<PreparedPlan>> = None;
     let mut note: Option<String> = None;
     for (i, read) in reads.iter().enumerate() {
         match read {
@@ -325,11 +320,10 @@ fn decide_pieces_with(
             }
             Read::Dml(x) => {
                 let Some(view) = &ctx.tables else { continue };
-                let prepare = origin == Origin::Prepare;
                 // OceanBase does not report NO_BACKSLASH_ESCAPES: not known there
                 let nbe_known = matches!(d.flavor, scan::Flavor::MySql | scan::Flavor::MariaDb);
                 let backslash_escape = nbe_known.then_some(!d.no_backslash_escapes);
-                match prefix_scan::plan(x, view, prepare, backslash_escape) {
+                match prefix_scan::plan(x, view, backslash_escape) {
                     Step::Untouched => {}
                     Step::Note(n) => note = Some(n),
                     Step::Declined(why) => {
@@ -341,12 +335,10 @@ fn decide_pieces_with(
                         need.merge(n);
                     }
                     Step::Splice(text) => {
-                        if let Some(end) = x.where_end {
-                            splice.insert(pieces[i].start + end, text);
+                        if rewrite::add_prefix_predicate(&mut splice, pieces[i].start, x, text) {
                             tally.rewritten += 1;
                         }
                     }
-                    Step::Prepared(p) => plan = Some(p),
                 }
             }
             Read::Hbase(_)
@@ -436,8 +428,6 @@ fn decide_pieces_with(
         (true, true) => {
             if !splice.is_empty() {
                 Decision::Rewrite(splice.apply(sql))
-            } else if let Some(p) = plan {
-                Decision::PrepareWithPlan(p)
             } else if let Some(n) = note {
                 Decision::ForwardWithNote(n)
             } else {
