@@ -529,7 +529,11 @@ impl Session {
             }
             Decision::Hbase(stmt) => {
                 bump(&self.shared.stats.answered_locally);
-                self.on_hbase(*stmt).await?;
+                // schemas read while the DDL runs must not outlive it
+                self.shared.schemas.clear();
+                let done = self.on_hbase(*stmt).await;
+                self.shared.schemas.clear();
+                done?;
                 Ok(None)
             }
             Decision::ReadCatalogThenForward(tables) => {
