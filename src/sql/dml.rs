@@ -17,8 +17,8 @@ use super::scan::{hex_value, ident_value, string_value, Dialect, Scanner, Tok, T
 pub enum Operand {
     /// A literal's bytes (quotes and escapes removed) and how the backend types them.
     Lit { bytes: Vec<u8>, charset: LitCharset },
-    /// The n-th `?` of the statement (0-based), bound at COM_STMT_EXECUTE.
-    Param(usize),
+    /// A `?` of a prepared statement (its value is known only at COM_STMT_EXECUTE).
+    Param,
 }
 
 /// How the backend types a string literal: this decides whether its bytes are the bytes the
@@ -90,9 +90,6 @@ pub struct Dml {
     /// A string literal of the WHERE clause holds a backslash (its bytes depend on
     /// NO_BACKSLASH_ESCAPES, which not every backend reports).
     pub backslash_literal: bool,
-    /// How many `?` stand before `where_end`, and in the whole statement.
-    pub params_before_end: usize,
-    pub params: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -197,6 +194,10 @@ impl Reader<'_> {
         self.t.get(i).is_some_and(|t| t.is_punct(c))
     }
 
+    fn names_dollar_table(&self) -> bool {
+        self.t.iter().any(|t| is_dollar_ident(self.sql, t))
+    }
+
     fn is_clause_word(&self, i: usize) -> bool {
         CLAUSE_WORDS.iter().any(|w| self.word(i, w))
     }
@@ -237,14 +238,13 @@ impl Reader<'_> {
         } else if self.word(i, "DELETE") {
             Verb::Delete
         } else {
-            let hbase = self.t.iter().any(|t| is_dollar_ident(self.sql, t));
-            return if hbase && (self.word(i, "WITH") || self.punct(i, b'(')) {
+            return if self.names_dollar_table() && (self.word(i, "WITH") || self.punct(i, b'(')) {
                 Read::Unreadable("a CTE or parenthesised query")
             } else {
                 Read::NotDml
             };
         };
-        if !self.t.iter().any(|t| is_dollar_ident(self.sql, t)) {
+        if !self.names_dollar_table() {
             return Read::NotDml;
         }
         // one query block only: no subquery, no set operation
@@ -332,8 +332,6 @@ impl Reader<'_> {
             preds: Vec::new(),
             where_idents: Vec::new(),
             backslash_literal: false,
-            params_before_end: 0,
-            params: self.t.iter().filter(|t| t.is_punct(b'?')).count(),
         };
         let Some(w) = where_kw else {
             return Read::Dml(Box::new(dml));
@@ -361,7 +359,6 @@ impl Reader<'_> {
         }
         let body = &self.t[start..end];
         dml.where_end = body.last().map(|t| t.end);
-        dml.params_before_end = self.t[..end].iter().filter(|t| t.is_punct(b'?')).count();
         dml.backslash_literal = body
             .iter()
             .any(|t| t.kind == Tok::Str && memchr::memchr(b'\\', t.text(self.sql)).is_some());
@@ -535,10 +532,7 @@ impl Reader<'_> {
     fn operand(&self, i: usize) -> Option<(Operand, usize)> {
         let t = self.t.get(i)?;
         match t.kind {
-            Tok::Punct(b'?') => {
-                let n = self.t[..i].iter().filter(|t| t.is_punct(b'?')).count();
-                Some((Operand::Param(n), i + 1))
-            }
+            Tok::Punct(b'?') => Some((Operand::Param, i + 1)),
             Tok::Str => Some((
                 Operand::Lit {
                     bytes: string_value(self.sql, t, self.d),
@@ -619,12 +613,10 @@ impl Reader<'_> {
             && self.punct(i + 1, b'(')
         {
             let k = self.k_ref(i + 2)?;
-            let (sep1, sep2) = if self.punct(k, b',') {
-                (self.punct(k, b','), self.punct(k + 2, b','))
-            } else {
-                (self.word(k, "FROM"), self.word(k + 2, "FOR"))
-            };
-            if sep1 && sep2 && number(k + 1) == Some(1) && self.punct(k + 4, b')') {
+            // SUBSTRING(K, 1, m) or SUBSTRING(K FROM 1 FOR m)
+            let separated = (self.punct(k, b',') && self.punct(k + 2, b','))
+                || (self.word(k, "FROM") && self.word(k + 2, "FOR"));
+            if separated && number(k + 1) == Some(1) && self.punct(k + 4, b')') {
                 return Some((number(k + 3)?, k + 5));
             }
         }
@@ -778,7 +770,13 @@ mod tests {
         ));
         let d = dml("UPDATE g$f SET V = 'x' WHERE LEFT(K, 4) = 'abcd' AND SUBSTRING(K FROM 1 FOR 5) = ? LIMIT 3");
         assert_eq!(d.preds.len(), 2);
-        assert_eq!(d.params, 1);
+        assert!(matches!(
+            &d.preds[1],
+            Pred::Left {
+                len: 5,
+                value: Operand::Param
+            }
+        ));
         // OR at the top: no predicate
         assert!(dml("DELETE FROM g$f WHERE K = 'a' OR K = 'b'")
             .preds

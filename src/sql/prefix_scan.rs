@@ -217,7 +217,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
                     None
                 }
             },
-            Operand::Param(_) => None,
+            Operand::Param => None,
         };
         if !key_preds(p, backslash_escape, &mut value, &mut known) {
             with_params |= pred_has_param(p);
@@ -246,7 +246,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
 }
 
 fn pred_has_param(p: &Pred) -> bool {
-    let is = |o: &Operand| matches!(o, Operand::Param(_));
+    let is = |o: &Operand| matches!(o, Operand::Param);
     match p {
         Pred::Eq(v) | Pred::Lower { bound: v, .. } | Pred::Upper { bound: v, .. } => is(v),
         Pred::Left { value, .. } => is(value),
