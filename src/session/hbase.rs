@@ -187,16 +187,6 @@ impl Session {
         })
     }
 
-    pub(super) async fn current_db(&mut self) -> Result<Option<String>, End> {
-        Ok(match self.rows("SELECT DATABASE()").await? {
-            Ok(r) => r
-                .first()
-                .and_then(|row| row.first().cloned().flatten())
-                .map(|b| String::from_utf8_lossy(&b).into_owned()),
-            Err(_) => None,
-        })
-    }
-
     pub(super) async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
         let p = ok_packet(affected, 0, self.last_status, warnings);
         let seq = self.command_frames;

@@ -197,10 +197,14 @@ impl Session {
         if scoped || self.dialect.flavor == SqlFlavor::MySqlOrOceanBase {
             self.flavor().await?;
         }
-        let current = if scoped {
-            self.current_db().await?
-        } else {
-            None
+        // the current database as the session tracks it (read once, forgotten whenever a
+        // command may change it), not asked again for every statement
+        if scoped && self.db_fact.is_none() {
+            self.read_facts(&Default::default()).await?;
+        }
+        let current = match (scoped, &self.db_fact) {
+            (true, Some(Some(db))) => Some(String::from_utf8_lossy(db).into_owned()),
+            _ => None,
         };
         Ok(Context {
             dialect: Dialect {
@@ -467,6 +471,8 @@ impl Session {
     }
 
     async fn on_execute(&mut self) -> Result<(), End> {
+        // a prepared SET (NAMES, character_set_…) may change how literals are read
+        self.charset_fact = None;
         let decision = match self.statement_id().and_then(|id| self.statements.get(&id)) {
             Some(info) => router::decide_execute(info),
             None => Decision::Forward, // unknown id: the backend reports it
