@@ -239,12 +239,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     if let Some(view) = &ctx.tables {
         if rewrites && !rewrite_agreed {
             // a text the proxy can read two ways is never rewritten
-            let declined = Tally {
-                declined: tally.rewritten + tally.declined,
-                unreadable: tally.unreadable,
-                rewritten: 0,
-            };
-            declined.add_to(&view.counters);
+            tally.not_rewritten().add_to(&view.counters);
             return plain(&primary);
         }
         tally.add_to(&view.counters);
@@ -284,8 +279,7 @@ fn decide_pieces(
     let mut tally = Tally::default();
     let decision = decide_pieces_with(sql, pieces, origin, ctx, d, &mut tally);
     if !matches!(decision, Decision::Rewrite(_) | Decision::NeedFacts(_)) {
-        tally.declined += tally.rewritten;
-        tally.rewritten = 0;
+        tally = tally.not_rewritten();
     }
     (decision, tally)
 }
@@ -448,6 +442,16 @@ struct Tally {
 }
 
 impl Tally {
+    /// The text was not rewritten after all (another statement's decision, or two readings):
+    /// its rewrites count as declined.
+    fn not_rewritten(self) -> Tally {
+        Tally {
+            declined: self.declined + self.rewritten,
+            rewritten: 0,
+            ..self
+        }
+    }
+
     fn add_to(&self, c: &Counters) {
         use std::sync::atomic::Ordering::Relaxed;
         c.rewritten.fetch_add(self.rewritten, Relaxed);
