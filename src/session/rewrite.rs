@@ -9,6 +9,7 @@ use super::{End, Session};
 use crate::hbase::catalog;
 use crate::hbase::marker::{self, Marker};
 use crate::hbase::schema::{self, Placement, TableSchema};
+use crate::protocol::constants::status;
 use crate::sql::prefix_scan::{ConnCharset, Need};
 
 impl Session {
@@ -34,32 +35,43 @@ impl Session {
             if !db.is_ascii() || !name.is_ascii() {
                 continue;
             }
-            let found = self.read_table_schema(&db, name).await?;
-            let key = schema::key(&db, name, self.names_ci);
-            self.shared.schemas.put(key, found);
+            // None: not readable now (nothing cached, the statement is forwarded unchanged)
+            if let Some(found) = self.read_table_schema(&db, name).await? {
+                let key = schema::key(&db, name, self.names_ci);
+                self.shared.schemas.put(key, found);
+            }
         }
         Ok(())
     }
 
-    /// A table's schema as the backend has it now, if it is an HBase table this user can see.
+    /// A table's schema as the backend has it now, if it is an HBase table this user can see;
+    /// None when it cannot be read now: its definition is not cached and reading it on the
+    /// user's connection (no catalog account) would join the user's open transaction.
     async fn read_table_schema(
         &mut self,
         db: &[u8],
         name: &[u8],
-    ) -> Result<Option<Arc<TableSchema>>, End> {
+    ) -> Result<Option<Option<Arc<TableSchema>>>, End> {
         let flavor = self.flavor().await?;
         let rows = match self.rows(&catalog::table_partitioning(db, name)).await? {
             Ok(r) => r,
-            Err(_) => return Ok(None),
+            Err(_) => return Ok(Some(None)),
         };
         let Some(r) = rows.first() else {
-            return Ok(None);
+            return Ok(Some(None));
         };
         let Some((m, _)) = Marker::find(cell(r, 2)) else {
-            return Ok(None);
+            return Ok(Some(None));
         };
-        let Some(def) = self.definition(&m.ddl_id).await? else {
+        let in_transaction = self.last_status & status::IN_TRANS != 0;
+        if in_transaction
+            && self.shared.catalog_conn.is_none()
+            && self.shared.definitions.get(&m.ddl_id).is_none()
+        {
             return Ok(None);
+        }
+        let Some(def) = self.definition(&m.ddl_id).await? else {
+            return Ok(Some(None));
         };
         let text = |i| String::from_utf8_lossy(cell(r, i)).into_owned();
         let count: u32 = text(3).parse().unwrap_or(0);
@@ -73,10 +85,10 @@ impl Session {
         let utf8 = |i| {
             String::from_utf8_lossy(&marker::from_hex(cell(r, i)).unwrap_or_default()).into_owned()
         };
-        Ok(
+        Ok(Some(
             TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement)
                 .map(Arc::new),
-        )
+        ))
     }
 
     /// Forgets the session facts a text may change (USE, SET NAMES, a stored procedure, …);
