@@ -17,7 +17,7 @@ use crate::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
 };
 use crate::protocol::packets::{parse_ok, OkInfo};
-use crate::protocol::response::{ResponseKind, ResponseTracker, Step};
+use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::PacketStream;
 use crate::protocol::wire::Reader;
 use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
@@ -399,9 +399,55 @@ pub async fn query(
     let mut cmd = Vec::with_capacity(sql.len() + 1);
     cmd.push(com::QUERY);
     cmd.extend_from_slice(sql);
-    stream.queue_packet(0, &cmd);
+    let (packets, summary) = command(stream, caps, &cmd, ResponseKind::Query).await?;
+    let first = packets.first().cloned().unwrap_or_default();
+    let result = match first.first() {
+        Some(0xff) => QueryResult::Err(first),
+        Some(0x00) => QueryResult::Ok(parse_ok(&first).unwrap_or_default()),
+        _ => QueryResult::Rows(decode_rows(&packets, caps)),
+    };
+    Ok((result, summary.status))
+}
+
+/// Prepares a statement of the proxy's own on `stream`: its (id, columns, parameters), or the
+/// backend's ERR packet.
+pub async fn prepare(
+    stream: &mut BackendStream,
+    caps: Caps,
+    sql: &[u8],
+) -> Result<Result<(u32, u16, u16), Vec<u8>>, QueryError> {
+    let mut cmd = Vec::with_capacity(sql.len() + 1);
+    cmd.push(com::STMT_PREPARE);
+    cmd.extend_from_slice(sql);
+    let (mut packets, summary) = command(stream, caps, &cmd, ResponseKind::Prepare).await?;
+    match summary.prepared {
+        Some(p) => Ok(Ok(p)),
+        None => Ok(Err(packets.drain(..).next().unwrap_or_default())),
+    }
+}
+
+/// A command of the proxy's own that has a response (`kind`) and no response the client
+/// sees: `COM_STMT_RESET` of a statement the proxy prepared.
+pub async fn simple_command(
+    stream: &mut BackendStream,
+    caps: Caps,
+    cmd: &[u8],
+) -> Result<Summary, QueryError> {
+    command(stream, caps, cmd, ResponseKind::Single)
+        .await
+        .map(|(_, s)| s)
+}
+
+/// Sends one command and reads its whole response (a few packets: the proxy's own statements).
+async fn command(
+    stream: &mut BackendStream,
+    caps: Caps,
+    cmd: &[u8],
+    kind: ResponseKind,
+) -> Result<(Vec<Vec<u8>>, Summary), QueryError> {
+    stream.queue_packet(0, cmd);
     stream.flush().await?;
-    let mut tracker = ResponseTracker::with_caps(ResponseKind::Query, caps);
+    let mut tracker = ResponseTracker::with_caps(kind, caps);
     let mut packets: Vec<Vec<u8>> = Vec::new();
     loop {
         let h = stream.read_header().await?;
@@ -420,14 +466,7 @@ pub async fn query(
             }
         }
     }
-    let status = tracker.summary.status;
-    let first = packets.first().cloned().unwrap_or_default();
-    let result = match first.first() {
-        Some(0xff) => QueryResult::Err(first),
-        Some(0x00) => QueryResult::Ok(parse_ok(&first).unwrap_or_default()),
-        _ => QueryResult::Rows(decode_rows(&packets, caps)),
-    };
-    Ok((result, status))
+    Ok((packets, tracker.summary))
 }
 
 /// Text rows of a result set.

@@ -2,6 +2,7 @@
 //! response state machine. No policy lives here.
 
 pub mod constants;
+pub mod execute;
 pub mod handshake;
 pub mod packets;
 pub mod response;

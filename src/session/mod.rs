@@ -8,9 +8,9 @@
 pub mod auth;
 pub mod handshake;
 mod hbase;
+mod prepared;
 mod rewrite;
 
-use std::collections::HashMap;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
@@ -31,7 +31,7 @@ use crate::protocol::stream::{CopyError, PacketStream};
 use crate::server::Shared;
 use crate::sql::classify::{self, Class};
 use crate::sql::prefix_scan::{ConnCharset, TableView};
-use crate::sql::router::{self, Answer, Context, Decision, Origin, PreparedInfo, Scope};
+use crate::sql::router::{self, Answer, Context, Decision, Origin, Scope};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
 
 /// A command buffer larger than this is given back after the command.
@@ -101,7 +101,7 @@ pub struct Session {
     client_caps: Caps,
     /// Proxy-auth mode: the login this backend connection was made for (its pool key).
     pooled: Option<PooledLogin>,
-    statements: HashMap<u32, PreparedInfo>,
+    statements: prepared::Statements,
     /// Server status of the last response (transaction state for local answers).
     last_status: u16,
     /// The current command, frames joined.
@@ -159,7 +159,7 @@ impl Session {
             backend,
             client_caps,
             pooled,
-            statements: HashMap::new(),
+            statements: prepared::Statements::default(),
             last_status: status::AUTOCOMMIT,
             command: Vec::with_capacity(1024),
             command_frames: 1,
@@ -390,14 +390,10 @@ impl Session {
                 Some(com::STMT_PREPARE) => self.on_prepare().await,
                 // MariaDB's bulk execute names a prepared statement like an execute does
                 Some(com::STMT_EXECUTE | com::STMT_BULK_EXECUTE) => self.on_execute().await,
-                Some(com::STMT_SEND_LONG_DATA) => self.forward_without_response().await,
-                Some(com::STMT_CLOSE) => {
-                    if let Some(id) = self.statement_id() {
-                        self.statements.remove(&id);
-                    }
-                    self.forward_without_response().await
-                }
-                Some(com::STMT_FETCH) => self.forward(ResponseKind::Fetch).await.map(drop),
+                Some(com::STMT_SEND_LONG_DATA) => self.on_long_data().await,
+                Some(com::STMT_CLOSE) => self.on_stmt_close().await,
+                Some(com::STMT_FETCH) => self.on_fetch().await,
+                Some(com::STMT_RESET) => self.on_stmt_reset().await,
                 Some(com::FIELD_LIST) => self.forward(ResponseKind::FieldList).await.map(drop),
                 Some(com::PROCESS_INFO) => self.forward(ResponseKind::Query).await.map(drop),
                 Some(com::RESET_CONNECTION) => {
@@ -413,7 +409,6 @@ impl Session {
                     com::PING
                     | com::STATISTICS
                     | com::SET_OPTION
-                    | com::STMT_RESET
                     | com::PROCESS_KILL
                     | com::DEBUG
                     | com::REFRESH,
@@ -425,11 +420,6 @@ impl Session {
                 return end;
             }
         }
-    }
-
-    fn statement_id(&self) -> Option<u32> {
-        let b = self.command.get(1..5)?;
-        Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
     }
 
     async fn on_query(&mut self) -> Result<(), End> {
@@ -462,22 +452,34 @@ impl Session {
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
-        if let Some(summary) = self.apply(decision, ResponseKind::Prepare).await? {
-            if let Some((id, _, params)) = summary.prepared {
-                self.statements.insert(id, PreparedInfo { class, params });
+        let (decision, plan) = match decision {
+            Decision::ForwardPrepared(plan) => (Decision::Forward, Some(plan)),
+            d => (d, None),
+        };
+        let (ddl, changes_session) =
+            rewrite::text_effects(self.command.get(1..).unwrap_or_default());
+        let text = plan
+            .is_some()
+            .then(|| self.command.get(1..).unwrap_or_default().to_vec());
+        let Some(summary) = self.apply(decision, ResponseKind::Prepare).await? else {
+            return Ok(()); // answered by the proxy: the backend prepared nothing
+        };
+        match summary.prepared {
+            Some((id, columns, params)) => {
+                let p = prepared::Prepared {
+                    class,
+                    params,
+                    columns,
+                    changes_session,
+                    ddl,
+                    rewrite: None,
+                };
+                self.statements
+                    .prepared(id, p, plan, text.as_deref().unwrap_or_default());
             }
+            None => self.statements.prepare_failed(),
         }
         Ok(())
-    }
-
-    async fn on_execute(&mut self) -> Result<(), End> {
-        // a prepared SET (NAMES, character_set_…) may change how literals are read
-        self.charset_fact = None;
-        let decision = match self.statement_id().and_then(|id| self.statements.get(&id)) {
-            Some(info) => router::decide_execute(info),
-            None => Decision::Forward, // unknown id: the backend reports it
-        };
-        self.apply(decision, ResponseKind::Execute).await.map(drop)
     }
 
     async fn on_change_user(&mut self) -> Result<(), End> {
@@ -522,7 +524,9 @@ impl Session {
     ) -> Result<Option<Summary>, End> {
         match decision {
             // NeedFacts is answered in `decide`
-            Decision::Forward | Decision::NeedFacts(_) => self.forward(kind).await.map(Some),
+            Decision::Forward | Decision::NeedFacts(_) | Decision::ForwardPrepared(_) => {
+                self.forward(kind).await.map(Some)
+            }
             Decision::ForwardWithNote(note) => {
                 let summary = self.forward(kind).await?;
                 self.pending_note = Some(note);

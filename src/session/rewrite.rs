@@ -97,15 +97,7 @@ impl Session {
     /// Returns whether the text may be DDL (the caller drops the schemas again once it ran, so
     /// no session caches what it read while the DDL was running).
     pub(super) fn forget_facts_after_query(&mut self) -> bool {
-        let sql = self.command.get(1..).unwrap_or_default();
-        let word = first_word(sql);
-        let any = |ws: &[&[u8]]| word.is_some_and(|w| ws.iter().any(|x| w.eq_ignore_ascii_case(x)));
-        // HBase DDL in any other form (an executable comment) is cleared for in `apply`; a text
-        // that merely starts with a comment must not make every session re-read its schemas
-        let ddl = any(&[b"DROP", b"ALTER", b"CREATE", b"RENAME", b"TRUNCATE"]);
-        let session = word.is_none()
-            || any(&[b"USE", b"SET", b"CALL", b"EXECUTE", b"DROP"])
-            || memchr::memchr(b';', sql).is_some();
+        let (ddl, session) = text_effects(self.command.get(1..).unwrap_or_default());
         if ddl {
             self.shared.schemas.clear();
         }
@@ -132,6 +124,20 @@ impl Session {
         self.db_fact = None;
         self.charset_fact = None;
     }
+}
+
+/// What running a text may change, by its first word (cheap and lexical): (DDL: tables'
+/// schemas; the session's current database or character set).
+pub(super) fn text_effects(sql: &[u8]) -> (bool, bool) {
+    let word = first_word(sql);
+    let any = |ws: &[&[u8]]| word.is_some_and(|w| ws.iter().any(|x| w.eq_ignore_ascii_case(x)));
+    // HBase DDL in any other form (an executable comment) is cleared for in `apply`; a text
+    // that merely starts with a comment must not make every session re-read its schemas
+    let ddl = any(&[b"DROP", b"ALTER", b"CREATE", b"RENAME", b"TRUNCATE"]);
+    let session = word.is_none()
+        || any(&[b"USE", b"SET", b"CALL", b"EXECUTE", b"DROP"])
+        || memchr::memchr(b';', sql).is_some();
+    (ddl, session)
 }
 
 /// The first word of a text, after white space and plain comments; None when it begins with

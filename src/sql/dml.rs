@@ -17,8 +17,9 @@ use super::scan::{hex_value, ident_value, string_value, Dialect, Scanner, Tok, T
 pub enum Operand {
     /// A literal's bytes (quotes and escapes removed) and how the backend types them.
     Lit { bytes: Vec<u8>, charset: LitCharset },
-    /// A `?` of a prepared statement (its value is known only at COM_STMT_EXECUTE).
-    Param,
+    /// A `?` of a prepared statement, by its position among the statement's placeholders (its
+    /// value is known only at COM_STMT_EXECUTE).
+    Param(u32),
 }
 
 /// How the backend types a string literal: this decides whether its bytes are the bytes the
@@ -90,6 +91,9 @@ pub struct Dml {
     /// A string literal of the WHERE clause holds a backslash (its bytes depend on
     /// NO_BACKSLASH_ESCAPES, which not every backend reports).
     pub backslash_literal: bool,
+    /// How many `?` placeholders come before `where_end` (the position of a placeholder
+    /// spliced there).
+    pub params_before_where_end: u32,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -164,7 +168,23 @@ pub fn read(sql: &[u8], d: Dialect) -> Read {
             };
         }
     }
-    let r = Reader { sql, d, t: &toks };
+    // each token's placeholder ordinal (how many `?` come before it), counted once
+    let mut ords = Vec::new();
+    if toks.iter().any(|t| t.is_punct(b'?')) {
+        let mut n = 0u32;
+        ords.reserve(toks.len() + 1);
+        for t in &toks {
+            ords.push(n);
+            n += u32::from(t.is_punct(b'?'));
+        }
+        ords.push(n);
+    }
+    let r = Reader {
+        sql,
+        d,
+        t: &toks,
+        ords: &ords,
+    };
     r.statement()
 }
 
@@ -183,6 +203,8 @@ struct Reader<'a> {
     sql: &'a [u8],
     d: Dialect,
     t: &'a [Token],
+    /// Placeholder ordinals by token index (empty: no placeholder).
+    ords: &'a [u32],
 }
 
 impl Reader<'_> {
@@ -332,6 +354,7 @@ impl Reader<'_> {
             preds: Vec::new(),
             where_idents: Vec::new(),
             backslash_literal: false,
+            params_before_where_end: 0,
         };
         let Some(w) = where_kw else {
             return Read::Dml(Box::new(dml));
@@ -359,6 +382,7 @@ impl Reader<'_> {
         }
         let body = &self.t[start..end];
         dml.where_end = body.last().map(|t| t.end);
+        dml.params_before_where_end = self.ords.get(end).copied().unwrap_or(0);
         dml.backslash_literal = body
             .iter()
             .any(|t| t.kind == Tok::Str && memchr::memchr(b'\\', t.text(self.sql)).is_some());
@@ -532,7 +556,7 @@ impl Reader<'_> {
     fn operand(&self, i: usize) -> Option<(Operand, usize)> {
         let t = self.t.get(i)?;
         match t.kind {
-            Tok::Punct(b'?') => Some((Operand::Param, i + 1)),
+            Tok::Punct(b'?') => Some((Operand::Param(self.ords.get(i).copied()?), i + 1)),
             Tok::Str => Some((
                 Operand::Lit {
                     bytes: string_value(self.sql, t, self.d),
@@ -774,9 +798,25 @@ mod tests {
             &d.preds[1],
             Pred::Left {
                 len: 5,
-                value: Operand::Param
+                value: Operand::Param(0)
             }
         ));
+        // placeholder ordinals count every `?`, those after the WHERE clause too
+        let d = dml("SELECT ? FROM g$f WHERE T > ? AND K LIKE ? AND K < ? ORDER BY K LIMIT ?");
+        assert_eq!(d.params_before_where_end, 4);
+        assert_eq!(
+            d.preds,
+            vec![
+                Pred::Like {
+                    pattern: Operand::Param(2),
+                    escape: Escape::Default
+                },
+                Pred::Upper {
+                    bound: Operand::Param(3),
+                    inclusive: false
+                }
+            ]
+        );
         // OR at the top: no predicate
         assert!(dml("DELETE FROM g$f WHERE K = 'a' OR K = 'b'")
             .preds

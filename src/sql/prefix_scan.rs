@@ -114,6 +114,122 @@ pub enum Step {
     Need(Need),
     /// Splice this predicate after the WHERE clause.
     Splice(Vec<u8>),
+    /// A prepared statement whose bound values decide the prefix: decided at each execution.
+    Prepared(Box<PreparedPlan>),
+}
+
+/// What each execution of a prepared statement needs to decide its prefix: the K predicates
+/// (their `?` by position), the table as it was when the statement was prepared, and where the
+/// variant's predicate goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreparedPlan {
+    pub schema: Arc<TableSchema>,
+    /// The cache key of the table (to check at execution that its schema is still this one).
+    pub key: schema::SchemaKey,
+    pub column: String,
+    pub n: usize,
+    pub preds: Vec<Pred>,
+    /// NO_BACKSLASH_ESCAPES was off when the statement was prepared (None: not reported).
+    pub backslash_escape: Option<bool>,
+    /// Where the variant's predicate is spliced in the statement's text.
+    pub where_end: usize,
+    /// The position its placeholders take among the statement's parameters.
+    pub insert_at: u32,
+}
+
+/// A bound parameter's value as an execution of a prepared statement sent it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound<'a> {
+    /// BLOB-typed: the bytes, binary on both backends.
+    Binary(&'a [u8]),
+    /// A character string, in the client's character set.
+    Text(&'a [u8]),
+    /// NULL, a number, a date…, or sent with COM_STMT_SEND_LONG_DATA: not read.
+    Other,
+}
+
+/// One execution's decision.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Execution {
+    /// Send the variant with these prefixes bound to its placeholders.
+    Prefixes(Vec<Vec<u8>>),
+    /// The values pin no prefix (or not certainly): send the statement as prepared.
+    Original,
+    /// A non-ASCII string value whose bytes depend on the connection's character set.
+    NeedCharset,
+}
+
+impl PreparedPlan {
+    /// The prefixes this execution's values pin, if they pin exactly one per key.
+    /// `backslash_escape`: NO_BACKSLASH_ESCAPES is off now (None: not reported). A LIKE's
+    /// default escape character follows the mode; unless it is known and the same as when the
+    /// statement was prepared, a pattern with a backslash pins nothing.
+    pub fn execution<'a>(
+        &self,
+        bound: &dyn Fn(u32) -> Bound<'a>,
+        charset: Option<ConnCharset>,
+        backslash_escape: Option<bool>,
+    ) -> Execution {
+        let escape_known = match (self.backslash_escape, backslash_escape) {
+            (Some(a), Some(b)) if a == b => Some(a),
+            _ => None,
+        };
+        let mut need_charset = false;
+        let mut known: Vec<KeyPred> = Vec::new();
+        for p in &self.preds {
+            let default_escape = matches!(
+                p,
+                Pred::Like {
+                    escape: Escape::Default,
+                    ..
+                }
+            );
+            let no_backslash = default_escape && escape_known.is_none();
+            let mut value = |op: &Operand| {
+                let (bytes, cs) = match op {
+                    Operand::Lit { bytes, charset } => (bytes.as_slice(), *charset),
+                    Operand::Param(i) => match bound(*i) {
+                        Bound::Binary(b) => (b, LitCharset::Binary),
+                        Bound::Text(b) => (b, LitCharset::Connection),
+                        Bound::Other => return None,
+                    },
+                };
+                if no_backslash && bytes.contains(&b'\\') {
+                    return None;
+                }
+                match certain(bytes, cs, charset) {
+                    Some(true) => Some(bytes.to_vec()),
+                    Some(false) => None,
+                    None => {
+                        need_charset = true;
+                        None
+                    }
+                }
+            };
+            key_preds(p, escape_known.unwrap_or(true), &mut value, &mut known);
+        }
+        match pin(&known, self.n) {
+            Some(Pinned::Any(l)) if l.iter().any(Vec::is_empty) => Execution::Original,
+            Some(pinned) => {
+                Execution::Prefixes(pinned.prefixes().iter().map(|p| p.to_vec()).collect())
+            }
+            None if need_charset => Execution::NeedCharset,
+            None => Execution::Original,
+        }
+    }
+
+    /// The variant's text: the statement with the prefix column compared with `k` placeholders.
+    pub fn variant_text(&self, sql: &[u8], k: usize) -> Option<Vec<u8>> {
+        let at = self.where_end;
+        if at > sql.len() || k == 0 {
+            return None;
+        }
+        let mut out = Vec::with_capacity(sql.len() + 24 + 3 * k);
+        out.extend_from_slice(sql.get(..at)?);
+        out.extend_from_slice(&rewrite::placeholder_predicate(&self.column, k));
+        out.extend_from_slice(sql.get(at..)?);
+        Some(out)
+    }
 }
 
 /// The schema of the table a statement names, resolved as the backend resolves it for this
@@ -148,6 +264,7 @@ pub fn table(dml: &Dml, view: &TableView) -> Result<Option<Arc<TableSchema>>, Ne
 /// The rewrite stage for one statement (`backslash_escape`: NO_BACKSLASH_ESCAPES is off, None
 /// when the backend does not say).
 pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step {
+    let reported_escape = backslash_escape;
     let schema = match table(dml, view) {
         Ok(Some(t)) => t,
         Ok(None) => return Step::Untouched,
@@ -207,6 +324,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
     let mut need_charset = false;
     let mut known: Vec<KeyPred> = Vec::new();
     let mut with_params = false;
+    let mut param_preds: Vec<Pred> = Vec::new();
     for p in &dml.preds {
         let mut value = |op: &Operand| match op {
             Operand::Lit { bytes, charset } => match certain(bytes, *charset, view.charset) {
@@ -217,10 +335,11 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
                     None
                 }
             },
-            Operand::Param => None,
+            Operand::Param(_) => None,
         };
-        if !key_preds(p, backslash_escape, &mut value, &mut known) {
-            with_params |= pred_has_param(p);
+        if !key_preds(p, backslash_escape, &mut value, &mut known) && pred_has_param(p) {
+            with_params = true;
+            param_preds.push(p.clone());
         }
     }
     // seekdb 1.4 loses the empty string in some IN lists (`IN (_binary'', X'…', X'…')` finds
@@ -238,15 +357,38 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
             ..Need::default()
         });
     }
-    if with_params {
-        // the prepared-statement variant (decided at each execution) is not built yet
-        return Step::Declined("bound values would decide the prefix");
+    if let (true, Some(where_end)) = (with_params, dml.where_end) {
+        // each execution decides with its values; the literal predicates count there too
+        let mut preds = param_preds;
+        preds.extend(dml.preds.iter().filter(|p| !pred_has_param(p)).cloned());
+        let key = schema::key(
+            dml.table
+                .raw_schema
+                .as_deref()
+                .or(match &view.current_db {
+                    Some(Some(db)) => Some(db.as_slice()),
+                    _ => None,
+                })
+                .unwrap_or_default(),
+            &dml.table.raw_name,
+            view.names_ci,
+        );
+        return Step::Prepared(Box::new(PreparedPlan {
+            schema: schema.clone(),
+            key,
+            column,
+            n,
+            preds,
+            backslash_escape: reported_escape,
+            where_end,
+            insert_at: dml.params_before_where_end,
+        }));
     }
     Step::Declined("no predicate pins one prefix")
 }
 
 fn pred_has_param(p: &Pred) -> bool {
-    let is = |o: &Operand| matches!(o, Operand::Param);
+    let is = |o: &Operand| matches!(o, Operand::Param(_));
     match p {
         Pred::Eq(v) | Pred::Lower { bound: v, .. } | Pred::Upper { bound: v, .. } => is(v),
         Pred::Left { value, .. } => is(value),
@@ -334,5 +476,134 @@ pub fn key_preds(
             true
         }
         None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::schema::{key, Placement};
+    use crate::sql::dml::{read, Read};
+    use crate::sql::scan::Dialect;
+
+    fn view() -> TableView {
+        let cache = SchemaCache::new(std::time::Duration::from_secs(3600));
+        let schema = TableSchema {
+            schema: "hb".into(),
+            name: "g$f".into(),
+            partitioning: Partitioning::Key {
+                prefix_len: Some(4),
+                partitions: 13,
+            },
+            prefix_column: Some(("K_PREFIX".into(), 4)),
+            placement: Placement::OceanBase,
+        };
+        cache.put(key(b"hb", b"g$f", false), Some(Arc::new(schema)));
+        TableView {
+            cache: Arc::new(cache),
+            current_db: Some(Some(b"hb".to_vec())),
+            charset: Some(ConnCharset::Utf8),
+            names_ci: false,
+            settled: true,
+            counters: Default::default(),
+        }
+    }
+
+    fn prepared(sql: &str) -> PreparedPlan {
+        let Read::Dml(d) = read(sql.as_bytes(), Dialect::default()) else {
+            panic!("not read: {sql}");
+        };
+        match plan(&d, &view(), Some(true)) {
+            Step::Prepared(p) => *p,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn bound_values_decide_each_execution() {
+        let sql = "SELECT * FROM g$f WHERE T > ? AND K LIKE ? ORDER BY K LIMIT ?";
+        let p = prepared(sql);
+        assert_eq!(p.insert_at, 2);
+        assert_eq!(
+            String::from_utf8(p.variant_text(sql.as_bytes(), 1).unwrap()).unwrap(),
+            "SELECT * FROM g$f WHERE T > ? AND K LIKE ? AND `K_PREFIX` = ? ORDER BY K LIMIT ?"
+        );
+        let run = |pattern: Bound<'static>, cs, escape| {
+            p.execution(
+                &move |i| if i == 1 { pattern } else { Bound::Other },
+                cs,
+                escape,
+            )
+        };
+        let utf8 = Some(ConnCharset::Utf8);
+        assert_eq!(
+            run(Bound::Text(b"abcdef%"), utf8, Some(true)),
+            Execution::Prefixes(vec![b"abcd".to_vec()])
+        );
+        // too short, not a string, NULL
+        assert_eq!(
+            run(Bound::Text(b"ab%"), utf8, Some(true)),
+            Execution::Original
+        );
+        assert_eq!(run(Bound::Other, utf8, Some(true)), Execution::Original);
+        // binary values are certain; non-UTF-8 text is not, an unknown character set is asked
+        assert_eq!(
+            run(Bound::Binary(b"\xff\x01ab%"), utf8, Some(true)),
+            Execution::Prefixes(vec![b"\xff\x01ab".to_vec()])
+        );
+        assert_eq!(
+            run(Bound::Text(b"\xff\x00ab%"), utf8, Some(true)),
+            Execution::Original
+        );
+        assert_eq!(
+            run(Bound::Text(b"\xffabc%"), None, Some(true)),
+            Execution::NeedCharset
+        );
+        // the default escape only when the mode is known and unchanged since the prepare
+        assert_eq!(
+            run(Bound::Text(b"a\\%cd%"), utf8, Some(true)),
+            Execution::Prefixes(vec![b"a%cd".to_vec()])
+        );
+        assert_eq!(
+            run(Bound::Text(b"a\\%cd%"), utf8, Some(false)),
+            Execution::Original
+        );
+        assert_eq!(
+            run(Bound::Text(b"a\\%cd%"), utf8, None),
+            Execution::Original
+        );
+        assert_eq!(
+            run(Bound::Text(b"abcd%"), utf8, None),
+            Execution::Prefixes(vec![b"abcd".to_vec()])
+        );
+    }
+
+    #[test]
+    fn lists_and_ranges_of_placeholders() {
+        let sql = "DELETE FROM g$f WHERE K IN (?, ?, 'zzzz1')";
+        let p = prepared(sql);
+        let vals: [&[u8]; 2] = [b"abcd1", b"abcd2"];
+        let got = p.execution(&|i| Bound::Binary(vals[i as usize]), None, Some(true));
+        assert_eq!(
+            got,
+            Execution::Prefixes(vec![b"abcd".to_vec(), b"zzzz".to_vec()])
+        );
+        assert_eq!(
+            String::from_utf8(p.variant_text(sql.as_bytes(), 2).unwrap()).unwrap(),
+            "DELETE FROM g$f WHERE K IN (?, ?, 'zzzz1') AND `K_PREFIX` IN (?, ?)"
+        );
+        let p = prepared("SELECT V FROM g$f WHERE K >= ? AND K < ?");
+        let run = |lo: &'static [u8], hi: &'static [u8]| {
+            p.execution(
+                &move |i| Bound::Binary(if i == 0 { lo } else { hi }),
+                None,
+                Some(true),
+            )
+        };
+        assert_eq!(
+            run(b"abcd", b"abce"),
+            Execution::Prefixes(vec![b"abcd".to_vec()])
+        );
+        assert_eq!(run(b"abcd", b"abcf"), Execution::Original);
     }
 }

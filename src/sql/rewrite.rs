@@ -26,6 +26,28 @@ pub fn predicate(column: &str, prefixes: &[&[u8]]) -> Vec<u8> {
     out
 }
 
+/// The variant's predicate for a prepared statement: `` AND `col` = ? `` or `IN (?, …)` with
+/// `k` placeholders.
+pub fn placeholder_predicate(column: &str, k: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity(24 + 3 * k);
+    out.extend_from_slice(b" AND `");
+    out.extend_from_slice(column.replace('`', "``").as_bytes());
+    out.push(b'`');
+    if k == 1 {
+        out.extend_from_slice(b" = ?");
+    } else {
+        out.extend_from_slice(b" IN (");
+        for i in 0..k {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            out.push(b'?');
+        }
+        out.push(b')');
+    }
+    out
+}
+
 fn hex_literal(b: &[u8]) -> Vec<u8> {
     if b.is_empty() {
         // seekdb 1.4 misreads `IN (X'', X'61')` (an empty hex literal first): no rows

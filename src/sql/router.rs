@@ -45,6 +45,9 @@ pub enum Decision {
     NeedFacts(Need),
     /// Forward, and keep this note for the client (SHOW WARNINGS).
     ForwardWithNote(String),
+    /// COM_STMT_PREPARE of a statement whose bound values decide its prefix: forward it, and
+    /// decide each execution with this plan.
+    ForwardPrepared(Box<prefix_scan::PreparedPlan>),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -126,14 +129,6 @@ impl Scope {
     }
 }
 
-/// What the session remembers about a prepared statement, so COM_STMT_EXECUTE can be decided
-/// without the text being re-sent.
-#[derive(Debug, Clone)]
-pub struct PreparedInfo {
-    pub class: Class,
-    pub params: u16,
-}
-
 /// Texts above this size are analysed off the session's event loop (see `session`).
 pub const LARGE_TEXT: usize = 256 * 1024;
 
@@ -148,13 +143,6 @@ pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context
         Class::Plain => Decision::Forward,
         Class::MaybeHbase => decide_flagged(sql, origin, ctx),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
-    }
-}
-
-pub fn decide_execute(stmt: &PreparedInfo) -> Decision {
-    match stmt.class {
-        // HBase statements will be checked here with their bound parameters.
-        Class::Plain | Class::MaybeHbase | Class::ProxyCommand => Decision::Forward,
     }
 }
 
@@ -213,7 +201,9 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     }
     // the rewriter's decisions are forwards as far as the rules are concerned
     let plain = |d: &Decision| match d {
-        Decision::Rewrite(_) | Decision::ForwardWithNote(_) => Decision::Forward,
+        Decision::Rewrite(_) | Decision::ForwardWithNote(_) | Decision::ForwardPrepared(_) => {
+            Decision::Forward
+        }
         other => other.clone(),
     };
     let mut rewrite_agreed = true;
@@ -305,6 +295,7 @@ fn decide_pieces_with(
     let mut need = Need::default();
     let mut needs = false;
     let mut note: Option<String> = None;
+    let mut prepared: Option<Box<prefix_scan::PreparedPlan>> = None;
     for (i, read) in reads.iter().enumerate() {
         match read {
             Read::Plain => {}
@@ -332,6 +323,14 @@ fn decide_pieces_with(
                         if rewrite::add_prefix_predicate(&mut splice, pieces[i].start, x, text) {
                             tally.rewritten += 1;
                         }
+                    }
+                    // counted at each execution
+                    Step::Prepared(plan) if origin == Origin::Prepare && !many => {
+                        prepared = Some(plan);
+                    }
+                    Step::Prepared(_) => {
+                        tracing::debug!("prefix-scan rewriter: placeholders outside a prepare");
+                        tally.declined += 1;
                     }
                 }
             }
@@ -422,6 +421,8 @@ fn decide_pieces_with(
         (true, true) => {
             if !splice.is_empty() {
                 Decision::Rewrite(splice.apply(sql))
+            } else if let Some(plan) = prepared {
+                Decision::ForwardPrepared(plan)
             } else if let Some(n) = note {
                 Decision::ForwardWithNote(n)
             } else {

@@ -1,0 +1,246 @@
+//! COM_STMT_EXECUTE as the proxy reads and rebuilds it for the prefix-scan rewriter: the
+//! statement id, the bound parameters (null bitmap, types, values) and a packet for another
+//! statement with values inserted. Pure; every length is checked against the packet before it
+//! is used, nothing is indexed on trust. Query attributes are not negotiated (see
+//! `cap::PROXY_SUPPORTED`), so the packet is always the classic layout:
+//!
+//! `0x17 | id u32 | flags u8 | iterations u32 | null bitmap | new-params-bound u8 | [types 2·n] | values`
+
+use super::constants::com;
+use super::wire::{put_lenenc_bytes, Reader};
+
+/// MYSQL_TYPE_BLOB: the type the proxy binds the prefix with (binary, no character set
+/// conversion on either backend).
+pub const TYPE_BLOB: u8 = 0xfc;
+
+/// A COM_STMT_EXECUTE for a statement with `params` parameters, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Execute<'a> {
+    pub id: u32,
+    pub flags: u8,
+    pub iterations: u32,
+    pub nulls: &'a [u8],
+    /// The types as sent (2 bytes each), when the client bound new types.
+    pub types: Option<&'a [u8]>,
+    pub values: &'a [u8],
+}
+
+/// Reads an execute packet (the command byte included). None when it is not one for a
+/// statement with `params` parameters (the backend then answers it as it is).
+pub fn parse(cmd: &[u8], params: usize) -> Option<Execute<'_>> {
+    let mut r = Reader::new(cmd);
+    if r.u8()? != com::STMT_EXECUTE || params == 0 {
+        return None;
+    }
+    let id = r.u32()?;
+    let flags = r.u8()?;
+    let iterations = r.u32()?;
+    let nulls = r.take(params.div_ceil(8))?;
+    let bound = r.u8()?;
+    let types = match bound {
+        0 => None,
+        1 => Some(r.take(params.checked_mul(2)?)?),
+        _ => return None,
+    };
+    Some(Execute {
+        id,
+        flags,
+        iterations,
+        nulls,
+        types,
+        values: r.remaining(),
+    })
+}
+
+/// Where each parameter's value lies in `values` (None: NULL), given the types in force.
+/// None when a type has no known binary size or a value runs past the packet.
+pub fn value_spans(
+    nulls: &[u8],
+    types: &[u8],
+    values: &[u8],
+) -> Option<Vec<Option<(usize, usize)>>> {
+    let n = types.len() / 2;
+    let mut out = Vec::with_capacity(n);
+    let mut r = Reader::new(values);
+    for i in 0..n {
+        let null = nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
+        if null {
+            out.push(None);
+            continue;
+        }
+        let start = r.pos();
+        match *types.get(2 * i)? {
+            0x06 => {}                              // NULL type
+            0x01 => drop(r.take(1)?),               // TINY
+            0x02 | 0x0d => drop(r.take(2)?),        // SHORT, YEAR
+            0x03 | 0x09 | 0x04 => drop(r.take(4)?), // LONG, INT24, FLOAT
+            0x08 | 0x05 => drop(r.take(8)?),        // LONGLONG, DOUBLE
+            // TIMESTAMP, DATE, TIME, DATETIME: a length byte and that many bytes
+            0x07 | 0x0a | 0x0b | 0x0c => {
+                let len = r.u8()?;
+                r.take(usize::from(len))?;
+            }
+            // DECIMAL, VARCHAR, BIT, JSON, NEWDECIMAL, ENUM, SET, the BLOBs, VAR_STRING,
+            // STRING, GEOMETRY: length-encoded bytes
+            0x00 | 0x0f | 0x10 | 0xf5..=0xff => {
+                r.lenenc_bytes()?;
+            }
+            _ => return None,
+        }
+        out.push(Some((start, r.pos())));
+    }
+    Some(out)
+}
+
+/// The value of a string-like parameter: its bytes, and whether it is BLOB-typed (binary on
+/// both backends) rather than a character string. None for other types.
+pub fn string_value(ty: u8, values: &[u8], span: (usize, usize)) -> Option<(&[u8], bool)> {
+    let blob = matches!(ty, 0xf9..=0xfc);
+    if !(blob || matches!(ty, 0x0f | 0xfd | 0xfe)) {
+        return None;
+    }
+    let mut r = Reader::new(values.get(span.0..span.1)?);
+    Some((r.lenenc_bytes()?, blob))
+}
+
+/// An execute packet for statement `id` carrying `e`'s parameters with `inserted` added as
+/// BLOB values at parameter position `at` (types always sent: the target statement may not have
+/// seen the client's). `types` are the types in force (`e.types` or the ones remembered).
+pub fn rebuild(
+    e: &Execute<'_>,
+    id: u32,
+    types: &[u8],
+    spans: Option<&[Option<(usize, usize)>]>,
+    at: usize,
+    inserted: &[&[u8]],
+) -> Option<Vec<u8>> {
+    let n = types.len() / 2;
+    if at > n || (!inserted.is_empty() && spans.is_none()) {
+        return None;
+    }
+    let total = n + inserted.len();
+    let extra: usize = inserted.iter().map(|v| v.len() + 9).sum();
+    let mut out = Vec::with_capacity(12 + total.div_ceil(8) + 2 * total + e.values.len() + extra);
+    out.push(com::STMT_EXECUTE);
+    out.extend_from_slice(&id.to_le_bytes());
+    out.push(e.flags);
+    out.extend_from_slice(&e.iterations.to_le_bytes());
+    let old_null = |i: usize| e.nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
+    let mut nulls = vec![0u8; total.div_ceil(8)];
+    for j in 0..total {
+        let null = match j {
+            j if j < at => old_null(j),
+            j if j < at + inserted.len() => false,
+            j => old_null(j - inserted.len()),
+        };
+        if null {
+            if let Some(b) = nulls.get_mut(j / 8) {
+                *b |= 1 << (j % 8);
+            }
+        }
+    }
+    out.extend_from_slice(&nulls);
+    out.push(1);
+    out.extend_from_slice(types.get(..2 * at)?);
+    for _ in inserted {
+        out.extend_from_slice(&[TYPE_BLOB, 0]);
+    }
+    out.extend_from_slice(types.get(2 * at..)?);
+    // values: those of the parameters before `at`, the inserted ones, the rest
+    let split = match spans {
+        Some(spans) => spans
+            .get(..at)?
+            .iter()
+            .rev()
+            .find_map(|s| s.map(|(_, end)| end))
+            .unwrap_or(0),
+        None => e.values.len(),
+    };
+    out.extend_from_slice(e.values.get(..split)?);
+    for v in inserted {
+        put_lenenc_bytes(&mut out, v);
+    }
+    out.extend_from_slice(e.values.get(split..)?);
+    Some(out)
+}
+
+/// The statement id of a command that names one (execute, fetch, reset, close, long data).
+pub fn statement_id(cmd: &[u8]) -> Option<u32> {
+    let b = cmd.get(1..5)?;
+    Some(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+}
+
+/// `cmd` with its statement id replaced.
+pub fn with_statement_id(cmd: &mut [u8], id: u32) {
+    if let Some(b) = cmd.get_mut(1..5) {
+        b.copy_from_slice(&id.to_le_bytes());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn packet(id: u32, nulls: &[u8], types: Option<&[u8]>, values: &[u8]) -> Vec<u8> {
+        let mut p = vec![com::STMT_EXECUTE];
+        p.extend_from_slice(&id.to_le_bytes());
+        p.push(0);
+        p.extend_from_slice(&1u32.to_le_bytes());
+        p.extend_from_slice(nulls);
+        match types {
+            Some(t) => {
+                p.push(1);
+                p.extend_from_slice(t);
+            }
+            None => p.push(0),
+        }
+        p.extend_from_slice(values);
+        p
+    }
+
+    #[test]
+    fn values_are_found_by_type_and_a_value_is_inserted() {
+        // (?, ?, ?) = ('ab', NULL, 7 as LONGLONG)
+        let types = [0xfd, 0, 0xfe, 0, 0x08, 0];
+        let mut values = vec![2, b'a', b'b'];
+        values.extend_from_slice(&7u64.to_le_bytes());
+        let p = packet(5, &[0b010], Some(&types), &values);
+        let e = parse(&p, 3).unwrap();
+        assert_eq!(e.id, 5);
+        let spans = value_spans(e.nulls, e.types.unwrap(), e.values).unwrap();
+        assert_eq!(spans, vec![Some((0, 3)), None, Some((3, 11))]);
+        assert_eq!(
+            string_value(0xfd, e.values, spans[0].unwrap()),
+            Some((&b"ab"[..], false))
+        );
+        // insert one value after the second parameter: the NULL keeps its place
+        let out = rebuild(&e, 9, &types, Some(&spans), 2, &[b"pq"]).unwrap();
+        let r = parse(&out, 4).unwrap();
+        assert_eq!(r.id, 9);
+        assert_eq!(r.nulls, &[0b0010]);
+        assert_eq!(r.types.unwrap(), &[0xfd, 0, 0xfe, 0, TYPE_BLOB, 0, 0x08, 0]);
+        let spans = value_spans(r.nulls, r.types.unwrap(), r.values).unwrap();
+        assert_eq!(
+            string_value(TYPE_BLOB, r.values, spans[2].unwrap()),
+            Some((&b"pq"[..], true))
+        );
+        assert_eq!(&r.values[spans[3].unwrap().0..], &7u64.to_le_bytes());
+        // nothing inserted, types remembered: the same values, types now sent
+        let bare = packet(5, &[0b010], None, &values);
+        let e = parse(&bare, 3).unwrap();
+        let out = rebuild(&e, 5, &types, None, 0, &[]).unwrap();
+        assert_eq!(out, p);
+    }
+
+    #[test]
+    fn malformed_packets_are_not_read() {
+        assert!(parse(&[com::STMT_EXECUTE, 1, 0], 1).is_none());
+        let p = packet(1, &[0], Some(&[0xfd, 0]), &[5, b'a']); // value shorter than its length
+        let e = parse(&p, 1).unwrap();
+        assert!(value_spans(e.nulls, e.types.unwrap(), e.values).is_none());
+        let p = packet(1, &[0], Some(&[0x42, 0]), &[1]); // unknown type
+        let e = parse(&p, 1).unwrap();
+        assert!(value_spans(e.nulls, e.types.unwrap(), e.values).is_none());
+        assert!(parse(&packet(1, &[0], Some(&[0xfd]), &[]), 1).is_none());
+    }
+}

@@ -1,0 +1,440 @@
+//! Prepared statements: what the session remembers of each, and the prefix-scan rewrite decided
+//! at each COM_STMT_EXECUTE.
+//!
+//! A statement whose bound values decide the prefix (`K LIKE ?`, `K >= ? AND K < ?`) is
+//! prepared on the backend as the client sent it; the client sees only that statement (its id,
+//! parameter count, metadata). At an execution whose values pin one prefix, the proxy sends the
+//! execution to a *variant* it prepared next to it — the same text with `` AND `K_PREFIX` = ? ``
+//! (or `IN (?, …)`) spliced after the WHERE clause — with the prefixes bound as BLOB values;
+//! other executions go to the client's statement. FETCH follows the execution that opened the
+//! cursor, RESET and CLOSE reach every backend statement, and MariaDB's "last prepared
+//! statement" id (0xFFFFFFFF) keeps meaning the client's last statement. An execution whose
+//! values the proxy cannot see (sent with COM_STMT_SEND_LONG_DATA) goes to the client's
+//! statement.
+
+use std::sync::atomic::Ordering::Relaxed;
+
+use super::{End, Session};
+use crate::backend::{self, QueryError};
+use crate::protocol::constants::{com, status};
+use crate::protocol::execute::{self, Execute};
+use crate::protocol::response::ResponseKind;
+use crate::sql::classify::Class;
+use crate::sql::prefix_scan::{Bound, Execution, Need, PreparedPlan};
+use crate::sql::scan::Flavor as SqlFlavor;
+
+/// Statements of one session with a rewrite plan (each holds a copy of its text).
+const MAX_PLANS: usize = 256;
+/// A plan's text is copied only up to this size.
+const MAX_PLAN_TEXT: usize = 64 * 1024;
+/// Variants (one per number of prefixes) per statement.
+const MAX_VARIANTS: usize = 4;
+
+/// What the session remembers of a prepared statement.
+pub(super) struct Prepared {
+    #[allow(dead_code)] // the write checks (next issue) decide executions by it
+    pub class: Class,
+    pub params: u16,
+    pub columns: u16,
+    /// Running it may change the session's current database or character set.
+    pub changes_session: bool,
+    /// Running it may be DDL (the process's schemas are read again afterwards).
+    pub ddl: bool,
+    pub rewrite: Option<Box<Rewrite>>,
+}
+
+/// The prefix-scan rewrite of one prepared statement.
+pub(super) struct Rewrite {
+    plan: Box<PreparedPlan>,
+    text: Vec<u8>,
+    /// The parameter types in force (from the last execution that bound them).
+    types: Option<Vec<u8>>,
+    /// The client's statement on the backend has seen `types`.
+    original_has_types: bool,
+    /// (number of prefixes, backend statement id).
+    variants: Vec<(usize, u32)>,
+    /// Preparing a variant failed: executions go to the client's statement.
+    failed: bool,
+    /// COM_STMT_SEND_LONG_DATA since the last execution or reset.
+    long_data: bool,
+    /// The backend statement of the last execution (a cursor it opened lives there).
+    last_target: Option<u32>,
+}
+
+/// The session's prepared statements.
+#[derive(Default)]
+pub(super) struct Statements {
+    by_id: std::collections::HashMap<u32, Prepared>,
+    plans: usize,
+    /// The client's last successfully prepared statement (MariaDB's id 0xFFFFFFFF).
+    last_prepared: Option<u32>,
+    /// The proxy prepared a statement of its own after the client's last prepare, so the
+    /// backend's "last prepared" is no longer the client's.
+    ours_prepared_last: bool,
+}
+
+impl Statements {
+    pub fn clear(&mut self) {
+        *self = Statements::default();
+    }
+
+    /// The client's statement a command names (0xFFFFFFFF: the last one prepared).
+    pub fn resolve(&self, cmd: &[u8]) -> Option<u32> {
+        match execute::statement_id(cmd)? {
+            u32::MAX => self.last_prepared,
+            id => Some(id),
+        }
+    }
+
+    pub fn get(&self, id: u32) -> Option<&Prepared> {
+        self.by_id.get(&id)
+    }
+
+    /// A statement the client prepared.
+    pub fn prepared(
+        &mut self,
+        id: u32,
+        mut p: Prepared,
+        plan: Option<Box<PreparedPlan>>,
+        text: &[u8],
+    ) {
+        if let Some(old) = self.by_id.remove(&id) {
+            self.plans -= usize::from(old.rewrite.is_some());
+        }
+        if let Some(plan) = plan {
+            if self.plans < MAX_PLANS && text.len() <= MAX_PLAN_TEXT {
+                self.plans += 1;
+                p.rewrite = Some(Box::new(Rewrite {
+                    plan,
+                    text: text.to_vec(),
+                    types: None,
+                    original_has_types: false,
+                    variants: Vec::new(),
+                    failed: false,
+                    long_data: false,
+                    last_target: None,
+                }));
+            }
+        }
+        self.by_id.insert(id, p);
+        self.last_prepared = Some(id);
+        self.ours_prepared_last = false;
+    }
+
+    /// A prepare the backend refused: 0xFFFFFFFF names no statement now.
+    pub fn prepare_failed(&mut self) {
+        self.last_prepared = None;
+        self.ours_prepared_last = false;
+    }
+
+    /// The client closed a statement: the backend statements to close with it (its variants).
+    pub fn close(&mut self, id: u32) -> Vec<u32> {
+        let Some(p) = self.by_id.remove(&id) else {
+            return Vec::new();
+        };
+        match p.rewrite {
+            Some(rw) => {
+                self.plans -= 1;
+                rw.variants.iter().map(|(_, v)| *v).collect()
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// MariaDB's 0xFFFFFFFF in a command the client sends: the client's last statement, named
+    /// explicitly once the proxy has prepared one of its own after it.
+    pub fn pin_last(&self, cmd: &mut [u8]) {
+        if self.ours_prepared_last && execute::statement_id(cmd) == Some(u32::MAX) {
+            // no statement of the client's: an id the backend does not know, so it refuses
+            execute::with_statement_id(cmd, self.last_prepared.unwrap_or(u32::MAX - 1));
+        }
+    }
+}
+
+impl Session {
+    pub(super) async fn on_execute(&mut self) -> Result<(), End> {
+        let id = self.statements.resolve(&self.command);
+        let (changes_session, ddl, rewrite) = match id.and_then(|id| self.statements.get(id)) {
+            Some(p) => (p.changes_session, p.ddl, p.rewrite.is_some()),
+            None => (false, false, false),
+        };
+        if changes_session {
+            self.forget_session_facts();
+        }
+        let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
+        let result = match (id, rewrite && !bulk) {
+            (Some(id), true) => self.execute_with_rewrite(id).await,
+            _ => {
+                self.statements.pin_last(&mut self.command);
+                self.forward(ResponseKind::Execute).await.map(drop)
+            }
+        };
+        if ddl {
+            self.shared.schemas.clear();
+        }
+        result
+    }
+
+    /// COM_STMT_SEND_LONG_DATA: the next execution's value is not in its packet.
+    pub(super) async fn on_long_data(&mut self) -> Result<(), End> {
+        if let Some(rw) = self.rewrite_of_command() {
+            rw.long_data = true;
+        }
+        self.statements.pin_last(&mut self.command);
+        self.forward_without_response().await
+    }
+
+    /// COM_STMT_FETCH: from the backend statement whose execution opened the cursor.
+    pub(super) async fn on_fetch(&mut self) -> Result<(), End> {
+        let target = self.rewrite_of_command().and_then(|rw| rw.last_target);
+        match target {
+            Some(t) => execute::with_statement_id(&mut self.command, t),
+            None => self.statements.pin_last(&mut self.command),
+        }
+        self.forward(ResponseKind::Fetch).await.map(drop)
+    }
+
+    /// COM_STMT_RESET: the client's statement answers; a variant with a cursor open is reset
+    /// first (quietly).
+    pub(super) async fn on_stmt_reset(&mut self) -> Result<(), End> {
+        let id = self.statements.resolve(&self.command);
+        let mut variant = None;
+        if let Some(rw) = self.rewrite_of_command() {
+            rw.long_data = false;
+            variant = rw.last_target.take().filter(|t| Some(*t) != id);
+        }
+        if let Some(v) = variant {
+            let mut cmd = vec![com::STMT_RESET];
+            cmd.extend_from_slice(&v.to_le_bytes());
+            self.own_command(&cmd).await?;
+        }
+        self.statements.pin_last(&mut self.command);
+        self.forward(ResponseKind::Single).await.map(drop)
+    }
+
+    /// COM_STMT_CLOSE: the client's statement and its variants (no response to any).
+    pub(super) async fn on_stmt_close(&mut self) -> Result<(), End> {
+        let variants = match self.statements.resolve(&self.command) {
+            Some(id) => self.statements.close(id),
+            None => Vec::new(),
+        };
+        self.statements.pin_last(&mut self.command);
+        for v in variants {
+            let mut cmd = vec![com::STMT_CLOSE];
+            cmd.extend_from_slice(&v.to_le_bytes());
+            self.backend.queue_packet(0, &cmd);
+        }
+        self.forward_without_response().await
+    }
+
+    fn rewrite_of_command(&mut self) -> Option<&mut Rewrite> {
+        let id = self.statements.resolve(&self.command)?;
+        self.statements.by_id.get_mut(&id)?.rewrite.as_deref_mut()
+    }
+
+    /// An execution of a statement with a rewrite plan.
+    async fn execute_with_rewrite(&mut self, id: u32) -> Result<(), End> {
+        let Some(p) = self.statements.by_id.get_mut(&id) else {
+            return self.forward(ResponseKind::Execute).await.map(drop);
+        };
+        let (params, columns) = (usize::from(p.params), p.columns);
+        let Some(mut rw) = p.rewrite.take() else {
+            return self.forward(ResponseKind::Execute).await.map(drop);
+        };
+        let command = std::mem::take(&mut self.command);
+        let routed = self
+            .route_execution(id, params, columns, &mut rw, &command)
+            .await;
+        self.command = command;
+        let routed = match routed {
+            Ok(r) => r,
+            Err(end) => return Err(end),
+        };
+        if let Some(p) = self.statements.by_id.get_mut(&id) {
+            p.rewrite = Some(rw);
+        }
+        match routed {
+            Some(packet) => self.command = packet,
+            None => execute::with_statement_id(&mut self.command, id),
+        }
+        self.forward(ResponseKind::Execute).await.map(drop)
+    }
+
+    /// Where this execution goes: a packet to send instead of the client's (a variant with the
+    /// prefixes, or the client's statement with the parameter types it has not seen), or None
+    /// to send the client's packet to the client's statement.
+    async fn route_execution(
+        &mut self,
+        id: u32,
+        params: usize,
+        columns: u16,
+        rw: &mut Rewrite,
+        command: &[u8],
+    ) -> Result<Option<Vec<u8>>, End> {
+        let Some(e) = execute::parse(command, params) else {
+            rw.last_target = Some(id);
+            return Ok(None); // not readable: the backend answers it
+        };
+        if let Some(t) = e.types {
+            rw.types = Some(t.to_vec());
+        }
+        let long_data = std::mem::take(&mut rw.long_data);
+        let prefixes = match (&rw.types, long_data || rw.failed) {
+            (Some(types), false) => {
+                let types = types.clone();
+                self.execution_prefixes(rw, &e, &types).await?
+            }
+            _ => None,
+        };
+        let counters = self.shared.rewrite_counters.clone();
+        if let (Some(prefixes), Some(types)) = (prefixes, rw.types.clone()) {
+            if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
+                let spans = execute::value_spans(e.nulls, &types, e.values);
+                let refs: Vec<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
+                let at = rw.plan.insert_at as usize;
+                if let Some(packet) =
+                    execute::rebuild(&e, variant, &types, spans.as_deref(), at, &refs)
+                {
+                    counters.rewritten.fetch_add(1, Relaxed);
+                    rw.last_target = Some(variant);
+                    if e.types.is_some() {
+                        rw.original_has_types = false;
+                    }
+                    return Ok(Some(packet));
+                }
+            }
+        }
+        counters.declined.fetch_add(1, Relaxed);
+        rw.last_target = Some(id);
+        // the client's statement: with the types in force if it has not seen them
+        if e.types.is_some() {
+            rw.original_has_types = true;
+            return Ok(None);
+        }
+        match (&rw.types, rw.original_has_types) {
+            (Some(types), false) => {
+                rw.original_has_types = true;
+                Ok(execute::rebuild(&e, id, types, None, 0, &[]))
+            }
+            _ => Ok(None),
+        }
+    }
+
+    /// The prefixes an execution's values pin, if the table is still what the plan was made for.
+    async fn execution_prefixes(
+        &mut self,
+        rw: &Rewrite,
+        e: &Execute<'_>,
+        types: &[u8],
+    ) -> Result<Option<Vec<Vec<u8>>>, End> {
+        let Some(spans) = execute::value_spans(e.nulls, types, e.values) else {
+            return Ok(None);
+        };
+        let bound = |i: u32| -> Bound<'_> {
+            let i = i as usize;
+            let (Some(Some(span)), Some(ty)) = (spans.get(i), types.get(2 * i)) else {
+                return Bound::Other;
+            };
+            match execute::string_value(*ty, e.values, *span) {
+                Some((b, true)) => Bound::Binary(b),
+                Some((b, false)) => Bound::Text(b),
+                None => Bound::Other,
+            }
+        };
+        // OceanBase does not report NO_BACKSLASH_ESCAPES (as for text, see `sql::router`)
+        let escape = matches!(self.dialect.flavor, SqlFlavor::MySql | SqlFlavor::MariaDb)
+            .then_some(self.last_status & status::NO_BACKSLASH_ESCAPES == 0);
+        let mut decided = rw.plan.execution(&bound, self.charset_fact, escape);
+        if decided == Execution::NeedCharset {
+            let need = Need {
+                charset: true,
+                ..Need::default()
+            };
+            self.read_facts(&need).await?;
+            decided = rw.plan.execution(&bound, self.charset_fact, escape);
+        }
+        let Execution::Prefixes(prefixes) = decided else {
+            return Ok(None);
+        };
+        // the table must still be partitioned as when the statement was prepared
+        let key = rw.plan.key.clone();
+        let mut found = self.shared.schemas.get(&key);
+        if found == crate::hbase::schema::Lookup::Unknown {
+            let need = Need {
+                tables: vec![(Some(key.0.clone()), key.1.clone())],
+                ..Need::default()
+            };
+            self.read_facts(&need).await?;
+            found = self.shared.schemas.get(&key);
+        }
+        let same = match found {
+            crate::hbase::schema::Lookup::Known(Some(s)) => {
+                s.partitioning == rw.plan.schema.partitioning
+                    && s.prefix_column == rw.plan.schema.prefix_column
+            }
+            _ => false,
+        };
+        Ok(same.then_some(prefixes))
+    }
+
+    /// The backend statement for `k` prefixes, prepared on first use.
+    async fn variant(
+        &mut self,
+        rw: &mut Rewrite,
+        k: usize,
+        params: usize,
+        columns: u16,
+    ) -> Result<Option<u32>, End> {
+        if let Some((_, v)) = rw.variants.iter().find(|(n, _)| *n == k) {
+            return Ok(Some(*v));
+        }
+        if rw.failed || rw.variants.len() >= MAX_VARIANTS {
+            return Ok(None);
+        }
+        let Some(text) = rw.plan.variant_text(&rw.text, k) else {
+            return Ok(None);
+        };
+        self.statements.ours_prepared_last = true;
+        let prepared = match backend::prepare(&mut self.backend, self.client_caps, &text).await {
+            Ok(p) => p,
+            Err(QueryError::Io(_)) => return Err(self.lose_backend(self.command_frames).await),
+            Err(QueryError::Framing(what)) => {
+                return Err(self.backend_protocol_error(self.command_frames, what).await)
+            }
+        };
+        match prepared {
+            Ok((v, cols, n)) if cols == columns && usize::from(n) == params + k => {
+                rw.variants.push((k, v));
+                Ok(Some(v))
+            }
+            Ok((v, _, _)) => {
+                // not the statement the client prepared plus k parameters: never used
+                tracing::debug!("prefix-scan variant does not match its statement");
+                let mut cmd = vec![com::STMT_CLOSE];
+                cmd.extend_from_slice(&v.to_le_bytes());
+                self.backend.queue_packet(0, &cmd);
+                rw.failed = true;
+                Ok(None)
+            }
+            Err(err) => {
+                tracing::debug!(
+                    "prefix-scan variant not prepared: {}",
+                    String::from_utf8_lossy(err.get(9..).unwrap_or_default())
+                );
+                rw.failed = true;
+                Ok(None)
+            }
+        }
+    }
+
+    /// A command of the proxy's own on the session's connection, its answer not relayed.
+    async fn own_command(&mut self, cmd: &[u8]) -> Result<(), End> {
+        match backend::simple_command(&mut self.backend, self.client_caps, cmd).await {
+            Ok(_) => Ok(()),
+            Err(QueryError::Io(_)) => Err(self.lose_backend(self.command_frames).await),
+            Err(QueryError::Framing(what)) => {
+                Err(self.backend_protocol_error(self.command_frames, what).await)
+            }
+        }
+    }
+}
