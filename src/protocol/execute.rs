@@ -9,9 +9,12 @@
 use super::constants::com;
 use super::wire::{put_lenenc_bytes, Reader};
 
-/// MYSQL_TYPE_BLOB: the type the proxy binds the prefix with (binary, no character set
-/// conversion on either backend).
+/// MYSQL_TYPE_BLOB: binary on both backends, but OceanBase plans a LOB-typed value without
+/// partition pruning (measured on seekdb 1.4): used for a prefix whose bytes a string would not
+/// carry unchanged.
 pub const TYPE_BLOB: u8 = 0xfc;
+/// MYSQL_TYPE_VAR_STRING: what drivers bind strings with; both backends prune with it.
+pub const TYPE_VAR_STRING: u8 = 0xfd;
 
 /// A COM_STMT_EXECUTE for a statement with `params` parameters, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -103,8 +106,8 @@ pub fn string_value(ty: u8, values: &[u8], span: (usize, usize)) -> Option<(&[u8
     Some((r.lenenc_bytes()?, blob))
 }
 
-/// An execute packet for statement `id` carrying `e`'s parameters with `inserted` added as
-/// BLOB values at parameter position `at` (types always sent: the target statement may not have
+/// An execute packet for statement `id` carrying `e`'s parameters with `inserted` (type, value)
+/// added at parameter position `at` (types always sent: the target statement may not have
 /// seen the client's). `types` are the types in force (`e.types` or the ones remembered).
 pub fn rebuild(
     e: &Execute<'_>,
@@ -112,14 +115,14 @@ pub fn rebuild(
     types: &[u8],
     spans: Option<&[Option<(usize, usize)>]>,
     at: usize,
-    inserted: &[&[u8]],
+    inserted: &[(u8, &[u8])],
 ) -> Option<Vec<u8>> {
     let n = types.len() / 2;
     if at > n || (!inserted.is_empty() && spans.is_none()) {
         return None;
     }
     let total = n + inserted.len();
-    let extra: usize = inserted.iter().map(|v| v.len() + 9).sum();
+    let extra: usize = inserted.iter().map(|(_, v)| v.len() + 9).sum();
     let mut out = Vec::with_capacity(12 + total.div_ceil(8) + 2 * total + e.values.len() + extra);
     out.push(com::STMT_EXECUTE);
     out.extend_from_slice(&id.to_le_bytes());
@@ -142,8 +145,8 @@ pub fn rebuild(
     out.extend_from_slice(&nulls);
     out.push(1);
     out.extend_from_slice(types.get(..2 * at)?);
-    for _ in inserted {
-        out.extend_from_slice(&[TYPE_BLOB, 0]);
+    for (ty, _) in inserted {
+        out.extend_from_slice(&[*ty, 0]);
     }
     out.extend_from_slice(types.get(2 * at..)?);
     // values: those of the parameters before `at`, the inserted ones, the rest
@@ -157,7 +160,7 @@ pub fn rebuild(
         None => e.values.len(),
     };
     out.extend_from_slice(e.values.get(..split)?);
-    for v in inserted {
+    for (_, v) in inserted {
         put_lenenc_bytes(&mut out, v);
     }
     out.extend_from_slice(e.values.get(split..)?);
@@ -214,7 +217,7 @@ mod tests {
             Some((&b"ab"[..], false))
         );
         // insert one value after the second parameter: the NULL keeps its place
-        let out = rebuild(&e, 9, &types, Some(&spans), 2, &[b"pq"]).unwrap();
+        let out = rebuild(&e, 9, &types, Some(&spans), 2, &[(TYPE_BLOB, b"pq")]).unwrap();
         let r = parse(&out, 4).unwrap();
         assert_eq!(r.id, 9);
         assert_eq!(r.nulls, &[0b0010]);

@@ -20,7 +20,8 @@ use crate::protocol::constants::{com, status};
 use crate::protocol::execute::{self, Execute};
 use crate::protocol::response::ResponseKind;
 use crate::sql::classify::Class;
-use crate::sql::prefix_scan::{Bound, Execution, Need, PreparedPlan};
+use crate::sql::dml::LitCharset;
+use crate::sql::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
 use crate::sql::scan::Flavor as SqlFlavor;
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
@@ -290,7 +291,21 @@ impl Session {
         if let (Some(prefixes), Some(types)) = (prefixes, rw.types.clone()) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
                 let spans = execute::value_spans(e.nulls, &types, e.values);
-                let refs: Vec<&[u8]> = prefixes.iter().map(Vec::as_slice).collect();
+                // a string where its bytes are certainly the prefix's (OceanBase prunes with
+                // it), else a BLOB (binary everywhere, pruned on MariaDB)
+                let charset = self.charset_fact;
+                let refs: Vec<(u8, &[u8])> = prefixes
+                    .iter()
+                    .map(|p| {
+                        let text = certain(p, LitCharset::Connection, charset) == Some(true);
+                        let ty = if text {
+                            execute::TYPE_VAR_STRING
+                        } else {
+                            execute::TYPE_BLOB
+                        };
+                        (ty, p.as_slice())
+                    })
+                    .collect();
                 let at = rw.plan.insert_at as usize;
                 if let Some(packet) =
                     execute::rebuild(&e, variant, &types, spans.as_deref(), at, &refs)
