@@ -10,6 +10,30 @@ use obkv_proxy::protocol::stream::PacketStream;
 use obkv_proxy::session::handshake::parse_change_user;
 
 fuzz_target!(|data: &[u8]| {
+    // COM_STMT_EXECUTE as the prefix-scan rewriter reads and rebuilds it
+    if let Some((&n, cmd)) = data.split_first() {
+        use obkv_proxy::protocol::execute;
+        let params = usize::from(n % 8) + 1;
+        if let Some(e) = execute::parse(cmd, params) {
+            let types = e.types.map(<[u8]>::to_vec).unwrap_or_else(|| vec![0xfd, 0].repeat(params));
+            let spans = execute::value_spans(e.nulls, &types, e.values);
+            if let Some(spans) = &spans {
+                for (i, s) in spans.iter().enumerate() {
+                    if let Some(s) = s {
+                        assert!(s.0 <= s.1 && s.1 <= e.values.len());
+                        let _ = execute::string_value(types[2 * i], e.values, *s);
+                    }
+                }
+            }
+            let at = usize::from(n / 8) % (params + 1);
+            if let Some(out) =
+                execute::rebuild(&e, 7, &types, spans.as_deref(), at, &[(execute::TYPE_BLOB, b"pq")])
+            {
+                // the rebuilt packet reads back with one more parameter
+                assert!(execute::parse(&out, params + 1).is_some());
+            }
+        }
+    }
     let _ = is_ssl_request(data);
     if let Some(h) = parse_handshake_response(data) {
         let mut copy = data.to_vec();

@@ -80,6 +80,7 @@ fuzz_target!(|data: &[u8]| {
         assert!(sql.iter().all(|b| it.any(|x| x == b)), "a rewrite changed the user's bytes");
     }
     let _ = decide_dynamic(sql, &ctx);
+    let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);
     // tokens are in order, inside the text, and never empty
     let mut last = 0;
     for t in Scanner::new(sql, dialect) {

@@ -565,6 +565,7 @@ impl Session {
                     Answer::ProxyStatus => self.answer_proxy_status().await?,
                     Answer::TablegroupDdl => self.answer_tablegroup_ddl().await?,
                     Answer::Ok => self.answer_ok(0, 0).await?,
+                    Answer::ExplainObkv => self.answer_explain_obkv().await?,
                 }
                 Ok(None)
             }

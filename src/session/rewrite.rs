@@ -6,10 +6,12 @@ use std::sync::Arc;
 
 use super::hbase::cell;
 use super::{End, Session};
+use crate::hbase::backend::Flavor;
 use crate::hbase::catalog;
 use crate::hbase::marker::{self, Marker};
 use crate::hbase::schema::{self, Placement, TableSchema};
 use crate::protocol::constants::status;
+use crate::protocol::packets::ErrorInfo;
 use crate::sql::prefix_scan::{ConnCharset, Need};
 
 impl Session {
@@ -77,7 +79,8 @@ impl Session {
         let count: u32 = text(3).parse().unwrap_or(0);
         let (method, expr) = (text(4), text(5));
         let live = (count > 0).then_some((method.as_str(), expr.as_str(), count));
-        let placement = if flavor.native_tablegroups() {
+        // seekdb is an OceanBase kernel: OceanBase's placement, without native table groups
+        let placement = if matches!(flavor, Flavor::OceanBase | Flavor::SeekDb) {
             Placement::OceanBase
         } else {
             Placement::MySqlFamily
@@ -105,6 +108,54 @@ impl Session {
             self.forget_session_facts();
         }
         ddl
+    }
+
+    /// `EXPLAIN OBKV <statement>`: what the proxy would do with the statement, not run.
+    pub(super) async fn answer_explain_obkv(&mut self) -> Result<(), End> {
+        let sql = self.command.get(1..).unwrap_or_default();
+        let text = crate::sql::classify::after_words(sql, 2).to_vec();
+        if text.len() > crate::sql::router::LARGE_TEXT {
+            let e = ErrorInfo::new(1105, "HY000", "obkv-proxy: statement too long to explain");
+            return self.answer_error(e).await;
+        }
+        let mut ctx = self.context().await?;
+        for _ in 0..2 {
+            match crate::sql::router::explain_obkv(&text, &ctx) {
+                Ok(rows) => {
+                    let rows: Vec<Vec<Option<Vec<u8>>>> = rows
+                        .into_iter()
+                        .map(|r| {
+                            vec![
+                                r.table.map(String::into_bytes),
+                                r.partitioning.map(String::into_bytes),
+                                Some(r.sent),
+                                r.partitions.map(String::into_bytes),
+                                r.oceanbase_partitions.map(String::into_bytes),
+                                Some(r.note.into_bytes()),
+                            ]
+                        })
+                        .collect();
+                    let columns = [
+                        "table",
+                        "partitioning",
+                        "statement_sent",
+                        "partitions",
+                        "oceanbase_partitions",
+                        "note",
+                    ];
+                    return self.answer_rows(&columns, &rows).await;
+                }
+                Err(need) => {
+                    self.read_facts(&need).await?;
+                    ctx = self.context().await?;
+                    if let Some(t) = ctx.tables.as_mut() {
+                        t.settled = true;
+                    }
+                }
+            }
+        }
+        let e = ErrorInfo::internal("while explaining the statement");
+        self.answer_error(e).await
     }
 
     /// SHOW WARNINGS after a statement the proxy noted something about: the backend's warnings,

@@ -12,7 +12,7 @@ pub enum Class {
     /// Mentions `$` (HBase table names are `group$family`), TABLEGROUP, PREPARE or IMMEDIATE,
     /// or is a CREATE TABLE: the router reads it.
     MaybeHbase,
-    /// `SHOW PROXY ...`: answered by the proxy itself.
+    /// `SHOW PROXY ...`, `EXPLAIN OBKV <statement>`: answered by the proxy itself.
     ProxyCommand,
 }
 
@@ -95,11 +95,21 @@ fn starts_with_create_table(s: &[u8]) -> bool {
 
 /// `s` starts after leading noise.
 fn is_proxy_command(s: &[u8]) -> bool {
-    if s.len() < 10 || !s[..4].eq_ignore_ascii_case(b"show") {
-        return false;
+    let second = |w: &str| leading_words(s, 2).get(1).is_some_and(|x| x == w);
+    if s.len() >= 10 && s[..4].eq_ignore_ascii_case(b"show") {
+        return second("PROXY");
     }
-    let words = leading_words(s, 2);
-    words.len() == 2 && words[1] == "PROXY"
+    s.len() >= 12 && s[..7].eq_ignore_ascii_case(b"explain") && second("OBKV")
+}
+
+/// The text after the first `n` words (and the noise before them).
+pub fn after_words(sql: &[u8], n: usize) -> &[u8] {
+    let mut s = sql;
+    for _ in 0..n {
+        s = skip_noise(s);
+        s = take_word(s).1;
+    }
+    s
 }
 
 fn contains_ignore_case(hay: &[u8], needle_lower: &[u8]) -> bool {
@@ -163,6 +173,15 @@ mod tests {
         );
         assert_eq!(classify(b"-- x\nshow proxy status"), Class::ProxyCommand);
         assert_eq!(classify(b"SHOW PROXYX"), Class::Plain);
+        assert_eq!(
+            classify(b"explain obkv SELECT * FROM t"),
+            Class::ProxyCommand
+        );
+        assert_eq!(classify(b"EXPLAIN OBKVX SELECT 1"), Class::Plain);
+        assert_eq!(
+            after_words(b" EXPLAIN /* c */ OBKV SELECT 1", 2),
+            b" SELECT 1"
+        );
         assert_eq!(classify(b"SHOW PROCESSLIST"), Class::Plain);
         assert_eq!(
             leading_words(b"  show proxy   status;", 5),

@@ -112,8 +112,11 @@ pub enum Step {
     /// An HBase table with prefix partitioning, but nothing certain pins one prefix.
     Declined(&'static str),
     Need(Need),
-    /// Splice this predicate after the WHERE clause.
-    Splice(Vec<u8>),
+    /// Splice this predicate after the WHERE clause; it names these prefixes.
+    Splice {
+        text: Vec<u8>,
+        prefixes: Vec<Vec<u8>>,
+    },
     /// A prepared statement whose bound values decide the prefix: decided at each execution.
     Prepared(Box<PreparedPlan>),
 }
@@ -349,7 +352,8 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
     {
         let prefixes = pinned.prefixes();
         let text = rewrite::predicate(&column, &prefixes);
-        return Step::Splice(text);
+        let prefixes = prefixes.iter().map(|p| p.to_vec()).collect();
+        return Step::Splice { text, prefixes };
     }
     if need_charset && !view.settled {
         return Step::Need(Need {

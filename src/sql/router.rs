@@ -60,6 +60,8 @@ pub enum Answer {
     TablegroupDdl,
     /// OK without involving the backend (a statement that is already in effect).
     Ok,
+    /// `EXPLAIN OBKV <statement>`: what the proxy does with the statement (`explain_obkv`).
+    ExplainObkv,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -319,7 +321,7 @@ fn decide_pieces_with(
                         needs = true;
                         need.merge(n);
                     }
-                    Step::Splice(text) => {
+                    Step::Splice { text, .. } => {
                         if rewrite::add_prefix_predicate(&mut splice, pieces[i].start, x, text) {
                             tally.rewritten += 1;
                         }
@@ -432,6 +434,190 @@ fn decide_pieces_with(
         (false, _) => Decision::CheckVariables(variables),
         (true, false) => Decision::ReadCatalogThenForward(locked),
     }
+}
+
+/// One row of `EXPLAIN OBKV`: a statement of the text and what the proxy does with it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    /// The statement as it will be sent.
+    pub sent: Vec<u8>,
+    /// The HBase table it reads or changes (`db`.`name`), if any.
+    pub table: Option<String>,
+    pub partitioning: Option<String>,
+    /// The partitions the backend reads (its own placement).
+    pub partitions: Option<String>,
+    /// Where OceanBase places the same keys (the model's placement, on every backend).
+    pub oceanbase_partitions: Option<String>,
+    pub note: String,
+}
+
+/// What the proxy would do with `sql` (the text after `EXPLAIN OBKV`), statement by statement,
+/// without running it; Err when the rewriter needs facts first (as `decide`).
+pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
+    // an explanation counts nothing
+    let mut quiet = ctx.clone();
+    if let Some(t) = quiet.tables.as_mut() {
+        t.counters = Default::default();
+    }
+    let ctx = &quiet;
+    let (class, decision) = decide(sql, Origin::Text, ctx);
+    let overall = match &decision {
+        Decision::NeedFacts(n) => return Err(n.clone()),
+        Decision::Forward if class == Class::Plain => {
+            "forwarded unchanged (the pre-check found nothing to read)".to_string()
+        }
+        Decision::Forward | Decision::ForwardPrepared(_) | Decision::Rewrite(_) => String::new(),
+        Decision::ForwardWithNote(n) => n.clone(),
+        Decision::Hbase(_) => {
+            "HBase DDL: checked against the rules and carried out by the proxy".into()
+        }
+        Decision::CheckVariables(_) => {
+            "dynamic SQL: the text of its variables is checked before it runs".into()
+        }
+        Decision::ReadCatalogThenForward(_) => "LOCK TABLES on HBase tables: forwarded".into(),
+        Decision::Answer(Answer::Error(e)) => format!("refused: {} ({})", e.message, e.code),
+        Decision::Answer(_) => "answered by the proxy".into(),
+    };
+    let rewritten = matches!(decision, Decision::Rewrite(_));
+    let d = ctx.dialect;
+    let Ok((pieces, _)) = statements(sql, d) else {
+        return Ok(vec![Explained {
+            sent: sql.to_vec(),
+            table: None,
+            partitioning: None,
+            partitions: None,
+            oceanbase_partitions: None,
+            note: overall,
+        }]);
+    };
+    let mut out = Vec::with_capacity(pieces.len());
+    for p in &pieces {
+        let piece = &sql[p.start..p.end];
+        let mut row = Explained {
+            sent: piece.trim_ascii_start().to_vec(),
+            table: None,
+            partitioning: None,
+            partitions: None,
+            oceanbase_partitions: None,
+            note: overall.clone(),
+        };
+        let read = read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some());
+        if let (Read::DmlUnreadable(why), true) = (&read, row.note.is_empty()) {
+            row.note = format!("forwarded unchanged: the rewriter does not read {why}");
+        }
+        let (Read::Dml(x), Some(view)) = (&read, &ctx.tables) else {
+            out.push(row);
+            continue;
+        };
+        let Ok(Some(schema)) = prefix_scan::table(x, view) else {
+            out.push(row);
+            continue;
+        };
+        row.table = Some(format!("`{}`.`{}`", schema.schema, schema.name));
+        row.partitioning = Some(match &schema.prefix_column {
+            Some((c, n)) => format!(
+                "KEY({c}) PARTITIONS {}, {c} = substring(K, 1, {n})",
+                schema.partitioning.partition_count()
+            ),
+            None => schema.partitioning.describe(),
+        });
+        let count = schema.partitioning.partition_count();
+        let nbe_known = matches!(d.flavor, scan::Flavor::MySql | scan::Flavor::MariaDb);
+        let step = prefix_scan::plan(x, view, nbe_known.then_some(!d.no_backslash_escapes));
+        let all = || format!("all {count}");
+        match step {
+            Step::Splice { text, prefixes } if rewritten => {
+                if let Some(end) = x.where_end {
+                    let mut s = Splice::new();
+                    s.insert(end, text);
+                    row.sent = s.apply(piece).trim_ascii_start().to_vec();
+                }
+                row.partitions = Some(names(
+                    prefixes.iter().filter_map(|k| schema.partition_of(k)),
+                ));
+                row.oceanbase_partitions = Some(names(
+                    prefixes
+                        .iter()
+                        .filter_map(|k| schema.partitioning.partition_of(k)),
+                ));
+                if row.note.is_empty() {
+                    row.note =
+                        "rewritten: the prefix column's predicate prunes to the partitions shown"
+                            .into();
+                }
+            }
+            Step::Splice { .. } => {
+                row.partitions = Some(all());
+                if row.note.is_empty() {
+                    row.note = "forwarded unchanged: the text reads two ways".into();
+                }
+            }
+            Step::Declined(why) => {
+                row.partitions = Some(all());
+                row.note = format!("forwarded unchanged: {why}");
+            }
+            Step::Prepared(_) => {
+                row.partitions = Some("decided at each execution".into());
+                row.note = "placeholders: each execution is decided with its values".into();
+            }
+            Step::Note(n) => {
+                row.partitions = Some(all());
+                row.note = n;
+            }
+            Step::Untouched | Step::Need(_) => {
+                // KEY(K) prunes K = literal itself (RANGE prunes ranges too: not shown)
+                let mut keys: Option<Vec<Vec<u8>>> = None;
+                for p in &x.preds {
+                    let lits: Vec<&dml::Operand> = match p {
+                        dml::Pred::Eq(v) => vec![v],
+                        dml::Pred::In(vs) => vs.iter().collect(),
+                        _ => continue,
+                    };
+                    let found: Option<Vec<Vec<u8>>> = lits
+                        .iter()
+                        .map(|o| match o {
+                            dml::Operand::Lit { bytes, charset }
+                                if *charset == dml::LitCharset::Binary || bytes.is_ascii() =>
+                            {
+                                Some(bytes.clone())
+                            }
+                            _ => None,
+                        })
+                        .collect();
+                    if keys.is_none() {
+                        keys = found;
+                    }
+                }
+                match keys {
+                    Some(k) => {
+                        row.partitions =
+                            Some(names(k.iter().filter_map(|k| schema.partition_of(k))));
+                        row.oceanbase_partitions = Some(names(
+                            k.iter().filter_map(|k| schema.partitioning.partition_of(k)),
+                        ));
+                    }
+                    None => row.partitions = Some(all()),
+                }
+                if row.note.is_empty() {
+                    row.note =
+                        "forwarded unchanged: the backend prunes this partitioning itself".into();
+                }
+            }
+        }
+        out.push(row);
+    }
+    Ok(out)
+}
+
+/// `p1,p7` from partition indexes (sorted, each once).
+fn names(parts: impl Iterator<Item = u32>) -> String {
+    let mut v: Vec<u32> = parts.collect();
+    v.sort_unstable();
+    v.dedup();
+    v.iter()
+        .map(|n| format!("p{n}"))
+        .collect::<Vec<_>>()
+        .join(",")
 }
 
 /// The rewriter's counts for one text.
@@ -878,6 +1064,9 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
         return Decision::Answer(Answer::Error(ErrorInfo::unsupported_in_prepared()));
     }
     let words = leading_words(sql, 4);
+    if words.first().is_some_and(|w| w == "EXPLAIN") {
+        return Decision::Answer(Answer::ExplainObkv);
+    }
     match words.get(2).map(String::as_str) {
         Some("STATUS") if words.len() == 3 => Decision::Answer(Answer::ProxyStatus),
         Some("CREATE") if words.len() == 4 && words[3] == "TABLEGROUPS" => {
@@ -886,7 +1075,8 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
         _ => Decision::Answer(Answer::Error(ErrorInfo::new(
             1064,
             "42000",
-            "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS, SHOW PROXY CREATE TABLEGROUPS",
+            "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS, SHOW PROXY CREATE TABLEGROUPS, \
+             EXPLAIN OBKV <statement>",
         ))),
     }
 }

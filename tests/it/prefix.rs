@@ -1138,3 +1138,56 @@ async fn a_driver_prepares_and_reexecutes_through_the_rewriter() {
         direct.disconnect().await.expect("disconnect");
     }
 }
+
+/// `EXPLAIN OBKV <statement>`: the table, its partitioning, the statement as it will be sent and
+/// the partitions (the backend's and OceanBase's), without running it or counting it.
+#[test]
+fn explain_obkv_tells_what_the_proxy_does_without_running_it() {
+    for kind in BOTH {
+        let tag = format!("o{}", kind.name());
+        let f = fixture(kind, &tag, &["a"]);
+        let table = format!("{tag}a$f");
+        let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+        let predict = |p: &[u8]| match kind {
+            Kind::MariaDb => mariadb_key_partition(p, Some(N), PARTS),
+            Kind::SeekDb => key_partition(p, Some(N), PARTS),
+        };
+        let count = |c: &mut RawConn| c.scalar(&format!("SELECT COUNT(*) FROM {table}"));
+        let cells = count(&mut via);
+        let before = counter(&mut via, "prefix_rewrites");
+        let rows = via.rows(&format!(
+            "EXPLAIN OBKV DELETE FROM {table} WHERE K LIKE 'abcd%'; SELECT * FROM {table} WHERE K LIKE 'ab%'"
+        ));
+        let text = |r: &Vec<Option<Vec<u8>>>, i: usize| {
+            String::from_utf8_lossy(r[i].as_deref().unwrap_or(b"NULL")).into_owned()
+        };
+        assert_eq!(rows.len(), 2, "{}: {rows:?}", kind.name());
+        assert!(text(&rows[0], 0).contains(&table), "{}", kind.name());
+        assert!(
+            text(&rows[0], 1).starts_with(&format!("KEY(K_PREFIX) PARTITIONS {PARTS}")),
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            text(&rows[0], 2),
+            format!("DELETE FROM {table} WHERE K LIKE 'abcd%' AND `K_PREFIX` = X'61626364'")
+        );
+        assert_eq!(text(&rows[0], 3), format!("p{}", predict(b"abcd")));
+        assert_eq!(
+            text(&rows[0], 4),
+            format!("p{}", key_partition(b"abcd", Some(N), PARTS))
+        );
+        assert_eq!(text(&rows[1], 3), format!("all {PARTS}"));
+        assert!(text(&rows[1], 5).contains("no predicate pins one prefix"));
+        // nothing ran, nothing counted
+        assert_eq!(count(&mut via), cells, "{}", kind.name());
+        assert_eq!(counter(&mut via, "prefix_rewrites"), before);
+        // what it says is sent is what EXPLAIN through the proxy plans
+        let explained = explained_partitions(
+            &mut via,
+            kind,
+            &format!("SELECT * FROM {table} WHERE K LIKE 'abcd%'"),
+        );
+        assert_eq!(explained, text(&rows[0], 3), "{}", kind.name());
+    }
+}

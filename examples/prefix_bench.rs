@@ -1,0 +1,278 @@
+//! The prefix-scan benchmark (driven by `scripts/bench.sh`; run alone with the variables below).
+//!
+//! On a KEY(K_PREFIX) table with 97 partitions (K_PREFIX = substring(K, 1, 8)) it measures, in
+//! one run and interleaved: (a) the natural prefix scan `K LIKE 'prefix%'` through obkv-proxy
+//! (rewritten), (b) the same statement directly on the backend (every partition), (c) the
+//! hand-written statement with `AND K_PREFIX = 'prefix'` through HAProxy (a hop that understands
+//! nothing) — as text and as prepared statements, at 1 and 8 connections — and an HBase point
+//! get by K (prepared) through obkv-proxy and HAProxy. Prints QPS, p95 and ratios, and the
+//! proxy's analysis cost per HBase statement.
+//!
+//! BENCH_DIRECT, BENCH_PROXY, BENCH_HAPROXY: host:port of each target (the proxy and HAProxy in
+//! front of the direct one); BENCH_KIND (mariadb | seekdb, for the table); BENCH_SECONDS per
+//! measurement (default 10); BENCH_CELLS (default 500000); BENCH_ROUNDS (default 1, medians).
+
+use std::time::{Duration, Instant};
+
+use mysql_async::prelude::*;
+use mysql_async::{Conn, OptsBuilder};
+
+const N: usize = 8;
+const CELLS_PER_PREFIX: usize = 10;
+const TABLE: &str = "bench$cells";
+
+fn env(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_string())
+}
+
+fn opts(addr: &str, db: Option<&str>) -> OptsBuilder {
+    let (host, port) = addr.rsplit_once(':').expect("host:port");
+    OptsBuilder::default()
+        .ip_or_hostname(host.to_string())
+        .tcp_port(port.parse().expect("port"))
+        .user(Some("root"))
+        .db_name(db.map(str::to_string))
+        .prefer_socket(false)
+}
+
+fn prefix(i: usize) -> String {
+    format!("p{i:07}")
+}
+
+async fn setup(proxy: &str, direct: &str, cells: usize) {
+    let mut c = Conn::new(opts(proxy, None)).await.expect("proxy");
+    c.query_drop("CREATE DATABASE IF NOT EXISTS obkv_bench")
+        .await
+        .expect("db");
+    c.query_drop("USE obkv_bench").await.expect("use");
+    let have: Option<u64> = c
+        .query_first(format!("SELECT COUNT(*) FROM {TABLE}"))
+        .await
+        .unwrap_or(None);
+    if have == Some(cells as u64) {
+        return;
+    }
+    c.query_drop(format!("DROP TABLE IF EXISTS {TABLE}"))
+        .await
+        .expect("drop");
+    c.query_drop("DROP TABLEGROUP IF EXISTS bench")
+        .await
+        .expect("drop group");
+    c.query_drop("CREATE TABLEGROUP bench")
+        .await
+        .expect("group");
+    c.query_drop(format!(
+        "CREATE TABLE {TABLE} (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, \
+         K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, {N})), PRIMARY KEY (K, Q, T)) \
+         TABLEGROUP = bench PARTITION BY KEY(K_PREFIX) PARTITIONS 97"
+    ))
+    .await
+    .expect("create");
+    // loaded directly: the proxy has nothing to do with bulk loading
+    let mut d = Conn::new(opts(direct, Some("obkv_bench")))
+        .await
+        .expect("direct");
+    let prefixes = cells / CELLS_PER_PREFIX;
+    for chunk in (0..prefixes).collect::<Vec<_>>().chunks(200) {
+        let mut values = Vec::with_capacity(chunk.len() * CELLS_PER_PREFIX);
+        for &p in chunk {
+            for j in 0..CELLS_PER_PREFIX {
+                values.push(format!(
+                    "('{}:{j:03}', 'q', -1700000000000, 'value-{p}-{j}')",
+                    prefix(p)
+                ));
+            }
+        }
+        d.query_drop(format!(
+            "INSERT INTO {TABLE} (K, Q, T, V) VALUES {}",
+            values.join(",")
+        ))
+        .await
+        .expect("load");
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Op {
+    /// `K LIKE 'p%'`.
+    Natural,
+    /// `K LIKE 'p%' AND K_PREFIX = 'p'`.
+    HandWritten,
+    /// `K = 'p:000'`.
+    PointGet,
+}
+
+/// Runs `threads` connections against `addr` for `secs`: (QPS, p95 ms).
+async fn measure(
+    addr: &str,
+    threads: usize,
+    secs: f64,
+    op: Op,
+    prepared: bool,
+    prefixes: usize,
+) -> (f64, f64) {
+    let deadline = Instant::now() + Duration::from_secs_f64(secs);
+    let mut tasks = Vec::new();
+    for t in 0..threads {
+        let addr = addr.to_string();
+        tasks.push(tokio::spawn(async move {
+            let mut c = Conn::new(opts(&addr, Some("obkv_bench"))).await.expect("connect");
+            let sql = match op {
+                Op::Natural => format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ?"),
+                Op::HandWritten => format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ? AND K_PREFIX = ?"),
+                Op::PointGet => format!("SELECT V FROM {TABLE} WHERE K = ?"),
+            };
+            let stmt = c.prep(sql.as_str()).await.expect("prepare");
+            let mut lat = Vec::with_capacity(100_000);
+            let mut i = t * 7919;
+            while Instant::now() < deadline {
+                i = (i * 1_103_515_245 + 12_345) % 2_147_483_648;
+                let p = prefix(i % prefixes);
+                let start = Instant::now();
+                let rows: usize = match (op, prepared) {
+                    (Op::Natural, true) => c.exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(&stmt, (format!("{p}%"),)).await.expect("run").len(),
+                    (Op::HandWritten, true) => c.exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(&stmt, (format!("{p}%"), p.clone())).await.expect("run").len(),
+                    (Op::PointGet, true) => c.exec::<Vec<u8>, _, _>(&stmt, (format!("{p}:000"),)).await.expect("run").len(),
+                    (Op::Natural, false) => c.query::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _>(format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE '{p}%'")).await.expect("run").len(),
+                    (Op::HandWritten, false) => c.query::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _>(format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE '{p}%' AND K_PREFIX = '{p}'")).await.expect("run").len(),
+                    (Op::PointGet, false) => c.query::<Vec<u8>, _>(format!("SELECT V FROM {TABLE} WHERE K = '{p}:000'")).await.expect("run").len(),
+                };
+                lat.push(start.elapsed().as_micros() as u32);
+                let want = if op == Op::PointGet { 1 } else { CELLS_PER_PREFIX };
+                assert_eq!(rows, want, "{addr}: wrong answer for {p}");
+            }
+            c.close(stmt).await.ok();
+            c.disconnect().await.ok();
+            lat
+        }));
+    }
+    let mut all = Vec::new();
+    for t in tasks {
+        all.extend(t.await.expect("worker"));
+    }
+    all.sort_unstable();
+    let p95 = all.get(all.len() * 95 / 100).copied().unwrap_or(0) as f64 / 1000.0;
+    (all.len() as f64 / secs, p95)
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// The proxy's analysis of one HBase statement (classify, read, plan, splice), in µs.
+fn analysis_cost() -> f64 {
+    use obkv_proxy::hbase::partition::Partitioning;
+    use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
+    use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
+    use obkv_proxy::sql::router::{decide, Context, Decision, Origin};
+    use std::sync::Arc;
+    let cache = SchemaCache::new(Duration::from_secs(3600));
+    let schema = TableSchema {
+        schema: "obkv_bench".into(),
+        name: TABLE.into(),
+        partitioning: Partitioning::Key {
+            prefix_len: Some(N),
+            partitions: 97,
+        },
+        prefix_column: Some(("K_PREFIX".into(), N)),
+        placement: Placement::OceanBase,
+    };
+    cache.put(
+        key(b"obkv_bench", TABLE.as_bytes(), false),
+        Some(Arc::new(schema)),
+    );
+    let ctx = Context {
+        tables: Some(TableView {
+            cache: Arc::new(cache),
+            current_db: Some(Some(b"obkv_bench".to_vec())),
+            charset: Some(ConnCharset::Utf8),
+            names_ci: false,
+            settled: false,
+            counters: Default::default(),
+        }),
+        ..Context::default()
+    };
+    let sql = format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE 'p0012345%'");
+    let n = 200_000;
+    let start = Instant::now();
+    for _ in 0..n {
+        let d = decide(std::hint::black_box(sql.as_bytes()), Origin::Text, &ctx).1;
+        assert!(matches!(d, Decision::Rewrite(_)));
+    }
+    start.elapsed().as_secs_f64() * 1e6 / n as f64
+}
+
+#[tokio::main(flavor = "multi_thread", worker_threads = 2)]
+async fn main() {
+    let direct = env("BENCH_DIRECT", "127.0.0.1:3306");
+    let proxy = env("BENCH_PROXY", "127.0.0.1:2883");
+    let haproxy = env("BENCH_HAPROXY", "127.0.0.1:3307");
+    let kind = env("BENCH_KIND", "mariadb");
+    let secs: f64 = env("BENCH_SECONDS", "10").parse().expect("seconds");
+    let cells: usize = env("BENCH_CELLS", "500000").parse().expect("cells");
+    let rounds: usize = env("BENCH_ROUNDS", "1").parse().expect("rounds");
+    let t0 = Instant::now();
+    setup(&proxy, &direct, cells).await;
+    eprintln!(
+        "{kind}: {cells} cells ready in {:.0} s",
+        t0.elapsed().as_secs_f64()
+    );
+    let prefixes = cells / CELLS_PER_PREFIX;
+    println!(
+        "analysis cost per HBase statement (classify, read, plan, splice): {:.2} µs",
+        analysis_cost()
+    );
+    println!(
+        "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9}",
+        "backend",
+        "mode",
+        "thr",
+        "proxy_qps",
+        "p95_ms",
+        "direct_qps",
+        "p95_ms",
+        "hap_hand",
+        "p95_ms",
+        "prx/dir",
+        "prx/hap"
+    );
+    for prepared in [false, true] {
+        for threads in [1, 8] {
+            let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+            for _ in 0..rounds {
+                a.push(measure(&proxy, threads, secs, Op::Natural, prepared, prefixes).await);
+                b.push(measure(&direct, threads, secs, Op::Natural, prepared, prefixes).await);
+                c.push(measure(&haproxy, threads, secs, Op::HandWritten, prepared, prefixes).await);
+            }
+            let m = |v: &[(f64, f64)]| {
+                (
+                    median(v.iter().map(|x| x.0).collect()),
+                    median(v.iter().map(|x| x.1).collect()),
+                )
+            };
+            let (a, b, c) = (m(&a), m(&b), m(&c));
+            println!(
+                "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3}",
+                if prepared { "prepared" } else { "text" },
+                a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0
+            );
+        }
+    }
+    let (mut a, mut c) = (vec![], vec![]);
+    for _ in 0..rounds {
+        a.push(measure(&proxy, 8, secs, Op::PointGet, true, prefixes).await);
+        c.push(measure(&haproxy, 8, secs, Op::PointGet, true, prefixes).await);
+    }
+    let m = |v: &[(f64, f64)]| {
+        (
+            median(v.iter().map(|x| x.0).collect()),
+            median(v.iter().map(|x| x.1).collect()),
+        )
+    };
+    let (a, c) = (m(&a), m(&c));
+    println!(
+        "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3}",
+        a.0, a.1, c.0, c.1, a.0 / c.0
+    );
+}
