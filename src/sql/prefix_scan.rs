@@ -484,13 +484,14 @@ pub fn key_preds(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::hbase::schema::{key, Placement};
     use crate::sql::dml::{read, Read};
     use crate::sql::scan::Dialect;
 
-    fn view() -> TableView {
+    /// A view with `hb.g$f`: KEY(K_PREFIX), n = 4, 13 partitions; current database `hb`.
+    pub(crate) fn view() -> TableView {
         let cache = SchemaCache::new(std::time::Duration::from_secs(3600));
         let schema = TableSchema {
             schema: "hb".into(),

@@ -1363,4 +1363,45 @@ mod tests {
         // unambiguous texts with backslashes are read normally
         assert_eq!(text("SELECT 'a\\'b', \"x\" FROM g$f"), Decision::Forward);
     }
+
+    #[test]
+    fn prepare_rewrites_literals_and_plans_placeholders() {
+        let ctx = Context {
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        };
+        let d = decide(
+            b"SELECT * FROM g$f WHERE K LIKE 'abcd%' AND T > ?",
+            Origin::Prepare,
+            &ctx,
+        )
+        .1;
+        assert_eq!(
+            d,
+            Decision::Rewrite(
+                b"SELECT * FROM g$f WHERE K LIKE 'abcd%' AND T > ? AND `K_PREFIX` = X'61626364'"
+                    .to_vec()
+            )
+        );
+        let d = decide(b"SELECT * FROM g$f WHERE K LIKE ?", Origin::Prepare, &ctx).1;
+        assert!(matches!(d, Decision::ForwardPrepared(_)), "{d:?}");
+        // the same placeholders in a text are not a plan
+        let d = decide(b"SELECT * FROM g$f WHERE K LIKE ?", Origin::Text, &ctx).1;
+        assert_eq!(d, Decision::Forward);
+        // EXPLAIN OBKV explains, and is a proxy command
+        assert_eq!(
+            decide(b"EXPLAIN OBKV SELECT 1", Origin::Text, &ctx).1,
+            Decision::Answer(Answer::ExplainObkv)
+        );
+        let rows = explain_obkv(b"SELECT * FROM g$f WHERE K IN ('abcd1', 'wxyz')", &ctx).unwrap();
+        assert_eq!(rows.len(), 1);
+        assert!(rows[0].sent.ends_with(b"IN (X'61626364', X'7778797A')"));
+        assert_eq!(rows[0].table.as_deref(), Some("`hb`.`g$f`"));
+        let p = |k: &[u8]| crate::hbase::partition::key_partition(k, Some(4), 13);
+        let mut want = vec![p(b"abcd"), p(b"wxyz")];
+        want.sort_unstable();
+        want.dedup();
+        let want: Vec<String> = want.iter().map(|n| format!("p{n}")).collect();
+        assert_eq!(rows[0].partitions.as_deref(), Some(want.join(",").as_str()));
+    }
 }
