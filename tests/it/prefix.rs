@@ -338,6 +338,14 @@ fn rewritten_scans_return_what_the_backend_returns() {
     }
 }
 
+/// The partition the backend places a prefix in (its own placement).
+fn backend_partition(kind: Kind, p: &[u8]) -> u32 {
+    match kind {
+        Kind::MariaDb => mariadb_key_partition(p, Some(N), PARTS),
+        Kind::SeekDb => key_partition(p, Some(N), PARTS),
+    }
+}
+
 /// The partitions the backend's plan reads.
 fn explained_partitions(c: &mut RawConn, kind: Kind, sql: &str) -> String {
     match kind {
@@ -376,10 +384,7 @@ fn each_form_reads_the_one_partition_the_model_predicts() {
         let f = fixture(kind, &format!("e{}", kind.name()), &["a"]);
         let table = format!("e{}a$f", kind.name());
         let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
-        let predict = |p: &[u8]| match kind {
-            Kind::MariaDb => mariadb_key_partition(p, Some(N), PARTS),
-            Kind::SeekDb => key_partition(p, Some(N), PARTS),
-        };
+        let predict = |p: &[u8]| backend_partition(kind, p);
         for (prefix, pred) in [
             // outside LIKE, `\%` keeps its backslash
             (&b"ab\\%"[..], "K = 'ab\\%cdef'"),
@@ -941,10 +946,7 @@ fn prepared_executions_read_the_one_partition_the_model_predicts() {
         let f = fixture(kind, &tag, &["a"]);
         let table = format!("{tag}a$f");
         let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
-        let predict = |p: &[u8]| match kind {
-            Kind::MariaDb => mariadb_key_partition(p, Some(N), PARTS),
-            Kind::SeekDb => key_partition(p, Some(N), PARTS),
-        };
+        let predict = |p: &[u8]| backend_partition(kind, p);
         let explain = match kind {
             Kind::MariaDb => "EXPLAIN PARTITIONS",
             Kind::SeekDb => "EXPLAIN",
@@ -1148,10 +1150,7 @@ fn explain_obkv_tells_what_the_proxy_does_without_running_it() {
         let f = fixture(kind, &tag, &["a"]);
         let table = format!("{tag}a$f");
         let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
-        let predict = |p: &[u8]| match kind {
-            Kind::MariaDb => mariadb_key_partition(p, Some(N), PARTS),
-            Kind::SeekDb => key_partition(p, Some(N), PARTS),
-        };
+        let predict = |p: &[u8]| backend_partition(kind, p);
         let count = |c: &mut RawConn| c.scalar(&format!("SELECT COUNT(*) FROM {table}"));
         let cells = count(&mut via);
         let before = counter(&mut via, "prefix_rewrites");
