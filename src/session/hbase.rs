@@ -172,9 +172,17 @@ impl Session {
                 }
                 Ok(result)
             }
-            Err(QueryError::Io(_)) => Err(self.lose_backend(self.command_frames).await),
-            Err(QueryError::Framing(what)) => {
-                Err(self.backend_protocol_error(self.command_frames, what).await)
+            Err(e) => Err(self.own_command_failed(e).await),
+        }
+    }
+
+    /// A command of the proxy's own failed on the session's connection: the client is told
+    /// and the session ends.
+    pub(super) async fn own_command_failed(&mut self, e: QueryError) -> End {
+        match e {
+            QueryError::Io(_) => self.lose_backend(self.command_frames).await,
+            QueryError::Framing(what) => {
+                self.backend_protocol_error(self.command_frames, what).await
             }
         }
     }

@@ -467,7 +467,6 @@ impl Session {
         match summary.prepared {
             Some((id, columns, params)) => {
                 let p = prepared::Prepared {
-                    class,
                     params,
                     columns,
                     changes_session,

@@ -15,14 +15,13 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{End, Session};
-use crate::backend::{self, QueryError};
+use crate::backend;
 use crate::protocol::constants::{com, status};
 use crate::protocol::execute::{self, Execute};
 use crate::protocol::response::ResponseKind;
-use crate::sql::classify::Class;
 use crate::sql::dml::LitCharset;
 use crate::sql::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
-use crate::sql::scan::Flavor as SqlFlavor;
+use crate::sql::scan::Dialect;
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
 const MAX_PLANS: usize = 256;
@@ -31,10 +30,11 @@ const MAX_PLAN_TEXT: usize = 64 * 1024;
 /// Variants (one per number of prefixes) per statement.
 const MAX_VARIANTS: usize = 4;
 
+/// Where each parameter's value lies in an execute packet's values (None: NULL).
+type Spans = Vec<Option<(usize, usize)>>;
+
 /// What the session remembers of a prepared statement.
 pub(super) struct Prepared {
-    #[allow(dead_code)] // the write checks (next issue) decide executions by it
-    pub class: Class,
     pub params: u16,
     pub columns: u16,
     /// Running it may change the session's current database or character set.
@@ -247,10 +247,7 @@ impl Session {
             .route_execution(id, params, columns, &mut rw, &command)
             .await;
         self.command = command;
-        let routed = match routed {
-            Ok(r) => r,
-            Err(end) => return Err(end),
-        };
+        let routed = routed?;
         if let Some(p) = self.statements.by_id.get_mut(&id) {
             p.rewrite = Some(rw);
         }
@@ -280,17 +277,14 @@ impl Session {
             rw.types = Some(t.to_vec());
         }
         let long_data = std::mem::take(&mut rw.long_data);
-        let prefixes = match (&rw.types, long_data || rw.failed) {
-            (Some(types), false) => {
-                let types = types.clone();
-                self.execution_prefixes(rw, &e, &types).await?
-            }
+        let types = rw.types.clone();
+        let prefixes = match (&types, long_data || rw.failed) {
+            (Some(types), false) => self.execution_prefixes(rw, &e, types).await?,
             _ => None,
         };
         let counters = self.shared.rewrite_counters.clone();
-        if let (Some(prefixes), Some(types)) = (prefixes, rw.types.clone()) {
+        if let (Some((prefixes, spans)), Some(types)) = (prefixes, &types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
-                let spans = execute::value_spans(e.nulls, &types, e.values);
                 // a string where its bytes are certainly the prefix's (OceanBase prunes with
                 // it), else a BLOB (binary everywhere, pruned on MariaDB)
                 let charset = self.charset_fact;
@@ -307,8 +301,7 @@ impl Session {
                     })
                     .collect();
                 let at = rw.plan.insert_at as usize;
-                if let Some(packet) =
-                    execute::rebuild(&e, variant, &types, spans.as_deref(), at, &refs)
+                if let Some(packet) = execute::rebuild(&e, variant, types, Some(&spans), at, &refs)
                 {
                     counters.rewritten.fetch_add(1, Relaxed);
                     rw.last_target = Some(variant);
@@ -335,13 +328,14 @@ impl Session {
         }
     }
 
-    /// The prefixes an execution's values pin, if the table is still what the plan was made for.
+    /// The prefixes an execution's values pin, if the table is still what the plan was made
+    /// for, with where each parameter's value lies in the packet.
     async fn execution_prefixes(
         &mut self,
         rw: &Rewrite,
         e: &Execute<'_>,
         types: &[u8],
-    ) -> Result<Option<Vec<Vec<u8>>>, End> {
+    ) -> Result<Option<(Vec<Vec<u8>>, Spans)>, End> {
         let Some(spans) = execute::value_spans(e.nulls, types, e.values) else {
             return Ok(None);
         };
@@ -356,9 +350,11 @@ impl Session {
                 None => Bound::Other,
             }
         };
-        // OceanBase does not report NO_BACKSLASH_ESCAPES (as for text, see `sql::router`)
-        let escape = matches!(self.dialect.flavor, SqlFlavor::MySql | SqlFlavor::MariaDb)
-            .then_some(self.last_status & status::NO_BACKSLASH_ESCAPES == 0);
+        let escape = Dialect {
+            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+            ..self.dialect
+        }
+        .reported_backslash_escape();
         let mut decided = rw.plan.execution(&bound, self.charset_fact, escape);
         if decided == Execution::NeedCharset {
             let need = Need {
@@ -389,7 +385,7 @@ impl Session {
             }
             _ => false,
         };
-        Ok(same.then_some(prefixes))
+        Ok(same.then_some((prefixes, spans)))
     }
 
     /// The backend statement for `k` prefixes, prepared on first use.
@@ -412,10 +408,7 @@ impl Session {
         self.statements.ours_prepared_last = true;
         let prepared = match backend::prepare(&mut self.backend, self.client_caps, &text).await {
             Ok(p) => p,
-            Err(QueryError::Io(_)) => return Err(self.lose_backend(self.command_frames).await),
-            Err(QueryError::Framing(what)) => {
-                return Err(self.backend_protocol_error(self.command_frames, what).await)
-            }
+            Err(e) => return Err(self.own_command_failed(e).await),
         };
         match prepared {
             Ok((v, cols, n)) if cols == columns && usize::from(n) == params + k => {
@@ -446,10 +439,7 @@ impl Session {
     async fn own_command(&mut self, cmd: &[u8]) -> Result<(), End> {
         match backend::simple_command(&mut self.backend, self.client_caps, cmd).await {
             Ok(_) => Ok(()),
-            Err(QueryError::Io(_)) => Err(self.lose_backend(self.command_frames).await),
-            Err(QueryError::Framing(what)) => {
-                Err(self.backend_protocol_error(self.command_frames, what).await)
-            }
+            Err(e) => Err(self.own_command_failed(e).await),
         }
     }
 }

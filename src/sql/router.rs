@@ -307,10 +307,7 @@ fn decide_pieces_with(
             }
             Read::Dml(x) => {
                 let Some(view) = &ctx.tables else { continue };
-                // OceanBase does not report NO_BACKSLASH_ESCAPES: not known there
-                let nbe_known = matches!(d.flavor, scan::Flavor::MySql | scan::Flavor::MariaDb);
-                let backslash_escape = nbe_known.then_some(!d.no_backslash_escapes);
-                match prefix_scan::plan(x, view, backslash_escape) {
+                match prefix_scan::plan(x, view, d.reported_backslash_escape()) {
                     Step::Untouched => {}
                     Step::Note(n) => note = Some(n),
                     Step::Declined(why) => {
@@ -522,8 +519,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             None => schema.partitioning.describe(),
         });
         let count = schema.partitioning.partition_count();
-        let nbe_known = matches!(d.flavor, scan::Flavor::MySql | scan::Flavor::MariaDb);
-        let step = prefix_scan::plan(x, view, nbe_known.then_some(!d.no_backslash_escapes));
+        let step = prefix_scan::plan(x, view, d.reported_backslash_escape());
         let all = || format!("all {count}");
         match step {
             Step::Splice { text, prefixes } if rewritten => {
@@ -577,7 +573,8 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
                         .iter()
                         .map(|o| match o {
                             dml::Operand::Lit { bytes, charset }
-                                if *charset == dml::LitCharset::Binary || bytes.is_ascii() =>
+                                if prefix_scan::certain(bytes, *charset, view.charset)
+                                    == Some(true) =>
                             {
                                 Some(bytes.clone())
                             }

@@ -82,6 +82,13 @@ impl Dialect {
         }
     }
 
+    /// Whether a backslash escapes in string literals (and is LIKE's default escape), as far
+    /// as the backend reports it: MySQL and MariaDB report NO_BACKSLASH_ESCAPES in every status;
+    /// OceanBase does not (measured on seekdb 1.4), so there it is not known (None).
+    pub fn reported_backslash_escape(self) -> Option<bool> {
+        matches!(self.flavor, Flavor::MySql | Flavor::MariaDb).then_some(!self.no_backslash_escapes)
+    }
+
     /// Every reading of a text to consider: this one first, then those that differ in what
     /// the proxy does not know (the server family, ANSI_QUOTES, a multibyte character set).
     pub fn readings(self, ambiguity: Ambiguity) -> Vec<Dialect> {
