@@ -262,6 +262,16 @@ fn fixture(kind: Kind, tag: &str, tables: &[&str]) -> Fixture {
     }
 }
 
+/// A fixture with one HBase table `<letter><backend>a$f` and a connection through the proxy to
+/// its database: (fixture, tag, table, connection).
+fn one_table(kind: Kind, letter: &str) -> (Fixture, String, String, RawConn) {
+    let tag = format!("{letter}{}", kind.name());
+    let f = fixture(kind, &tag, &["a"]);
+    let table = format!("{tag}a$f");
+    let via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+    (f, tag, table, via)
+}
+
 #[test]
 fn rewritten_scans_return_what_the_backend_returns() {
     for kind in BOTH {
@@ -481,10 +491,7 @@ fn updates_and_deletes_change_what_the_unrewritten_statement_changes() {
 #[test]
 fn statements_the_rewriter_must_not_touch_are_forwarded_as_they_are() {
     for kind in BOTH {
-        let tag = format!("n{}", kind.name());
-        let f = fixture(kind, &tag, &["a"]);
-        let table = format!("{tag}a$f");
-        let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+        let (f, tag, table, mut via) = one_table(kind, "n");
         ok(
             &mut via,
             &format!("CREATE TABLE {tag}plain (K varbinary(64), V int)"),
@@ -772,10 +779,7 @@ fn prepared_values(rng: &mut impl Rng, template: usize, keys: &[Vec<u8>], nbe: b
 #[test]
 fn prepared_statements_return_what_the_backend_returns() {
     for kind in BOTH {
-        let tag = format!("b{}", kind.name());
-        let f = fixture(kind, &tag, &["a"]);
-        let table = format!("{tag}a$f");
-        let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+        let (f, _tag, table, mut via) = one_table(kind, "b");
         let mut direct = RawConn::connect(&f.backend, "root", "", Some(&f.db)).expect("direct");
         let before = counter(&mut via, "prefix_rewrites");
         let templates = prepared_templates(&table);
@@ -942,10 +946,7 @@ fn binary_rows(frames: &[(u8, Vec<u8>)]) -> Vec<Vec<Option<Vec<u8>>>> {
 #[test]
 fn prepared_executions_read_the_one_partition_the_model_predicts() {
     for kind in BOTH {
-        let tag = format!("x{}", kind.name());
-        let f = fixture(kind, &tag, &["a"]);
-        let table = format!("{tag}a$f");
-        let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+        let (_f, _tag, table, mut via) = one_table(kind, "x");
         let predict = |p: &[u8]| backend_partition(kind, p);
         let explain = match kind {
             Kind::MariaDb => "EXPLAIN PARTITIONS",
@@ -1146,10 +1147,7 @@ async fn a_driver_prepares_and_reexecutes_through_the_rewriter() {
 #[test]
 fn explain_obkv_tells_what_the_proxy_does_without_running_it() {
     for kind in BOTH {
-        let tag = format!("o{}", kind.name());
-        let f = fixture(kind, &tag, &["a"]);
-        let table = format!("{tag}a$f");
-        let mut via = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+        let (_f, _tag, table, mut via) = one_table(kind, "o");
         let predict = |p: &[u8]| backend_partition(kind, p);
         let count = |c: &mut RawConn| c.scalar(&format!("SELECT COUNT(*) FROM {table}"));
         let cells = count(&mut via);
