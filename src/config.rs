@@ -35,16 +35,8 @@ pub struct Config {
     pub hbase: HbaseSection,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Enforcement {
-    /// Refuse statements that break a rule (nothing reaches the database).
-    Strict,
-    /// Forward them, with the findings as warnings.
-    Warn,
-    /// Do not check (table groups and DDL translation still work).
-    Off,
-}
+/// `hbase.enforcement`: how the OBKV-HBase rules apply (the model owns it).
+pub use crate::hbase::rules::Enforcement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

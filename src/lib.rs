@@ -12,5 +12,6 @@ pub mod net;
 pub mod protocol;
 pub mod server;
 pub mod session;
+pub mod shared;
 pub mod sql;
 pub mod tls;

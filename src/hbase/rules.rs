@@ -79,6 +79,53 @@ pub struct GroupState {
     pub families: Vec<(String, Option<PartitionClause>)>,
 }
 
+/// How the rules apply (`hbase.enforcement`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Enforcement {
+    /// Refuse statements that break a rule (nothing reaches the database).
+    Strict,
+    /// Forward them, with the findings as warnings.
+    Warn,
+    /// Do not check (table groups and DDL translation still work).
+    Off,
+}
+
+/// What the enforcement mode makes of a statement's findings.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// The statement is refused with this finding (strict mode, first error).
+    pub refuse: Option<Finding>,
+    /// Otherwise these become the statement's warnings (errors demoted to warnings).
+    pub warnings: Vec<Finding>,
+}
+
+/// Applies the enforcement mode: in strict mode the first error refuses the statement; in
+/// warn mode every finding becomes a warning (errors as `Warning`); off ignores them all.
+pub fn judge(mode: Enforcement, findings: Vec<Finding>) -> Verdict {
+    match mode {
+        Enforcement::Off => Verdict::default(),
+        Enforcement::Strict if has_errors(&findings) => Verdict {
+            refuse: findings.into_iter().find(|f| f.level == Level::Error),
+            warnings: Vec::new(),
+        },
+        _ => Verdict {
+            refuse: None,
+            warnings: findings
+                .into_iter()
+                .map(|f| Finding {
+                    level: if f.level == Level::Note {
+                        Level::Note
+                    } else {
+                        Level::Warning
+                    },
+                    ..f
+                })
+                .collect(),
+        },
+    }
+}
+
 pub fn has_errors(f: &[Finding]) -> bool {
     f.iter().any(|x| x.level == Level::Error)
 }
@@ -508,6 +555,14 @@ pub fn check_alter(
 }
 
 /// RENAME of an HBase table: the new name keeps rule 1 and the same group.
+/// Rule 7 for CREATE INDEX on an HBase table: secondary indexes are not allowed.
+pub fn check_create_index(table: &TableName, kind: &str) -> Vec<Finding> {
+    vec![Finding::unsupported(
+        "R7",
+        format!("{kind} on HBase table '{table}': secondary indexes are not allowed"),
+    )]
+}
+
 pub fn check_rename(from: &TableName, to: &TableName) -> Vec<Finding> {
     let (Some((g1, _)), parts) = (from.hbase_parts(), to.hbase_parts()) else {
         return Vec::new();
@@ -549,6 +604,39 @@ mod tests {
             exists: true,
             families: Vec::new(),
         }
+    }
+
+    #[test]
+    fn judge_applies_the_enforcement_mode() {
+        let findings = || {
+            vec![
+                Finding::note("R0", "a note".into()),
+                Finding::unsupported("R1", "first".into()),
+                Finding::unsupported("R2", "second".into()),
+            ]
+        };
+        let strict = judge(Enforcement::Strict, findings());
+        assert_eq!(strict.refuse.map(|f| f.rule), Some("R1"));
+        assert!(strict.warnings.is_empty());
+        let warn = judge(Enforcement::Warn, findings());
+        assert!(warn.refuse.is_none());
+        let levels: Vec<_> = warn.warnings.iter().map(|f| (f.rule, f.level)).collect();
+        assert_eq!(
+            levels,
+            [
+                ("R0", Level::Note),
+                ("R1", Level::Warning),
+                ("R2", Level::Warning)
+            ]
+        );
+        assert_eq!(judge(Enforcement::Off, findings()), Verdict::default());
+        // Strict without an error keeps the notes and warnings.
+        let mild = judge(
+            Enforcement::Strict,
+            vec![Finding::warning("R3", "w".into())],
+        );
+        assert!(mild.refuse.is_none());
+        assert_eq!(mild.warnings.len(), 1);
     }
 
     fn errors(sql: &str) -> Vec<&'static str> {

@@ -32,7 +32,7 @@ use crate::protocol::handshake::{
 };
 use crate::protocol::packets::{ok_packet, ErrorInfo};
 use crate::protocol::stream::PacketStream;
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::tls::BackendTls;
 
 /// Largest packet accepted before login completes (the login itself with user, auth data,

@@ -18,7 +18,6 @@ use tracing::{info, warn};
 
 use super::{End, Session};
 use crate::backend::{self, QueryError};
-use crate::config::Enforcement;
 use crate::hbase::backend::{BackendFacts, Flavor};
 use crate::hbase::catalog::{self, like, Catalog, Definition};
 use crate::hbase::marker::{self, Marker};
@@ -224,27 +223,21 @@ impl Session {
         self.answer_error(e).await
     }
 
-    /// Applies the enforcement mode: the first error refuses the statement in strict mode; the
-    /// rest become warnings for SHOW WARNINGS. Returns the refusal, if any.
+    /// The rules' verdict (`rules::judge`) carried out: warnings are kept for SHOW WARNINGS;
+    /// the refusal, if any, is returned for the caller to answer.
     fn judge(&mut self, findings: Vec<Finding>) -> Option<ErrorInfo> {
-        let mode = self.shared.config.hbase.enforcement;
-        if mode == Enforcement::Off {
-            return None;
-        }
-        if mode == Enforcement::Strict {
-            if let Some(e) = findings.iter().find(|f| f.level == Level::Error) {
-                return Some(ErrorInfo::new(e.code, e.sqlstate, e.message.clone()));
-            }
-        }
-        for f in findings {
-            let level = match f.level {
-                Level::Error | Level::Warning => "Warning",
-                Level::Note => "Note",
+        let v = rules::judge(self.shared.config.hbase.enforcement, findings);
+        for f in v.warnings {
+            let level = if f.level == Level::Note {
+                "Note"
+            } else {
+                "Warning"
             };
             self.pending_warnings
                 .push((level.into(), f.code, f.message));
         }
-        None
+        v.refuse
+            .map(|e| ErrorInfo::new(e.code, e.sqlstate, e.message))
     }
 
     /// Backend warnings of the statement just run, kept before the catalog writes reset them.
@@ -593,14 +586,7 @@ impl Session {
             Statement::RenameTable(pairs) => self.rename_tables(&pairs).await,
             Statement::AlterTable { table, actions } => self.alter_table(&table, &actions).await,
             Statement::CreateIndex { table, kind } => {
-                let f = Finding {
-                    rule: "R7",
-                    level: Level::Error,
-                    code: rules::ER_NOT_SUPPORTED,
-                    sqlstate: "42000",
-                    message: format!("OBKV-HBase rule R7: {kind} on HBase table '{table}': secondary indexes are not allowed"),
-                };
-                match self.judge(vec![f]) {
+                match self.judge(rules::check_create_index(&table, &kind)) {
                     Some(e) => self.answer_error(e).await,
                     None => self.forward(ResponseKind::Query).await.map(drop),
                 }
@@ -948,7 +934,7 @@ impl Session {
     ) -> Result<(), End> {
         let Some(src) = self.catalog_entry(source).await? else {
             if name.is_hbase_name()
-                && self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict
+                && self.shared.config.hbase.enforcement == rules::Enforcement::Strict
             {
                 return self
                     .answer_error(ErrorInfo::new(

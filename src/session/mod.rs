@@ -28,7 +28,7 @@ use crate::protocol::constants::{com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
-use crate::server::Shared;
+use crate::shared::Shared;
 use crate::sql::classify::{self, Class};
 use crate::sql::prefix_scan::{ConnCharset, TableView};
 use crate::sql::router::{self, Answer, Context, Decision, Origin, Scope};
