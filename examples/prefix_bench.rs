@@ -11,6 +11,9 @@
 //! BENCH_DIRECT, BENCH_PROXY, BENCH_HAPROXY: host:port of each target (the proxy and HAProxy in
 //! front of the direct one); BENCH_KIND (mariadb | seekdb, for the table); BENCH_SECONDS per
 //! measurement (default 10); BENCH_CELLS (default 500000); BENCH_ROUNDS (default 1, medians).
+//! BENCH_PROXY_PID, BENCH_HAPROXY_PID (optional): with them, each hop's CPU time per query
+//! (user + system from /proc, summed over all rounds) is printed too: a measure of what the hop
+//! costs that the machine's drift in throughput does not blur.
 
 use std::time::{Duration, Instant};
 
@@ -100,6 +103,55 @@ enum Op {
     HandWritten,
     /// `K = 'p:000'`.
     PointGet,
+}
+
+/// CPU time (user + system) a process has used, in clock ticks (1/100 s on Linux).
+fn cpu_ticks(pid: Option<u32>) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid?)).ok()?;
+    // fields after the command name (which may hold spaces): state is field 3, utime 14, stime 15
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    Some(f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?)
+}
+
+/// A hop's CPU use over several measurements: ticks and queries.
+#[derive(Default, Clone, Copy)]
+struct Cpu {
+    ticks: u64,
+    queries: f64,
+    known: bool,
+}
+
+impl Cpu {
+    fn us_per_query(&self) -> String {
+        if self.known && self.queries > 0.0 {
+            format!("{:.1}", self.ticks as f64 * 10_000.0 / self.queries)
+        } else {
+            "-".into()
+        }
+    }
+}
+
+/// `measure`, with the CPU time `pid` used meanwhile added to `cpu`.
+#[allow(clippy::too_many_arguments)]
+async fn measure_cpu(
+    pid: Option<u32>,
+    cpu: &mut Cpu,
+    addr: &str,
+    threads: usize,
+    secs: f64,
+    op: Op,
+    prepared: bool,
+    prefixes: usize,
+) -> (f64, f64) {
+    let before = cpu_ticks(pid);
+    let r = measure(addr, threads, secs, op, prepared, prefixes).await;
+    if let (Some(b), Some(a)) = (before, cpu_ticks(pid)) {
+        cpu.known = true;
+        cpu.ticks += a.saturating_sub(b);
+        cpu.queries += r.0 * secs;
+    }
+    r
 }
 
 /// Runs `threads` connections against `addr` for `secs`: (QPS, p95 ms).
@@ -212,6 +264,9 @@ async fn main() {
     let secs: f64 = env("BENCH_SECONDS", "10").parse().expect("seconds");
     let cells: usize = env("BENCH_CELLS", "500000").parse().expect("cells");
     let rounds: usize = env("BENCH_ROUNDS", "1").parse().expect("rounds");
+    let proxy_pid: Option<u32> = std::env::var("BENCH_PROXY_PID").ok().and_then(|p| p.parse().ok());
+    let haproxy_pid: Option<u32> =
+        std::env::var("BENCH_HAPROXY_PID").ok().and_then(|p| p.parse().ok());
     let t0 = Instant::now();
     setup(&proxy, &direct, cells).await;
     eprintln!(
@@ -224,7 +279,7 @@ async fn main() {
         analysis_cost()
     );
     println!(
-        "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9}",
+        "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9} | {:>8} {:>8}",
         "backend",
         "mode",
         "thr",
@@ -235,15 +290,18 @@ async fn main() {
         "hap_hand",
         "p95_ms",
         "prx/dir",
-        "prx/hap"
+        "prx/hap",
+        "prx_cpu",
+        "hap_cpu"
     );
     for prepared in [false, true] {
         for threads in [1, 8] {
             let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
+            let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
             for _ in 0..rounds {
-                a.push(measure(&proxy, threads, secs, Op::Natural, prepared, prefixes).await);
+                a.push(measure_cpu(proxy_pid, &mut pc, &proxy, threads, secs, Op::Natural, prepared, prefixes).await);
                 b.push(measure(&direct, threads, secs, Op::Natural, prepared, prefixes).await);
-                c.push(measure(&haproxy, threads, secs, Op::HandWritten, prepared, prefixes).await);
+                c.push(measure_cpu(haproxy_pid, &mut hc, &haproxy, threads, secs, Op::HandWritten, prepared, prefixes).await);
             }
             let m = |v: &[(f64, f64)]| {
                 (
@@ -253,16 +311,17 @@ async fn main() {
             };
             let (a, b, c) = (m(&a), m(&b), m(&c));
             println!(
-                "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3}",
+                "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3} | {:>8} {:>8}",
                 if prepared { "prepared" } else { "text" },
-                a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0
+                a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0, pc.us_per_query(), hc.us_per_query()
             );
         }
     }
     let (mut a, mut c) = (vec![], vec![]);
+    let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
     for _ in 0..rounds {
-        a.push(measure(&proxy, 8, secs, Op::PointGet, true, prefixes).await);
-        c.push(measure(&haproxy, 8, secs, Op::PointGet, true, prefixes).await);
+        a.push(measure_cpu(proxy_pid, &mut pc, &proxy, 8, secs, Op::PointGet, true, prefixes).await);
+        c.push(measure_cpu(haproxy_pid, &mut hc, &haproxy, 8, secs, Op::PointGet, true, prefixes).await);
     }
     let m = |v: &[(f64, f64)]| {
         (
@@ -272,7 +331,7 @@ async fn main() {
     };
     let (a, c) = (m(&a), m(&c));
     println!(
-        "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3}",
-        a.0, a.1, c.0, c.1, a.0 / c.0
+        "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3} | CPU µs/query proxy {} haproxy {}",
+        a.0, a.1, c.0, c.1, a.0 / c.0, pc.us_per_query(), hc.us_per_query()
     );
 }

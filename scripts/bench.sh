@@ -8,7 +8,9 @@
 #  2. sysbench oltp_point_select and oltp_read_only at 1 and 8 threads against the backend
 #     directly, through HAProxy in TCP mode (a hop that understands nothing) and through
 #     obkv-proxy.
-# Prints QPS and p95 latency per target and the ratios.
+# Prints QPS and p95 latency per target and the ratios, and each hop's CPU time per query
+# (user + system from /proc over all rounds: what the hop costs, which the machine's drift in
+# throughput does not blur).
 #   BENCH_SECONDS (default 20) per measurement; BENCH_ROUNDS (default 1) repeats and takes medians.
 # Everything runs on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
@@ -35,9 +37,15 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-run() { # WORKLOAD THREADS PORT -> "qps p95"
-  sysbench "$1" "${common[@]}" --mysql-port="$3" --threads="$2" --time="$secs" --report-interval=0 run |
-    awk '/queries:/ {gsub(/\(/,"",$3); q=$3} /95th percentile:/ {p=$3} END {print q, p}'
+ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; } # utime + stime of PID
+run() { # WORKLOAD THREADS PORT [PID] -> "qps p95 cpu_ticks queries"
+  local t0=0 t1=0 out
+  [ -n "${4:-}" ] && t0=$(ticks "$4")
+  out=$(sysbench "$1" "${common[@]}" --mysql-port="$3" --threads="$2" --time="$secs" --report-interval=0 run |
+    awk '/queries:/ {n=$2; gsub(/\(/,"",$3); q=$3} /95th percentile:/ {p=$3} END {print q, p, n}')
+  [ -n "${4:-}" ] && t1=$(ticks "$4")
+  read -r q p n <<<"$out"
+  echo "$q $p $((t1 - t0)) $n"
 }
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
@@ -60,41 +68,45 @@ backend db
   server db1 127.0.0.1:$mport
 CFG
   haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
-  pids+=($!)
+  hpid=$!; pids+=($hpid)
   target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" >"$work/proxy.log" 2>&1 &
-  pids+=($!)
+  ppid=$!; pids+=($ppid)
   for port in $hport $pport; do
     for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
   done
 
   echo "== $backend: prefix scans =="
   BENCH_DIRECT="127.0.0.1:$mport" BENCH_PROXY="127.0.0.1:$pport" BENCH_HAPROXY="127.0.0.1:$hport" \
-    BENCH_KIND="$backend" BENCH_SECONDS="$secs" BENCH_ROUNDS="$rounds" target/release/examples/prefix_bench
+    BENCH_KIND="$backend" BENCH_SECONDS="$secs" BENCH_ROUNDS="$rounds" \
+    BENCH_PROXY_PID=$ppid BENCH_HAPROXY_PID=$hpid target/release/examples/prefix_bench
 
   echo "== $backend: sysbench =="
   common=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-password= --mysql-db=sbtest --tables=4 --table-size=10000)
   mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e 'CREATE DATABASE sbtest'
   sysbench oltp_read_only "${common[@]}" --mysql-port="$mport" prepare >/dev/null
-  printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap p95/hap qps/direct
+  printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap p95/hap qps/direct prx_cpu hap_cpu
   for workload in oltp_point_select oltp_read_only; do
     for threads in 1 8; do
-      declare -A q=() l=()
+      declare -A q=() l=() tk=() nq=()
       for ((r = 0; r < rounds; r++)); do
         # interleaved, so drift on a shared machine hits all three alike
         for target in direct haproxy proxy; do
-          case $target in direct) port=$mport ;; haproxy) port=$hport ;; proxy) port=$pport ;; esac
-          read -r qps p95 < <(run "$workload" "$threads" "$port")
+          case $target in direct) port=$mport pid= ;; haproxy) port=$hport pid=$hpid ;; proxy) port=$pport pid=$ppid ;; esac
+          read -r qps p95 t n < <(run "$workload" "$threads" "$port" "$pid")
           q[$target]+="$qps "; l[$target]+="$p95 "
+          tk[$target]=$(( ${tk[$target]:-0} + t )); nq[$target]=$(( ${nq[$target]:-0} + n ))
         done
       done
       for t in direct haproxy proxy; do
         q[$t]=$(tr ' ' '\n' <<<"${q[$t]}" | grep . | median); l[$t]=$(tr ' ' '\n' <<<"${l[$t]}" | grep . | median)
       done
-      printf '%-18s %7s | %10.0f %8.2f | %10.0f %8.2f | %10.0f %8.2f | %9.3f %9.3f %9.3f\n' "$workload" "$threads" \
+      # CPU µs per query of each hop over all rounds (clock ticks are 10 ms)
+      cpu() { echo "${tk[$1]} * 10000 / ${nq[$1]}" | bc -l; }
+      printf '%-18s %7s | %10.0f %8.2f | %10.0f %8.2f | %10.0f %8.2f | %9.3f %9.3f %9.3f | %8.1f %8.1f\n' "$workload" "$threads" \
         "${q[direct]}" "${l[direct]}" "${q[haproxy]}" "${l[haproxy]}" "${q[proxy]}" "${l[proxy]}" \
         "$(echo "${q[proxy]} / ${q[haproxy]}" | bc -l)" "$(echo "${l[proxy]} / ${l[haproxy]}" | bc -l)" \
-        "$(echo "${q[proxy]} / ${q[direct]}" | bc -l)"
-      unset q l
+        "$(echo "${q[proxy]} / ${q[direct]}" | bc -l)" "$(cpu proxy)" "$(cpu haproxy)"
+      unset q l tk nq
     done
   done
   stop_all

@@ -189,21 +189,27 @@ pub fn table_comment(t: &TableName) -> String {
 /// One table's marker and the partitioning information_schema reports for it: HEX(schema),
 /// HEX(name), comment, partition count, method, expression. Names compared as the backend
 /// compares them; `db` and `name` are the client's bytes.
+///
+/// Both sides are filtered by constants, not correlated (a correlated subquery on
+/// information_schema.PARTITIONS per column took 20 ms on MariaDB and 11 ms on seekdb for a
+/// 97-partition table, once per table per `hbase.schema_cache_ms` per session; this form takes
+/// about 0.5 and 2 ms). ASCII names are written as `_utf8mb4 X'…'`, a literal both servers use
+/// to open only the named table.
 pub fn table_partitioning(db: &[u8], name: &[u8]) -> String {
-    let sub = |what: &str| {
-        format!(
-            "(SELECT {what} FROM information_schema.PARTITIONS p WHERE p.TABLE_SCHEMA = t.TABLE_SCHEMA \
-             AND p.TABLE_NAME = t.TABLE_NAME AND p.PARTITION_NAME IS NOT NULL)"
-        )
+    let text = |b: &[u8]| {
+        if b.is_ascii() {
+            format!("_utf8mb4 {}", hex(b))
+        } else {
+            client_text(b)
+        }
     };
+    let (db, name) = (text(db), text(name));
     format!(
-        "SELECT HEX(t.TABLE_SCHEMA), HEX(t.TABLE_NAME), t.TABLE_COMMENT, {}, {}, {} \
-         FROM information_schema.TABLES t WHERE t.TABLE_SCHEMA = {} AND t.TABLE_NAME = {}",
-        sub("COUNT(*)"),
-        sub("MAX(p.PARTITION_METHOD)"),
-        sub("MAX(p.PARTITION_EXPRESSION)"),
-        client_text(db),
-        client_text(name)
+        "SELECT HEX(t.TABLE_SCHEMA), HEX(t.TABLE_NAME), t.TABLE_COMMENT, p.n, p.m, p.e \
+         FROM information_schema.TABLES t, (SELECT COUNT(*) n, MAX(PARTITION_METHOD) m, \
+         MAX(PARTITION_EXPRESSION) e FROM information_schema.PARTITIONS WHERE TABLE_SCHEMA = {db} \
+         AND TABLE_NAME = {name} AND PARTITION_NAME IS NOT NULL) p \
+         WHERE t.TABLE_SCHEMA = {db} AND t.TABLE_NAME = {name}"
     )
 }
 
