@@ -264,9 +264,12 @@ async fn main() {
     let secs: f64 = env("BENCH_SECONDS", "10").parse().expect("seconds");
     let cells: usize = env("BENCH_CELLS", "500000").parse().expect("cells");
     let rounds: usize = env("BENCH_ROUNDS", "1").parse().expect("rounds");
-    let proxy_pid: Option<u32> = std::env::var("BENCH_PROXY_PID").ok().and_then(|p| p.parse().ok());
-    let haproxy_pid: Option<u32> =
-        std::env::var("BENCH_HAPROXY_PID").ok().and_then(|p| p.parse().ok());
+    let proxy_pid: Option<u32> = std::env::var("BENCH_PROXY_PID")
+        .ok()
+        .and_then(|p| p.parse().ok());
+    let haproxy_pid: Option<u32> = std::env::var("BENCH_HAPROXY_PID")
+        .ok()
+        .and_then(|p| p.parse().ok());
     let t0 = Instant::now();
     setup(&proxy, &direct, cells).await;
     eprintln!(
@@ -299,9 +302,33 @@ async fn main() {
             let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
             let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
             for _ in 0..rounds {
-                a.push(measure_cpu(proxy_pid, &mut pc, &proxy, threads, secs, Op::Natural, prepared, prefixes).await);
+                a.push(
+                    measure_cpu(
+                        proxy_pid,
+                        &mut pc,
+                        &proxy,
+                        threads,
+                        secs,
+                        Op::Natural,
+                        prepared,
+                        prefixes,
+                    )
+                    .await,
+                );
                 b.push(measure(&direct, threads, secs, Op::Natural, prepared, prefixes).await);
-                c.push(measure_cpu(haproxy_pid, &mut hc, &haproxy, threads, secs, Op::HandWritten, prepared, prefixes).await);
+                c.push(
+                    measure_cpu(
+                        haproxy_pid,
+                        &mut hc,
+                        &haproxy,
+                        threads,
+                        secs,
+                        Op::HandWritten,
+                        prepared,
+                        prefixes,
+                    )
+                    .await,
+                );
             }
             let m = |v: &[(f64, f64)]| {
                 (
@@ -320,8 +347,32 @@ async fn main() {
     let (mut a, mut c) = (vec![], vec![]);
     let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
     for _ in 0..rounds {
-        a.push(measure_cpu(proxy_pid, &mut pc, &proxy, 8, secs, Op::PointGet, true, prefixes).await);
-        c.push(measure_cpu(haproxy_pid, &mut hc, &haproxy, 8, secs, Op::PointGet, true, prefixes).await);
+        a.push(
+            measure_cpu(
+                proxy_pid,
+                &mut pc,
+                &proxy,
+                8,
+                secs,
+                Op::PointGet,
+                true,
+                prefixes,
+            )
+            .await,
+        );
+        c.push(
+            measure_cpu(
+                haproxy_pid,
+                &mut hc,
+                &haproxy,
+                8,
+                secs,
+                Op::PointGet,
+                true,
+                prefixes,
+            )
+            .await,
+        );
     }
     let m = |v: &[(f64, f64)]| {
         (

@@ -147,10 +147,8 @@ const MAX_TOKENS: usize = 4096;
 fn has_executable_comment(sql: &[u8]) -> bool {
     static OPEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"/*"));
-    OPEN.find_iter(sql).any(|i| match sql.get(i + 2..) {
-        Some([b'!', ..]) | Some([b'M', b'!', ..]) => true,
-        _ => false,
-    })
+    OPEN.find_iter(sql)
+        .any(|i| matches!(sql.get(i + 2..), Some([b'!', ..] | [b'M', b'!', ..])))
 }
 
 /// Reads one statement (a piece of a text, or a prepared statement's text).
