@@ -5,12 +5,13 @@
 //! (rewritten), (b) the same statement directly on the backend (every partition), (c) the
 //! hand-written statement with `AND K_PREFIX = 'prefix'` through HAProxy (a hop that understands
 //! nothing) — as text and as prepared statements, at 1 and 8 connections — and an HBase point
-//! get by K (prepared) through obkv-proxy and HAProxy. Prints QPS, p95 and ratios, and the
-//! proxy's analysis cost per HBase statement.
+//! get by K (prepared) through obkv-proxy and HAProxy. Prints QPS, p95 and ratios (the proxy's
+//! analysis cost per statement is `examples/analysis_cost.rs`).
 //!
 //! BENCH_DIRECT, BENCH_PROXY, BENCH_HAPROXY: host:port of each target (the proxy and HAProxy in
 //! front of the direct one); BENCH_KIND (mariadb | seekdb, for the table); BENCH_SECONDS per
 //! measurement (default 10); BENCH_CELLS (default 500000); BENCH_ROUNDS (default 1, medians).
+//! BENCH_SETUP_ONLY: create and load the table, then exit (the script lets the backend settle).
 //! BENCH_PROXY_PID, BENCH_HAPROXY_PID (optional): with them, each hop's CPU time per query
 //! (user + system from /proc, summed over all rounds) is printed too: a measure of what the hop
 //! costs that the machine's drift in throughput does not blur.
@@ -212,49 +213,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// The proxy's analysis of one HBase statement (classify, read, plan, splice), in µs.
-fn analysis_cost() -> f64 {
-    use obkv_proxy::hbase::partition::Partitioning;
-    use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
-    use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
-    use obkv_proxy::sql::router::{decide, Context, Decision, Origin};
-    use std::sync::Arc;
-    let cache = SchemaCache::new(Duration::from_secs(3600));
-    let schema = TableSchema {
-        schema: "obkv_bench".into(),
-        name: TABLE.into(),
-        partitioning: Partitioning::Key {
-            prefix_len: Some(N),
-            partitions: 97,
-        },
-        prefix_column: Some(("K_PREFIX".into(), N)),
-        placement: Placement::OceanBase,
-    };
-    cache.put(
-        key(b"obkv_bench", TABLE.as_bytes(), false),
-        Some(Arc::new(schema)),
-    );
-    let ctx = Context {
-        tables: Some(TableView {
-            cache: Arc::new(cache),
-            current_db: Some(Some(b"obkv_bench".to_vec())),
-            charset: Some(ConnCharset::Utf8),
-            names_ci: false,
-            settled: false,
-            counters: Default::default(),
-        }),
-        ..Context::default()
-    };
-    let sql = format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE 'p0012345%'");
-    let n = 200_000;
-    let start = Instant::now();
-    for _ in 0..n {
-        let d = decide(std::hint::black_box(sql.as_bytes()), Origin::Text, &ctx).1;
-        assert!(matches!(d, Decision::Rewrite(_)));
-    }
-    start.elapsed().as_secs_f64() * 1e6 / n as f64
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let direct = env("BENCH_DIRECT", "127.0.0.1:3306");
@@ -276,11 +234,10 @@ async fn main() {
         "{kind}: {cells} cells ready in {:.0} s",
         t0.elapsed().as_secs_f64()
     );
+    if std::env::var_os("BENCH_SETUP_ONLY").is_some() {
+        return;
+    }
     let prefixes = cells / CELLS_PER_PREFIX;
-    println!(
-        "analysis cost per HBase statement (classify, read, plan, splice): {:.2} µs",
-        analysis_cost()
-    );
     println!(
         "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9} | {:>8} {:>8}",
         "backend",

@@ -21,7 +21,7 @@ backends=${BENCH_BACKENDS:-mariadb seekdb}
 
 scripts/install-deps.sh test >/dev/null
 cargo build --release --quiet
-cargo build --release --quiet --example prefix_bench
+cargo build --release --quiet --example prefix_bench --example analysis_cost
 
 work=$(mktemp -d /tmp/obkv-bench.XXXXXX)
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -47,12 +47,24 @@ run() { # WORKLOAD THREADS PORT [PID] -> "qps p95 cpu_ticks queries"
   read -r q p n <<<"$out"
   echo "$q $p $((t1 - t0)) $n"
 }
+# Waits (at most 180 s) until the backend has been quiet for 3 s in a row (under 10% of a core):
+# a bulk load leaves it flushing, purging or compacting for a while, which would tax whichever
+# target happens to be measured then.
+settle() {
+  local pid=$1 quiet=0 t0 t1 i
+  for ((i = 0; i < 180 && quiet < 3; i++)); do
+    t0=$(ticks "$pid"); sleep 1; t1=$(ticks "$pid")
+    if ((t1 - t0 < 10)); then quiet=$((quiet + 1)); else quiet=0; fi
+  done
+  echo "(backend settled after ${i} s)"
+}
 median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
+echo "analysis cost per HBase statement (classify, read, plan, splice): $(target/release/examples/analysis_cost 1000000)"
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(uname -r); sysbench $(sysbench --version | awk '{print $2}'); $secs s per run, $rounds round(s)"
 for backend in $backends; do
   mport=$(free_port); hport=$(free_port); pport=$(free_port)
-  scripts/backend.sh start "$backend" "$work/$backend" "$mport" >/dev/null
+  bpid=$(scripts/backend.sh start "$backend" "$work/$backend" "$mport" | tail -1)
   cat >"$work/haproxy.cfg" <<CFG
 global
   maxconn 4096
@@ -76,6 +88,9 @@ CFG
   done
 
   echo "== $backend: prefix scans =="
+  BENCH_DIRECT="127.0.0.1:$mport" BENCH_PROXY="127.0.0.1:$pport" BENCH_KIND="$backend" BENCH_SETUP_ONLY=1 \
+    target/release/examples/prefix_bench
+  settle "$bpid"
   BENCH_DIRECT="127.0.0.1:$mport" BENCH_PROXY="127.0.0.1:$pport" BENCH_HAPROXY="127.0.0.1:$hport" \
     BENCH_KIND="$backend" BENCH_SECONDS="$secs" BENCH_ROUNDS="$rounds" \
     BENCH_PROXY_PID=$ppid BENCH_HAPROXY_PID=$hpid target/release/examples/prefix_bench
@@ -84,6 +99,7 @@ CFG
   common=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-password= --mysql-db=sbtest --tables=4 --table-size=10000)
   mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e 'CREATE DATABASE sbtest'
   sysbench oltp_read_only "${common[@]}" --mysql-port="$mport" prepare >/dev/null
+  settle "$bpid"
   printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap p95/hap qps/direct prx_cpu hap_cpu
   for workload in oltp_point_select oltp_read_only; do
     for threads in 1 8; do

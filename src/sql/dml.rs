@@ -162,7 +162,8 @@ pub fn read(sql: &[u8], d: Dialect) -> Read {
             Read::NotDml
         };
     }
-    let mut toks: Vec<Token> = Vec::new();
+    // about one token per 4 bytes: one allocation for most statements
+    let mut toks: Vec<Token> = Vec::with_capacity((sql.len() / 4).clamp(16, MAX_TOKENS + 1));
     for t in Scanner::new(sql, d) {
         match t {
             Ok(t) => toks.push(t),
@@ -229,7 +230,12 @@ impl Reader<'_> {
     }
 
     fn is_clause_word(&self, i: usize) -> bool {
-        CLAUSE_WORDS.iter().any(|w| self.word(i, w))
+        // clause words are 3 to 9 letters: most identifiers are rejected without a comparison
+        self.t.get(i).is_some_and(|t| {
+            t.kind == Tok::Word
+                && (3..=9).contains(&t.text(self.sql).len())
+                && CLAUSE_WORDS.iter().any(|w| t.is_word(self.sql, w))
+        })
     }
 
     fn statement(&self) -> Read {
@@ -763,6 +769,14 @@ impl Reader<'_> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn clause_words_are_three_to_nine_letters() {
+        // `Reader::is_clause_word` rejects other lengths without comparing
+        assert!(super::CLAUSE_WORDS
+            .iter()
+            .all(|w| (3..=9).contains(&w.len())));
+    }
+
     use super::*;
 
     fn dml(sql: &str) -> Dml {
