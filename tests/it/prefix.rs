@@ -335,8 +335,10 @@ fn rewritten_scans_return_what_the_backend_returns() {
             "{}: {unstable} unstable answers",
             kind.name()
         );
+        // OceanBase prunes equalities on K itself: those are not rewritten there
+        let share = if kind == Kind::SeekDb { 8 } else { 4 };
         assert!(
-            rewritten > total / 4,
+            rewritten > total / share,
             "{}: only {rewritten} rewritten",
             kind.name()
         );
@@ -886,8 +888,10 @@ fn prepared_statements_return_what_the_backend_returns() {
              cursor, {long} with long data, {resets} resets, {reprepared} closed and prepared again: identical",
             kind.name()
         );
+        // OceanBase prunes equalities on K itself: those are not rewritten there
+        let share = if kind == Kind::SeekDb { 8 } else { 4 };
         assert!(
-            rewritten > total as u64 / 4,
+            rewritten > total as u64 / share,
             "{}: only {rewritten} rewritten",
             kind.name()
         );
@@ -998,14 +1002,24 @@ fn prepared_executions_read_the_one_partition_the_model_predicts() {
                 let (id, _) = prepare(&mut via, sql.as_bytes()).expect("prepared");
                 let packet = execute_packet(id, false, &values, true, &[]);
                 run_execute(&mut via, id, &packet).expect("executed");
-                let ran = via.rows(&format!(
-                    "SELECT executions FROM oceanbase.V$OB_PLAN_CACHE_PLAN_STAT \
-                     WHERE query_sql = '{sql} AND `K_PREFIX` = ?' OR query_sql = '{sql} AND `K_PREFIX` IN (?, ?)'"
-                ));
+                // an equality on K OceanBase prunes by itself: the statement runs unchanged
+                let equality = pred.starts_with("K = ") || pred.starts_with("K IN ");
+                let ran = via.rows(&if equality {
+                    format!(
+                        "SELECT executions FROM oceanbase.V$OB_PLAN_CACHE_PLAN_STAT \
+                         WHERE query_sql = '{sql}'"
+                    )
+                } else {
+                    format!(
+                        "SELECT executions FROM oceanbase.V$OB_PLAN_CACHE_PLAN_STAT \
+                         WHERE query_sql = '{sql} AND `K_PREFIX` = ?' OR query_sql = '{sql} AND `K_PREFIX` IN (?, ?)'"
+                    )
+                });
                 assert!(
                     !ran.is_empty(),
-                    "{}: the variant of {sql} did not run",
-                    kind.name()
+                    "{}: the {} of {sql} did not run",
+                    kind.name(),
+                    if equality { "statement" } else { "variant" }
                 );
                 stmt_close(&mut via, id);
                 continue;
