@@ -3,6 +3,7 @@
 
 pub mod backend;
 pub mod catalog;
+pub mod cells;
 pub mod cli;
 pub mod marker;
 pub mod partition;

@@ -5,6 +5,7 @@
 pub mod classify;
 pub mod ddl;
 pub mod dml;
+pub mod insert;
 pub mod lexer;
 pub mod prefix_scan;
 pub mod rewrite;

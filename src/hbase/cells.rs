@@ -1,0 +1,438 @@
+//! The OBKV-HBase cell rules for writes (issue 10), pure: what one cell written to an HBase
+//! table may be, and the timestamp convention. The statement readers (`sql::insert`,
+//! `sql::dml`) say what a statement writes; this module judges each cell and returns
+//! `Finding`s, which `rules::judge` turns into a refusal or warnings by the enforcement mode.
+//!
+//! Rules (docs/RULES.md lists each with its code):
+//! - C1 K not empty; C2 K, Q, V not longer than declared (V: the blob cell limit when V is a
+//!   blob) — the proxy refuses what a non-strict sql_mode would silently truncate;
+//! - C3 V not NULL;
+//! - C4 T's sign follows the convention (`negated-ms`: T ≤ 0; `ms`: T ≥ 0); C5 a T whose
+//!   magnitude looks like seconds or microseconds gets a warning;
+//! - C6 the generated prefix column is not written; C7 UPDATE does not change K, Q or T;
+//! - C8 a value the proxy cannot see is noted, not checked.
+
+use super::rules::{Finding, Level, ER_NOT_SUPPORTED};
+use crate::sql::ddl::CreateTable;
+
+/// 1406 ER_DATA_TOO_LONG ("Data too long for column"), SQLSTATE 22001.
+pub const ER_DATA_TOO_LONG: u16 = 1406;
+/// 1048 ER_BAD_NULL_ERROR ("Column cannot be null"), SQLSTATE 23000.
+pub const ER_BAD_NULL: u16 = 1048;
+/// 1292 ER_TRUNCATED_WRONG_VALUE: a value the column's convention cannot hold, SQLSTATE 22007.
+pub const ER_WRONG_VALUE: u16 = 1292;
+/// 3105 ER_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN, SQLSTATE HY000.
+pub const ER_GENERATED_COLUMN: u16 = 3105;
+
+/// `hbase.timestamp`: how T encodes a cell's time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Convention {
+    /// OceanBase 4.x's HBase API: T = −epoch_ms (newer versions sort first).
+    NegatedMs,
+    /// The documented model: T = epoch_ms.
+    Ms,
+}
+
+impl Convention {
+    /// T for a cell written at `epoch_ms`.
+    pub fn encode(self, epoch_ms: i64) -> i64 {
+        match self {
+            Convention::NegatedMs => epoch_ms.saturating_neg(),
+            Convention::Ms => epoch_ms,
+        }
+    }
+}
+
+/// The byte limits of one table's cells, from its definition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CellLimits {
+    pub k: Option<u64>,
+    pub q: Option<u64>,
+    pub v: Option<u64>,
+    /// The generated prefix column, if any (never written).
+    pub prefix_column: Option<String>,
+}
+
+impl CellLimits {
+    /// From the table's definition; `blob_limit` applies to a blob-typed V.
+    pub fn from_definition(def: &CreateTable, blob_limit: u64) -> CellLimits {
+        let declared = |name: &str| {
+            def.columns
+                .iter()
+                .find(|c| c.name.eq_ignore_ascii_case(name))
+                .map(|c| {
+                    let t = c.data_type.name.as_str();
+                    match (t, c.data_type.length) {
+                        (_, Some(n)) if !t.ends_with("BLOB") => n,
+                        ("TINYBLOB", _) => 255,
+                        ("BLOB", _) => 65_535.min(blob_limit),
+                        ("MEDIUMBLOB", _) => 16_777_215.min(blob_limit),
+                        _ => blob_limit,
+                    }
+                })
+        };
+        CellLimits {
+            k: declared("K"),
+            q: declared("Q"),
+            v: declared("V"),
+            prefix_column: def.prefix_column().map(|(c, _)| c.to_string()),
+        }
+    }
+}
+
+/// What the proxy knows of one value written to a cell column.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seen<'a> {
+    /// The bytes the column receives (certain: literal, binary or known charset).
+    Bytes(&'a [u8]),
+    /// An integer.
+    Int(i128),
+    Null,
+    /// Not written by the statement (the column's default applies).
+    Absent,
+    /// An expression, a function, a value in an uncertain character set: not checked.
+    Unknown,
+}
+
+/// The plausible window for |T| in milliseconds (`hbase.timestamp_window_ms`): outside it a
+/// T looks like seconds or microseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Window {
+    pub min_ms: i64,
+    pub max_ms: i64,
+}
+
+impl Default for Window {
+    /// 2001-09-09 (10^12 ms) to 2286-11-20 (10^13 ms): a seconds timestamp is about 10^9, a
+    /// microseconds one about 10^15.
+    fn default() -> Self {
+        Window {
+            min_ms: 1_000_000_000_000,
+            max_ms: 10_000_000_000_000,
+        }
+    }
+}
+
+/// The cell columns of one row as the statement writes them.
+#[derive(Debug, Clone, Copy)]
+pub struct Cell<'a> {
+    pub k: Seen<'a>,
+    pub q: Seen<'a>,
+    pub t: Seen<'a>,
+    pub v: Seen<'a>,
+}
+
+fn error(rule: &'static str, code: u16, sqlstate: &'static str, message: String) -> Finding {
+    Finding {
+        rule,
+        level: Level::Error,
+        code,
+        sqlstate,
+        message: format!("OBKV-HBase rule {rule}: {message}"),
+    }
+}
+
+fn warning(rule: &'static str, message: String) -> Finding {
+    Finding {
+        rule,
+        level: Level::Warning,
+        code: ER_WRONG_VALUE,
+        sqlstate: "22007",
+        message: format!("OBKV-HBase rule {rule}: {message}"),
+    }
+}
+
+fn note(rule: &'static str, message: String) -> Finding {
+    Finding {
+        level: Level::Note,
+        ..warning(rule, message)
+    }
+}
+
+/// Judges one written cell (`row`: its 1-based position in the statement, for messages).
+pub fn check_cell(
+    cell: &Cell<'_>,
+    limits: &CellLimits,
+    convention: Convention,
+    window: Window,
+    row: usize,
+    out: &mut Vec<Finding>,
+) {
+    let mut unseen: Vec<&str> = Vec::new();
+    // C1, C2 on K
+    match cell.k {
+        Seen::Bytes([]) => out.push(error(
+            "C1",
+            ER_WRONG_VALUE,
+            "22007",
+            format!("row {row}: the rowkey K is empty; an HBase row needs a rowkey"),
+        )),
+        Seen::Bytes(b) => too_long("K", b.len(), limits.k, row, out),
+        Seen::Null => out.push(error(
+            "C1",
+            ER_BAD_NULL,
+            "23000",
+            format!("row {row}: the rowkey K is NULL"),
+        )),
+        Seen::Unknown | Seen::Int(_) => unseen.push("K"),
+        Seen::Absent => {}
+    }
+    match cell.q {
+        Seen::Bytes(b) => too_long("Q", b.len(), limits.q, row, out),
+        Seen::Unknown | Seen::Int(_) => unseen.push("Q"),
+        _ => {}
+    }
+    // C3, C2 on V
+    match cell.v {
+        Seen::Null => out.push(error(
+            "C3",
+            ER_BAD_NULL,
+            "23000",
+            format!("row {row}: the value V is NULL; an HBase cell always has a value (write an empty one, or delete the cell)"),
+        )),
+        Seen::Bytes(b) => too_long("V", b.len(), limits.v, row, out),
+        Seen::Unknown | Seen::Int(_) => unseen.push("V"),
+        _ => {}
+    }
+    // C4, C5 on T
+    match cell.t {
+        Seen::Int(t) => check_t(t, convention, window, row, out),
+        Seen::Null => out.push(error(
+            "C4",
+            ER_BAD_NULL,
+            "23000",
+            format!("row {row}: the timestamp T is NULL"),
+        )),
+        Seen::Unknown | Seen::Bytes(_) => unseen.push("T"),
+        Seen::Absent => {}
+    }
+    if !unseen.is_empty() {
+        out.push(note(
+            "C8",
+            format!(
+                "row {row}: {} not checked (an expression or a value the proxy cannot read); the backend's own constraints apply",
+                unseen.join(", ")
+            ),
+        ));
+    }
+}
+
+fn too_long(column: &str, len: usize, limit: Option<u64>, row: usize, out: &mut Vec<Finding>) {
+    if let Some(limit) = limit {
+        if len as u64 > limit {
+            out.push(error(
+                "C2",
+                ER_DATA_TOO_LONG,
+                "22001",
+                format!("row {row}: {column} is {len} bytes, longer than its {limit}; a non-strict sql_mode would cut it silently"),
+            ));
+        }
+    }
+}
+
+/// C4 and C5 for one T.
+pub fn check_t(
+    t: i128,
+    convention: Convention,
+    window: Window,
+    row: usize,
+    out: &mut Vec<Finding>,
+) {
+    let wrong_sign = match convention {
+        Convention::NegatedMs => t > 0,
+        Convention::Ms => t < 0,
+    };
+    if wrong_sign {
+        let (want, name) = match convention {
+            Convention::NegatedMs => ("-epoch_ms (negative)", "negated-ms"),
+            Convention::Ms => ("epoch_ms (positive)", "ms"),
+        };
+        out.push(error(
+            "C4",
+            ER_WRONG_VALUE,
+            "22007",
+            format!("row {row}: T = {t} contradicts the timestamp convention '{name}' (hbase.timestamp): T must be {want}, or HBase clients read the cell at the wrong time"),
+        ));
+        return;
+    }
+    let magnitude = t.unsigned_abs();
+    if t != 0 && (magnitude < window.min_ms as u128 || magnitude > window.max_ms as u128) {
+        let guess = if magnitude < window.min_ms as u128 {
+            "seconds"
+        } else {
+            "microseconds"
+        };
+        out.push(warning(
+            "C5",
+            format!("row {row}: T = {t} looks like {guess}, not milliseconds"),
+        ));
+    }
+}
+
+/// C6: a statement that writes the generated prefix column.
+pub fn check_prefix_column_written(columns: &[Vec<u8>], limits: &CellLimits) -> Option<Finding> {
+    let p = limits.prefix_column.as_deref()?;
+    columns
+        .iter()
+        .any(|c| c.eq_ignore_ascii_case(p.as_bytes()))
+        .then(|| {
+            error(
+                "C6",
+                ER_GENERATED_COLUMN,
+                "HY000",
+                format!(
+                    "the generated prefix column {p} is written; the database derives it from K"
+                ),
+            )
+        })
+}
+
+/// C7: an UPDATE (or ON DUPLICATE KEY UPDATE) that assigns K, Q or T.
+pub fn check_cell_address_changed(assigned: &[Vec<u8>]) -> Option<Finding> {
+    let changed: Vec<&str> = ["K", "Q", "T"]
+        .into_iter()
+        .filter(|c| {
+            assigned
+                .iter()
+                .any(|a| a.eq_ignore_ascii_case(c.as_bytes()))
+        })
+        .collect();
+    (!changed.is_empty()).then(|| {
+        error(
+            "C7",
+            ER_NOT_SUPPORTED,
+            "42000",
+            format!(
+                "UPDATE of {} changes a cell's address; cells are immutable: write a new version (a new T) instead",
+                changed.join(", ")
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn limits() -> CellLimits {
+        CellLimits {
+            k: Some(8),
+            q: Some(4),
+            v: Some(16),
+            prefix_column: Some("K_PREFIX".into()),
+        }
+    }
+
+    fn rules(cell: Cell<'_>, convention: Convention) -> Vec<&'static str> {
+        let mut out = Vec::new();
+        check_cell(&cell, &limits(), convention, Window::default(), 1, &mut out);
+        out.iter().map(|f| f.rule).collect()
+    }
+
+    const NOW: i128 = 1_763_700_000_000;
+
+    fn ok_cell() -> Cell<'static> {
+        Cell {
+            k: Seen::Bytes(b"row1"),
+            q: Seen::Bytes(b"q"),
+            t: Seen::Int(-NOW),
+            v: Seen::Bytes(b"value"),
+        }
+    }
+
+    #[test]
+    fn a_good_cell_passes() {
+        assert!(rules(ok_cell(), Convention::NegatedMs).is_empty());
+        let positive = Cell {
+            t: Seen::Int(NOW),
+            ..ok_cell()
+        };
+        assert!(rules(positive, Convention::Ms).is_empty());
+        // boundary lengths are allowed
+        let full = Cell {
+            k: Seen::Bytes(b"12345678"),
+            q: Seen::Bytes(b"1234"),
+            v: Seen::Bytes(&[0u8; 16]),
+            ..ok_cell()
+        };
+        assert!(rules(full, Convention::NegatedMs).is_empty());
+    }
+
+    #[test]
+    fn each_rule_fires() {
+        let c = |f: fn(&mut Cell<'static>)| {
+            let mut cell = ok_cell();
+            f(&mut cell);
+            rules(cell, Convention::NegatedMs)
+        };
+        assert_eq!(c(|x| x.k = Seen::Bytes(b"")), ["C1"]);
+        assert_eq!(c(|x| x.k = Seen::Null), ["C1"]);
+        assert_eq!(c(|x| x.k = Seen::Bytes(b"123456789")), ["C2"]);
+        assert_eq!(c(|x| x.q = Seen::Bytes(b"12345")), ["C2"]);
+        assert_eq!(c(|x| x.v = Seen::Bytes(&[1u8; 17])), ["C2"]);
+        assert_eq!(c(|x| x.v = Seen::Null), ["C3"]);
+        assert_eq!(c(|x| x.t = Seen::Int(NOW)), ["C4"]);
+        assert_eq!(c(|x| x.t = Seen::Null), ["C4"]);
+        assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000)), ["C5"]); // seconds
+        assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000_000_000)), ["C5"]); // µs
+        assert_eq!(c(|x| x.v = Seen::Unknown), ["C8"]);
+        assert_eq!(
+            rules(
+                Cell {
+                    t: Seen::Int(-NOW),
+                    ..ok_cell()
+                },
+                Convention::Ms
+            ),
+            ["C4"]
+        );
+    }
+
+    #[test]
+    fn levels_and_codes() {
+        let mut out = Vec::new();
+        let cell = Cell {
+            k: Seen::Bytes(b""),
+            t: Seen::Int(-5),
+            v: Seen::Unknown,
+            ..ok_cell()
+        };
+        check_cell(
+            &cell,
+            &limits(),
+            Convention::NegatedMs,
+            Window::default(),
+            3,
+            &mut out,
+        );
+        let got: Vec<_> = out.iter().map(|f| (f.rule, f.level, f.code)).collect();
+        assert_eq!(
+            got,
+            [
+                ("C1", Level::Error, ER_WRONG_VALUE),
+                ("C5", Level::Warning, ER_WRONG_VALUE),
+                ("C8", Level::Note, ER_WRONG_VALUE)
+            ]
+        );
+        assert!(out[0].message.contains("row 3"));
+    }
+
+    #[test]
+    fn prefix_column_and_address() {
+        let l = limits();
+        assert!(check_prefix_column_written(&[b"K".to_vec(), b"k_prefix".to_vec()], &l).is_some());
+        assert!(check_prefix_column_written(&[b"K".to_vec(), b"V".to_vec()], &l).is_none());
+        let f = check_cell_address_changed(&[b"V".to_vec(), b"t".to_vec()]).expect("refused");
+        assert_eq!(f.rule, "C7");
+        assert!(f.message.contains("UPDATE of T"));
+        assert!(check_cell_address_changed(&[b"V".to_vec()]).is_none());
+    }
+
+    #[test]
+    fn convention_encodes_now() {
+        assert_eq!(Convention::NegatedMs.encode(5), -5);
+        assert_eq!(Convention::Ms.encode(5), 5);
+        assert_eq!(Convention::NegatedMs.encode(i64::MIN), i64::MAX);
+    }
+}

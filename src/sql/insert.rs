@@ -1,0 +1,825 @@
+//! Reading INSERT and REPLACE on one table, for the cell rules (issue 10): the table, the column
+//! list, and each row of a VALUES list as far as its values are literals or placeholders.
+//!
+//! The reader streams: rows are handed to a callback one at a time (a 60 MiB bulk INSERT is
+//! never held as values), with no recursion and one pass over the tokens of `sql::scan`, so it
+//! reads the statement exactly as the backend does. A value it cannot see (an expression, a
+//! function, a subquery) is `Value::Unknown`: the caller forwards the statement with a note
+//! rather than guess. Shapes it does not follow at all (INSERT … SELECT, `SET`, a table
+//! function) say so in `Source`, and anything unreadable is `Read::Unreadable`.
+
+use std::ops::ControlFlow;
+
+use super::ddl::TableName;
+use super::dml::LitCharset;
+use super::scan::{hex_value, ident_value, string_value, Dialect, LexError, Scanner, Tok, Token};
+
+/// One value of a VALUES row.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Value {
+    /// A string or hex literal: its bytes (quotes and escapes removed) and how the backend
+    /// types them.
+    Bytes {
+        bytes: Vec<u8>,
+        charset: LitCharset,
+    },
+    /// An integer literal, with its sign.
+    Int(i128),
+    Null,
+    /// `DEFAULT`.
+    Default,
+    /// A `?` placeholder, by its position among the statement's placeholders.
+    Param(u32),
+    /// Anything else: the proxy cannot know its value without running it.
+    Unknown,
+}
+
+/// Where an INSERT's rows come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// `VALUES (…), (…)` / `VALUE (…)`: rows are read.
+    Values,
+    /// `SET col = v, …`: one row, read as a VALUES row of the named columns.
+    Set,
+    /// `SELECT …` / `TABLE …` / a parenthesised query: rows the proxy cannot see.
+    Query,
+}
+
+/// The statement's head: everything before the rows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Insert {
+    pub replace: bool,
+    pub ignore: bool,
+    pub table: TableName,
+    /// The column list as written (unquoted), None without one (all columns in table order).
+    pub columns: Option<Vec<Vec<u8>>>,
+    /// Offset of the column list's closing parenthesis (where a column is added).
+    pub columns_close: Option<usize>,
+    pub source: Source,
+    /// `ON DUPLICATE KEY UPDATE` assigns these columns.
+    pub on_duplicate: Vec<Vec<u8>>,
+    /// Explicit `PARTITION (…)` selection.
+    pub partition_selection: bool,
+}
+
+/// One row: its values, and the offset of its closing parenthesis (where a value is added).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Row<'v> {
+    pub index: usize,
+    pub values: &'v [Value],
+    pub close: usize,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Read {
+    /// Not an INSERT / REPLACE.
+    NotInsert,
+    Unreadable(&'static str),
+    /// Read; `rows` rows were handed to the callback (all of them unless it stopped early).
+    Insert {
+        head: Box<Insert>,
+        rows: usize,
+    },
+}
+
+/// Most values a row may have before the reader gives up (a table has at most 4,096 columns).
+const MAX_ROW_VALUES: usize = 4096;
+/// Most unary signs before a number (`- - -1`).
+const MAX_SIGNS: usize = 64;
+
+/// Reads an INSERT or REPLACE, calling `on_row` for each row of its VALUES list (or its SET
+/// list) in order; `on_row` may stop the reading (`ControlFlow::Break`).
+pub fn read(
+    sql: &[u8],
+    d: Dialect,
+    mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+) -> Read {
+    let mut r = Reader {
+        sql,
+        d,
+        toks: Scanner::new(sql, d),
+        peeked: None,
+        params: 0,
+    };
+    let head = match r.head() {
+        Ok(Some(h)) => h,
+        Ok(None) => return Read::NotInsert,
+        Err(why) => return Read::Unreadable(why),
+    };
+    let mut head = head;
+    let mut rows = 0usize;
+    let mut values: Vec<Value> = Vec::new();
+    match head.source {
+        Source::Query => {}
+        Source::Set => {
+            let mut columns = Vec::new();
+            let close = match r.set_list(&mut columns, &mut values) {
+                Ok(c) => c,
+                Err(why) => return Read::Unreadable(why),
+            };
+            head.columns = Some(columns);
+            rows = 1;
+            if on_row(
+                &head,
+                Row {
+                    index: 0,
+                    values: &values,
+                    close,
+                },
+            )
+            .is_break()
+            {
+                return Read::Insert {
+                    head: Box::new(head),
+                    rows,
+                };
+            }
+        }
+        Source::Values => loop {
+            values.clear();
+            let close = match r.row(&mut values) {
+                Ok(c) => c,
+                Err(why) => return Read::Unreadable(why),
+            };
+            let index = rows;
+            rows += 1;
+            if on_row(
+                &head,
+                Row {
+                    index,
+                    values: &values,
+                    close,
+                },
+            )
+            .is_break()
+            {
+                return Read::Insert {
+                    head: Box::new(head),
+                    rows,
+                };
+            }
+            match r.next() {
+                Ok(Some(t)) if t.is_punct(b',') => continue,
+                Ok(t) => {
+                    r.peeked = Some(t);
+                    break;
+                }
+                Err(_) => return Read::Unreadable("a token the reader does not follow"),
+            }
+        },
+    }
+    if head.source != Source::Query {
+        match r.tail() {
+            Ok(cols) => head.on_duplicate = cols,
+            Err(why) => return Read::Unreadable(why),
+        }
+    }
+    Read::Insert {
+        head: Box::new(head),
+        rows,
+    }
+}
+
+struct Reader<'a> {
+    sql: &'a [u8],
+    d: Dialect,
+    toks: Scanner<'a>,
+    /// A token read ahead (Some(None): the end was read ahead).
+    peeked: Option<Option<Token>>,
+    /// Placeholders seen so far.
+    params: u32,
+}
+
+type Step<T> = Result<T, &'static str>;
+
+impl Reader<'_> {
+    fn next(&mut self) -> Result<Option<Token>, LexError> {
+        if let Some(p) = self.peeked.take() {
+            return Ok(p);
+        }
+        let t = self.toks.next().transpose()?;
+        if let Some(t) = &t {
+            if t.is_punct(b'?') {
+                self.params += 1;
+            }
+        }
+        Ok(t)
+    }
+
+    fn peek(&mut self) -> Result<Option<Token>, LexError> {
+        let t = self.next()?;
+        self.peeked = Some(t);
+        Ok(t)
+    }
+
+    fn tok(&mut self) -> Step<Option<Token>> {
+        self.next()
+            .map_err(|_| "a token the reader does not follow")
+    }
+
+    fn word_is(&self, t: &Option<Token>, w: &str) -> bool {
+        t.is_some_and(|t| t.is_word(self.sql, w))
+    }
+
+    fn expect_punct(&mut self, c: u8, why: &'static str) -> Step<Token> {
+        match self.tok()? {
+            Some(t) if t.is_punct(c) => Ok(t),
+            _ => Err(why),
+        }
+    }
+
+    /// Everything up to the rows. None: not an INSERT / REPLACE.
+    fn head(&mut self) -> Step<Option<Insert>> {
+        let first = self.tok()?;
+        let replace = if self.word_is(&first, "INSERT") {
+            false
+        } else if self.word_is(&first, "REPLACE") {
+            true
+        } else {
+            return Ok(None);
+        };
+        let mut ignore = false;
+        let mut t = self.tok()?;
+        while ["LOW_PRIORITY", "DELAYED", "HIGH_PRIORITY", "IGNORE"]
+            .iter()
+            .any(|w| self.word_is(&t, w))
+        {
+            ignore |= self.word_is(&t, "IGNORE");
+            t = self.tok()?;
+        }
+        if self.word_is(&t, "INTO") {
+            t = self.tok()?;
+        }
+        let table = self.table_name(t)?;
+        let mut head = Insert {
+            replace,
+            ignore,
+            table,
+            columns: None,
+            columns_close: None,
+            source: Source::Values,
+            on_duplicate: Vec::new(),
+            partition_selection: false,
+        };
+        let mut t = self.tok()?;
+        if self.word_is(&t, "PARTITION") {
+            head.partition_selection = true;
+            self.expect_punct(b'(', "a PARTITION clause")?;
+            self.skip_to_close()?;
+            t = self.tok()?;
+        }
+        if t.is_some_and(|t| t.is_punct(b'(')) {
+            // a column list, or a parenthesised query
+            let after = self
+                .peek()
+                .map_err(|_| "a token the reader does not follow")?;
+            if self.word_is(&after, "SELECT") || self.word_is(&after, "WITH") {
+                head.source = Source::Query;
+                return Ok(Some(head));
+            }
+            let (cols, close) = self.column_list()?;
+            head.columns = Some(cols);
+            head.columns_close = Some(close);
+            t = self.tok()?;
+        }
+        if self.word_is(&t, "VALUES") || self.word_is(&t, "VALUE") {
+            head.source = Source::Values;
+        } else if self.word_is(&t, "SET") {
+            if head.columns.is_some() {
+                return Err("a column list before SET");
+            }
+            head.source = Source::Set;
+        } else if ["SELECT", "TABLE", "WITH"]
+            .iter()
+            .any(|w| self.word_is(&t, w))
+            || t.is_some_and(|t| t.is_punct(b'('))
+        {
+            head.source = Source::Query;
+        } else {
+            return Err("an INSERT shape the reader does not follow");
+        }
+        Ok(Some(head))
+    }
+
+    fn table_name(&mut self, first: Option<Token>) -> Step<TableName> {
+        let ident =
+            |t: &Option<Token>| t.filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent));
+        let first = ident(&first).ok_or("a table name the reader does not follow")?;
+        let dot = self
+            .peek()
+            .map_err(|_| "a token the reader does not follow")?;
+        let (schema, name) = if dot.is_some_and(|t| t.is_punct(b'.')) {
+            self.tok()?;
+            let second = self.tok()?;
+            let name = ident(&second).ok_or("a table name the reader does not follow")?;
+            (Some(first), name)
+        } else {
+            (None, first)
+        };
+        let raw_schema = schema.map(|s| ident_value(self.sql, &s));
+        let raw_name = ident_value(self.sql, &name);
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        Ok(TableName {
+            schema: raw_schema.as_deref().map(lossy),
+            name: lossy(&raw_name),
+            raw_schema,
+            raw_name,
+        })
+    }
+
+    /// `(a, b, …)` after its `(`: the names and the offset of `)`.
+    fn column_list(&mut self) -> Step<(Vec<Vec<u8>>, usize)> {
+        let mut cols = Vec::new();
+        loop {
+            let t = self.tok()?;
+            match t {
+                Some(t) if t.is_punct(b')') && cols.is_empty() => return Ok((cols, t.start)),
+                Some(t) if matches!(t.kind, Tok::Word | Tok::QuotedIdent) => {
+                    // `tbl.col` and `db.tbl.col` name the column last
+                    let mut name = ident_value(self.sql, &t);
+                    let mut sep = self.tok()?;
+                    while sep.is_some_and(|s| s.is_punct(b'.')) {
+                        let part = self.tok()?;
+                        let part = part
+                            .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
+                            .ok_or("a column list the reader does not follow")?;
+                        name = ident_value(self.sql, &part);
+                        sep = self.tok()?;
+                    }
+                    if cols.len() >= MAX_ROW_VALUES {
+                        return Err("too many columns");
+                    }
+                    cols.push(name);
+                    match sep {
+                        Some(s) if s.is_punct(b',') => {}
+                        Some(s) if s.is_punct(b')') => return Ok((cols, s.start)),
+                        _ => return Err("a column list the reader does not follow"),
+                    }
+                }
+                _ => return Err("a column list the reader does not follow"),
+            }
+        }
+    }
+
+    /// Skips to the `)` that closes an already-read `(` (flat: depth counted, no recursion).
+    fn skip_to_close(&mut self) -> Step<usize> {
+        let mut depth = 1usize;
+        loop {
+            match self.tok()? {
+                Some(t) if t.is_punct(b'(') => depth += 1,
+                Some(t) if t.is_punct(b')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(t.start);
+                    }
+                }
+                Some(_) => {}
+                None => return Err("unbalanced parentheses"),
+            }
+        }
+    }
+
+    /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
+    fn row(&mut self, out: &mut Vec<Value>) -> Step<usize> {
+        let mut t = self.tok()?;
+        if self.word_is(&t, "ROW") {
+            t = self.tok()?;
+        }
+        if !t.is_some_and(|t| t.is_punct(b'(')) {
+            return Err("a VALUES row the reader does not follow");
+        }
+        // `()`: a row of defaults
+        if let Some(t) = self
+            .peek()
+            .map_err(|_| "a token the reader does not follow")?
+        {
+            if t.is_punct(b')') {
+                self.tok()?;
+                return Ok(t.start);
+            }
+        }
+        loop {
+            if out.len() >= MAX_ROW_VALUES {
+                return Err("too many values in a row");
+            }
+            let (v, end) = self.value()?;
+            out.push(v);
+            match end {
+                End::Comma => {}
+                End::Close(at) => return Ok(at),
+            }
+        }
+    }
+
+    /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
+    /// just after the last value (where an assignment is added).
+    fn set_list(&mut self, cols: &mut Vec<Vec<u8>>, out: &mut Vec<Value>) -> Step<usize> {
+        loop {
+            let t = self.tok()?;
+            let mut name = match t {
+                Some(t) if matches!(t.kind, Tok::Word | Tok::QuotedIdent) => {
+                    ident_value(self.sql, &t)
+                }
+                _ => return Err("a SET list the reader does not follow"),
+            };
+            let mut eq = self.tok()?;
+            while eq.is_some_and(|s| s.is_punct(b'.')) {
+                let part = self
+                    .tok()?
+                    .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
+                    .ok_or("a SET list the reader does not follow")?;
+                name = ident_value(self.sql, &part);
+                eq = self.tok()?;
+            }
+            if !eq.is_some_and(|e| e.is_punct(b'=')) {
+                return Err("a SET list the reader does not follow");
+            }
+            if cols.len() >= MAX_ROW_VALUES {
+                return Err("too many columns");
+            }
+            cols.push(name);
+            let (v, more, end) = self.set_value()?;
+            out.push(v);
+            if !more {
+                return Ok(end);
+            }
+        }
+    }
+
+    /// One value of a SET list, up to a `,` at depth 0 (more: true) or the list's end (the
+    /// word that ends it, if any, is left to read); with the offset after its last token.
+    fn set_value(&mut self) -> Step<(Value, bool, usize)> {
+        let mut toks: Vec<Token> = Vec::new();
+        let mut too_long = false;
+        let mut depth = 0usize;
+        let mut end = 0usize;
+        loop {
+            let t = self.tok()?;
+            let last = match t {
+                None => None,
+                Some(t) if depth == 0 && t.is_punct(b',') => Some(true),
+                Some(t) if depth == 0 && (t.is_word(self.sql, "ON") || t.is_punct(b';')) => {
+                    self.peeked = Some(Some(t));
+                    None
+                }
+                Some(t) => {
+                    if t.is_punct(b'(') {
+                        depth += 1;
+                    } else if t.is_punct(b')') {
+                        depth = depth.checked_sub(1).ok_or("unbalanced parentheses")?;
+                    }
+                    end = t.end;
+                    if toks.len() < MAX_SIGNS + 2 {
+                        toks.push(t);
+                    } else {
+                        too_long = true;
+                    }
+                    continue;
+                }
+            };
+            let v = if too_long {
+                Value::Unknown
+            } else {
+                self.literal(&toks)
+            };
+            return Ok((v, last.is_some(), end));
+        }
+    }
+
+    /// One value of a row: up to the `,` or `)` that ends it at depth 0.
+    fn value(&mut self) -> Step<(Value, End)> {
+        // a literal value is at most a few tokens; longer ones are expressions
+        let mut toks: Vec<Token> = Vec::new();
+        let mut too_long = false;
+        let mut depth = 0usize;
+        loop {
+            let t = self.tok()?.ok_or("an unterminated VALUES row")?;
+            if depth == 0 && (t.is_punct(b',') || t.is_punct(b')')) {
+                let v = if too_long {
+                    Value::Unknown
+                } else {
+                    self.literal(&toks)
+                };
+                let end = if t.is_punct(b',') {
+                    End::Comma
+                } else {
+                    End::Close(t.start)
+                };
+                return Ok((v, end));
+            }
+            if t.is_punct(b'(') {
+                depth += 1;
+            } else if t.is_punct(b')') {
+                depth -= 1; // depth > 0 here
+            }
+            if toks.len() < MAX_SIGNS + 2 {
+                toks.push(t);
+            } else {
+                too_long = true;
+            }
+        }
+    }
+
+    /// What the tokens of one value are, if they are a literal.
+    fn literal(&self, toks: &[Token]) -> Value {
+        let sql = self.sql;
+        // unary signs in front of a number
+        let signs = toks
+            .iter()
+            .take_while(|t| t.is_punct(b'-') || t.is_punct(b'+'))
+            .count();
+        let negative = toks[..signs].iter().filter(|t| t.is_punct(b'-')).count() % 2 == 1;
+        let rest = &toks[signs..];
+        match rest {
+            [t] if t.kind == Tok::Number => {
+                let text = t.text(sql);
+                if !text.iter().all(u8::is_ascii_digit) {
+                    return Value::Unknown; // a fraction or an exponent: not a bigint literal
+                }
+                let Some(n) = std::str::from_utf8(text)
+                    .ok()
+                    .and_then(|s| s.parse::<i128>().ok())
+                else {
+                    return Value::Unknown;
+                };
+                Value::Int(if negative { -n } else { n })
+            }
+            _ if signs > 0 => Value::Unknown,
+            // the value's own `?` is the last one counted: the token that ended the value
+            // is a `,`, `)`, ON or `;`
+            [t] if t.is_punct(b'?') => match self.params.checked_sub(1) {
+                Some(n) => Value::Param(n),
+                None => Value::Unknown,
+            },
+            [t] if t.is_word(sql, "NULL") => Value::Null,
+            [t] if t.is_word(sql, "DEFAULT") => Value::Default,
+            [t] if t.kind == Tok::Str => Value::Bytes {
+                bytes: string_value(sql, t, self.d),
+                charset: LitCharset::Connection,
+            },
+            [t] if t.kind == Tok::Hex => match hex_value(sql, t) {
+                Some(bytes) => Value::Bytes {
+                    bytes,
+                    charset: LitCharset::Binary,
+                },
+                None => Value::Unknown,
+            },
+            [intro, v] if intro.kind == Tok::Word && intro.text(sql).starts_with(b"_") => {
+                let bytes = match v.kind {
+                    Tok::Str => string_value(sql, v, self.d),
+                    Tok::Hex => match hex_value(sql, v) {
+                        Some(b) => b,
+                        None => return Value::Unknown,
+                    },
+                    _ => return Value::Unknown,
+                };
+                let charset = match intro.text(sql).to_ascii_lowercase().as_slice() {
+                    b"_binary" => LitCharset::Binary,
+                    _ if v.kind == Tok::Hex => LitCharset::Binary,
+                    b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
+                    _ => LitCharset::Other,
+                };
+                Value::Bytes { bytes, charset }
+            }
+            _ => Value::Unknown,
+        }
+    }
+
+    /// After the rows: `[AS alias [(cols)]] [ON DUPLICATE KEY UPDATE a = …, …]`. Returns the
+    /// assigned columns.
+    fn tail(&mut self) -> Step<Vec<Vec<u8>>> {
+        let mut out = Vec::new();
+        let mut t = self.tok()?;
+        if self.word_is(&t, "AS") {
+            self.tok()?; // the alias
+            t = self.tok()?;
+            if t.is_some_and(|t| t.is_punct(b'(')) {
+                self.skip_to_close()?;
+                t = self.tok()?;
+            }
+        }
+        if !self.word_is(&t, "ON") {
+            return match t {
+                None => Ok(out),
+                Some(t) if t.is_punct(b';') => Ok(out),
+                // RETURNING (MariaDB) and anything else: the assignments are not read
+                Some(_) => Ok(out),
+            };
+        }
+        for w in ["DUPLICATE", "KEY", "UPDATE"] {
+            let t = self.tok()?;
+            if !self.word_is(&t, w) {
+                return Err("an ON clause the reader does not follow");
+            }
+        }
+        // `col = expr` at depth 0, separated by commas at depth 0
+        let mut depth = 0usize;
+        let mut expect_name = true;
+        while let Some(t) = self.tok()? {
+            if expect_name {
+                if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) {
+                    return Err("an ON DUPLICATE KEY UPDATE list the reader does not follow");
+                }
+                let mut name = ident_value(self.sql, &t);
+                let mut eq = self.tok()?;
+                while eq.is_some_and(|s| s.is_punct(b'.')) {
+                    let part = self
+                        .tok()?
+                        .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
+                        .ok_or("an ON DUPLICATE KEY UPDATE list the reader does not follow")?;
+                    name = ident_value(self.sql, &part);
+                    eq = self.tok()?;
+                }
+                if !eq.is_some_and(|e| e.is_punct(b'=')) {
+                    return Err("an ON DUPLICATE KEY UPDATE list the reader does not follow");
+                }
+                if out.len() >= MAX_ROW_VALUES {
+                    return Err("too many columns");
+                }
+                out.push(name);
+                expect_name = false;
+                continue;
+            }
+            if t.is_punct(b'(') {
+                depth += 1;
+            } else if t.is_punct(b')') {
+                depth = depth.checked_sub(1).ok_or("unbalanced parentheses")?;
+            } else if depth == 0 && t.is_punct(b',') {
+                expect_name = true;
+            } else if depth == 0 && t.is_punct(b';') {
+                break;
+            }
+        }
+        Ok(out)
+    }
+}
+
+enum End {
+    Comma,
+    Close(usize),
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(sql: &str) -> (Read, Vec<Vec<Value>>) {
+        let mut out = Vec::new();
+        let r = read(sql.as_bytes(), Dialect::default(), |_, row| {
+            out.push(row.values.to_vec());
+            ControlFlow::Continue(())
+        });
+        (r, out)
+    }
+
+    fn head(r: &Read) -> &Insert {
+        match r {
+            Read::Insert { head, .. } => head,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn b(s: &[u8]) -> Value {
+        Value::Bytes {
+            bytes: s.to_vec(),
+            charset: LitCharset::Connection,
+        }
+    }
+
+    #[test]
+    fn values_rows_are_read_one_by_one() {
+        let sql = "INSERT INTO db.`g$f` (K, Q, `T`, V) VALUES ('r1', 'q', -1700000000000, X'00FF'), (_binary'r\\'2', '', 5, NULL)";
+        let (r, got) = rows(sql);
+        let h = head(&r);
+        assert_eq!(h.table.raw_name, b"g$f");
+        assert_eq!(h.table.raw_schema.as_deref(), Some(&b"db"[..]));
+        assert_eq!(
+            h.columns.as_deref(),
+            Some(&[b"K".to_vec(), b"Q".to_vec(), b"T".to_vec(), b"V".to_vec()][..])
+        );
+        assert_eq!(&sql[h.columns_close.unwrap()..][..1], ")");
+        assert_eq!(
+            got,
+            vec![
+                vec![
+                    b(b"r1"),
+                    b(b"q"),
+                    Value::Int(-1_700_000_000_000),
+                    Value::Bytes {
+                        bytes: vec![0, 0xFF],
+                        charset: LitCharset::Binary
+                    }
+                ],
+                vec![
+                    Value::Bytes {
+                        bytes: b"r'2".to_vec(),
+                        charset: LitCharset::Binary
+                    },
+                    b(b""),
+                    Value::Int(5),
+                    Value::Null
+                ],
+            ]
+        );
+    }
+
+    #[test]
+    fn placeholders_expressions_and_signs() {
+        let (_, got) = rows(
+            "REPLACE g$f VALUES (?, CONCAT('a', ?), - -3, ?), (1.5, (SELECT 1), DEFAULT, 'x' 'y')",
+        );
+        assert_eq!(
+            got,
+            vec![
+                vec![
+                    Value::Param(0),
+                    Value::Unknown,
+                    Value::Int(3),
+                    Value::Param(2)
+                ],
+                vec![
+                    Value::Unknown,
+                    Value::Unknown,
+                    Value::Default,
+                    Value::Unknown
+                ],
+            ]
+        );
+    }
+
+    #[test]
+    fn row_close_offsets_point_at_the_parenthesis() {
+        let sql = "INSERT INTO g$f (K,Q,V) VALUES ('a','b','c'),('d','e',')')";
+        let mut closes = Vec::new();
+        read(sql.as_bytes(), Dialect::default(), |_, row| {
+            closes.push(row.close);
+            ControlFlow::Continue(())
+        });
+        assert_eq!(closes.len(), 2);
+        for c in closes {
+            assert_eq!(&sql[c..c + 1], ")");
+        }
+    }
+
+    #[test]
+    fn other_shapes() {
+        let (r, got) = rows("INSERT INTO g$f SELECT * FROM other");
+        assert_eq!(head(&r).source, Source::Query);
+        assert!(got.is_empty());
+        let (r, _) = rows("INSERT INTO g$f (SELECT * FROM other)");
+        assert_eq!(head(&r).source, Source::Query);
+        let (r, got) = rows("INSERT g$f SET K = 'a', Q = 'b', T = -1, V = LOWER('x') ON DUPLICATE KEY UPDATE V = 'y', g$f.T = 2");
+        let h = head(&r);
+        assert_eq!(h.source, Source::Set);
+        assert_eq!(h.columns.as_ref().map(Vec::len), Some(4));
+        assert_eq!(
+            got,
+            vec![vec![b(b"a"), b(b"b"), Value::Int(-1), Value::Unknown]]
+        );
+        assert_eq!(h.on_duplicate, vec![b"V".to_vec(), b"T".to_vec()]);
+        let (r, _) =
+            rows("INSERT INTO g$f VALUES ('a','b',1,'v') AS new ON DUPLICATE KEY UPDATE V = new.V");
+        assert_eq!(head(&r).on_duplicate, vec![b"V".to_vec()]);
+        assert_eq!(rows("SELECT 1").0, Read::NotInsert);
+        assert!(matches!(
+            rows("INSERT INTO g$f VALUES ('a'").0,
+            Read::Unreadable(_)
+        ));
+        let (r, _) = rows("INSERT INTO g$f PARTITION (p0) VALUES ('a','b',1,'v')");
+        assert!(head(&r).partition_selection);
+    }
+
+    #[test]
+    fn the_callback_can_stop_the_reading() {
+        let mut seen = 0;
+        let r = read(
+            b"INSERT INTO g$f VALUES (1),(2),(3)",
+            Dialect::default(),
+            |_, _| {
+                seen += 1;
+                ControlFlow::Break(())
+            },
+        );
+        assert_eq!(seen, 1);
+        assert!(matches!(r, Read::Insert { rows: 1, .. }));
+    }
+
+    #[test]
+    fn long_bulk_inserts_are_read_in_one_pass() {
+        let mut sql = b"INSERT INTO g$f (K,Q,T,V) VALUES ".to_vec();
+        for i in 0..50_000 {
+            if i > 0 {
+                sql.push(b',');
+            }
+            sql.extend_from_slice(format!("('k{i}','q',-{i},'v')").as_bytes());
+        }
+        let mut n = 0;
+        let r = read(&sql, Dialect::default(), |_, row| {
+            assert_eq!(row.values.len(), 4);
+            n += 1;
+            ControlFlow::Continue(())
+        });
+        assert!(matches!(r, Read::Insert { rows: 50_000, .. }));
+        assert_eq!(n, 50_000);
+    }
+}
