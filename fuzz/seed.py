@@ -43,10 +43,20 @@ sql |= {
     b"SHOW TABLEGROUPS LIKE '%a%a%a%a%c'",
     b"SELECT K, Q, T, V FROM g$f WHERE K LIKE 'abcd%' AND T > -1 ORDER BY K LIMIT 10",
 }
+sql |= {
+    b"INSERT INTO g$f (K, Q, T, V) VALUES ('r1', 'q', -1700000000000, X'00FF'), (_binary'r\\'2', '', 5, NULL)",
+    b"REPLACE g$f VALUES (?, CONCAT('a', ?), - -3, ?), (1.5, (SELECT 1), DEFAULT, 'x' 'y')",
+    b"INSERT g$f SET K = 'a', Q = 'b', T = -1, V = LOWER('x') ON DUPLICATE KEY UPDATE V = 'y', g$f.T = 2",
+    b"INSERT INTO g$f VALUES ('a','b',1,'v') AS new ON DUPLICATE KEY UPDATE V = new.V",
+    b"INSERT INTO g$f PARTITION (p0) (K,Q,T,V) VALUES ROW('a','b',1,'v'), ()",
+}
 for s in sorted(sql):
     for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C):
         put("sql_router", bytes([flags]) + s)
     put("ddl_rules", s)
+    if s.lstrip().upper().startswith((b"INSERT", b"REPLACE")):
+        for flags in (0, 1, 2, 8):
+            put("sql_insert", bytes([flags]) + s)
 
 # client packets: a HandshakeResponse41, an SSLRequest, a COM_CHANGE_USER, framed streams
 caps = 0x000FA68D | (1 << 24)

@@ -1,0 +1,67 @@
+//! The INSERT reader and the cell rules: any bytes, under the dialect bits of the first byte
+//! (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, multibyte backslash). Every row handed out is judged as
+//! the router will judge it; offsets must lie inside the text and close on `)` for VALUES rows.
+#![no_main]
+
+use std::ops::ControlFlow;
+
+use libfuzzer_sys::fuzz_target;
+
+use obkv_proxy::hbase::cells::{check_cell, Cell, CellLimits, Convention, Seen, Window};
+use obkv_proxy::sql::insert::{read, Read, Source, Value};
+use obkv_proxy::sql::scan::{Dialect, Flavor};
+
+fn seen(v: Option<&Value>) -> Seen<'_> {
+    match v {
+        None => Seen::Absent,
+        Some(Value::Bytes { bytes, .. }) => Seen::Bytes(bytes),
+        Some(Value::Int(n)) => Seen::Int(*n),
+        Some(Value::Null) => Seen::Null,
+        Some(_) => Seen::Unknown,
+    }
+}
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&flags, sql)) = data.split_first() else {
+        return;
+    };
+    let d = Dialect {
+        flavor: Flavor::MariaDb,
+        version: 101119,
+        no_backslash_escapes: flags & 1 != 0,
+        ansi_quotes: flags & 2 != 0,
+        multibyte_backslash: flags & 4 != 0,
+    };
+    let limits = CellLimits {
+        k: Some(8),
+        q: Some(4),
+        v: Some(16),
+        prefix_column: Some("K_PREFIX".into()),
+    };
+    let mut findings = Vec::new();
+    let r = read(sql, d, |head, row| {
+        assert!(row.close <= sql.len());
+        if head.source == Source::Values {
+            assert_eq!(sql.get(row.close), Some(&b')'));
+        }
+        let cell = Cell {
+            k: seen(row.values.first()),
+            q: seen(row.values.get(1)),
+            t: seen(row.values.get(2)),
+            v: seen(row.values.get(3)),
+        };
+        let convention = if flags & 8 != 0 {
+            Convention::Ms
+        } else {
+            Convention::NegatedMs
+        };
+        check_cell(&cell, &limits, convention, Window::default(), row.index + 1, &mut findings);
+        findings.clear();
+        ControlFlow::Continue(())
+    });
+    if let Read::Insert { head, .. } = r {
+        if let Some(c) = head.columns_close {
+            assert_eq!(sql.get(c), Some(&b')'));
+        }
+    }
+});
