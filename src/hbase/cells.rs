@@ -430,6 +430,29 @@ mod tests {
     }
 
     #[test]
+    fn limits_come_from_the_definition() {
+        let def = |v: &str| {
+            let sql = format!(
+                "CREATE TABLE g$f (K varbinary(1024), Q varbinary(256), T bigint, V {v} NOT NULL, \
+                 K_PREFIX varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, 4)), \
+                 PRIMARY KEY (K, Q, T)) PARTITION BY KEY(K_PREFIX) PARTITIONS 97"
+            );
+            match crate::sql::ddl::parse(sql.as_bytes()).expect("parses") {
+                Some(crate::sql::ddl::Statement::CreateTable(t)) => *t,
+                other => panic!("{other:?}"),
+            }
+        };
+        let blob_limit = 10 << 20;
+        let l = CellLimits::from_definition(&def("varbinary(1048576)"), blob_limit);
+        assert_eq!((l.k, l.q, l.v), (Some(1024), Some(256), Some(1_048_576)));
+        assert_eq!(l.prefix_column.as_deref(), Some("K_PREFIX"));
+        let l = CellLimits::from_definition(&def("longblob"), blob_limit);
+        assert_eq!(l.v, Some(blob_limit));
+        let l = CellLimits::from_definition(&def("blob"), blob_limit);
+        assert_eq!(l.v, Some(65_535));
+    }
+
+    #[test]
     fn convention_encodes_now() {
         assert_eq!(Convention::NegatedMs.encode(5), -5);
         assert_eq!(Convention::Ms.encode(5), 5);
