@@ -124,22 +124,13 @@ pub struct Cell<'a> {
 }
 
 fn error(rule: &'static str, code: u16, sqlstate: &'static str, message: String) -> Finding {
-    Finding {
-        rule,
-        level: Level::Error,
-        code,
-        sqlstate,
-        message: format!("OBKV-HBase rule {rule}: {message}"),
-    }
+    Finding::error(rule, code, sqlstate, message)
 }
 
 fn warning(rule: &'static str, message: String) -> Finding {
     Finding {
-        rule,
         level: Level::Warning,
-        code: ER_WRONG_VALUE,
-        sqlstate: "22007",
-        message: format!("OBKV-HBase rule {rule}: {message}"),
+        ..Finding::error(rule, ER_WRONG_VALUE, "22007", message)
     }
 }
 

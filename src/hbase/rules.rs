@@ -22,7 +22,12 @@ pub struct Finding {
 }
 
 impl Finding {
-    fn error(rule: &'static str, code: u16, sqlstate: &'static str, message: String) -> Self {
+    pub(crate) fn error(
+        rule: &'static str,
+        code: u16,
+        sqlstate: &'static str,
+        message: String,
+    ) -> Self {
         Finding {
             rule,
             level: Level::Error,

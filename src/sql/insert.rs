@@ -411,33 +411,38 @@ impl Reader<'_> {
         }
     }
 
+    /// `col =` / `tbl.col =` / `db.tbl.col =` starting at `first`: the column (named last) is
+    /// pushed onto `cols`, and the `=` is read.
+    fn assignment_target(
+        &mut self,
+        first: Option<Token>,
+        cols: &mut Vec<Vec<u8>>,
+        why: &'static str,
+    ) -> Step<()> {
+        let ident = |t: Option<Token>| t.filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent));
+        let mut name = ident_value(self.sql, &ident(first).ok_or(why)?);
+        let mut eq = self.tok()?;
+        while eq.is_some_and(|s| s.is_punct(b'.')) {
+            let part = ident(self.tok()?).ok_or(why)?;
+            name = ident_value(self.sql, &part);
+            eq = self.tok()?;
+        }
+        if !eq.is_some_and(|e| e.is_punct(b'=')) {
+            return Err(why);
+        }
+        if cols.len() >= MAX_ROW_VALUES {
+            return Err("too many columns");
+        }
+        cols.push(name);
+        Ok(())
+    }
+
     /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
     /// just after the last value (where an assignment is added).
     fn set_list(&mut self, cols: &mut Vec<Vec<u8>>, out: &mut Vec<Value>) -> Step<usize> {
         loop {
-            let t = self.tok()?;
-            let mut name = match t {
-                Some(t) if matches!(t.kind, Tok::Word | Tok::QuotedIdent) => {
-                    ident_value(self.sql, &t)
-                }
-                _ => return Err("a SET list the reader does not follow"),
-            };
-            let mut eq = self.tok()?;
-            while eq.is_some_and(|s| s.is_punct(b'.')) {
-                let part = self
-                    .tok()?
-                    .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
-                    .ok_or("a SET list the reader does not follow")?;
-                name = ident_value(self.sql, &part);
-                eq = self.tok()?;
-            }
-            if !eq.is_some_and(|e| e.is_punct(b'=')) {
-                return Err("a SET list the reader does not follow");
-            }
-            if cols.len() >= MAX_ROW_VALUES {
-                return Err("too many columns");
-            }
-            cols.push(name);
+            let first = self.tok()?;
+            self.assignment_target(first, cols, "a SET list the reader does not follow")?;
             let (v, more, end) = self.set_value()?;
             out.push(v);
             if !more {
@@ -617,26 +622,8 @@ impl Reader<'_> {
         let mut expect_name = true;
         while let Some(t) = self.tok()? {
             if expect_name {
-                if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) {
-                    return Err("an ON DUPLICATE KEY UPDATE list the reader does not follow");
-                }
-                let mut name = ident_value(self.sql, &t);
-                let mut eq = self.tok()?;
-                while eq.is_some_and(|s| s.is_punct(b'.')) {
-                    let part = self
-                        .tok()?
-                        .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
-                        .ok_or("an ON DUPLICATE KEY UPDATE list the reader does not follow")?;
-                    name = ident_value(self.sql, &part);
-                    eq = self.tok()?;
-                }
-                if !eq.is_some_and(|e| e.is_punct(b'=')) {
-                    return Err("an ON DUPLICATE KEY UPDATE list the reader does not follow");
-                }
-                if out.len() >= MAX_ROW_VALUES {
-                    return Err("too many columns");
-                }
-                out.push(name);
+                let why = "an ON DUPLICATE KEY UPDATE list the reader does not follow";
+                self.assignment_target(Some(t), &mut out, why)?;
                 expect_name = false;
                 continue;
             }
