@@ -62,7 +62,8 @@ pub struct Insert {
     pub partition_selection: bool,
 }
 
-/// One row: its values, and the offset of its closing parenthesis (where a value is added).
+/// One row: its values, and where a value is added: the offset of its closing parenthesis (a
+/// VALUES row), or the offset just after the last value (a SET list).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row<'v> {
     pub index: usize,
