@@ -208,6 +208,14 @@ async fn measure(
     (all.len() as f64 / secs, p95)
 }
 
+/// The medians of (QPS, p95) over rounds.
+fn medians(v: &[(f64, f64)]) -> (f64, f64) {
+    (
+        median(v.iter().map(|x| x.0).collect()),
+        median(v.iter().map(|x| x.1).collect()),
+    )
+}
+
 fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
     v[v.len() / 2]
@@ -287,13 +295,7 @@ async fn main() {
                     .await,
                 );
             }
-            let m = |v: &[(f64, f64)]| {
-                (
-                    median(v.iter().map(|x| x.0).collect()),
-                    median(v.iter().map(|x| x.1).collect()),
-                )
-            };
-            let (a, b, c) = (m(&a), m(&b), m(&c));
+            let (a, b, c) = (medians(&a), medians(&b), medians(&c));
             println!(
                 "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3} | {:>8} {:>8}",
                 if prepared { "prepared" } else { "text" },
@@ -331,13 +333,7 @@ async fn main() {
             .await,
         );
     }
-    let m = |v: &[(f64, f64)]| {
-        (
-            median(v.iter().map(|x| x.0).collect()),
-            median(v.iter().map(|x| x.1).collect()),
-        )
-    };
-    let (a, c) = (m(&a), m(&c));
+    let (a, c) = (medians(&a), medians(&c));
     println!(
         "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3} | CPU µs/query proxy {} haproxy {}",
         a.0, a.1, c.0, c.1, a.0 / c.0, pc.us_per_query(), hc.us_per_query()

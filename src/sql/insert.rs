@@ -109,6 +109,7 @@ pub fn read(
     };
     let mut head = head;
     let mut rows = 0usize;
+    let mut stopped = false;
     let mut values: Vec<Value> = Vec::new();
     match head.source {
         Source::Query => {}
@@ -120,21 +121,12 @@ pub fn read(
             };
             head.columns = Some(columns);
             rows = 1;
-            if on_row(
-                &head,
-                Row {
-                    index: 0,
-                    values: &values,
-                    close,
-                },
-            )
-            .is_break()
-            {
-                return Read::Insert {
-                    head: Box::new(head),
-                    rows,
-                };
-            }
+            let row = Row {
+                index: 0,
+                values: &values,
+                close,
+            };
+            stopped = on_row(&head, row).is_break();
         }
         Source::Values => loop {
             values.clear();
@@ -142,22 +134,15 @@ pub fn read(
                 Ok(c) => c,
                 Err(why) => return Read::Unreadable(why),
             };
-            let index = rows;
+            let row = Row {
+                index: rows,
+                values: &values,
+                close,
+            };
             rows += 1;
-            if on_row(
-                &head,
-                Row {
-                    index,
-                    values: &values,
-                    close,
-                },
-            )
-            .is_break()
-            {
-                return Read::Insert {
-                    head: Box::new(head),
-                    rows,
-                };
+            if on_row(&head, row).is_break() {
+                stopped = true;
+                break;
             }
             match r.next() {
                 Ok(Some(t)) if t.is_punct(b',') => continue,
@@ -169,7 +154,8 @@ pub fn read(
             }
         },
     }
-    if head.source != Source::Query {
+    // stopped by the callback: what follows the rows is not read
+    if !stopped && head.source != Source::Query {
         match r.tail() {
             Ok(cols) => head.on_duplicate = cols,
             Err(why) => return Read::Unreadable(why),
