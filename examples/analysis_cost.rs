@@ -27,6 +27,7 @@ fn main() {
         },
         prefix_column: Some(("K_PREFIX".into(), 8)),
         placement: Placement::OceanBase,
+        limits: obkv_proxy::hbase::cells::CellLimits::default(),
     };
     cache.put(
         key(b"obkv_bench", b"bench$cells", false),

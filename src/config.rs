@@ -36,6 +36,7 @@ pub struct Config {
 }
 
 /// `hbase.enforcement`: how the OBKV-HBase rules apply (the model owns it).
+pub use crate::hbase::cells::Convention;
 pub use crate::hbase::rules::Enforcement;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -76,6 +77,31 @@ pub struct HbaseSection {
     /// How long the rewriter trusts what it read of a table's schema before reading it again
     /// (DDL through this proxy drops it at once; this bounds DDL made elsewhere).
     pub schema_cache_ms: u64,
+    /// How T encodes a cell's time: `negated-ms` (OceanBase 4.x's HBase API) or `ms`.
+    pub timestamp: Convention,
+    /// The plausible range of |T| in milliseconds: outside it T looks like seconds or
+    /// microseconds (a warning).
+    pub timestamp_window_ms: [i64; 2],
+    /// Most bytes of a blob-typed V (the HBase guidance for a cell).
+    pub cell_limit_bytes: u64,
+    /// The one-partition transaction guard.
+    pub transactions: Transactions,
+}
+
+/// `hbase.transactions`: what a transaction (or a statement) that leaves one partition gets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Transactions {
+    /// A write or locking read inside a transaction that leaves its partition is refused
+    /// before it reaches the backend; a statement of its own that spans partitions gets a
+    /// warning.
+    SinglePartition,
+    /// As `single-partition`, and a statement of its own that spans partitions is refused too.
+    Strict,
+    /// Forwarded with a warning.
+    Warn,
+    /// Not tracked.
+    Off,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -99,6 +125,10 @@ impl Default for HbaseSection {
             databases: Vec::new(),
             rewrite: Switch::On,
             schema_cache_ms: 1_000,
+            timestamp: Convention::NegatedMs,
+            timestamp_window_ms: [1_000_000_000_000, 10_000_000_000_000],
+            cell_limit_bytes: 10 << 20,
+            transactions: Transactions::SinglePartition,
         }
     }
 }
@@ -322,6 +352,15 @@ impl Config {
         }
         if self.proxy.max_packet_bytes < 1024 {
             return bad("proxy.max_packet_bytes must be at least 1024".into());
+        }
+        let [lo, hi] = self.hbase.timestamp_window_ms;
+        if lo < 0 || hi <= lo {
+            return bad(
+                "hbase.timestamp_window_ms must be [low, high] with 0 <= low < high".into(),
+            );
+        }
+        if self.hbase.cell_limit_bytes == 0 {
+            return bad("hbase.cell_limit_bytes must be at least 1".into());
         }
         if self.tls.cert.is_some() != self.tls.key.is_some() {
             return bad("tls.cert and tls.key must be given together".into());

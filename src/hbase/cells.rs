@@ -45,13 +45,15 @@ impl Convention {
 }
 
 /// The byte limits of one table's cells, from its definition.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct CellLimits {
     pub k: Option<u64>,
     pub q: Option<u64>,
     pub v: Option<u64>,
     /// The generated prefix column, if any (never written).
     pub prefix_column: Option<String>,
+    /// Every column in definition order (how an INSERT without a column list is read).
+    pub columns: Vec<String>,
 }
 
 impl CellLimits {
@@ -77,6 +79,7 @@ impl CellLimits {
             q: declared("Q"),
             v: declared("V"),
             prefix_column: def.prefix_column().map(|(c, _)| c.to_string()),
+            columns: def.columns.iter().map(|c| c.name.clone()).collect(),
         }
     }
 }
@@ -312,6 +315,7 @@ mod tests {
             q: Some(4),
             v: Some(16),
             prefix_column: Some("K_PREFIX".into()),
+            columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
         }
     }
 

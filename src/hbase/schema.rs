@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use super::cells::CellLimits;
 use super::partition::Partitioning;
 use crate::sql::ddl::CreateTable;
 
@@ -33,6 +34,8 @@ pub struct TableSchema {
     /// The generated prefix column that KEY partitioning uses, with its length n.
     pub prefix_column: Option<(String, usize)>,
     pub placement: Placement,
+    /// What each cell column may hold (the write rules).
+    pub limits: CellLimits,
 }
 
 impl TableSchema {
@@ -44,6 +47,7 @@ impl TableSchema {
         def: &CreateTable,
         live: Option<(&str, &str, u32)>,
         placement: Placement,
+        blob_limit: u64,
     ) -> Option<TableSchema> {
         let partitioning = def.model_partitioning()?;
         let prefix_column = match &partitioning {
@@ -73,7 +77,15 @@ impl TableSchema {
             partitioning,
             prefix_column,
             placement,
+            limits: CellLimits::from_definition(def, blob_limit),
         })
+    }
+
+    /// The HBase table (the table group) this column family belongs to: the name before `$`.
+    pub fn group(&self) -> &str {
+        self.name
+            .split_once('$')
+            .map_or(self.name.as_str(), |(g, _)| g)
     }
 
     /// The partition a rowkey (or prefix) is placed in on this backend.

@@ -329,6 +329,33 @@ fn is_terminator(first: Option<u8>, len: usize) -> bool {
     first == Some(0xfe) && len < MAX_FRAME
 }
 
+/// The last packet of a response (OK, or EOF / the OK-format terminator of a result set) with
+/// SERVER_MORE_RESULTS_EXISTS set: what the backend itself sends before the next result of a
+/// multi-statement text. The proxy sets it when it ends a text early and answers the rest with
+/// an error. None when the packet is not such a status packet.
+pub fn with_more_results(payload: &[u8], deprecate_eof: bool) -> Option<Vec<u8>> {
+    let at = match payload.first()? {
+        0x00 => ok_status_offset(payload)?,
+        0xFE if deprecate_eof => ok_status_offset(payload)?,
+        0xFE if payload.len() >= 5 => 3, // EOF: header, warnings (2), status (2)
+        _ => return None,
+    };
+    let bytes = payload.get(at..at + 2)?;
+    let st = u16::from_le_bytes([bytes[0], bytes[1]]) | status::MORE_RESULTS_EXISTS;
+    let mut out = payload.to_vec();
+    out.get_mut(at..at + 2)?.copy_from_slice(&st.to_le_bytes());
+    Some(out)
+}
+
+/// Where an OK packet's status flags are: after the header, affected rows and last insert id.
+fn ok_status_offset(payload: &[u8]) -> Option<usize> {
+    let mut r = Reader::new(payload);
+    r.u8()?;
+    r.lenenc_int()?;
+    r.lenenc_int()?;
+    (r.remaining().len() >= 2).then(|| r.pos())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -525,5 +552,28 @@ mod tests {
         t.feed(1, &[1]).unwrap();
         t.feed(1, &[3]).unwrap();
         assert!(t.feed(2, &[0x00, 0x01]).is_err()); // not an EOF where one is due
+    }
+
+    #[test]
+    fn more_results_is_set_in_the_last_status() {
+        // OK: affected 1, insert id 0, status AUTOCOMMIT, 0 warnings
+        let ok = [0x00, 0x01, 0x00, 0x02, 0x00, 0x00, 0x00];
+        let out = with_more_results(&ok, false).expect("an OK");
+        assert_eq!(out, [0x00, 0x01, 0x00, 0x0A, 0x00, 0x00, 0x00]);
+        // EOF: warnings 0, status AUTOCOMMIT
+        let eof = [0xFE, 0x00, 0x00, 0x02, 0x00];
+        assert_eq!(
+            with_more_results(&eof, false).unwrap(),
+            [0xFE, 0x00, 0x00, 0x0A, 0x00]
+        );
+        // the OK-format terminator when EOF is deprecated
+        let term = [0xFE, 0x00, 0x00, 0x22, 0x00, 0x00, 0x00];
+        assert_eq!(
+            with_more_results(&term, true).unwrap(),
+            [0xFE, 0x00, 0x00, 0x2A, 0x00, 0x00, 0x00]
+        );
+        // an error, or a truncated packet: nothing
+        assert!(with_more_results(&[0xFF, 0x10, 0x04], false).is_none());
+        assert!(with_more_results(&[0x00, 0x01], false).is_none());
     }
 }

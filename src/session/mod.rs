@@ -24,9 +24,9 @@ use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::net::ClientIo;
-use crate::protocol::constants::{com, status, Caps, MAX_FRAME};
+use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
-use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
+use crate::protocol::response::{with_more_results, ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::{CopyError, PacketStream};
 use crate::shared::Shared;
 use crate::sql::classify::{self, Class};
@@ -116,9 +116,11 @@ pub struct Session {
     dialect: Dialect,
     /// The backend compares table names case-insensitively (learned with `flavor`).
     names_ci: bool,
-    /// A note of the proxy's about the last statement, added to the backend's warnings by the
-    /// next SHOW WARNINGS.
-    pending_note: Option<String>,
+    /// The proxy's notes and warnings about the last statement, added to the backend's
+    /// warnings by the next SHOW WARNINGS.
+    pending_notes: Vec<hbase::Warning>,
+    /// The partition the open transaction's first write to an HBase table fixed.
+    txn_pin: Option<crate::sql::write::Place>,
     /// The current database as last read (None: not known; forgotten whenever a command may
     /// have changed it).
     db_fact: Option<Option<Vec<u8>>>,
@@ -169,7 +171,8 @@ impl Session {
             names_ci: false,
             db_fact: None,
             charset_fact: None,
-            pending_note: None,
+            pending_notes: Vec::new(),
+            txn_pin: None,
         }
     }
 
@@ -217,16 +220,47 @@ impl Session {
                 current,
                 names_ci: self.names_ci,
             },
-            tables: (self.shared.config.hbase.rewrite == crate::config::Switch::On).then(|| {
-                TableView {
-                    cache: self.shared.schemas.clone(),
-                    current_db: self.db_fact.clone(),
-                    charset: self.charset_fact,
-                    names_ci: self.names_ci,
-                    settled: false,
-                    counters: self.shared.rewrite_counters.clone(),
-                }
+            rewrite: self.shared.config.hbase.rewrite == crate::config::Switch::On,
+            writes: self.write_rules(),
+            txn: crate::sql::write::Txn {
+                active: self.last_status & status::IN_TRANS != 0
+                    || self.last_status & status::AUTOCOMMIT == 0,
+                pinned: self.txn_pin.clone(),
+            },
+            tables: (self.shared.config.hbase.rewrite == crate::config::Switch::On
+                || self.write_rules().is_some())
+            .then(|| TableView {
+                cache: self.shared.schemas.clone(),
+                current_db: self.db_fact.clone(),
+                charset: self.charset_fact,
+                names_ci: self.names_ci,
+                settled: false,
+                counters: self.shared.rewrite_counters.clone(),
             }),
+        })
+    }
+
+    /// The write rules in force (None: cell rules and the transaction guard both off), with
+    /// this statement's time for a T the proxy fills in.
+    fn write_rules(&self) -> Option<crate::sql::write::WriteRules> {
+        let h = &self.shared.config.hbase;
+        if h.enforcement == crate::config::Enforcement::Off
+            && h.transactions == crate::config::Transactions::Off
+        {
+            return None;
+        }
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        Some(crate::sql::write::WriteRules {
+            cells: h.enforcement,
+            convention: h.timestamp,
+            window: crate::hbase::cells::Window {
+                min_ms: h.timestamp_window_ms[0],
+                max_ms: h.timestamp_window_ms[1],
+            },
+            transactions: h.transactions,
+            now_ms,
         })
     }
 
@@ -398,6 +432,7 @@ impl Session {
                 Some(com::PROCESS_INFO) => self.forward(ResponseKind::Query).await.map(drop),
                 Some(com::RESET_CONNECTION) => {
                     self.statements.clear();
+                    self.txn_pin = None;
                     self.forget_session_facts();
                     self.forward(ResponseKind::Single).await.map(drop)
                 }
@@ -423,9 +458,10 @@ impl Session {
     }
 
     async fn on_query(&mut self) -> Result<(), End> {
-        if let Some(note) = self.pending_note.take() {
+        if !self.pending_notes.is_empty() {
+            let notes = std::mem::take(&mut self.pending_notes);
             if classify::leading_words(&self.command[1..], 3) == ["SHOW", "WARNINGS"] {
-                return self.show_warnings_with_note(note).await;
+                return self.show_warnings_with_notes(notes).await;
             }
         }
         let ddl = self.forget_facts_after_query();
@@ -483,6 +519,7 @@ impl Session {
 
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.statements.clear();
+        self.txn_pin = None;
         self.forget_session_facts();
         if self.shared.config.auth.mode == AuthMode::Proxy {
             let Some(request) =
@@ -528,9 +565,10 @@ impl Session {
             }
             Decision::ForwardWithNote(note) => {
                 let summary = self.forward(kind).await?;
-                self.pending_note = Some(note);
+                self.pending_notes = vec![("Note".into(), 1105, note)];
                 Ok(Some(summary))
             }
+            Decision::Write(w) => self.carry_out_write(*w, kind).await,
             Decision::Rewrite(text) => {
                 self.command.truncate(1);
                 self.command.extend_from_slice(&text);
@@ -675,14 +713,83 @@ impl Session {
         // Response sequence ids continue the command's; they differ when a rewrite changed the
         // number of frames.
         let seq_delta = self.command_frames.wrapping_sub(backend_frames);
-        let summary = self.relay_response(kind, seq_delta).await?;
-        if let Some(st) = summary.status {
-            self.last_status = st;
-        }
+        let (summary, _) = self.relay_response(kind, seq_delta, false).await?;
+        self.after_response(&summary);
         Ok(summary)
     }
 
-    async fn relay_response(&mut self, kind: ResponseKind, seq_delta: u8) -> Result<Summary, End> {
+    /// The status a response ended with: the session's transaction state follows it (COMMIT,
+    /// ROLLBACK and implicit commits end the partition the guard keeps).
+    fn after_response(&mut self, summary: &Summary) {
+        if let Some(st) = summary.status {
+            self.last_status = st;
+        }
+        if self.last_status & status::IN_TRANS == 0 {
+            self.txn_pin = None;
+        }
+    }
+
+    /// A text with writes on HBase tables, as the write stage decided: the text (T filled in,
+    /// prefix predicates added) is forwarded; when a later statement of it was refused, the text
+    /// sent ends before that one and the refusal follows the results of those before it, as the
+    /// backend's own error would.
+    async fn carry_out_write(
+        &mut self,
+        w: crate::sql::router::Write,
+        kind: ResponseKind,
+    ) -> Result<Option<Summary>, End> {
+        if let Some(text) = w.text {
+            self.command.truncate(1);
+            self.command.extend_from_slice(&text);
+        }
+        let refused = w.refused;
+        let backend_frames = match self.backend.send_packet(0, &self.command).await {
+            Ok(next) => next,
+            Err(_) => return Err(self.lose_backend(self.command_frames).await),
+        };
+        let seq_delta = self.command_frames.wrapping_sub(backend_frames);
+        let (summary, next_seq) = self
+            .relay_response(kind, seq_delta, refused.is_some())
+            .await?;
+        let failed = summary.error_code.is_some();
+        if let (Some(after), false) = (w.txn_after, failed) {
+            self.txn_pin = after;
+        }
+        self.after_response(&summary);
+        if !w.warnings.is_empty() && !failed {
+            self.pending_notes = w
+                .warnings
+                .into_iter()
+                .map(|(l, c, m)| (l.to_string(), c, m))
+                .collect();
+        }
+        match refused {
+            // a statement before the refused one failed: the backend's error ends the text
+            Some(_) if failed => {}
+            Some(e) => {
+                bump(&self.shared.stats.answered_locally);
+                if self
+                    .client
+                    .send_packet(next_seq, &e.to_packet())
+                    .await
+                    .is_err()
+                {
+                    return Err(End::ClientGone);
+                }
+            }
+            None => {}
+        }
+        Ok(Some(summary))
+    }
+
+    /// Relays one response; with `more_after` its last status packet says more results follow
+    /// (the proxy answers them). Returns the summary and the sequence id after the response.
+    async fn relay_response(
+        &mut self,
+        kind: ResponseKind,
+        seq_delta: u8,
+        more_after: bool,
+    ) -> Result<(Summary, u8), End> {
         let mut tracker = ResponseTracker::with_caps(kind, self.client_caps);
         let mut next_seq = self.command_frames;
         // A packet of 16 MiB - 1 or more continues in further frames, which are relayed as they
@@ -718,7 +825,17 @@ impl Session {
                         }
                     };
                     self.client.queue_header(header.len, seq);
-                    self.client.queue_bytes(payload);
+                    let last =
+                        more_after && step == Step::Done && tracker.summary.error_code.is_none();
+                    match last
+                        .then(|| {
+                            with_more_results(payload, self.client_caps.has(cap::DEPRECATE_EOF))
+                        })
+                        .flatten()
+                    {
+                        Some(patched) => self.client.queue_bytes(&patched),
+                        None => self.client.queue_bytes(payload),
+                    }
                 } else {
                     let head = [first.unwrap_or(0)];
                     step = match tracker.feed(header.len, &head[..header.len.min(1)]) {
@@ -746,7 +863,7 @@ impl Session {
                     if self.client.flush().await.is_err() {
                         return Err(End::ClientGone);
                     }
-                    return Ok(tracker.summary);
+                    return Ok((tracker.summary, next_seq));
                 }
                 Step::LocalInfile => {
                     if self.client.flush().await.is_err() {

@@ -88,8 +88,9 @@ impl Session {
         let utf8 = |i| {
             String::from_utf8_lossy(&marker::from_hex(cell(r, i)).unwrap_or_default()).into_owned()
         };
+        let blob_limit = self.shared.config.hbase.cell_limit_bytes;
         Ok(Some(
-            TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement)
+            TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement, blob_limit)
                 .map(Arc::new),
         ))
     }
@@ -159,15 +160,20 @@ impl Session {
     }
 
     /// SHOW WARNINGS after a statement the proxy noted something about: the backend's warnings,
-    /// then the proxy's note.
-    pub(super) async fn show_warnings_with_note(&mut self, note: String) -> Result<(), End> {
+    /// then the proxy's.
+    pub(super) async fn show_warnings_with_notes(
+        &mut self,
+        notes: Vec<super::hbase::Warning>,
+    ) -> Result<(), End> {
         let mut rows: Vec<Vec<Option<Vec<u8>>>> =
             self.rows("SHOW WARNINGS").await?.unwrap_or_default();
-        rows.push(vec![
-            Some(b"Note".to_vec()),
-            Some(b"1105".to_vec()),
-            Some(note.into_bytes()),
-        ]);
+        for (level, code, message) in notes {
+            rows.push(vec![
+                Some(level.into_bytes()),
+                Some(code.to_string().into_bytes()),
+                Some(message.into_bytes()),
+            ]);
+        }
         self.answer_rows(&["Level", "Code", "Message"], &rows).await
     }
 

@@ -10,6 +10,7 @@
 //! on it can only narrow what the backend reads, never what it returns.
 
 use super::ddl::TableName;
+use super::insert::{literal, Value};
 use super::scan::{hex_value, ident_value, string_value, Dialect, Scanner, Tok, Token};
 
 /// A value compared with K.
@@ -94,6 +95,11 @@ pub struct Dml {
     /// How many `?` placeholders come before `where_end` (the position of a placeholder
     /// spliced there).
     pub params_before_where_end: u32,
+    /// UPDATE: the SET list, in order: each column as written (unquoted, without a table
+    /// qualifier) and its value when that is one literal or placeholder (else `Unknown`).
+    pub assignments: Vec<(Vec<u8>, Value)>,
+    /// SELECT … FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE: a locking read.
+    pub locking: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -343,12 +349,17 @@ impl Reader<'_> {
                 j += 1;
             }
         }
+        let mut assignments = Vec::new();
         let where_kw = match verb {
             Verb::Update => {
                 if !self.word(j, "SET") {
                     return Read::Unreadable("a multiple-table UPDATE");
                 }
-                self.depth0_word(j + 1, "WHERE")
+                let w = self.depth0_word(j + 1, "WHERE");
+                match self.assignments(j + 1, &mut assignments) {
+                    Some(_) => w,
+                    None => return Read::Unreadable("a SET list the reader does not follow"),
+                }
             }
             _ => {
                 if j < self.t.len() && !self.word(j, "WHERE") && !self.is_clause_word(j) {
@@ -369,6 +380,8 @@ impl Reader<'_> {
             where_idents: Vec::new(),
             backslash_literal: false,
             params_before_where_end: 0,
+            assignments,
+            locking: verb == Verb::Select && self.locking(),
         };
         let Some(w) = where_kw else {
             return Read::Dml(Box::new(dml));
@@ -413,6 +426,65 @@ impl Reader<'_> {
             }
         }
         Read::Dml(Box::new(dml))
+    }
+
+    /// UPDATE's SET list from token `from`: `[t.]col = value, …` up to the first clause word at
+    /// depth 0; returns the index after it.
+    fn assignments(&self, from: usize, out: &mut Vec<(Vec<u8>, Value)>) -> Option<usize> {
+        let mut k = from;
+        loop {
+            // the target: an identifier, possibly qualified, then `=`
+            let mut target = k;
+            while self.punct(target + 1, b'.') {
+                target += 2;
+            }
+            let t = self.t.get(target)?;
+            if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) || !self.punct(target + 1, b'=') {
+                return None;
+            }
+            let column = ident_value(self.sql, t);
+            // the value: up to `,` or a clause word at depth 0
+            let start = target + 2;
+            let mut depth = 0i32;
+            let mut end = start;
+            while let Some(t) = self.t.get(end) {
+                if t.is_punct(b'(') {
+                    depth += 1;
+                } else if t.is_punct(b')') {
+                    depth -= 1;
+                } else if depth == 0
+                    && (t.is_punct(b',') || t.is_punct(b';') || self.is_clause_word(end))
+                {
+                    break;
+                }
+                end += 1;
+            }
+            let toks = self.t.get(start..end)?;
+            if toks.is_empty() {
+                return None;
+            }
+            let param = match toks {
+                [t] if t.is_punct(b'?') => self.ords.get(start).copied(),
+                _ => None,
+            };
+            out.push((column, literal(self.sql, self.d, toks, param)));
+            if out.len() > 4096 {
+                return None;
+            }
+            if self.punct(end, b',') {
+                k = end + 1;
+            } else {
+                return Some(end);
+            }
+        }
+    }
+
+    /// `FOR UPDATE`, `FOR SHARE` or `LOCK IN SHARE MODE` (one query block: anywhere).
+    fn locking(&self) -> bool {
+        (0..self.t.len()).any(|i| {
+            (self.word(i, "FOR") && (self.word(i + 1, "UPDATE") || self.word(i + 1, "SHARE")))
+                || (self.word(i, "LOCK") && self.word(i + 1, "IN"))
+        })
     }
 
     /// The first `w` at parenthesis depth 0 from `from`.

@@ -514,67 +514,9 @@ impl Reader<'_> {
 
     /// What the tokens of one value are, if they are a literal.
     fn literal(&self, toks: &[Token]) -> Value {
-        let sql = self.sql;
-        // unary signs in front of a number
-        let signs = toks
-            .iter()
-            .take_while(|t| t.is_punct(b'-') || t.is_punct(b'+'))
-            .count();
-        let negative = toks[..signs].iter().filter(|t| t.is_punct(b'-')).count() % 2 == 1;
-        let rest = &toks[signs..];
-        match rest {
-            [t] if t.kind == Tok::Number => {
-                let text = t.text(sql);
-                if !text.iter().all(u8::is_ascii_digit) {
-                    return Value::Unknown; // a fraction or an exponent: not a bigint literal
-                }
-                let Some(n) = std::str::from_utf8(text)
-                    .ok()
-                    .and_then(|s| s.parse::<i128>().ok())
-                else {
-                    return Value::Unknown;
-                };
-                Value::Int(if negative { -n } else { n })
-            }
-            _ if signs > 0 => Value::Unknown,
-            // the value's own `?` is the last one counted: the token that ended the value
-            // is a `,`, `)`, ON or `;`
-            [t] if t.is_punct(b'?') => match self.params.checked_sub(1) {
-                Some(n) => Value::Param(n),
-                None => Value::Unknown,
-            },
-            [t] if t.is_word(sql, "NULL") => Value::Null,
-            [t] if t.is_word(sql, "DEFAULT") => Value::Default,
-            [t] if t.kind == Tok::Str => Value::Bytes {
-                bytes: string_value(sql, t, self.d),
-                charset: LitCharset::Connection,
-            },
-            [t] if t.kind == Tok::Hex => match hex_value(sql, t) {
-                Some(bytes) => Value::Bytes {
-                    bytes,
-                    charset: LitCharset::Binary,
-                },
-                None => Value::Unknown,
-            },
-            [intro, v] if intro.kind == Tok::Word && intro.text(sql).starts_with(b"_") => {
-                let bytes = match v.kind {
-                    Tok::Str => string_value(sql, v, self.d),
-                    Tok::Hex => match hex_value(sql, v) {
-                        Some(b) => b,
-                        None => return Value::Unknown,
-                    },
-                    _ => return Value::Unknown,
-                };
-                let charset = match intro.text(sql).to_ascii_lowercase().as_slice() {
-                    b"_binary" => LitCharset::Binary,
-                    _ if v.kind == Tok::Hex => LitCharset::Binary,
-                    b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
-                    _ => LitCharset::Other,
-                };
-                Value::Bytes { bytes, charset }
-            }
-            _ => Value::Unknown,
-        }
+        // the value's own `?` is the last one counted: the token that ended the value is a
+        // `,`, `)`, ON or `;`
+        literal(self.sql, self.d, toks, self.params.checked_sub(1))
     }
 
     /// After the rows: `[AS alias [(cols)]] [ON DUPLICATE KEY UPDATE a = …, …]`. Returns the
@@ -631,6 +573,76 @@ impl Reader<'_> {
 enum End {
     Comma,
     Close(usize),
+}
+
+/// What the tokens of one value are, if they are a literal (`param`: the ordinal of a `?`
+/// among them).
+pub(crate) fn literal(sql: &[u8], d: Dialect, toks: &[Token], param: Option<u32>) -> Value {
+    // unary signs in front of a number
+    let signs = toks
+        .iter()
+        .take_while(|t| t.is_punct(b'-') || t.is_punct(b'+'))
+        .count();
+    let negative = toks
+        .get(..signs)
+        .unwrap_or_default()
+        .iter()
+        .filter(|t| t.is_punct(b'-'))
+        .count()
+        % 2
+        == 1;
+    let rest = toks.get(signs..).unwrap_or_default();
+    match rest {
+        [t] if t.kind == Tok::Number => {
+            let text = t.text(sql);
+            if !text.iter().all(u8::is_ascii_digit) {
+                return Value::Unknown; // a fraction or an exponent: not a bigint literal
+            }
+            let Some(n) = std::str::from_utf8(text)
+                .ok()
+                .and_then(|s| s.parse::<i128>().ok())
+            else {
+                return Value::Unknown;
+            };
+            Value::Int(if negative { -n } else { n })
+        }
+        _ if signs > 0 => Value::Unknown,
+        [t] if t.is_punct(b'?') => match param {
+            Some(n) => Value::Param(n),
+            None => Value::Unknown,
+        },
+        [t] if t.is_word(sql, "NULL") => Value::Null,
+        [t] if t.is_word(sql, "DEFAULT") => Value::Default,
+        [t] if t.kind == Tok::Str => Value::Bytes {
+            bytes: string_value(sql, t, d),
+            charset: LitCharset::Connection,
+        },
+        [t] if t.kind == Tok::Hex => match hex_value(sql, t) {
+            Some(bytes) => Value::Bytes {
+                bytes,
+                charset: LitCharset::Binary,
+            },
+            None => Value::Unknown,
+        },
+        [intro, v] if intro.kind == Tok::Word && intro.text(sql).starts_with(b"_") => {
+            let bytes = match v.kind {
+                Tok::Str => string_value(sql, v, d),
+                Tok::Hex => match hex_value(sql, v) {
+                    Some(b) => b,
+                    None => return Value::Unknown,
+                },
+                _ => return Value::Unknown,
+            };
+            let charset = match intro.text(sql).to_ascii_lowercase().as_slice() {
+                b"_binary" => LitCharset::Binary,
+                _ if v.kind == Tok::Hex => LitCharset::Binary,
+                b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
+                _ => LitCharset::Other,
+            };
+            Value::Bytes { bytes, charset }
+        }
+        _ => Value::Unknown,
+    }
 }
 
 #[cfg(test)]

@@ -12,3 +12,4 @@ pub mod rewrite;
 pub mod router;
 pub mod scan;
 pub mod splice;
+pub mod write;

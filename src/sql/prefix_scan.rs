@@ -8,6 +8,7 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
+use super::ddl::TableName;
 use super::dml::{Dml, Escape, LitCharset, Operand, Pred};
 use super::rewrite;
 use crate::hbase::partition::Partitioning;
@@ -238,8 +239,13 @@ impl PreparedPlan {
 /// The schema of the table a statement names, resolved as the backend resolves it for this
 /// session (the named database, else the current one), as the cache knows it.
 pub fn table(dml: &Dml, view: &TableView) -> Result<Option<Arc<TableSchema>>, Need> {
-    let name = &dml.table.raw_name;
-    let db = match (&dml.table.raw_schema, &view.current_db) {
+    table_named(&dml.table, view)
+}
+
+/// `table` for a table named in any statement.
+pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<TableSchema>>, Need> {
+    let name = &table.raw_name;
+    let db = match (&table.raw_schema, &view.current_db) {
         (Some(db), _) | (None, Some(Some(db))) => db,
         (None, Some(None)) => return Ok(None), // no database: the backend's error
         (None, None) if view.settled => return Ok(None),
@@ -520,6 +526,13 @@ pub(crate) mod tests {
             },
             prefix_column: Some(("K_PREFIX".into(), 4)),
             placement,
+            limits: crate::hbase::cells::CellLimits {
+                k: Some(16),
+                q: Some(8),
+                v: Some(32),
+                prefix_column: Some("K_PREFIX".into()),
+                columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
+            },
         };
         cache.put(key(b"hb", b"g$f", false), Some(Arc::new(schema)));
         TableView {

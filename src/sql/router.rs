@@ -25,6 +25,8 @@ use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::rewrite;
 use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
 use super::splice::Splice;
+use super::write::{self, Guarded, Touch, Txn, WriteRules};
+use crate::hbase::rules::{self, Finding, Level};
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{self, Statement, TableName};
 
@@ -48,6 +50,23 @@ pub enum Decision {
     /// COM_STMT_PREPARE of a statement whose bound values decide its prefix: forward it, and
     /// decide each execution with this plan.
     ForwardPrepared(Box<prefix_scan::PreparedPlan>),
+    /// Writes (or locking reads) on HBase tables passed the write stage: forward as `Write`
+    /// says.
+    Write(Box<Write>),
+}
+
+/// What the session does with a text that writes to HBase tables.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Write {
+    /// The text to send (T filled in, prefix predicates spliced), None: the client's bytes.
+    pub text: Option<Vec<u8>>,
+    /// A statement of a multi-statement text is refused: the text sent ends before it (the
+    /// statements before it run), and this error follows their results.
+    pub refused: Option<ErrorInfo>,
+    /// Warnings and notes for the client (SHOW WARNINGS): (level, code, message).
+    pub warnings: Vec<(&'static str, u16, String)>,
+    /// The transaction's partition once the text has run, when the text changes it.
+    pub txn_after: Option<Option<write::Place>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -81,8 +100,15 @@ pub struct Context {
     pub strict: bool,
     /// Where `$` names are HBase tables.
     pub scope: Scope,
-    /// The prefix-scan rewriter's view (None: `hbase.rewrite = "off"`).
+    /// What the proxy knows of HBase tables' schemas (None: neither the rewriter nor the write
+    /// rules need them).
     pub tables: Option<TableView>,
+    /// `hbase.rewrite = "on"`: the prefix-scan rewriter splices prefix predicates.
+    pub rewrite: bool,
+    /// The write rules (None: cell rules and the transaction guard are both off).
+    pub writes: Option<WriteRules>,
+    /// The session's transaction, for the guard.
+    pub txn: Txn,
 }
 
 impl Default for Context {
@@ -92,6 +118,9 @@ impl Default for Context {
             strict: true,
             scope: Scope::default(),
             tables: None,
+            rewrite: true,
+            writes: None,
+            txn: Txn::default(),
         }
     }
 }
@@ -185,6 +214,8 @@ enum Read {
     Dml(Box<dml::Dml>),
     /// SELECT / UPDATE / DELETE on an HBase-style table in a shape the rewriter does not read.
     DmlUnreadable(&'static str),
+    /// INSERT / REPLACE into an HBase-style table (in scope).
+    Insert(Box<TableName>),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -206,6 +237,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         Decision::Rewrite(_) | Decision::ForwardWithNote(_) | Decision::ForwardPrepared(_) => {
             Decision::Forward
         }
+        Decision::Write(w) if w.refused.is_none() => Decision::Forward,
         other => other.clone(),
     };
     let mut rewrite_agreed = true;
@@ -270,7 +302,12 @@ fn decide_pieces(
 ) -> (Decision, Tally) {
     let mut tally = Tally::default();
     let decision = decide_pieces_with(sql, pieces, origin, ctx, d, &mut tally);
-    if !matches!(decision, Decision::Rewrite(_) | Decision::NeedFacts(_)) {
+    let rewrote = match &decision {
+        Decision::Rewrite(_) | Decision::NeedFacts(_) => true,
+        Decision::Write(w) => w.text.is_some(),
+        _ => false,
+    };
+    if !rewrote {
         tally = tally.not_rewritten();
     }
     (decision, tally)
@@ -298,15 +335,96 @@ fn decide_pieces_with(
     let mut needs = false;
     let mut note: Option<String> = None;
     let mut prepared: Option<Box<prefix_scan::PreparedPlan>> = None;
+    // the write stage: what the text's writes get, and the transaction as it runs
+    let mut writes = WriteState {
+        txn: ctx.txn.clone(),
+        ..WriteState::default()
+    };
     for (i, read) in reads.iter().enumerate() {
+        let piece = &sql[pieces[i].start..pieces[i].end];
+        if let (Some(rules), true) = (&ctx.writes, many) {
+            writes.transaction_statement(piece, d, rules);
+        }
         match read {
             Read::Plain => {}
             Read::DmlUnreadable(why) => {
                 tracing::debug!(why, "prefix-scan rewriter: statement not read");
                 tally.unreadable += 1;
             }
+            Read::Insert(table) => {
+                let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
+                    continue;
+                };
+                let schema = match prefix_scan::table_named(table, view) {
+                    Ok(Some(s)) => s,
+                    Ok(None) => continue,
+                    Err(n) => {
+                        needs = true;
+                        need.merge(n);
+                        continue;
+                    }
+                };
+                let fill_t = origin == Origin::Text;
+                let mut own = Splice::new();
+                let checked = match write::check_insert(
+                    piece,
+                    d,
+                    &schema,
+                    rules,
+                    view.charset,
+                    view.settled,
+                    &mut own,
+                    pieces[i].start,
+                ) {
+                    Ok(c) => c,
+                    Err(write::NeedCharset) => {
+                        needs = true;
+                        need.charset = true;
+                        continue;
+                    }
+                };
+                if fill_t {
+                    splice.extend(own);
+                }
+                if let Some(e) = writes.judge(checked, rules, origin) {
+                    return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                }
+            }
             Read::Dml(x) => {
                 let Some(view) = &ctx.tables else { continue };
+                if let (Some(rules), false) = (&ctx.writes, x.explain) {
+                    let checked = match prefix_scan::table(x, view) {
+                        Ok(Some(schema)) => write::check_dml(
+                            x,
+                            &schema,
+                            rules,
+                            view.charset,
+                            d.reported_backslash_escape(),
+                            view.settled,
+                        ),
+                        Ok(None) => Ok(write::Checked::default()),
+                        Err(n) => {
+                            needs = true;
+                            need.merge(n);
+                            continue;
+                        }
+                    };
+                    match checked {
+                        Ok(c) => {
+                            if let Some(e) = writes.judge(c, rules, origin) {
+                                return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                            }
+                        }
+                        Err(write::NeedCharset) => {
+                            needs = true;
+                            need.charset = true;
+                            continue;
+                        }
+                    }
+                }
+                if !ctx.rewrite {
+                    continue;
+                }
                 match prefix_scan::plan(x, view, d.reported_backslash_escape()) {
                     Step::Untouched => {}
                     Step::Note(n) => note = Some(n),
@@ -417,6 +535,12 @@ fn decide_pieces_with(
         return Decision::NeedFacts(need);
     }
     match (variables.is_empty(), locked.is_empty()) {
+        (true, true) if writes.matters() => Decision::Write(Box::new(Write {
+            text: (!splice.is_empty()).then(|| splice.apply(sql)),
+            refused: None,
+            warnings: writes.warnings,
+            txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+        })),
         (true, true) => {
             if !splice.is_empty() {
                 Decision::Rewrite(splice.apply(sql))
@@ -431,6 +555,135 @@ fn decide_pieces_with(
         (false, _) => Decision::CheckVariables(variables),
         (true, false) => Decision::ReadCatalogThenForward(locked),
     }
+}
+
+/// The write stage's state over the statements of one text.
+#[derive(Debug, Default)]
+struct WriteState {
+    /// The transaction as it will be when the statement being read runs.
+    txn: Txn,
+    /// Whether the text changes what the session must remember of its transaction.
+    txn_changed: bool,
+    warnings: Vec<(&'static str, u16, String)>,
+    /// A statement of the text wrote (or locked) an HBase table.
+    wrote: bool,
+}
+
+impl WriteState {
+    /// Whether the session has anything to carry out besides forwarding.
+    fn matters(&self) -> bool {
+        self.wrote || !self.warnings.is_empty() || self.txn_changed
+    }
+
+    /// A statement of a multi-statement text that starts or ends a transaction: the
+    /// statements after it run in that state. (A single statement needs none of this: the
+    /// backend's status after it says where the transaction stands.)
+    fn transaction_statement(&mut self, piece: &[u8], d: Dialect, rules: &WriteRules) {
+        if rules.transactions == crate::config::Transactions::Off {
+            return;
+        }
+        let words = leading_words_of(piece, d);
+        let is = |w: &[&str]| {
+            words.len() >= w.len() && w.iter().zip(&words).all(|(a, b)| b.eq_ignore_ascii_case(a))
+        };
+        if is(&["BEGIN"]) || is(&["START", "TRANSACTION"]) {
+            self.txn = Txn {
+                active: true,
+                pinned: None,
+            };
+            self.txn_changed = true;
+        } else if (is(&["COMMIT"]) || is(&["ROLLBACK"]))
+            && !words.iter().any(|w| w.eq_ignore_ascii_case("TO"))
+        {
+            // autocommit off: the next statement begins the next transaction
+            self.txn.pinned = None;
+            self.txn_changed = true;
+        }
+    }
+
+    /// The rules' and the guard's verdict on one statement: the refusal, if any; otherwise its
+    /// warnings are kept and its partition fixes the transaction's.
+    fn judge(
+        &mut self,
+        checked: write::Checked,
+        rules: &WriteRules,
+        origin: Origin,
+    ) -> Option<ErrorInfo> {
+        let mut checked = checked;
+        if origin == Origin::Prepare {
+            // a prepare runs nothing: its literals are checked now, its `?` and its place in
+            // the transaction at each execution
+            checked.findings.retain(|f| f.rule != "C8");
+            checked.touch = None;
+        }
+        let verdict = rules::judge(rules.cells, checked.findings);
+        if let Some(f) = verdict.refuse {
+            return Some(ErrorInfo::new(f.code, f.sqlstate, f.message));
+        }
+        let mut kept: Vec<Finding> = verdict.warnings;
+        if let Some(touch) = &checked.touch {
+            self.wrote |= *touch != Touch::Nothing;
+            match write::guard(touch, &self.txn, rules.transactions) {
+                Guarded::Refuse(f) => return Some(ErrorInfo::new(f.code, f.sqlstate, f.message)),
+                Guarded::Warn(f) => kept.push(f),
+                Guarded::Fine { pin: Some(p) } => {
+                    self.txn.pinned = Some(p);
+                    self.txn_changed = true;
+                }
+                Guarded::Fine { pin: None } => {}
+            }
+        }
+        for f in kept {
+            let level = if f.level == Level::Note {
+                "Note"
+            } else {
+                "Warning"
+            };
+            if self.warnings.len() < 64 {
+                self.warnings.push((level, f.code, f.message));
+            }
+        }
+        None
+    }
+}
+
+/// The first words of a statement (at most 4), as the backend reads them.
+fn leading_words_of(piece: &[u8], d: Dialect) -> Vec<String> {
+    Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(4)
+        .take_while(|t| t.kind == Tok::Word)
+        .map(|t| String::from_utf8_lossy(t.text(piece)).into_owned())
+        .collect()
+}
+
+/// Statement `i` of the text is refused: the statements before it run, then the client gets
+/// the refusal (as the backend itself stops a multi-statement text at an error).
+#[allow(clippy::too_many_arguments)]
+fn stop_at(
+    sql: &[u8],
+    pieces: &[Piece],
+    i: usize,
+    splice: Splice,
+    e: ErrorInfo,
+    needs: bool,
+    need: Need,
+    writes: WriteState,
+) -> Decision {
+    if needs {
+        // an earlier statement's decision is not known yet: read what it needs first
+        return Decision::NeedFacts(need);
+    }
+    let Some(before) = i.checked_sub(1).and_then(|j| pieces.get(j)) else {
+        return Decision::Answer(Answer::Error(e));
+    };
+    let sent = sql.get(..before.end).unwrap_or_default();
+    Decision::Write(Box::new(Write {
+        text: Some(splice.apply(sent)),
+        refused: Some(e),
+        warnings: writes.warnings,
+        txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+    }))
 }
 
 /// One row of `EXPLAIN OBKV`: a statement of the text and what the proxy does with it.
@@ -474,8 +727,25 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         Decision::ReadCatalogThenForward(_) => "LOCK TABLES on HBase tables: forwarded".into(),
         Decision::Answer(Answer::Error(e)) => format!("refused: {} ({})", e.message, e.code),
         Decision::Answer(_) => "answered by the proxy".into(),
+        Decision::Write(w) => {
+            let mut n = match &w.refused {
+                Some(e) => format!(
+                    "the statements before the refused one run, then: refused: {} ({})",
+                    e.message, e.code
+                ),
+                None => "writes checked against the cell rules and the transaction guard".into(),
+            };
+            for (level, _, m) in &w.warnings {
+                n.push_str(&format!("; {level}: {m}"));
+            }
+            n
+        }
     };
-    let rewritten = matches!(decision, Decision::Rewrite(_));
+    let rewritten = match &decision {
+        Decision::Rewrite(_) => true,
+        Decision::Write(w) => w.text.is_some(),
+        _ => false,
+    };
     let d = ctx.dialect;
     let Ok((pieces, _)) = statements(sql, d) else {
         return Ok(vec![Explained {
@@ -671,6 +941,7 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
         | Read::ProxyTrigger
         | Read::Lock(_)
         | Read::Dml(_)
+        | Read::Insert(_)
         | Read::DmlUnreadable(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
@@ -749,6 +1020,19 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope, dml_too: bool) ->
     let Some(Ok(first)) = tokens.next() else {
         return Read::Plain;
     };
+    if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
+    {
+        // the head is enough here (the rows are read once the table's schema is known)
+        return match super::insert::read(piece, d, |_, _| std::ops::ControlFlow::Break(())) {
+            super::insert::Read::Insert { head, .. }
+                if memchr::memchr(b'$', head.table.raw_name.as_slice()).is_some()
+                    && scope.covers(head.table.schema.as_deref()) =>
+            {
+                Read::Insert(Box::new(head.table))
+            }
+            _ => Read::Plain,
+        };
+    }
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
         return match dml::read(piece, d) {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
@@ -1091,7 +1375,7 @@ mod tests {
             dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
             strict: true,
             scope: Scope::default(),
-            tables: None,
+            ..Context::default()
         };
         decide(sql.as_bytes(), Origin::Text, &ctx).1
     }
@@ -1172,7 +1456,7 @@ mod tests {
             },
             strict: true,
             scope: Scope::default(),
-            tables: None,
+            ..Context::default()
         };
         let sql = b"SELECT 1 /*!99999 ; DROP TABLE g$f */";
         assert_eq!(decide(sql, Origin::Text, &mysql).1, Decision::Forward);
@@ -1405,5 +1689,138 @@ mod tests {
         want.dedup();
         let want: Vec<String> = want.iter().map(|n| format!("p{n}")).collect();
         assert_eq!(rows[0].partitions.as_deref(), Some(want.join(",").as_str()));
+    }
+
+    fn writing(txn: Txn) -> Context {
+        Context {
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            writes: Some(WriteRules {
+                now_ms: 1_763_700_000_000,
+                ..WriteRules::default()
+            }),
+            txn,
+            ..Context::default()
+        }
+    }
+
+    fn write_decision(sql: &str, txn: Txn) -> Write {
+        match decide(sql.as_bytes(), Origin::Text, &writing(txn)).1 {
+            Decision::Write(w) => *w,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    fn refusal(sql: &str, txn: Txn) -> ErrorInfo {
+        match decide(sql.as_bytes(), Origin::Text, &writing(txn)).1 {
+            Decision::Answer(Answer::Error(e)) => e,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn writes_pass_the_write_stage() {
+        let w = write_decision(
+            "INSERT INTO g$f (K, Q, V) VALUES ('abcd1', 'q', 'v')",
+            Txn::default(),
+        );
+        assert_eq!(
+            w.text.as_deref(),
+            Some(
+                b"INSERT INTO g$f (K, Q, V, T) VALUES ('abcd1', 'q', 'v', -1763700000000)"
+                    .as_slice()
+            )
+        );
+        assert_eq!(w.refused, None);
+        let e = refusal(
+            "INSERT INTO g$f (K, Q, T, V) VALUES ('', 'q', -1763700000000, 'v')",
+            Txn::default(),
+        );
+        assert_eq!(e.code, crate::hbase::cells::ER_WRONG_VALUE);
+        assert!(e.message.contains("C1"), "{}", e.message);
+        // a plain table and a plain SELECT are not the write stage's business
+        assert_eq!(
+            decide(
+                b"INSERT INTO plain (K) VALUES ('')",
+                Origin::Text,
+                &writing(Txn::default())
+            )
+            .1,
+            Decision::Forward
+        );
+        // an UPDATE that moves a cell
+        let e = refusal("UPDATE g$f SET K = 'x' WHERE K = 'abcd1'", Txn::default());
+        assert!(e.message.contains("C7"), "{}", e.message);
+    }
+
+    #[test]
+    fn a_refused_statement_ends_a_multi_statement_text() {
+        let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('abcd1', 'q', -1763700000000, 'v'); \
+                   INSERT INTO g$f (K, Q, T, V) VALUES ('abcd2', 'q', 1763700000000, 'v'); \
+                   DELETE FROM plain";
+        let w = write_decision(sql, Txn::default());
+        assert_eq!(
+            w.text.as_deref(),
+            Some(
+                b"INSERT INTO g$f (K, Q, T, V) VALUES ('abcd1', 'q', -1763700000000, 'v')"
+                    .as_slice()
+            )
+        );
+        let e = w.refused.expect("refused");
+        assert!(e.message.contains("C4"), "{}", e.message);
+    }
+
+    #[test]
+    fn the_guard_in_a_text() {
+        let v = crate::sql::prefix_scan::tests::view();
+        let schema = prefix_scan::table_named(
+            &TableName {
+                schema: None,
+                name: "g$f".into(),
+                raw_schema: None,
+                raw_name: b"g$f".to_vec(),
+            },
+            &v,
+        )
+        .unwrap()
+        .unwrap();
+        // two keys in different partitions
+        let a = b"aaaa1".as_slice();
+        let b = (0u8..=255)
+            .map(|c| vec![b'b', c, b'z', b'z', b'1'])
+            .find(|k| schema.partitioning.partition_of(k) != schema.partitioning.partition_of(a))
+            .expect("another partition");
+        let hex: String = b.iter().map(|c| format!("{c:02X}")).collect();
+        let sql = format!(
+            "BEGIN; INSERT INTO g$f (K, Q, V) VALUES ('aaaa1', 'q', 'v'); DELETE FROM g$f WHERE K = X'{hex}'; COMMIT"
+        );
+        let w = write_decision(&sql, Txn::default());
+        let e = w.refused.expect("the second partition is refused");
+        assert!(e.message.contains("X1"), "{}", e.message);
+        let sent = String::from_utf8(w.text.unwrap()).unwrap();
+        assert!(
+            sent.starts_with("BEGIN; INSERT INTO g$f (K, Q, V, T) VALUES ('aaaa1'"),
+            "{sent}"
+        );
+        assert!(!sent.contains("DELETE"), "{sent}");
+        // the pin the session keeps: the first write's partition
+        let pin = w.txn_after.flatten().expect("pinned");
+        assert_eq!(Some(pin.partition), schema.partitioning.partition_of(a));
+        // a session already in that partition may go on there, not elsewhere
+        let txn = Txn {
+            active: true,
+            pinned: Some(pin),
+        };
+        let ok = decide(
+            b"DELETE FROM g$f WHERE K = 'aaaa2'",
+            Origin::Text,
+            &writing(txn.clone()),
+        )
+        .1;
+        assert!(
+            matches!(ok, Decision::Write(ref w) if w.refused.is_none()),
+            "{ok:?}"
+        );
+        let e = refusal("DELETE FROM g$f WHERE V = 'x'", txn);
+        assert!(e.message.contains("X2"), "{}", e.message);
     }
 }

@@ -574,8 +574,15 @@ pub fn statements(sql: &[u8], d: Dialect) -> Result<(Vec<Piece>, Ambiguity), Lex
     let mut first: Option<Token> = None;
     let mut words_seen = 0usize;
     let mut program = false;
+    // the text began with BEGIN: a compound statement only as BEGIN NOT ATOMIC (a plain BEGIN
+    // or BEGIN WORK starts a transaction)
+    let mut after_begin = false;
     for t in sc.by_ref() {
         let t = t?;
+        if after_begin {
+            after_begin = false;
+            program = t.is_word(sql, "NOT");
+        }
         if t.is_punct(b';') && !program {
             if first.is_some() {
                 out.push(Piece {
@@ -593,9 +600,11 @@ pub fn statements(sql: &[u8], d: Dialect) -> Result<(Vec<Piece>, Ambiguity), Lex
             first = Some(t);
             if t.kind == Tok::Word {
                 let w = t.text(sql);
-                program = COMPOUND_OPENERS
-                    .iter()
-                    .any(|o| w.eq_ignore_ascii_case(o.as_bytes()))
+                after_begin = w.eq_ignore_ascii_case(b"BEGIN");
+                program = (!after_begin
+                    && COMPOUND_OPENERS
+                        .iter()
+                        .any(|o| w.eq_ignore_ascii_case(o.as_bytes())))
                     // a label: `name: BEGIN`
                     || sql.get(t.end) == Some(&b':');
             }
@@ -786,6 +795,14 @@ mod tests {
         assert!(p[0].program);
         let (p, _) = statements(b"lbl: BEGIN NOT ATOMIC SELECT 1; END", d).expect("lexes");
         assert!(p.len() == 1 && p[0].program);
+        let (p, _) = statements(b"BEGIN NOT ATOMIC SELECT 1; END", d).expect("lexes");
+        assert!(p.len() == 1 && p[0].program);
+        // BEGIN and BEGIN WORK start a transaction
+        for sql in [&b"BEGIN; SELECT 1"[..], b"begin work; SELECT 1", b"BEGIN"] {
+            let (p, _) = statements(sql, d).expect("lexes");
+            assert!(p.iter().all(|p| !p.program), "{p:?}");
+        }
+        assert_eq!(statements(b"BEGIN; SELECT 1", d).unwrap().0.len(), 2);
     }
 
     #[test]

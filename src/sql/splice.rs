@@ -22,6 +22,11 @@ impl Splice {
         self.edits.push((at, at, text.into()));
     }
 
+    /// Takes another splice's edits (of the same text).
+    pub fn extend(&mut self, other: Splice) {
+        self.edits.extend(other.edits);
+    }
+
     pub fn is_empty(&self) -> bool {
         self.edits.is_empty()
     }

@@ -1,0 +1,847 @@
+//! The write stage of the router (issue 10), pure: for one statement on an HBase table it
+//! checks the cells an INSERT / REPLACE / UPDATE writes against the cell rules
+//! (`hbase::cells`), fills in T where an INSERT leaves it out (one value per statement, in the
+//! timestamp convention), and says where the statement's rows are (`Touch`) so that
+//! `guard` can keep a transaction inside one partition of one table group.
+//!
+//! Placement is always OceanBase's (the model's `Partitioning::partition_of`), on every backend:
+//! an application that passes here stays inside one partition when it moves to OceanBase.
+
+use std::ops::ControlFlow;
+
+use super::dml::{Dml, Operand, Verb};
+use super::insert::{self, Source, Value};
+use super::prefix_scan::{certain, key_preds, ConnCharset};
+use super::scan::Dialect;
+use super::splice::Splice;
+use crate::config::Transactions;
+use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
+use crate::hbase::partition::Partitioning;
+use crate::hbase::prefix::{pin, KeyPred};
+use crate::hbase::rules::{Enforcement, Finding, Level, ER_NOT_SUPPORTED};
+use crate::hbase::schema::TableSchema;
+
+/// The write rules in force for a session.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WriteRules {
+    /// The cell rules (`hbase.enforcement`).
+    pub cells: Enforcement,
+    pub convention: Convention,
+    pub window: Window,
+    pub transactions: Transactions,
+    /// The time an INSERT without T is written at, in epoch milliseconds (one per statement).
+    pub now_ms: i64,
+}
+
+impl Default for WriteRules {
+    fn default() -> Self {
+        WriteRules {
+            cells: Enforcement::Strict,
+            convention: Convention::NegatedMs,
+            window: Window::default(),
+            transactions: Transactions::SinglePartition,
+            now_ms: 0,
+        }
+    }
+}
+
+/// One partition of one table group, and the rowkey (or prefix) that put a statement there.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Place {
+    pub schema: String,
+    pub group: String,
+    pub table: String,
+    pub partition: u32,
+    pub rowkey: Vec<u8>,
+}
+
+impl Place {
+    fn same_partition(&self, o: &Place) -> bool {
+        self.schema == o.schema && self.group == o.group && self.partition == o.partition
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "partition p{} of table group {}.{} (table {}, rowkey {})",
+            self.partition,
+            self.schema,
+            self.group,
+            self.table,
+            show_key(&self.rowkey)
+        )
+    }
+}
+
+/// A rowkey for a message: printable ASCII as a quoted string, anything else as hex.
+fn show_key(k: &[u8]) -> String {
+    const MAX: usize = 64;
+    let cut = &k[..k.len().min(MAX)];
+    let more = if k.len() > MAX { "…" } else { "" };
+    if cut.iter().all(|b| (0x20..0x7f).contains(b) && *b != b'\'') {
+        format!("'{}'{more}", String::from_utf8_lossy(cut))
+    } else {
+        let hex: String = cut.iter().map(|b| format!("{b:02X}")).collect();
+        format!("X'{hex}'{more}")
+    }
+}
+
+/// Where a statement's rows are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Touch {
+    /// Not a write or locking read on an HBase table.
+    Nothing,
+    /// The distinct partitions, each with the first rowkey that put the statement there.
+    At(Vec<Place>),
+    /// Cannot be told from the text (no K predicate, a rowkey the proxy cannot read).
+    Unknown { table: String, why: &'static str },
+}
+
+impl Touch {
+    fn add(&mut self, p: Place) {
+        if let Touch::At(v) = self {
+            if !v.iter().any(|q| q.same_partition(&p)) {
+                v.push(p);
+            }
+        }
+    }
+}
+
+/// The session's transaction as the guard sees it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Txn {
+    /// Inside an explicit transaction (SERVER_STATUS_IN_TRANS, or autocommit off).
+    pub active: bool,
+    /// Fixed by the transaction's first write (or locking read) on an HBase table.
+    pub pinned: Option<Place>,
+}
+
+/// What one statement of a text gets from the write stage.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Checked {
+    pub findings: Vec<Finding>,
+    pub touch: Option<Touch>,
+}
+
+/// At most this many findings per statement (a bulk INSERT of bad rows is not a bulk of
+/// warnings).
+const MAX_FINDINGS: usize = 32;
+
+/// How a literal's bytes are known: certain, not certain, or dependent on the session's
+/// character set, which is not known yet.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NeedCharset;
+
+fn seen<'a>(v: &'a Value, conn: Option<ConnCharset>, need: &mut bool) -> Seen<'a> {
+    match v {
+        Value::Bytes { bytes, charset } => match certain(bytes, *charset, conn) {
+            Some(true) => Seen::Bytes(bytes),
+            Some(false) => Seen::Unknown,
+            None => {
+                *need = true;
+                Seen::Unknown
+            }
+        },
+        Value::Int(i) => Seen::Int(*i),
+        Value::Null => Seen::Null,
+        Value::Default => Seen::Absent,
+        Value::Param(_) | Value::Unknown => Seen::Unknown,
+    }
+}
+
+fn col_is(c: &[u8], name: &str) -> bool {
+    c.eq_ignore_ascii_case(name.as_bytes())
+}
+
+fn place(schema: &TableSchema, partition: u32, rowkey: &[u8]) -> Place {
+    Place {
+        schema: schema.schema.clone(),
+        group: schema.group().to_string(),
+        table: schema.name.clone(),
+        partition,
+        rowkey: rowkey.to_vec(),
+    }
+}
+
+/// INSERT / REPLACE of `piece` on `schema`'s table: the cell rules for every row, the T it
+/// leaves out spliced in (`splice`, offsets relative to `base`), and where its rows are.
+/// Err when a literal's bytes depend on a character set the session has not read yet.
+pub fn check_insert(
+    piece: &[u8],
+    d: Dialect,
+    schema: &TableSchema,
+    rules: &WriteRules,
+    conn: Option<ConnCharset>,
+    settled: bool,
+    splice: &mut Splice,
+    base: usize,
+) -> Result<Checked, NeedCharset> {
+    let limits = &schema.limits;
+    let strict = rules.cells == Enforcement::Strict;
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut touch = Touch::At(Vec::new());
+    let mut need_charset = false;
+    let mut auto_t: Option<Vec<u8>> = None;
+    let mut positions: Vec<(usize, Vec<u8>)> = Vec::new();
+    let mut head_checked = false;
+    let mut columns: Vec<Vec<u8>> = Vec::new();
+    let read = insert::read(piece, d, |head, row| {
+        if !head_checked {
+            head_checked = true;
+            columns = match &head.columns {
+                Some(c) => c.clone(),
+                None => limits
+                    .columns
+                    .iter()
+                    .map(|c| c.as_bytes().to_vec())
+                    .collect(),
+            };
+            findings.extend(cells::check_prefix_column_written(
+                head.columns.as_deref().unwrap_or_default(),
+                limits,
+            ));
+            let has_t = columns.iter().any(|c| col_is(c, "T"));
+            if !has_t && head.columns.is_some() {
+                let t = rules
+                    .convention
+                    .encode(rules.now_ms)
+                    .to_string()
+                    .into_bytes();
+                if head.source == Source::Values {
+                    if let Some(close) = head.columns_close {
+                        positions.push((close, b", T".to_vec()));
+                    }
+                }
+                auto_t = Some(t);
+            }
+        }
+        let value = |name: &str| -> Option<&Value> {
+            columns
+                .iter()
+                .position(|c| col_is(c, name))
+                .map(|i| row.values.get(i).unwrap_or(&Value::Unknown))
+        };
+        let mut need = false;
+        let mut get = |name: &str| match value(name) {
+            Some(v) => seen(v, conn, &mut need),
+            None => Seen::Absent,
+        };
+        let cell = Cell {
+            k: get("K"),
+            q: get("Q"),
+            t: get("T"),
+            v: get("V"),
+        };
+        need_charset |= need;
+        if findings.len() < MAX_FINDINGS {
+            cells::check_cell(
+                &cell,
+                limits,
+                rules.convention,
+                rules.window,
+                row.index + 1,
+                &mut findings,
+            );
+        }
+        match cell.k {
+            Seen::Bytes(k) => match schema.partitioning.partition_of(k) {
+                Some(p) => touch.add(place(schema, p, k)),
+                None => {
+                    touch = Touch::Unknown {
+                        table: schema.name.clone(),
+                        why: "a rowkey beyond the last RANGE partition",
+                    }
+                }
+            },
+            _ => {
+                touch = Touch::Unknown {
+                    table: schema.name.clone(),
+                    why: "a rowkey the proxy cannot read",
+                }
+            }
+        }
+        if let Some(t) = &auto_t {
+            let text = if head.source == Source::Set {
+                [b", T = ".as_slice(), t].concat()
+            } else {
+                [b", ".as_slice(), t].concat()
+            };
+            positions.push((row.close, text));
+        }
+        let stop = strict && findings.iter().any(|f| f.level == Level::Error);
+        if stop {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    });
+    if need_charset && !settled {
+        return Err(NeedCharset);
+    }
+    let head = match read {
+        insert::Read::Insert { head, .. } => head,
+        insert::Read::NotInsert => return Ok(Checked::default()),
+        insert::Read::Unreadable(why) => {
+            findings.push(unchecked(format!(
+                "this INSERT is not in a form obkv-proxy reads ({why}); its cells were not checked"
+            )));
+            return Ok(Checked {
+                findings,
+                touch: Some(Touch::Unknown {
+                    table: schema.name.clone(),
+                    why: "an INSERT the proxy cannot read",
+                }),
+            });
+        }
+    };
+    if head.source == Source::Query {
+        findings.extend(cells::check_prefix_column_written(
+            head.columns.as_deref().unwrap_or_default(),
+            limits,
+        ));
+        findings.push(unchecked(
+            "INSERT … SELECT: the rows come from a query the proxy does not run; their cells were not checked".into(),
+        ));
+        touch = Touch::Unknown {
+            table: schema.name.clone(),
+            why: "INSERT … SELECT",
+        };
+    }
+    findings.extend(cells::check_cell_address_changed(&head.on_duplicate));
+    for (at, text) in positions {
+        splice.insert(base + at, text);
+    }
+    Ok(Checked {
+        findings,
+        touch: Some(touch),
+    })
+}
+
+fn unchecked(message: String) -> Finding {
+    Finding {
+        level: Level::Note,
+        ..Finding::error("C8", cells::ER_WRONG_VALUE, "22007", message)
+    }
+}
+
+/// UPDATE / DELETE, and a locking SELECT: the cell rules for what an UPDATE assigns, and where
+/// the statement's rows are.
+pub fn check_dml(
+    dml: &Dml,
+    schema: &TableSchema,
+    rules: &WriteRules,
+    conn: Option<ConnCharset>,
+    backslash_escape: Option<bool>,
+    settled: bool,
+) -> Result<Checked, NeedCharset> {
+    let limits = &schema.limits;
+    let mut findings = Vec::new();
+    let mut need = false;
+    if dml.verb == Verb::Update {
+        let targets: Vec<Vec<u8>> = dml.assignments.iter().map(|(c, _)| c.clone()).collect();
+        findings.extend(cells::check_prefix_column_written(&targets, limits));
+        findings.extend(cells::check_cell_address_changed(&targets));
+        for (c, v) in &dml.assignments {
+            if col_is(c, "V") {
+                let cell = Cell {
+                    k: Seen::Absent,
+                    q: Seen::Absent,
+                    t: Seen::Absent,
+                    v: seen(v, conn, &mut need),
+                };
+                cells::check_cell(
+                    &cell,
+                    limits,
+                    rules.convention,
+                    rules.window,
+                    1,
+                    &mut findings,
+                );
+            }
+        }
+    }
+    if dml.verb == Verb::Select && !dml.locking {
+        return Ok(Checked {
+            findings,
+            touch: None,
+        });
+    }
+    let touch = where_rows(dml, schema, conn, backslash_escape, &mut need);
+    if need && !settled {
+        return Err(NeedCharset);
+    }
+    Ok(Checked {
+        findings,
+        touch: Some(touch),
+    })
+}
+
+/// A length past any rowkey: pinning with it pins whole keys (for KEY(K) and RANGE tables).
+const WHOLE_KEY: usize = 1 << 24;
+
+/// The partitions the K predicates of a WHERE clause confine the rows to.
+fn where_rows(
+    dml: &Dml,
+    schema: &TableSchema,
+    conn: Option<ConnCharset>,
+    backslash_escape: Option<bool>,
+    need: &mut bool,
+) -> Touch {
+    let unknown = |why| Touch::Unknown {
+        table: schema.name.clone(),
+        why,
+    };
+    if schema.partitioning == Partitioning::None {
+        return Touch::At(vec![place(schema, 0, b"")]);
+    }
+    let escape = match backslash_escape {
+        Some(b) => b,
+        None if dml.backslash_literal => {
+            return unknown(
+                "a backslash in a literal, and the backend does not say how it reads it",
+            )
+        }
+        None => true,
+    };
+    let n = match &schema.partitioning {
+        Partitioning::Key {
+            prefix_len: Some(n),
+            ..
+        } => *n,
+        _ => WHOLE_KEY,
+    };
+    let mut known: Vec<KeyPred> = Vec::new();
+    for p in &dml.preds {
+        let mut value = |op: &Operand| match op {
+            Operand::Lit { bytes, charset } => match certain(bytes, *charset, conn) {
+                Some(true) => Some(bytes.clone()),
+                Some(false) => None,
+                None => {
+                    *need = true;
+                    None
+                }
+            },
+            Operand::Param(_) => None,
+        };
+        key_preds(p, escape, &mut value, &mut known);
+    }
+    let Some(pinned) = pin(&known, n) else {
+        return unknown("no K predicate pins the rows to one rowkey or prefix");
+    };
+    let mut touch = Touch::At(Vec::new());
+    for k in pinned.prefixes() {
+        match schema.partitioning.partition_of(k) {
+            Some(p) => touch.add(place(schema, p, k)),
+            None => return unknown("a rowkey beyond the last RANGE partition"),
+        }
+    }
+    touch
+}
+
+/// The guard's verdict on one statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Guarded {
+    /// May run; inside a transaction, `pin` is the partition it fixes (its first write).
+    Fine {
+        pin: Option<Place>,
+    },
+    Refuse(Finding),
+    /// Runs, with this warning.
+    Warn(Finding),
+}
+
+/// 1235 ER_NOT_SUPPORTED_YET: what OBKV-HBase does not do (a distributed transaction).
+fn x(rule: &'static str, message: String) -> Finding {
+    Finding::error(rule, ER_NOT_SUPPORTED, "42000", message)
+}
+
+/// The one-partition transaction guard for a statement whose rows are `touch`.
+pub fn guard(touch: &Touch, txn: &Txn, mode: Transactions) -> Guarded {
+    let soft = |f: Finding| match mode {
+        Transactions::Warn => Guarded::Warn(Finding {
+            level: Level::Warning,
+            ..f
+        }),
+        _ => Guarded::Refuse(f),
+    };
+    if mode == Transactions::Off {
+        return Guarded::Fine { pin: None };
+    }
+    if !txn.active {
+        // a statement of its own: its cells may span partitions, each a transaction of its own
+        return match touch {
+            Touch::At(places) if places.len() > 1 => {
+                let f = x(
+                    "X3",
+                    format!(
+                        "this statement's rows are in {} partitions (first {}, then {}); OBKV-HBase keeps a \
+                         unit of work in one partition: split it per partition",
+                        places.len(),
+                        places[0].describe(),
+                        places[1].describe()
+                    ),
+                );
+                if mode == Transactions::Strict {
+                    Guarded::Refuse(f)
+                } else {
+                    Guarded::Warn(Finding {
+                        level: Level::Warning,
+                        ..f
+                    })
+                }
+            }
+            _ => Guarded::Fine { pin: None },
+        };
+    }
+    match touch {
+        Touch::Nothing => Guarded::Fine { pin: None },
+        Touch::Unknown { table, why } => soft(x(
+            "X2",
+            format!(
+                "inside a transaction obkv-proxy must know the partition of every write or locking read on \
+                 {table}, and this statement does not pin one ({why}); give its rowkey with K = …, K IN (…) or a \
+                 prefix of K"
+            ),
+        )),
+        Touch::At(places) => {
+            let Some(first) = places.first() else {
+                return Guarded::Fine { pin: None };
+            };
+            let pinned = txn.pinned.as_ref().unwrap_or(first);
+            if let Some(other) = places.iter().find(|p| !p.same_partition(pinned)) {
+                let how = if txn.pinned.is_some() {
+                    "this transaction is in"
+                } else {
+                    "this statement starts in"
+                };
+                return soft(x(
+                    "X1",
+                    format!(
+                        "{how} {}, and this statement also touches {}; OBKV-HBase transactions stay in one partition \
+                         of one table group: COMMIT first, or keep the unit of work under one rowkey prefix",
+                        pinned.describe(),
+                        other.describe()
+                    ),
+                ));
+            }
+            Guarded::Fine {
+                pin: txn.pinned.is_none().then(|| first.clone()),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::schema::Placement;
+
+    const NOW: i64 = 1_763_700_000_000;
+
+    fn schema(partitioning: Partitioning) -> TableSchema {
+        let prefix_column = match &partitioning {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } => Some(("K_PREFIX".to_string(), *n)),
+            _ => None,
+        };
+        TableSchema {
+            schema: "hb".into(),
+            name: "g$f".into(),
+            partitioning,
+            prefix_column,
+            placement: Placement::MySqlFamily,
+            limits: cells::CellLimits {
+                k: Some(16),
+                q: Some(8),
+                v: Some(32),
+                prefix_column: Some("K_PREFIX".into()),
+                columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
+            },
+        }
+    }
+
+    fn prefixed() -> TableSchema {
+        schema(Partitioning::Key {
+            prefix_len: Some(4),
+            partitions: 13,
+        })
+    }
+
+    fn rules() -> WriteRules {
+        WriteRules {
+            now_ms: NOW,
+            ..WriteRules::default()
+        }
+    }
+
+    fn insert(sql: &str) -> (Checked, Vec<u8>) {
+        let mut splice = Splice::new();
+        let c = check_insert(
+            sql.as_bytes(),
+            Dialect::default(),
+            &prefixed(),
+            &rules(),
+            Some(ConnCharset::Utf8),
+            true,
+            &mut splice,
+            0,
+        )
+        .expect("no charset needed");
+        (c, splice.apply(sql.as_bytes()))
+    }
+
+    fn rules_of(c: &Checked) -> Vec<&'static str> {
+        c.findings.iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn inserts_are_checked_row_by_row() {
+        let (c, _) =
+            insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v')");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1, 'v'), ('', 'q', -1763700000000, 'v')");
+        assert_eq!(rules_of(&c), ["C5", "C1"]);
+        assert!(c.findings[1].message.contains("row 2"));
+        let (c, _) = insert("INSERT INTO g$f VALUES ('row1', 'q', 1763700000000, NULL, DEFAULT), ('', 'q', -1763700000000, 'v')");
+        assert_eq!(
+            rules_of(&c),
+            ["C3", "C4"],
+            "strict stops after the first row with an error"
+        );
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('row1', 'q', -1763700000000, 'v', 'row1')");
+        assert_eq!(rules_of(&c), ["C6"]);
+        let (c, _) = insert(
+            "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, CONCAT('a', 'b'))",
+        );
+        assert_eq!(rules_of(&c), ["C8"]);
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) SELECT K, Q, T, V FROM other");
+        assert_eq!(rules_of(&c), ["C8"]);
+        assert!(matches!(c.touch, Some(Touch::Unknown { .. })));
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v') ON DUPLICATE KEY UPDATE T = -5");
+        assert_eq!(rules_of(&c), ["C7"]);
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES (X'00112233445566778899AABBCCDDEEFF00', 'q', -1763700000000, 'v')");
+        assert_eq!(rules_of(&c), ["C2"]);
+    }
+
+    #[test]
+    fn t_is_filled_in_where_an_insert_leaves_it_out() {
+        let (c, sent) = insert("INSERT INTO g$f (K, Q, V) VALUES ('a', 'q', 'v'), ('b', 'q', 'w')");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert_eq!(
+            String::from_utf8(sent).unwrap(),
+            "INSERT INTO g$f (K, Q, V, T) VALUES ('a', 'q', 'v', -1763700000000), ('b', 'q', 'w', -1763700000000)"
+        );
+        let (_, sent) = insert("INSERT INTO g$f SET K = 'a', Q = 'q', V = 'v'");
+        assert_eq!(
+            String::from_utf8(sent).unwrap(),
+            "INSERT INTO g$f SET K = 'a', Q = 'q', V = 'v', T = -1763700000000"
+        );
+        // T given, or no column list: nothing added
+        let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'q', -1763700000000, 'v')";
+        assert_eq!(insert(sql).1, sql.as_bytes());
+    }
+
+    #[test]
+    fn where_an_insert_lands() {
+        let (c, _) =
+            insert("INSERT INTO g$f (K, Q, V) VALUES ('abcd1', 'q', 'v'), ('abcd2', 'q', 'v')");
+        let Some(Touch::At(places)) = c.touch else {
+            panic!("{:?}", c.touch)
+        };
+        assert_eq!(places.len(), 1, "one prefix, one partition");
+        assert_eq!(places[0].rowkey, b"abcd1");
+        let p = prefixed().partitioning.partition_of(b"abcd").unwrap();
+        assert_eq!(places[0].partition, p);
+    }
+
+    fn dml(sql: &str) -> Dml {
+        match crate::sql::dml::read(sql.as_bytes(), Dialect::default()) {
+            crate::sql::dml::Read::Dml(d) => *d,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn check(sql: &str, s: &TableSchema) -> Checked {
+        check_dml(
+            &dml(sql),
+            s,
+            &rules(),
+            Some(ConnCharset::Utf8),
+            Some(true),
+            true,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn updates_do_not_move_cells() {
+        let s = prefixed();
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET V = 'x' WHERE K = 'abcd1'", &s)),
+            [""; 0]
+        );
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET T = -1 WHERE K = 'abcd1'", &s)),
+            ["C7"]
+        );
+        assert_eq!(
+            rules_of(&check(
+                "UPDATE g$f AS x SET x.K = 'b' WHERE K = 'abcd1'",
+                &s
+            )),
+            ["C7"]
+        );
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET V = NULL WHERE K = 'abcd1'", &s)),
+            ["C3"]
+        );
+        assert_eq!(
+            rules_of(&check(
+                "UPDATE g$f SET V = 'much too long for thirty-two bytes' WHERE K = 'a'",
+                &s
+            )),
+            ["C2"]
+        );
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET K_PREFIX = 'x' WHERE K = 'a'", &s)),
+            ["C6"]
+        );
+    }
+
+    #[test]
+    fn where_rows_are() {
+        let s = prefixed();
+        let at = |sql: &str| match check(sql, &s).touch {
+            Some(Touch::At(p)) => p.iter().map(|p| p.partition).collect::<Vec<_>>(),
+            other => panic!("{sql}: {other:?}"),
+        };
+        let p = |k: &[u8]| s.partitioning.partition_of(k).unwrap();
+        assert_eq!(at("DELETE FROM g$f WHERE K = 'abcd1'"), [p(b"abcd")]);
+        assert_eq!(at("DELETE FROM g$f WHERE K LIKE 'abcd%'"), [p(b"abcd")]);
+        assert_eq!(
+            at("DELETE FROM g$f WHERE K >= 'abcd1' AND K < 'abcd9'"),
+            [p(b"abcd")]
+        );
+        assert!(matches!(
+            check("DELETE FROM g$f WHERE V = 'x'", &s).touch,
+            Some(Touch::Unknown { .. })
+        ));
+        assert!(check("SELECT * FROM g$f WHERE K = 'a'", &s).touch.is_none());
+        assert!(check("SELECT * FROM g$f WHERE K = 'a' FOR UPDATE", &s)
+            .touch
+            .is_some());
+        assert!(
+            check("SELECT * FROM g$f WHERE K = 'a' LOCK IN SHARE MODE", &s)
+                .touch
+                .is_some()
+        );
+        // KEY(K): a LIKE pins nothing, an equality pins its key
+        let whole = schema(Partitioning::Key {
+            prefix_len: None,
+            partitions: 7,
+        });
+        assert!(matches!(
+            check("DELETE FROM g$f WHERE K LIKE 'abcd%'", &whole).touch,
+            Some(Touch::Unknown { .. })
+        ));
+        match check("DELETE FROM g$f WHERE K = 'abcd1'", &whole).touch {
+            Some(Touch::At(p)) => assert_eq!(
+                p[0].partition,
+                whole.partitioning.partition_of(b"abcd1").unwrap()
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn at(partition: u32, group: &str, key: &[u8]) -> Place {
+        Place {
+            schema: "hb".into(),
+            group: group.into(),
+            table: format!("{group}$f"),
+            partition,
+            rowkey: key.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_guard_keeps_a_transaction_in_one_partition() {
+        let mode = Transactions::SinglePartition;
+        let mut txn = Txn {
+            active: true,
+            pinned: None,
+        };
+        // the first write pins
+        let g = guard(&Touch::At(vec![at(3, "g", b"a")]), &txn, mode);
+        assert_eq!(
+            g,
+            Guarded::Fine {
+                pin: Some(at(3, "g", b"a"))
+            }
+        );
+        txn.pinned = Some(at(3, "g", b"a"));
+        // the same partition of another family of the group: fine, nothing new pinned
+        let mut other_family = at(3, "g", b"a");
+        other_family.table = "g$other".into();
+        assert_eq!(
+            guard(&Touch::At(vec![other_family]), &txn, mode),
+            Guarded::Fine { pin: None }
+        );
+        // another partition, another group, an unknown partition: refused
+        for t in [
+            Touch::At(vec![at(4, "g", b"b")]),
+            Touch::At(vec![at(3, "h", b"a")]),
+            Touch::Unknown {
+                table: "g$f".into(),
+                why: "no K",
+            },
+        ] {
+            match guard(&t, &txn, mode) {
+                Guarded::Refuse(f) => assert!(f.rule == "X1" || f.rule == "X2"),
+                other => panic!("{t:?}: {other:?}"),
+            }
+        }
+        let Guarded::Refuse(f) = guard(&Touch::At(vec![at(4, "g", b"b")]), &txn, mode) else {
+            panic!()
+        };
+        assert!(
+            f.message.contains("p3") && f.message.contains("p4"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message.contains("'a'") && f.message.contains("'b'"),
+            "{}",
+            f.message
+        );
+        // warn mode forwards with a warning; off does nothing
+        assert!(matches!(
+            guard(&Touch::At(vec![at(4, "g", b"b")]), &txn, Transactions::Warn),
+            Guarded::Warn(_)
+        ));
+        assert_eq!(
+            guard(&Touch::At(vec![at(4, "g", b"b")]), &txn, Transactions::Off),
+            Guarded::Fine { pin: None }
+        );
+        // one statement spanning two partitions, outside a transaction: a warning (strict: refused)
+        let two = Touch::At(vec![at(1, "g", b"a"), at(2, "g", b"b")]);
+        let idle = Txn::default();
+        assert!(matches!(guard(&two, &idle, mode), Guarded::Warn(f) if f.rule == "X3"));
+        assert!(
+            matches!(guard(&two, &idle, Transactions::Strict), Guarded::Refuse(f) if f.rule == "X3")
+        );
+        // inside a transaction with nothing pinned yet it is refused outright
+        let fresh = Txn {
+            active: true,
+            pinned: None,
+        };
+        assert!(matches!(guard(&two, &fresh, mode), Guarded::Refuse(f) if f.rule == "X1"));
+    }
+
+    #[test]
+    fn keys_are_shown_safely() {
+        assert_eq!(show_key(b"row1"), "'row1'");
+        assert_eq!(show_key(b"\x00\xff"), "X'00FF'");
+        assert_eq!(show_key(b"it's"), "X'69742773'");
+    }
+}
