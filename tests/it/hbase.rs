@@ -121,7 +121,7 @@ fn guide_definitions_work_unchanged_on_every_backend() {
             let name = "gdc$f";
             ok(
                 &mut c,
-                &format!("INSERT INTO `{name}` (K, Q, T, V) VALUES ('abcdXYZ', 'q', 1, 'v')"),
+                &format!("INSERT INTO `{name}` (K, Q, T, V) VALUES ('abcdXYZ', 'q', -1700000000000, 'v')"),
             );
             let plan = c.rows(&format!("EXPLAIN PARTITIONS SELECT * FROM `{name}` WHERE K = 'abcdXYZ' AND K_PREFIX = 'abcd'"));
             let parts =
@@ -467,7 +467,7 @@ fn rows_sit_in_the_partition_the_model_predicts() {
                 .iter()
                 .map(|k| {
                     format!(
-                        "(X'{}', 'q', 1, 'v')",
+                        "(X'{}', 'q', -1700000000000, 'v')",
                         k.iter().map(|b| format!("{b:02X}")).collect::<String>()
                     )
                 })

@@ -239,6 +239,9 @@ fn fixture(kind: Kind, tag: &str, tables: &[&str]) -> Fixture {
         ok(&mut c, &format!("DROP TABLEGROUP IF EXISTS {group}"));
         ok(&mut c, &format!("CREATE TABLEGROUP {group}"));
         ok(&mut c, &ddl(&format!("{group}$f"), &group));
+        // loaded directly: the keys include the empty one (its own prefix, which the rewriter
+        // must handle), which the proxy's cell rules refuse to write
+        let mut direct = RawConn::connect(&backend, "root", "", Some(&db)).expect("direct");
         for chunk in keys.chunks(200) {
             let values: Vec<String> = chunk
                 .iter()
@@ -246,7 +249,7 @@ fn fixture(kind: Kind, tag: &str, tables: &[&str]) -> Fixture {
                 .map(|(i, k)| format!("(X'{}', 'q', {i}, X'{}')", hex(k), hex(k)))
                 .collect();
             ok(
-                &mut c,
+                &mut direct,
                 &format!(
                     "INSERT INTO {group}$f (K, Q, T, V) VALUES {}",
                     values.join(", ")
@@ -466,7 +469,8 @@ fn updates_and_deletes_change_what_the_unrewritten_statement_changes() {
             let stmt = |t: &str| match i % 3 {
                 0 => format!("UPDATE {t} SET V = CONCAT(V, X'{i:02X}') WHERE {pred}"),
                 1 => format!("DELETE FROM {t} WHERE {pred} ORDER BY K LIMIT 2"),
-                _ => format!("UPDATE {t} SET T = T + 1000 WHERE {pred} AND T < 100"),
+                // (T is a cell's address: the write rules refuse to change it)
+                _ => format!("UPDATE {t} SET V = CONCAT(X'{i:02X}', V) WHERE {pred} AND T < 100"),
             };
             let a = affected(&mut via, &stmt(&rewritten));
             let d = affected(&mut direct, &stmt(&plain));
