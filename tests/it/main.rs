@@ -19,3 +19,4 @@ mod prefix;
 mod resilience;
 mod streaming;
 mod sysbench;
+mod writes;

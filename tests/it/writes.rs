@@ -1,0 +1,420 @@
+//! The write rules against both real backends (text protocol): each cell rule refuses with its
+//! code and leaves the table as it was, and accepts the corrected statement; T filled in where
+//! an INSERT leaves it out; the one-partition transaction guard with two interleaving sessions;
+//! a refused statement ends a multi-statement text exactly where the backend's own error would.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use obkv_proxy::hbase::partition::Partitioning;
+
+use crate::common::proxy::{self, InProcessProxy};
+use crate::common::raw::{err_of, RawConn};
+use crate::common::{shared, Kind, BOTH};
+
+const N: usize = 4;
+const PARTS: u32 = 13;
+
+fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .expect("clock")
+        .as_millis() as i64
+}
+
+fn ok(c: &mut RawConn, sql: &str) -> u16 {
+    c.warnings_or_error(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"))
+}
+
+fn refused(c: &mut RawConn, sql: &str) -> (u16, String) {
+    match c.warnings_or_error(sql) {
+        Err(e) => e,
+        Ok(w) => panic!("{sql}: accepted ({w} warnings)"),
+    }
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02X}")).collect()
+}
+
+struct Fixture {
+    proxy: InProcessProxy,
+    backend: String,
+    db: String,
+    /// `{tag}$f` and `{tag}$g`: two families of one group, KEY(K_PREFIX) n = 4, 13 partitions.
+    table: String,
+    sibling: String,
+    /// `{tag}b$f`: V is a longblob (bounded by hbase.cell_limit_bytes).
+    blob: String,
+}
+
+const CELL_LIMIT: u64 = 1000;
+
+fn fixture(kind: Kind, tag: &str) -> Fixture {
+    let backend = shared(kind).addr.clone();
+    let mut cfg = proxy::config_for(&backend);
+    cfg.hbase.multiple_families = true;
+    cfg.hbase.cell_limit_bytes = CELL_LIMIT;
+    let proxy = proxy::start(cfg);
+    let db = format!("wr_{tag}");
+    let mut c = RawConn::connect(&proxy.addr, "root", "", None).expect("proxy");
+    ok(&mut c, &format!("DROP DATABASE IF EXISTS {db}"));
+    ok(&mut c, &format!("CREATE DATABASE {db}"));
+    ok(&mut c, &format!("USE {db}"));
+    let def = |name: &str, group: &str, v: &str| {
+        format!(
+            "CREATE TABLE {name} (K varbinary(16), Q varbinary(8), T bigint, V {v} NOT NULL, \
+             K_PREFIX varbinary(16) GENERATED ALWAYS AS (substring(K, 1, {N})), PRIMARY KEY (K, Q, T)) \
+             TABLEGROUP = {group} PARTITION BY KEY(K_PREFIX) PARTITIONS {PARTS}"
+        )
+    };
+    for group in [tag.to_string(), format!("{tag}b")] {
+        ok(&mut c, &format!("DROP TABLEGROUP IF EXISTS {group}"));
+        ok(&mut c, &format!("CREATE TABLEGROUP {group}"));
+    }
+    ok(&mut c, &def(&format!("{tag}$f"), tag, "varbinary(32)"));
+    ok(&mut c, &def(&format!("{tag}$g"), tag, "varbinary(32)"));
+    ok(
+        &mut c,
+        &def(&format!("{tag}b$f"), &format!("{tag}b"), "longblob"),
+    );
+    Fixture {
+        proxy,
+        backend,
+        table: format!("{tag}$f"),
+        sibling: format!("{tag}$g"),
+        blob: format!("{tag}b$f"),
+        db,
+    }
+}
+
+impl Fixture {
+    fn via(&self) -> RawConn {
+        RawConn::connect(&self.proxy.addr, "root", "", Some(&self.db)).expect("proxy")
+    }
+
+    /// The table's cells, read directly on the backend.
+    fn cells(&self, table: &str) -> Vec<Vec<Option<Vec<u8>>>> {
+        let mut d = RawConn::connect(&self.backend, "root", "", Some(&self.db)).expect("direct");
+        d.rows(&format!("SELECT K, Q, T, V FROM {table} ORDER BY K, Q, T"))
+    }
+}
+
+/// The model's partition of a rowkey (OceanBase's placement, which the guard uses everywhere).
+fn partition(k: &[u8]) -> u32 {
+    Partitioning::Key {
+        prefix_len: Some(N),
+        partitions: PARTS,
+    }
+    .partition_of(k)
+    .expect("KEY places every key")
+}
+
+/// Two 5-byte rowkeys of different partitions, and a second key of the first one's prefix.
+fn keys() -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    let a = b"aaaa1".to_vec();
+    let b = (b'b'..=b'z')
+        .map(|c| vec![c, c, c, c, b'1'])
+        .find(|k| partition(k) != partition(&a))
+        .expect("another partition");
+    (a, b, b"aaaa2".to_vec())
+}
+
+#[test]
+fn each_cell_rule_refuses_and_accepts() {
+    for kind in BOTH {
+        let tag = format!("c{}", kind.name());
+        let f = fixture(kind, &tag);
+        let mut c = f.via();
+        let t = f.table.clone();
+        let now = -now_ms();
+        // (rule, refused statement, its code, the corrected statement)
+        let cases: Vec<(&str, String, u16, String)> = vec![
+            ("C1 empty K", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v')"), 1292,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v')")),
+            ("C1 NULL K", format!("INSERT INTO {t} (K, Q, T, V) VALUES (NULL, 'q', {now}, 'v')"), 1048,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k2', 'q', {now}, 'v')")),
+            ("C2 K", format!("INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v')", hex(&[7; 17])), 1406,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v')", hex(&[7; 16]))),
+            ("C2 Q", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k3', '123456789', {now}, 'v')"), 1406,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k3', '12345678', {now}, 'v')")),
+            ("C2 V", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k4', 'q', {now}, '{}')", "v".repeat(33)), 1406,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k4', 'q', {now}, '{}')", "v".repeat(32))),
+            ("C2 blob V", format!("INSERT INTO {} (K, Q, T, V) VALUES ('k5', 'q', {now}, X'{}')", f.blob, hex(&vec![1; CELL_LIMIT as usize + 1])), 1406,
+             format!("INSERT INTO {} (K, Q, T, V) VALUES ('k5', 'q', {now}, X'{}')", f.blob, hex(&vec![1; CELL_LIMIT as usize]))),
+            ("C3 NULL V", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k6', 'q', {now}, NULL)"), 1048,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k6', 'q', {now}, '')")),
+            ("C4 T sign", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k7', 'q', {}, 'v')", -now), 1292,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k7', 'q', {now}, 'v')")),
+            ("C6 prefix column", format!("INSERT INTO {t} (K, Q, T, V, K_PREFIX) VALUES ('k8', 'q', {now}, 'v', 'k8')"), 3105,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k8', 'q', {now}, 'v')")),
+            ("C7 UPDATE of T", format!("UPDATE {t} SET T = T - 1 WHERE K = 'k1'"), 1235,
+             format!("UPDATE {t} SET V = 'w' WHERE K = 'k1'")),
+            ("C7 UPDATE of K", format!("UPDATE {t} SET K = 'k9' WHERE K = 'k1'"), 1235,
+             format!("UPDATE {t} SET V = 'x' WHERE K = 'k1'")),
+            ("C3 UPDATE to NULL", format!("UPDATE {t} SET V = NULL WHERE K = 'k1'"), 1048,
+             format!("UPDATE {t} SET V = 'y' WHERE K = 'k1'")),
+            ("C7 ON DUPLICATE KEY UPDATE T", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v') ON DUPLICATE KEY UPDATE T = {now} - 1"), 1235,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v') ON DUPLICATE KEY UPDATE V = 'z'")),
+        ];
+        for (rule, bad, code, good) in &cases {
+            let table = if rule.contains("blob") { &f.blob } else { &t };
+            let before = f.cells(table);
+            let (got, message) = refused(&mut c, bad);
+            assert_eq!(got, *code, "{}: {rule}: {message}", kind.name());
+            assert!(message.contains("OBKV-HBase rule"), "{rule}: {message}");
+            assert_eq!(
+                f.cells(table),
+                before,
+                "{}: {rule}: refused yet changed",
+                kind.name()
+            );
+            ok(&mut c, good);
+        }
+        // every corrected statement wrote: 8 distinct rows in t, 1 in the blob table
+        assert_eq!(f.cells(&t).len(), 8, "{}", kind.name());
+        assert_eq!(f.cells(&f.blob).len(), 1);
+        // a T in seconds is accepted with a warning the client can read
+        ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('s1', 'q', -1763700000, 'v')"),
+        );
+        let warnings = c.rows("SHOW WARNINGS");
+        assert!(
+            warnings.iter().any(|w| {
+                String::from_utf8_lossy(w[2].as_deref().unwrap_or_default())
+                    .contains("looks like seconds")
+            }),
+            "{}: {warnings:?}",
+            kind.name()
+        );
+        // a value the proxy cannot see is forwarded with a note
+        ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('e1', 'q', {now}, CONCAT('a', 'b'))"),
+        );
+        let notes = c.rows("SHOW WARNINGS");
+        assert!(
+            notes.iter().any(
+                |w| String::from_utf8_lossy(w[2].as_deref().unwrap_or_default())
+                    .contains("not checked")
+            ),
+            "{notes:?}"
+        );
+    }
+}
+
+#[test]
+fn t_is_filled_in_the_convention() {
+    for kind in BOTH {
+        let tag = format!("t{}", kind.name());
+        let f = fixture(kind, &tag);
+        let mut c = f.via();
+        let before = now_ms();
+        ok(
+            &mut c,
+            &format!(
+                "INSERT INTO {} (K, Q, V) VALUES ('r1', 'a', 'v'), ('r1', 'b', 'w')",
+                f.table
+            ),
+        );
+        ok(
+            &mut c,
+            &format!("INSERT INTO {} SET K = 'r2', Q = 'a', V = 'v'", f.table),
+        );
+        let after = now_ms();
+        let rows = f.cells(&f.table);
+        assert_eq!(rows.len(), 3, "{}", kind.name());
+        let ts: Vec<i64> = rows
+            .iter()
+            .map(|r| {
+                String::from_utf8_lossy(r[2].as_deref().unwrap_or_default())
+                    .parse()
+                    .expect("T")
+            })
+            .collect();
+        for t in &ts {
+            // negated-ms: T = -epoch_ms
+            assert!(
+                (-after..=-before).contains(t),
+                "{}: T = {t} not in [{}, {}]",
+                kind.name(),
+                -after,
+                -before
+            );
+        }
+        // one value per statement
+        assert_eq!(ts[0], ts[1], "{}", kind.name());
+    }
+}
+
+#[test]
+fn a_transaction_stays_in_one_partition() {
+    let (a, b, a2) = keys();
+    for kind in BOTH {
+        let tag = format!("x{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let ins = |k: &[u8], q: &str| {
+            format!(
+                "INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', '{q}', {now}, 'v')",
+                hex(k)
+            )
+        };
+        let (mut s1, mut s2) = (f.via(), f.via());
+        ok(&mut s1, "BEGIN");
+        ok(&mut s2, "START TRANSACTION");
+        ok(&mut s1, &ins(&a, "s1"));
+        ok(&mut s2, &ins(&b, "s2"));
+        // a second partition: refused before the backend sees it, naming both
+        let (code, msg) = refused(&mut s1, &ins(&b, "s1"));
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        assert!(
+            msg.contains(&format!("p{}", partition(&a)))
+                && msg.contains(&format!("p{}", partition(&b))),
+            "{msg}"
+        );
+        assert!(msg.contains("'aaaa1'"), "{msg}");
+        // a write whose partition cannot be told, and a locking read elsewhere: refused too
+        let (code, _) = refused(&mut s1, &format!("DELETE FROM {t} WHERE V = 'v'"));
+        assert_eq!(code, 1235);
+        let (code, _) = refused(
+            &mut s1,
+            &format!("SELECT * FROM {t} WHERE K = X'{}' FOR UPDATE", hex(&b)),
+        );
+        assert_eq!(code, 1235);
+        // the transaction is still open and still in its partition
+        ok(&mut s1, &ins(&a2, "s1"));
+        ok(
+            &mut s1,
+            &format!("UPDATE {t} SET V = 'w' WHERE K = X'{}'", hex(&a)),
+        );
+        ok(&mut s1, "COMMIT");
+        ok(&mut s2, "ROLLBACK");
+        let rows = f.cells(t);
+        let got: Vec<(Vec<u8>, Vec<u8>)> = rows
+            .iter()
+            .map(|r| {
+                (
+                    r[0].clone().unwrap_or_default(),
+                    r[1].clone().unwrap_or_default(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            got,
+            [(a.clone(), b"s1".to_vec()), (a2.clone(), b"s1".to_vec())],
+            "{}",
+            kind.name()
+        );
+        // after COMMIT the next transaction may choose another partition
+        ok(&mut s1, "BEGIN");
+        ok(&mut s1, &ins(&b, "n1"));
+        ok(&mut s1, "ROLLBACK");
+        // two families of one group under one rowkey: one partition, allowed
+        ok(&mut s1, "BEGIN");
+        ok(&mut s1, &ins(&a, "f1"));
+        ok(
+            &mut s1,
+            &format!(
+                "INSERT INTO {} (K, Q, T, V) VALUES (X'{}', 'f2', {now}, 'v')",
+                f.sibling,
+                hex(&a)
+            ),
+        );
+        ok(&mut s1, "COMMIT");
+        assert_eq!(f.cells(&f.sibling).len(), 1);
+        // autocommit off: the first write opens the transaction and fixes its partition
+        ok(&mut s1, "SET autocommit = 0");
+        ok(&mut s1, &ins(&a, "ac"));
+        assert_eq!(refused(&mut s1, &ins(&b, "ac")).0, 1235);
+        ok(&mut s1, "COMMIT");
+        ok(&mut s1, &ins(&b, "ac"));
+        ok(&mut s1, "ROLLBACK");
+        ok(&mut s1, "SET autocommit = 1");
+        // a statement of its own across partitions: a warning, not an error
+        ok(&mut s1, &format!("INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'm', {now}, 'v'), (X'{}', 'm', {now}, 'v')", hex(&a), hex(&b)));
+        let warnings = s1.rows("SHOW WARNINGS");
+        assert!(
+            warnings.iter().any(
+                |r| String::from_utf8_lossy(r[2].as_deref().unwrap_or_default())
+                    .contains("2 partitions")
+            ),
+            "{}: {warnings:?}",
+            kind.name()
+        );
+    }
+}
+
+#[test]
+fn a_refused_statement_ends_a_multi_statement_text() {
+    let (a, b, a2) = keys();
+    for kind in BOTH {
+        let tag = format!("m{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        // the second statement breaks a cell rule: the first ran, the third did not
+        let text = format!(
+            "INSERT INTO {t} (K, Q, T, V) VALUES ('one', 'q', {now}, 'v'); \
+             INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v'); \
+             INSERT INTO {t} (K, Q, T, V) VALUES ('three', 'q', {now}, 'v')"
+        );
+        let frames = c.query(text.as_bytes()).expect("answered");
+        let last = &frames.last().expect("frames").1;
+        let (code, _) = err_of(last).expect("ends with the refusal");
+        assert_eq!(code, 1292, "{}", kind.name());
+        assert_eq!(
+            frames.len(),
+            2,
+            "{}: one OK then the error: {frames:?}",
+            kind.name()
+        );
+        let keys: Vec<Vec<u8>> = f
+            .cells(t)
+            .into_iter()
+            .map(|r| r[0].clone().unwrap_or_default())
+            .collect();
+        assert_eq!(keys, [b"one".to_vec()], "{}", kind.name());
+        // the session goes on normally
+        assert_eq!(c.scalar("SELECT 1"), "1");
+        // inside a transaction in one text: the statement leaving the partition stops it
+        let text = format!(
+            "BEGIN; INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v'); \
+             SELECT COUNT(*) FROM {t}; \
+             INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v'); \
+             INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v'); COMMIT",
+            hex(&a),
+            hex(&b),
+            hex(&a2)
+        );
+        let frames = c.query(text.as_bytes()).expect("answered");
+        let (code, msg) = err_of(&frames.last().expect("frames").1).expect("refused");
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        // BEGIN and the first INSERT ran, the transaction is open: the client decides
+        assert_eq!(
+            c.scalar(&format!(
+                "SELECT COUNT(*) FROM {t} WHERE K = X'{}'",
+                hex(&a)
+            )),
+            "1"
+        );
+        ok(&mut c, "ROLLBACK");
+        let keys: Vec<Vec<u8>> = f
+            .cells(t)
+            .into_iter()
+            .map(|r| r[0].clone().unwrap_or_default())
+            .collect();
+        assert_eq!(keys, [b"one".to_vec()], "{}", kind.name());
+        // a backend error before the refused statement ends the text by itself
+        let text = format!(
+            "INSERT INTO no_such_table VALUES (1); INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v')"
+        );
+        let frames = c.query(text.as_bytes()).expect("answered");
+        assert_eq!(frames.len(), 1, "{frames:?}");
+        assert_eq!(err_of(&frames[0].1).expect("error").0, 1146);
+        assert_eq!(c.scalar("SELECT 1"), "1");
+    }
+}
