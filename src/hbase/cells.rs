@@ -96,6 +96,8 @@ pub enum Seen<'a> {
     Absent,
     /// An expression, a function, a value in an uncertain character set: not checked.
     Unknown,
+    /// A value sent in pieces (COM_STMT_SEND_LONG_DATA): only its length is known.
+    Length(u64),
 }
 
 /// The plausible window for |T| in milliseconds (`hbase.timestamp_window_ms`): outside it a
@@ -169,11 +171,13 @@ pub fn check_cell(
             "23000",
             format!("row {row}: the rowkey K is NULL"),
         )),
+        Seen::Length(n) => too_long_n("K", n, limits.k, row, out),
         Seen::Unknown | Seen::Int(_) => unseen.push("K"),
         Seen::Absent => {}
     }
     match cell.q {
         Seen::Bytes(b) => too_long("Q", b.len(), limits.q, row, out),
+        Seen::Length(n) => too_long_n("Q", n, limits.q, row, out),
         Seen::Unknown | Seen::Int(_) => unseen.push("Q"),
         _ => {}
     }
@@ -186,6 +190,7 @@ pub fn check_cell(
             format!("row {row}: the value V is NULL; an HBase cell always has a value (write an empty one, or delete the cell)"),
         )),
         Seen::Bytes(b) => too_long("V", b.len(), limits.v, row, out),
+        Seen::Length(n) => too_long_n("V", n, limits.v, row, out),
         Seen::Unknown | Seen::Int(_) => unseen.push("V"),
         _ => {}
     }
@@ -198,7 +203,7 @@ pub fn check_cell(
             "23000",
             format!("row {row}: the timestamp T is NULL"),
         )),
-        Seen::Unknown | Seen::Bytes(_) => unseen.push("T"),
+        Seen::Unknown | Seen::Bytes(_) | Seen::Length(_) => unseen.push("T"),
         Seen::Absent => {}
     }
     if !unseen.is_empty() {
@@ -213,8 +218,12 @@ pub fn check_cell(
 }
 
 fn too_long(column: &str, len: usize, limit: Option<u64>, row: usize, out: &mut Vec<Finding>) {
+    too_long_n(column, len as u64, limit, row, out)
+}
+
+fn too_long_n(column: &str, len: u64, limit: Option<u64>, row: usize, out: &mut Vec<Finding>) {
     if let Some(limit) = limit {
-        if len as u64 > limit {
+        if len > limit {
             out.push(error(
                 "C2",
                 ER_DATA_TOO_LONG,

@@ -488,9 +488,13 @@ impl Session {
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
-        let (decision, plan) = match decision {
-            Decision::ForwardPrepared(plan) => (Decision::Forward, Some(plan)),
-            d => (d, None),
+        let (decision, plan, write) = match decision {
+            Decision::ForwardPrepared(plan) => (Decision::Forward, Some(plan), None),
+            Decision::Write(mut w) => {
+                let (scan, write) = (w.scan.take(), w.plan.take());
+                (Decision::Write(w), scan, write)
+            }
+            d => (d, None, None),
         };
         let (ddl, changes_session) =
             rewrite::text_effects(self.command.get(1..).unwrap_or_default());
@@ -508,6 +512,11 @@ impl Session {
                     changes_session,
                     ddl,
                     rewrite: None,
+                    write: write.map(|plan| prepared::WriteChecks {
+                        plan,
+                        types: None,
+                        long: Vec::new(),
+                    }),
                 };
                 self.statements
                     .prepared(id, p, plan, text.as_deref().unwrap_or_default());

@@ -15,13 +15,16 @@
 use std::sync::atomic::Ordering::Relaxed;
 
 use super::{End, Session};
+use crate::admin::bump;
 use crate::backend;
 use crate::protocol::constants::{com, status};
 use crate::protocol::execute::{self, Execute};
+use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::ResponseKind;
 use crate::sql::dml::LitCharset;
 use crate::sql::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
 use crate::sql::scan::Dialect;
+use crate::sql::write::{self, Bound as WriteBound, Guarded, WritePlan};
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
 const MAX_PLANS: usize = 256;
@@ -42,6 +45,17 @@ pub(super) struct Prepared {
     /// Running it may be DDL (the process's schemas are read again afterwards).
     pub ddl: bool,
     pub rewrite: Option<Box<Rewrite>>,
+    /// A write (or locking read) on an HBase table: checked at each execution.
+    pub write: Option<WriteChecks>,
+}
+
+/// The write rules' view of a prepared statement.
+pub(super) struct WriteChecks {
+    pub plan: Box<WritePlan>,
+    /// The parameter types in force (from the last execution that bound them).
+    pub types: Option<Vec<u8>>,
+    /// Bytes sent with COM_STMT_SEND_LONG_DATA per parameter since the last execution.
+    pub long: Vec<(u16, u64)>,
 }
 
 /// The prefix-scan rewrite of one prepared statement.
@@ -163,6 +177,23 @@ impl Session {
             self.forget_session_facts();
         }
         let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
+        let mut pin = None;
+        if let Some(id) = id {
+            match self.check_write_execution(id, bulk).await? {
+                Checked::Refused(e, long_data) => {
+                    bump(&self.shared.stats.answered_locally);
+                    if long_data {
+                        // the backend holds the pieces sent for this execution: dropped, so
+                        // the next execution's pieces do not add to them
+                        let mut cmd = vec![com::STMT_RESET];
+                        cmd.extend_from_slice(&id.to_le_bytes());
+                        self.own_command(&cmd).await?;
+                    }
+                    return self.answer_error(e).await;
+                }
+                Checked::Runs(p) => pin = p,
+            }
+        }
         let result = match (id, rewrite && !bulk) {
             (Some(id), true) => self.execute_with_rewrite(id).await,
             _ => {
@@ -173,13 +204,133 @@ impl Session {
         if ddl {
             self.shared.schemas.clear();
         }
+        // the execution's partition fixes the transaction's, once it ran
+        if let (Some(p), true) = (pin, self.last_status & status::IN_TRANS != 0) {
+            if self.txn_pin.is_none() {
+                self.txn_pin = Some(p);
+            }
+        }
         result
+    }
+
+    /// The write rules and the transaction guard for one execution of a prepared write, with
+    /// the values it binds (a value sent with SEND_LONG_DATA is known by its length).
+    async fn check_write_execution(&mut self, id: u32, bulk: bool) -> Result<Checked, End> {
+        let Some(rules) = self.write_rules() else {
+            return Ok(Checked::Runs(None));
+        };
+        let Some(p) = self.statements.by_id.get_mut(&id) else {
+            return Ok(Checked::Runs(None));
+        };
+        let params = usize::from(p.params);
+        let Some(w) = p.write.as_mut() else {
+            return Ok(Checked::Runs(None));
+        };
+        let long = std::mem::take(&mut w.long);
+        let plan = w.plan.clone();
+        let checked = if bulk {
+            // MariaDB's bulk execute: rows the proxy does not read yet
+            write::Checked {
+                findings: Vec::new(),
+                touch: Some(write::Touch::Unknown {
+                    table: plan.schema.name.clone(),
+                    why: "a bulk execute (COM_STMT_BULK_EXECUTE)",
+                }),
+            }
+        } else {
+            let Some(e) = execute::parse(&self.command, params) else {
+                return Ok(Checked::Runs(None)); // the backend answers a malformed execute
+            };
+            if let Some(t) = e.types {
+                w.types = Some(t.to_vec());
+            }
+            let Some(mut types) = w.types.clone() else {
+                return Ok(Checked::Runs(None));
+            };
+            // a value sent in pieces is not in the packet: read as a NULL-typed placeholder
+            for (i, _) in &long {
+                if let Some(t) = types.get_mut(2 * usize::from(*i)) {
+                    *t = 0x06;
+                }
+            }
+            let spans = execute::value_spans(e.nulls, &types, e.values);
+            let bound = |i: u32| -> WriteBound<'_> {
+                if let Some((_, n)) = long.iter().find(|(p, _)| u32::from(*p) == i) {
+                    return WriteBound::Length(*n);
+                }
+                let i = i as usize;
+                let Some(spans) = &spans else {
+                    return WriteBound::Other;
+                };
+                let (Some(span), Some(ty), Some(flags)) =
+                    (spans.get(i), types.get(2 * i), types.get(2 * i + 1))
+                else {
+                    return WriteBound::Other;
+                };
+                let Some(span) = span else {
+                    return WriteBound::Null;
+                };
+                bound_value(*ty, *flags & 0x80 != 0, e.values, *span)
+            };
+            let escape = Dialect {
+                no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+                ..self.dialect
+            }
+            .reported_backslash_escape();
+            write::check_execution(&plan, &bound, &rules, self.charset_fact, escape)
+        };
+        let had_long = !long.is_empty();
+        let verdict = crate::hbase::rules::judge(rules.cells, checked.findings);
+        if let Some(f) = verdict.refuse {
+            let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
+            return Ok(Checked::Refused(e, had_long));
+        }
+        let mut notes: Vec<super::hbase::Warning> = verdict
+            .warnings
+            .into_iter()
+            .map(|f| (level_name(f.level).to_string(), f.code, f.message))
+            .collect();
+        let txn = write::Txn {
+            active: self.last_status & status::IN_TRANS != 0
+                || self.last_status & status::AUTOCOMMIT == 0,
+            pinned: self.txn_pin.clone(),
+        };
+        let mut pin = None;
+        if let Some(touch) = &checked.touch {
+            match write::guard(touch, &txn, rules.transactions) {
+                Guarded::Refuse(f) => {
+                    let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
+                    return Ok(Checked::Refused(e, had_long));
+                }
+                Guarded::Warn(f) => {
+                    notes.push((level_name(f.level).to_string(), f.code, f.message))
+                }
+                Guarded::Fine { pin: p } => pin = p,
+            }
+        }
+        if !notes.is_empty() {
+            self.pending_notes = notes;
+        }
+        Ok(Checked::Runs(pin))
     }
 
     /// COM_STMT_SEND_LONG_DATA: the next execution's value is not in its packet.
     pub(super) async fn on_long_data(&mut self) -> Result<(), End> {
         if let Some(rw) = self.rewrite_of_command() {
             rw.long_data = true;
+        }
+        // count the bytes as they pass (the value itself is never held)
+        let param = self
+            .command
+            .get(5..7)
+            .map(|b| u16::from_le_bytes([b[0], b[1]]));
+        let len = self.command.len().saturating_sub(7) as u64;
+        if let (Some(param), Some(w)) = (param, self.write_of_command()) {
+            if let Some((_, n)) = w.long.iter_mut().find(|(p, _)| *p == param) {
+                *n = n.saturating_add(len);
+            } else if w.long.len() < 4096 {
+                w.long.push((param, len));
+            }
         }
         self.statements.pin_last(&mut self.command);
         self.forward_without_response().await
@@ -200,6 +351,9 @@ impl Session {
     pub(super) async fn on_stmt_reset(&mut self) -> Result<(), End> {
         let id = self.statements.resolve(&self.command);
         let mut variant = None;
+        if let Some(w) = self.write_of_command() {
+            w.long.clear();
+        }
         if let Some(rw) = self.rewrite_of_command() {
             rw.long_data = false;
             variant = rw.last_target.take().filter(|t| Some(*t) != id);
@@ -226,6 +380,11 @@ impl Session {
             self.backend.queue_packet(0, &cmd);
         }
         self.forward_without_response().await
+    }
+
+    fn write_of_command(&mut self) -> Option<&mut WriteChecks> {
+        let id = self.statements.resolve(&self.command)?;
+        self.statements.by_id.get_mut(&id)?.write.as_mut()
     }
 
     fn rewrite_of_command(&mut self) -> Option<&mut Rewrite> {
@@ -441,5 +600,68 @@ impl Session {
             Ok(_) => Ok(()),
             Err(e) => Err(self.own_command_failed(e).await),
         }
+    }
+}
+
+/// The write rules' verdict on one execution.
+enum Checked {
+    /// Refused (and whether pieces of a long value reached the backend for it).
+    Refused(ErrorInfo, bool),
+    /// It runs; inside a transaction this partition fixes the transaction's.
+    Runs(Option<write::Place>),
+}
+
+fn level_name(l: crate::hbase::rules::Level) -> &'static str {
+    match l {
+        crate::hbase::rules::Level::Note => "Note",
+        _ => "Warning",
+    }
+}
+
+/// A bound value of binary-protocol type `ty` (`unsigned`: the type's flag) at `span`.
+fn bound_value(ty: u8, unsigned: bool, values: &[u8], span: (usize, usize)) -> WriteBound<'_> {
+    if let Some((b, blob)) = execute::string_value(ty, values, span) {
+        return WriteBound::Bytes(b, blob);
+    }
+    let Some(raw) = values.get(span.0..span.1) else {
+        return WriteBound::Other;
+    };
+    let int = match (ty, raw.len()) {
+        (0x01, 1) => Some(if unsigned {
+            i128::from(raw[0])
+        } else {
+            i128::from(raw[0] as i8)
+        }),
+        (0x02 | 0x0d, 2) => {
+            let v = u16::from_le_bytes([raw[0], raw[1]]);
+            Some(if unsigned {
+                i128::from(v)
+            } else {
+                i128::from(v as i16)
+            })
+        }
+        (0x03 | 0x09, 4) => {
+            let v = u32::from_le_bytes([raw[0], raw[1], raw[2], raw[3]]);
+            Some(if unsigned {
+                i128::from(v)
+            } else {
+                i128::from(v as i32)
+            })
+        }
+        (0x08, 8) => {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(raw);
+            let v = u64::from_le_bytes(b);
+            Some(if unsigned {
+                i128::from(v)
+            } else {
+                i128::from(v as i64)
+            })
+        }
+        _ => None,
+    };
+    match int {
+        Some(i) => WriteBound::Int(i),
+        None => WriteBound::Other,
     }
 }

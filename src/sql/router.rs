@@ -67,6 +67,10 @@ pub struct Write {
     pub warnings: Vec<(&'static str, u16, String)>,
     /// The transaction's partition once the text has run, when the text changes it.
     pub txn_after: Option<Option<write::Place>>,
+    /// COM_STMT_PREPARE: what each execution is checked with.
+    pub plan: Option<Box<write::WritePlan>>,
+    /// COM_STMT_PREPARE: the prefix-scan plan of each execution, if any.
+    pub scan: Option<Box<prefix_scan::PreparedPlan>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -364,7 +368,10 @@ fn decide_pieces_with(
                         continue;
                     }
                 };
-                let fill_t = origin == Origin::Text;
+                let fill = match origin {
+                    Origin::Text => write::FillT::Literal,
+                    Origin::Prepare => write::FillT::Expression,
+                };
                 let mut own = Splice::new();
                 let checked = match write::check_insert(
                     piece,
@@ -375,6 +382,7 @@ fn decide_pieces_with(
                     view.settled,
                     &mut own,
                     pieces[i].start,
+                    fill,
                 ) {
                     Ok(c) => c,
                     Err(write::NeedCharset) => {
@@ -383,8 +391,9 @@ fn decide_pieces_with(
                         continue;
                     }
                 };
-                if fill_t {
-                    splice.extend(own);
+                splice.extend(own);
+                if origin == Origin::Prepare && !many {
+                    writes.plan = write::plan_insert(piece, d, schema.clone()).map(Box::new);
                 }
                 if let Some(e) = writes.judge(checked, rules, origin) {
                     return stop_at(sql, pieces, i, splice, e, needs, need, writes);
@@ -394,14 +403,23 @@ fn decide_pieces_with(
                 let Some(view) = &ctx.tables else { continue };
                 if let (Some(rules), false) = (&ctx.writes, x.explain) {
                     let checked = match prefix_scan::table(x, view) {
-                        Ok(Some(schema)) => write::check_dml(
-                            x,
-                            &schema,
-                            rules,
-                            view.charset,
-                            d.reported_backslash_escape(),
-                            view.settled,
-                        ),
+                        Ok(Some(schema)) => {
+                            let writes_rows = x.verb != dml::Verb::Select || x.locking;
+                            if origin == Origin::Prepare && !many && writes_rows {
+                                writes.plan = Some(Box::new(write::WritePlan {
+                                    schema: schema.clone(),
+                                    shape: write::Shape::Dml(x.clone()),
+                                }));
+                            }
+                            write::check_dml(
+                                x,
+                                &schema,
+                                rules,
+                                view.charset,
+                                d.reported_backslash_escape(),
+                                view.settled,
+                            )
+                        }
                         Ok(None) => Ok(write::Checked::default()),
                         Err(n) => {
                             needs = true;
@@ -540,6 +558,8 @@ fn decide_pieces_with(
             refused: None,
             warnings: writes.warnings,
             txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+            plan: writes.plan,
+            scan: prepared,
         })),
         (true, true) => {
             if !splice.is_empty() {
@@ -567,12 +587,14 @@ struct WriteState {
     warnings: Vec<(&'static str, u16, String)>,
     /// A statement of the text wrote (or locked) an HBase table.
     wrote: bool,
+    /// A prepared write: what each execution is checked with.
+    plan: Option<Box<write::WritePlan>>,
 }
 
 impl WriteState {
     /// Whether the session has anything to carry out besides forwarding.
     fn matters(&self) -> bool {
-        self.wrote || !self.warnings.is_empty() || self.txn_changed
+        self.wrote || !self.warnings.is_empty() || self.txn_changed || self.plan.is_some()
     }
 
     /// A statement of a multi-statement text that starts or ends a transaction: the
@@ -683,6 +705,8 @@ fn stop_at(
         refused: Some(e),
         warnings: writes.warnings,
         txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+        plan: None,
+        scan: None,
     }))
 }
 

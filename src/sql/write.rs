@@ -9,7 +9,7 @@
 
 use std::ops::ControlFlow;
 
-use super::dml::{Dml, Operand, Verb};
+use super::dml::{Dml, LitCharset, Operand, Verb};
 use super::insert::{self, Source, Value};
 use super::prefix_scan::{certain, key_preds, ConnCharset};
 use super::scan::Dialect;
@@ -162,9 +162,27 @@ fn place(schema: &TableSchema, partition: u32, rowkey: &[u8]) -> Place {
     }
 }
 
+/// How an INSERT that leaves T out gets one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FillT {
+    /// The statement's time as a literal (a text statement runs once).
+    Literal,
+    /// An expression the backend evaluates at each execution (a prepared statement).
+    Expression,
+}
+
+/// T = now in `convention`, computed by the backend (the same for every row of a statement).
+fn now_expression(convention: Convention) -> &'static [u8] {
+    match convention {
+        Convention::NegatedMs => b"-CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+        Convention::Ms => b"CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)",
+    }
+}
+
 /// INSERT / REPLACE of `piece` on `schema`'s table: the cell rules for every row, the T it
 /// leaves out spliced in (`splice`, offsets relative to `base`), and where its rows are.
 /// Err when a literal's bytes depend on a character set the session has not read yet.
+#[allow(clippy::too_many_arguments)]
 pub fn check_insert(
     piece: &[u8],
     d: Dialect,
@@ -174,6 +192,7 @@ pub fn check_insert(
     settled: bool,
     splice: &mut Splice,
     base: usize,
+    fill: FillT,
 ) -> Result<Checked, NeedCharset> {
     let limits = &schema.limits;
     let strict = rules.cells == Enforcement::Strict;
@@ -201,11 +220,14 @@ pub fn check_insert(
             ));
             let has_t = columns.iter().any(|c| col_is(c, "T"));
             if !has_t && head.columns.is_some() {
-                let t = rules
-                    .convention
-                    .encode(rules.now_ms)
-                    .to_string()
-                    .into_bytes();
+                let t = match fill {
+                    FillT::Literal => rules
+                        .convention
+                        .encode(rules.now_ms)
+                        .to_string()
+                        .into_bytes(),
+                    FillT::Expression => now_expression(rules.convention).to_vec(),
+                };
                 if head.source == Source::Values {
                     if let Some(close) = head.columns_close {
                         positions.push((close, b", T".to_vec()));
@@ -437,6 +459,247 @@ fn where_rows(
     touch
 }
 
+/// What each execution of a prepared write needs: the table as it was prepared and the
+/// statement's shape, with its `?` by position.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WritePlan {
+    pub schema: std::sync::Arc<TableSchema>,
+    pub shape: Shape,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Shape {
+    Insert {
+        /// The columns each row's values go to.
+        columns: Vec<Vec<u8>>,
+        rows: Vec<Vec<Value>>,
+    },
+    /// UPDATE / DELETE / a locking SELECT.
+    Dml(Box<Dml>),
+}
+
+/// Most values a prepared INSERT's plan keeps (a larger statement is checked at prepare only).
+const MAX_PLAN_VALUES: usize = 65_536;
+
+/// The plan of a prepared INSERT whose rows have placeholders (None: nothing to check at an
+/// execution, or too large to keep).
+pub fn plan_insert(
+    piece: &[u8],
+    d: Dialect,
+    schema: std::sync::Arc<TableSchema>,
+) -> Option<WritePlan> {
+    let mut rows: Vec<Vec<Value>> = Vec::new();
+    let mut kept = 0usize;
+    let mut columns: Option<Vec<Vec<u8>>> = None;
+    let mut too_large = false;
+    let read = insert::read(piece, d, |head, row| {
+        if columns.is_none() {
+            columns = Some(match &head.columns {
+                Some(c) => c.clone(),
+                None => schema
+                    .limits
+                    .columns
+                    .iter()
+                    .map(|c| c.as_bytes().to_vec())
+                    .collect(),
+            });
+        }
+        kept += row.values.len();
+        if kept > MAX_PLAN_VALUES {
+            too_large = true;
+            return ControlFlow::Break(());
+        }
+        rows.push(row.values.to_vec());
+        ControlFlow::Continue(())
+    });
+    let insert::Read::Insert { .. } = read else {
+        return None;
+    };
+    let has_params = rows.iter().flatten().any(|v| matches!(v, Value::Param(_)));
+    (!too_large && has_params).then(|| WritePlan {
+        schema,
+        shape: Shape::Insert {
+            columns: columns.unwrap_or_default(),
+            rows,
+        },
+    })
+}
+
+/// A bound parameter of an execution, as the write rules see it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bound<'a> {
+    /// A string-like value: its bytes, and whether it is BLOB-typed (binary everywhere).
+    Bytes(&'a [u8], bool),
+    Int(i128),
+    Null,
+    /// Sent with COM_STMT_SEND_LONG_DATA: only its length is known.
+    Length(u64),
+    /// Another type.
+    Other,
+}
+
+fn seen_bound(b: Bound<'_>, conn: Option<ConnCharset>) -> Seen<'_> {
+    match b {
+        Bound::Bytes(v, true) => Seen::Bytes(v),
+        Bound::Bytes(v, false) => match certain(v, LitCharset::Connection, conn) {
+            Some(true) => Seen::Bytes(v),
+            _ => Seen::Unknown,
+        },
+        Bound::Int(i) => Seen::Int(i),
+        Bound::Null => Seen::Null,
+        Bound::Length(n) => Seen::Length(n),
+        Bound::Other => Seen::Unknown,
+    }
+}
+
+/// One execution of a prepared write: the cell rules on its bound values and where its rows
+/// are. `bound(i)` is the value of the i-th `?`.
+pub fn check_execution<'a>(
+    plan: &WritePlan,
+    bound: &dyn Fn(u32) -> Bound<'a>,
+    rules: &WriteRules,
+    conn: Option<ConnCharset>,
+    backslash_escape: Option<bool>,
+) -> Checked {
+    let schema = &plan.schema;
+    match &plan.shape {
+        Shape::Insert { columns, rows } => {
+            let mut findings = Vec::new();
+            let mut touch = Touch::At(Vec::new());
+            let mut ignored = false;
+            for (i, row) in rows.iter().enumerate() {
+                let mut get = |name: &str| -> Seen<'_> {
+                    let Some(v) = columns
+                        .iter()
+                        .position(|c| col_is(c, name))
+                        .map(|i| row.get(i))
+                    else {
+                        return Seen::Absent;
+                    };
+                    match v {
+                        Some(Value::Param(n)) => seen_bound(bound(*n), conn),
+                        Some(v) => seen(v, conn, &mut ignored),
+                        None => Seen::Unknown,
+                    }
+                };
+                let cell = Cell {
+                    k: get("K"),
+                    q: get("Q"),
+                    t: get("T"),
+                    v: get("V"),
+                };
+                if findings.len() < MAX_FINDINGS {
+                    cells::check_cell(
+                        &cell,
+                        &schema.limits,
+                        rules.convention,
+                        rules.window,
+                        i + 1,
+                        &mut findings,
+                    );
+                }
+                match cell.k {
+                    Seen::Bytes(k) => match schema.partitioning.partition_of(k) {
+                        Some(p) => touch.add(place(schema, p, k)),
+                        None => {
+                            touch = Touch::Unknown {
+                                table: schema.name.clone(),
+                                why: "a rowkey beyond the last RANGE partition",
+                            }
+                        }
+                    },
+                    _ => {
+                        touch = Touch::Unknown {
+                            table: schema.name.clone(),
+                            why: "a rowkey the proxy cannot read",
+                        }
+                    }
+                }
+            }
+            Checked {
+                findings,
+                touch: Some(touch),
+            }
+        }
+        Shape::Dml(dml) => {
+            // the statement with its `?` replaced by what the execution bound
+            let lit = |b: Bound<'_>| -> Option<Operand> {
+                match b {
+                    Bound::Bytes(v, binary) => Some(Operand::Lit {
+                        bytes: v.to_vec(),
+                        charset: if binary {
+                            LitCharset::Binary
+                        } else {
+                            LitCharset::Connection
+                        },
+                    }),
+                    _ => None,
+                }
+            };
+            let mut bound_dml = (**dml).clone();
+            let bind = |o: &mut Operand| {
+                if let Operand::Param(n) = o {
+                    if let Some(l) = lit(bound(*n)) {
+                        *o = l;
+                    }
+                }
+            };
+            for p in bound_dml.preds.iter_mut() {
+                match p {
+                    super::dml::Pred::Eq(v)
+                    | super::dml::Pred::Lower { bound: v, .. }
+                    | super::dml::Pred::Upper { bound: v, .. } => bind(v),
+                    super::dml::Pred::Left { value, .. } => bind(value),
+                    super::dml::Pred::Like { pattern, .. } => bind(pattern),
+                    super::dml::Pred::In(vs) => vs.iter_mut().for_each(bind),
+                    super::dml::Pred::Between(a, b) => {
+                        bind(a);
+                        bind(b);
+                    }
+                }
+            }
+            let mut findings = Vec::new();
+            let mut need = false;
+            if bound_dml.verb == Verb::Update {
+                for (c, v) in &bound_dml.assignments {
+                    if col_is(c, "V") {
+                        let v = match v {
+                            Value::Param(n) => seen_bound(bound(*n), conn),
+                            v => seen(v, conn, &mut need),
+                        };
+                        let cell = Cell {
+                            k: Seen::Absent,
+                            q: Seen::Absent,
+                            t: Seen::Absent,
+                            v,
+                        };
+                        cells::check_cell(
+                            &cell,
+                            &schema.limits,
+                            rules.convention,
+                            rules.window,
+                            1,
+                            &mut findings,
+                        );
+                    }
+                }
+            }
+            let touch = if bound_dml.verb == Verb::Select && !bound_dml.locking {
+                None
+            } else {
+                Some(where_rows(
+                    &bound_dml,
+                    schema,
+                    conn,
+                    backslash_escape,
+                    &mut need,
+                ))
+            };
+            Checked { findings, touch }
+        }
+    }
+}
+
 /// The guard's verdict on one statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Guarded {
@@ -586,6 +849,7 @@ mod tests {
             true,
             &mut splice,
             0,
+            FillT::Literal,
         )
         .expect("no charset needed");
         (c, splice.apply(sql.as_bytes()))

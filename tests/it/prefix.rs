@@ -575,7 +575,7 @@ fn statements_the_rewriter_must_not_touch_are_forwarded_as_they_are() {
 
 /// A bound value as the test sends it.
 #[derive(Clone, Debug)]
-enum P {
+pub(crate) enum P {
     Null,
     /// MYSQL_TYPE_BLOB: binary.
     Blob(Vec<u8>),
@@ -595,7 +595,7 @@ impl P {
     }
 }
 
-fn prepare(c: &mut RawConn, sql: &[u8]) -> Result<(u32, u16), (u16, String)> {
+pub(crate) fn prepare(c: &mut RawConn, sql: &[u8]) -> Result<(u32, u16), (u16, String)> {
     let mut cmd = vec![0x16];
     cmd.extend_from_slice(sql);
     let frames = c
@@ -613,7 +613,13 @@ fn prepare(c: &mut RawConn, sql: &[u8]) -> Result<(u32, u16), (u16, String)> {
 
 /// A COM_STMT_EXECUTE; `types`: send the parameter types (else the ones sent before hold);
 /// `long`: parameters whose value went with COM_STMT_SEND_LONG_DATA (not in the packet).
-fn execute_packet(id: u32, cursor: bool, params: &[P], types: bool, long: &[usize]) -> Vec<u8> {
+pub(crate) fn execute_packet(
+    id: u32,
+    cursor: bool,
+    params: &[P],
+    types: bool,
+    long: &[usize],
+) -> Vec<u8> {
     let mut p = vec![0x17];
     p.extend_from_slice(&id.to_le_bytes());
     p.push(u8::from(cursor));
@@ -675,7 +681,7 @@ fn run_execute(c: &mut RawConn, id: u32, packet: &[u8]) -> Result<Vec<Vec<u8>>, 
     Ok(out)
 }
 
-fn send_long_data(c: &mut RawConn, id: u32, param: u16, data: &[u8]) {
+pub(crate) fn send_long_data(c: &mut RawConn, id: u32, param: u16, data: &[u8]) {
     let mut p = vec![0x18];
     p.extend_from_slice(&id.to_le_bytes());
     p.extend_from_slice(&param.to_le_bytes());

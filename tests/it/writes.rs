@@ -7,9 +7,12 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use obkv_proxy::hbase::partition::Partitioning;
 
+use obkv_proxy::protocol::response::ResponseKind;
+
 use crate::common::proxy::{self, InProcessProxy};
 use crate::common::raw::{err_of, RawConn};
 use crate::common::{shared, Kind, BOTH};
+use crate::prefix::{execute_packet, prepare, send_long_data, P};
 
 const N: usize = 4;
 const PARTS: u32 = 13;
@@ -416,5 +419,151 @@ fn a_refused_statement_ends_a_multi_statement_text() {
         assert_eq!(frames.len(), 1, "{frames:?}");
         assert_eq!(err_of(&frames[0].1).expect("error").0, 1146);
         assert_eq!(c.scalar("SELECT 1"), "1");
+    }
+}
+
+/// Runs an execution: Ok, or the error (code, message).
+fn execute(c: &mut RawConn, packet: &[u8]) -> Result<(), (u16, String)> {
+    let frames = c
+        .command(packet, ResponseKind::Execute)
+        .expect("execute answered");
+    match frames.iter().find_map(|(_, p)| err_of(p)) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+#[test]
+fn prepared_writes_are_checked_with_their_values() {
+    let (a, b, _) = keys();
+    for kind in BOTH {
+        let tag = format!("p{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        let (id, params) = prepare(
+            &mut c,
+            format!("INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)").as_bytes(),
+        )
+        .expect("prepared");
+        assert_eq!(params, 4);
+        let cell = |k: &[u8], t: i64, v: Option<&[u8]>| {
+            vec![
+                P::Str(k.to_vec()),
+                P::Str(b"q".to_vec()),
+                P::Int(t),
+                v.map_or(P::Null, |v| P::Blob(v.to_vec())),
+            ]
+        };
+        execute(
+            &mut c,
+            &execute_packet(id, false, &cell(b"good", now, Some(b"v")), true, &[]),
+        )
+        .expect("a good cell");
+        for (why, values, code) in [
+            ("empty K", cell(b"", now, Some(b"v")), 1292),
+            ("K too long", cell(&[7; 17], now, Some(b"v")), 1406),
+            ("T of the wrong sign", cell(b"k2", -now, Some(b"v")), 1292),
+            ("NULL V", cell(b"k3", now, None), 1048),
+            ("V too long", cell(b"k4", now, Some(&[1; 33])), 1406),
+        ] {
+            let before = f.cells(t);
+            let (got, msg) =
+                execute(&mut c, &execute_packet(id, false, &values, true, &[])).expect_err(why);
+            assert_eq!(got, code, "{}: {why}: {msg}", kind.name());
+            assert_eq!(
+                f.cells(t),
+                before,
+                "{}: {why}: refused yet changed",
+                kind.name()
+            );
+        }
+        // the statement still works after refusals
+        execute(
+            &mut c,
+            &execute_packet(id, false, &cell(b"good2", now, Some(b"v")), false, &[]),
+        )
+        .expect("types kept");
+        assert_eq!(f.cells(t).len(), 2);
+
+        // a long V sent in pieces is counted as it passes
+        let (lid, _) = prepare(
+            &mut c,
+            format!("INSERT INTO {} (K, Q, T, V) VALUES (?, ?, ?, ?)", f.blob).as_bytes(),
+        )
+        .expect("prepared");
+        let half = CELL_LIMIT as usize / 2;
+        send_long_data(&mut c, lid, 3, &vec![1; half]);
+        send_long_data(&mut c, lid, 3, &vec![2; half + 1]);
+        let values = cell(b"long", now, Some(b""));
+        let (code, _) = execute(&mut c, &execute_packet(lid, false, &values, true, &[3]))
+            .expect_err("over the cell limit");
+        assert_eq!(code, 1406, "{}", kind.name());
+        assert!(f.cells(&f.blob).is_empty());
+        // at the limit: accepted, and the refused pieces are not part of it
+        send_long_data(&mut c, lid, 3, &vec![3; CELL_LIMIT as usize]);
+        execute(&mut c, &execute_packet(lid, false, &values, true, &[3])).expect("at the limit");
+        let rows = f.cells(&f.blob);
+        assert_eq!(rows.len(), 1);
+        assert_eq!(
+            rows[0][3].as_deref(),
+            Some(vec![3u8; CELL_LIMIT as usize].as_slice()),
+            "{}",
+            kind.name()
+        );
+
+        // T left out of a prepared INSERT: each execution gets the server's time
+        let (tid, n) = prepare(
+            &mut c,
+            format!("INSERT INTO {t} (K, Q, V) VALUES (?, 'auto', ?)").as_bytes(),
+        )
+        .expect("prepared without T");
+        assert_eq!(n, 2, "the client's parameters only");
+        let before = now_ms();
+        execute(
+            &mut c,
+            &execute_packet(
+                tid,
+                false,
+                &[P::Str(b"auto".to_vec()), P::Blob(b"v".to_vec())],
+                true,
+                &[],
+            ),
+        )
+        .expect("T filled in");
+        let after = now_ms();
+        let ts = c.scalar(&format!("SELECT T FROM {t} WHERE K = 'auto'"));
+        let ts: i64 = ts.parse().expect("T");
+        assert!(
+            (-after - 1000..=-before + 1000).contains(&ts),
+            "{}: T = {ts}, [{before}, {after}]",
+            kind.name()
+        );
+
+        // the guard at each execution
+        let (did, _) =
+            prepare(&mut c, format!("DELETE FROM {t} WHERE K = ?").as_bytes()).expect("prepared");
+        ok(&mut c, "BEGIN");
+        execute(
+            &mut c,
+            &execute_packet(did, false, &[P::Blob(a.clone())], true, &[]),
+        )
+        .expect("first partition");
+        let (code, msg) = execute(
+            &mut c,
+            &execute_packet(did, false, &[P::Blob(b.clone())], true, &[]),
+        )
+        .expect_err("second partition");
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        ok(&mut c, "COMMIT");
+
+        // an UPDATE of T is refused when it is prepared
+        let e = prepare(
+            &mut c,
+            format!("UPDATE {t} SET T = ? WHERE K = ?").as_bytes(),
+        )
+        .expect_err("refused");
+        assert_eq!(e.0, 1235, "{}", kind.name());
     }
 }
