@@ -12,6 +12,8 @@ use obkv_proxy::sql::dml;
 use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, Dialect, Flavor, Scanner};
+use obkv_proxy::sql::write::{Txn, WriteRules};
+use obkv_proxy::hbase::cells::CellLimits;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
@@ -53,6 +55,13 @@ fuzz_target!(|data: &[u8]| {
                 },
                 prefix_column: Some(("K_PREFIX".into(), 4)),
                 placement: Placement::OceanBase,
+                limits: CellLimits {
+                    k: Some(16),
+                    q: Some(8),
+                    v: Some(32),
+                    prefix_column: Some("K_PREFIX".into()),
+                    columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
+                },
             };
             c.put(key(b"hb", b"g$f", true), Some(Arc::new(schema)));
             Arc::new(c)
@@ -66,18 +75,46 @@ fuzz_target!(|data: &[u8]| {
         settled: true,
         counters: Default::default(),
     };
+    // the write stage too: inside a transaction for texts of even length
     let ctx = Context {
         dialect,
         strict: flags & 32 != 0,
         scope,
         tables: Some(tables),
+        rewrite: true,
+        writes: Some(WriteRules {
+            now_ms: 1_763_700_000_000,
+            ..WriteRules::default()
+        }),
+        txn: Txn {
+            active: sql.len() % 2 == 0,
+            pinned: None,
+        },
     };
     let _ = dml::read(sql, dialect);
     let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
     // a rewrite only inserts: the original bytes are the rewritten text's, in order
-    if let (_, Decision::Rewrite(text)) = decide(sql, origin, &ctx) {
-        let mut it = text.iter();
-        assert!(sql.iter().all(|b| it.any(|x| x == b)), "a rewrite changed the user's bytes");
+    match decide(sql, origin, &ctx) {
+        (_, Decision::Rewrite(text)) => {
+            let mut it = text.iter();
+            assert!(sql.iter().all(|b| it.any(|x| x == b)), "a rewrite changed the user's bytes");
+        }
+        // a write: the text sent is the user's (up to a refused statement) with insertions
+        (_, Decision::Write(w)) => {
+            if let Some(text) = &w.text {
+                // the user's bytes in order, with insertions; up to a refused statement only
+                let kept = |n: usize| {
+                    let mut it = text.iter();
+                    sql[..n].iter().all(|b| it.any(|x| x == b))
+                };
+                if w.refused.is_some() {
+                    assert!(!text.is_empty() && kept(1), "a shortened text lost its start");
+                } else {
+                    assert!(kept(sql.len()), "a write splice changed the user's bytes");
+                }
+            }
+        }
+        _ => {}
     }
     let _ = decide_dynamic(sql, &ctx);
     let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);
