@@ -37,6 +37,7 @@ fuzz_target!(|data: &[u8]| {
         q: Some(4),
         v: Some(16),
         prefix_column: Some("K_PREFIX".into()),
+        columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
     };
     let mut findings = Vec::new();
     let r = read(sql, d, |head, row| {
