@@ -97,6 +97,21 @@ pub enum Touch {
 }
 
 impl Touch {
+    /// One row written with rowkey `k`.
+    fn add_row(&mut self, schema: &TableSchema, k: Seen<'_>) {
+        let why = match k {
+            Seen::Bytes(k) => match schema.partitioning.partition_of(k) {
+                Some(p) => return self.add(place(schema, p, k)),
+                None => "a rowkey beyond the last RANGE partition",
+            },
+            _ => "a rowkey the proxy cannot read",
+        };
+        *self = Touch::Unknown {
+            table: schema.name.clone(),
+            why,
+        };
+    }
+
     fn add(&mut self, p: Place) {
         if let Touch::At(v) = self {
             if !v.iter().any(|q| q.same_partition(&p)) {
@@ -264,23 +279,7 @@ pub fn check_insert(
                 &mut findings,
             );
         }
-        match cell.k {
-            Seen::Bytes(k) => match schema.partitioning.partition_of(k) {
-                Some(p) => touch.add(place(schema, p, k)),
-                None => {
-                    touch = Touch::Unknown {
-                        table: schema.name.clone(),
-                        why: "a rowkey beyond the last RANGE partition",
-                    }
-                }
-            },
-            _ => {
-                touch = Touch::Unknown {
-                    table: schema.name.clone(),
-                    why: "a rowkey the proxy cannot read",
-                }
-            }
-        }
+        touch.add_row(schema, cell.k);
         if let Some(t) = &auto_t {
             let text = if head.source == Source::Set {
                 [b", T = ".as_slice(), t].concat()
@@ -598,23 +597,7 @@ pub fn check_execution<'a>(
                         &mut findings,
                     );
                 }
-                match cell.k {
-                    Seen::Bytes(k) => match schema.partitioning.partition_of(k) {
-                        Some(p) => touch.add(place(schema, p, k)),
-                        None => {
-                            touch = Touch::Unknown {
-                                table: schema.name.clone(),
-                                why: "a rowkey beyond the last RANGE partition",
-                            }
-                        }
-                    },
-                    _ => {
-                        touch = Touch::Unknown {
-                            table: schema.name.clone(),
-                            why: "a rowkey the proxy cannot read",
-                        }
-                    }
-                }
+                touch.add_row(schema, cell.k);
             }
             Checked {
                 findings,
