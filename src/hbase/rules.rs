@@ -11,6 +11,17 @@ pub enum Level {
     Note,
 }
 
+impl Level {
+    /// As SHOW WARNINGS names it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Error => "Error",
+            Level::Warning => "Warning",
+            Level::Note => "Note",
+        }
+    }
+}
+
 /// One rule's verdict on a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {

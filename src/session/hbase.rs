@@ -22,7 +22,7 @@ use crate::hbase::backend::{BackendFacts, Flavor};
 use crate::hbase::catalog::{self, like, Catalog, Definition};
 use crate::hbase::marker::{self, Marker};
 use crate::hbase::rules::{
-    self, check_alter, check_create, check_rename, Finding, GroupState, Level, RuleConfig,
+    self, check_alter, check_create, check_rename, Finding, GroupState, RuleConfig,
 };
 use crate::hbase::translate;
 use crate::protocol::constants::status;
@@ -228,13 +228,9 @@ impl Session {
     fn judge(&mut self, findings: Vec<Finding>) -> Option<ErrorInfo> {
         let v = rules::judge(self.shared.config.hbase.enforcement, findings);
         for f in v.warnings {
-            let level = if f.level == Level::Note {
-                "Note"
-            } else {
-                "Warning"
-            };
+            // judge turns errors into warnings in warn mode: only Warning and Note are left
             self.pending_warnings
-                .push((level.into(), f.code, f.message));
+                .push((f.level.name().into(), f.code, f.message));
         }
         v.refuse
             .map(|e| ErrorInfo::new(e.code, e.sqlstate, e.message))

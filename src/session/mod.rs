@@ -209,6 +209,8 @@ impl Session {
             (true, Some(Some(db))) => Some(String::from_utf8_lossy(db).into_owned()),
             _ => None,
         };
+        let rewrite = self.shared.config.hbase.rewrite == crate::config::Switch::On;
+        let writes = self.write_rules();
         Ok(Context {
             dialect: Dialect {
                 no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
@@ -220,16 +222,9 @@ impl Session {
                 current,
                 names_ci: self.names_ci,
             },
-            rewrite: self.shared.config.hbase.rewrite == crate::config::Switch::On,
-            writes: self.write_rules(),
-            txn: crate::sql::write::Txn {
-                active: self.last_status & status::IN_TRANS != 0
-                    || self.last_status & status::AUTOCOMMIT == 0,
-                pinned: self.txn_pin.clone(),
-            },
-            tables: (self.shared.config.hbase.rewrite == crate::config::Switch::On
-                || self.write_rules().is_some())
-            .then(|| TableView {
+            rewrite,
+            txn: self.txn(),
+            tables: (rewrite || writes.is_some()).then(|| TableView {
                 cache: self.shared.schemas.clone(),
                 current_db: self.db_fact.clone(),
                 charset: self.charset_fact,
@@ -237,7 +232,18 @@ impl Session {
                 settled: false,
                 counters: self.shared.rewrite_counters.clone(),
             }),
+            writes,
         })
+    }
+
+    /// The session's transaction as the write guard sees it: inside one when the backend says
+    /// so (IN_TRANS) or autocommit is off; the partition its first write fixed.
+    fn txn(&self) -> crate::sql::write::Txn {
+        crate::sql::write::Txn {
+            active: self.last_status & status::IN_TRANS != 0
+                || self.last_status & status::AUTOCOMMIT == 0,
+            pinned: self.txn_pin.clone(),
+        }
     }
 
     /// The write rules in force (None: cell rules and the transaction guard both off), with
@@ -513,7 +519,7 @@ impl Session {
                     ddl,
                     rewrite: None,
                     write: write.map(|plan| prepared::WriteChecks {
-                        plan,
+                        plan: plan.into(),
                         types: None,
                         long: Vec::new(),
                     }),
@@ -715,6 +721,18 @@ impl Session {
 
     /// Sends the current command to the backend and relays the response.
     async fn forward(&mut self, kind: ResponseKind) -> Result<Summary, End> {
+        let (summary, _) = self.send_and_relay(kind, false).await?;
+        self.after_response(&summary);
+        Ok(summary)
+    }
+
+    /// Sends the current command and relays the response (`more_after`: as `relay_response`);
+    /// the summary and the sequence id after the response.
+    async fn send_and_relay(
+        &mut self,
+        kind: ResponseKind,
+        more_after: bool,
+    ) -> Result<(Summary, u8), End> {
         let backend_frames = match self.backend.send_packet(0, &self.command).await {
             Ok(next) => next,
             Err(_) => return Err(self.lose_backend(self.command_frames).await),
@@ -722,9 +740,7 @@ impl Session {
         // Response sequence ids continue the command's; they differ when a rewrite changed the
         // number of frames.
         let seq_delta = self.command_frames.wrapping_sub(backend_frames);
-        let (summary, _) = self.relay_response(kind, seq_delta, false).await?;
-        self.after_response(&summary);
-        Ok(summary)
+        self.relay_response(kind, seq_delta, more_after).await
     }
 
     /// The status a response ended with: the session's transaction state follows it (COMMIT,
@@ -752,14 +768,7 @@ impl Session {
             self.command.extend_from_slice(&text);
         }
         let refused = w.refused;
-        let backend_frames = match self.backend.send_packet(0, &self.command).await {
-            Ok(next) => next,
-            Err(_) => return Err(self.lose_backend(self.command_frames).await),
-        };
-        let seq_delta = self.command_frames.wrapping_sub(backend_frames);
-        let (summary, next_seq) = self
-            .relay_response(kind, seq_delta, refused.is_some())
-            .await?;
+        let (summary, next_seq) = self.send_and_relay(kind, refused.is_some()).await?;
         let failed = summary.error_code.is_some();
         if let (Some(after), false) = (w.txn_after, failed) {
             self.txn_pin = after;

@@ -24,7 +24,7 @@ use crate::protocol::response::ResponseKind;
 use crate::sql::dml::LitCharset;
 use crate::sql::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
 use crate::sql::scan::Dialect;
-use crate::sql::write::{self, Bound as WriteBound, Guarded, WritePlan};
+use crate::sql::write::{self, Bound as WriteBound, WritePlan};
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
 const MAX_PLANS: usize = 256;
@@ -51,7 +51,7 @@ pub(super) struct Prepared {
 
 /// The write rules' view of a prepared statement.
 pub(super) struct WriteChecks {
-    pub plan: Box<WritePlan>,
+    pub plan: std::sync::Arc<WritePlan>,
     /// The parameter types in force (from the last execution that bound them).
     pub types: Option<Vec<u8>>,
     /// Bytes sent with COM_STMT_SEND_LONG_DATA per parameter since the last execution.
@@ -279,38 +279,19 @@ impl Session {
             .reported_backslash_escape();
             write::check_execution(&plan, &bound, &rules, self.charset_fact, escape)
         };
-        let had_long = !long.is_empty();
-        let verdict = crate::hbase::rules::judge(rules.cells, checked.findings);
-        if let Some(f) = verdict.refuse {
+        let out = write::verdict(checked, &rules, &self.txn());
+        if let Some(f) = out.refuse {
             let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
-            return Ok(Checked::Refused(e, had_long));
+            return Ok(Checked::Refused(e, !long.is_empty()));
         }
-        let mut notes: Vec<super::hbase::Warning> = verdict
-            .warnings
-            .into_iter()
-            .map(|f| (level_name(f.level).to_string(), f.code, f.message))
-            .collect();
-        let txn = write::Txn {
-            active: self.last_status & status::IN_TRANS != 0
-                || self.last_status & status::AUTOCOMMIT == 0,
-            pinned: self.txn_pin.clone(),
-        };
-        let mut pin = None;
-        if let Some(touch) = &checked.touch {
-            match write::guard(touch, &txn, rules.transactions) {
-                Guarded::Refuse(f) => {
-                    let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
-                    return Ok(Checked::Refused(e, had_long));
-                }
-                Guarded::Warn(f) => {
-                    notes.push((level_name(f.level).to_string(), f.code, f.message))
-                }
-                Guarded::Fine { pin: p } => pin = p,
-            }
+        if !out.warnings.is_empty() {
+            self.pending_notes = out
+                .warnings
+                .into_iter()
+                .map(|f| (f.level.name().to_string(), f.code, f.message))
+                .collect();
         }
-        if !notes.is_empty() {
-            self.pending_notes = notes;
-        }
+        let pin = out.pin;
         Ok(Checked::Runs(pin))
     }
 
@@ -609,13 +590,6 @@ enum Checked {
     Refused(ErrorInfo, bool),
     /// It runs; inside a transaction this partition fixes the transaction's.
     Runs(Option<write::Place>),
-}
-
-fn level_name(l: crate::hbase::rules::Level) -> &'static str {
-    match l {
-        crate::hbase::rules::Level::Note => "Note",
-        _ => "Warning",
-    }
 }
 
 /// A bound value of binary-protocol type `ty` (`unsigned`: the type's flag) at `span`.

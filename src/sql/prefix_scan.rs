@@ -348,17 +348,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
     let mut with_params = false;
     let mut param_preds: Vec<Pred> = Vec::new();
     for p in &dml.preds {
-        let mut value = |op: &Operand| match op {
-            Operand::Lit { bytes, charset } => match certain(bytes, *charset, view.charset) {
-                Some(true) => Some(bytes.clone()),
-                Some(false) => None,
-                None => {
-                    need_charset = true;
-                    None
-                }
-            },
-            Operand::Param(_) => None,
-        };
+        let mut value = |op: &Operand| literal_bytes(op, view.charset, &mut need_charset);
         if !key_preds(p, backslash_escape, &mut value, &mut known) && pred_has_param(p) {
             with_params = true;
             param_preds.push(p.clone());
@@ -418,6 +408,27 @@ fn pred_has_param(p: &Pred) -> bool {
         Pred::Like { pattern, .. } => is(pattern),
         Pred::In(vs) => vs.iter().any(is),
         Pred::Between(a, b) => is(a) || is(b),
+    }
+}
+
+/// A literal operand's bytes when they are certainly the bytes the backend compares with K
+/// (None for a placeholder or an uncertain literal; `need_charset` when the session's
+/// character set would decide).
+pub fn literal_bytes(
+    op: &Operand,
+    conn: Option<ConnCharset>,
+    need_charset: &mut bool,
+) -> Option<Vec<u8>> {
+    let Operand::Lit { bytes, charset } = op else {
+        return None;
+    };
+    match certain(bytes, *charset, conn) {
+        Some(true) => Some(bytes.clone()),
+        Some(false) => None,
+        None => {
+            *need_charset = true;
+            None
+        }
     }
 }
 

@@ -25,8 +25,7 @@ use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::rewrite;
 use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
 use super::splice::Splice;
-use super::write::{self, Guarded, Touch, Txn, WriteRules};
-use crate::hbase::rules::{self, Finding, Level};
+use super::write::{self, Touch, Txn, WriteRules};
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{self, Statement, TableName};
 
@@ -638,31 +637,18 @@ impl WriteState {
             checked.findings.retain(|f| f.rule != "C8");
             checked.touch = None;
         }
-        let verdict = rules::judge(rules.cells, checked.findings);
-        if let Some(f) = verdict.refuse {
+        self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);
+        let out = write::verdict(checked, rules, &self.txn);
+        if let Some(f) = out.refuse {
             return Some(ErrorInfo::new(f.code, f.sqlstate, f.message));
         }
-        let mut kept: Vec<Finding> = verdict.warnings;
-        if let Some(touch) = &checked.touch {
-            self.wrote |= *touch != Touch::Nothing;
-            match write::guard(touch, &self.txn, rules.transactions) {
-                Guarded::Refuse(f) => return Some(ErrorInfo::new(f.code, f.sqlstate, f.message)),
-                Guarded::Warn(f) => kept.push(f),
-                Guarded::Fine { pin: Some(p) } => {
-                    self.txn.pinned = Some(p);
-                    self.txn_changed = true;
-                }
-                Guarded::Fine { pin: None } => {}
-            }
+        if let Some(p) = out.pin {
+            self.txn.pinned = Some(p);
+            self.txn_changed = true;
         }
-        for f in kept {
-            let level = if f.level == Level::Note {
-                "Note"
-            } else {
-                "Warning"
-            };
+        for f in out.warnings {
             if self.warnings.len() < 64 {
-                self.warnings.push((level, f.code, f.message));
+                self.warnings.push((f.level.name(), f.code, f.message));
             }
         }
         None

@@ -11,7 +11,7 @@ use std::ops::ControlFlow;
 
 use super::dml::{Dml, LitCharset, Operand, Verb};
 use super::insert::{self, Source, Value};
-use super::prefix_scan::{certain, key_preds, ConnCharset};
+use super::prefix_scan::{certain, key_preds, literal_bytes, ConnCharset};
 use super::scan::Dialect;
 use super::splice::Splice;
 use crate::config::Transactions;
@@ -96,27 +96,53 @@ pub enum Touch {
     Unknown { table: String, why: &'static str },
 }
 
-impl Touch {
-    /// One row written with rowkey `k`.
-    fn add_row(&mut self, schema: &TableSchema, k: Seen<'_>) {
-        let why = match k {
-            Seen::Bytes(k) => match schema.partitioning.partition_of(k) {
-                Some(p) => return self.add(place(schema, p, k)),
-                None => "a rowkey beyond the last RANGE partition",
-            },
-            _ => "a rowkey the proxy cannot read",
-        };
-        *self = Touch::Unknown {
-            table: schema.name.clone(),
-            why,
-        };
+/// Where the rows of one statement are, collected row by row: each partition once, found in a
+/// set (a million-row INSERT costs a million lookups, not rows × partitions).
+struct Rows<'s> {
+    schema: &'s TableSchema,
+    places: Vec<Place>,
+    seen: std::collections::HashSet<u32>,
+    unknown: Option<&'static str>,
+}
+
+impl<'s> Rows<'s> {
+    fn new(schema: &'s TableSchema) -> Self {
+        Rows {
+            schema,
+            places: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            unknown: None,
+        }
     }
 
-    fn add(&mut self, p: Place) {
-        if let Touch::At(v) = self {
-            if !v.iter().any(|q| q.same_partition(&p)) {
-                v.push(p);
-            }
+    /// A row (or prefix) with rowkey `k`.
+    fn key(&mut self, k: &[u8]) {
+        match self.schema.partitioning.partition_of(k) {
+            Some(p) if self.seen.insert(p) => self.places.push(place(self.schema, p, k)),
+            Some(_) => {}
+            None => self.not_known("a rowkey beyond the last RANGE partition"),
+        }
+    }
+
+    /// A row written with rowkey `k` as the proxy sees it.
+    fn row(&mut self, k: Seen<'_>) {
+        match k {
+            Seen::Bytes(k) => self.key(k),
+            _ => self.not_known("a rowkey the proxy cannot read"),
+        }
+    }
+
+    fn not_known(&mut self, why: &'static str) {
+        self.unknown = Some(why);
+    }
+
+    fn finish(self) -> Touch {
+        match self.unknown {
+            Some(why) => Touch::Unknown {
+                table: self.schema.name.clone(),
+                why,
+            },
+            None => Touch::At(self.places),
         }
     }
 }
@@ -212,7 +238,7 @@ pub fn check_insert(
     let limits = &schema.limits;
     let strict = rules.cells == Enforcement::Strict;
     let mut findings: Vec<Finding> = Vec::new();
-    let mut touch = Touch::At(Vec::new());
+    let mut rows = Rows::new(schema);
     let mut need_charset = false;
     let mut auto_t: Option<Vec<u8>> = None;
     let mut positions: Vec<(usize, Vec<u8>)> = Vec::new();
@@ -279,7 +305,7 @@ pub fn check_insert(
                 &mut findings,
             );
         }
-        touch.add_row(schema, cell.k);
+        rows.row(cell.k);
         if let Some(t) = &auto_t {
             let text = if head.source == Source::Set {
                 [b", T = ".as_slice(), t].concat()
@@ -322,10 +348,7 @@ pub fn check_insert(
         findings.push(unchecked(
             "INSERT … SELECT: the rows come from a query the proxy does not run; their cells were not checked".into(),
         ));
-        touch = Touch::Unknown {
-            table: schema.name.clone(),
-            why: "INSERT … SELECT",
-        };
+        rows.not_known("INSERT … SELECT");
     }
     findings.extend(cells::check_cell_address_changed(&head.on_duplicate));
     for (at, text) in positions {
@@ -333,7 +356,7 @@ pub fn check_insert(
     }
     Ok(Checked {
         findings,
-        touch: Some(touch),
+        touch: Some(rows.finish()),
     })
 }
 
@@ -363,20 +386,7 @@ pub fn check_dml(
         findings.extend(cells::check_cell_address_changed(&targets));
         for (c, v) in &dml.assignments {
             if col_is(c, "V") {
-                let cell = Cell {
-                    k: Seen::Absent,
-                    q: Seen::Absent,
-                    t: Seen::Absent,
-                    v: seen(v, conn, &mut need),
-                };
-                cells::check_cell(
-                    &cell,
-                    limits,
-                    rules.convention,
-                    rules.window,
-                    1,
-                    &mut findings,
-                );
+                check_assigned_v(seen(v, conn, &mut need), limits, rules, &mut findings);
             }
         }
     }
@@ -394,6 +404,22 @@ pub fn check_dml(
         findings,
         touch: Some(touch),
     })
+}
+
+/// C2 / C3 on the V an UPDATE assigns.
+fn check_assigned_v(
+    v: Seen<'_>,
+    limits: &cells::CellLimits,
+    rules: &WriteRules,
+    out: &mut Vec<Finding>,
+) {
+    let cell = Cell {
+        k: Seen::Absent,
+        q: Seen::Absent,
+        t: Seen::Absent,
+        v,
+    };
+    cells::check_cell(&cell, limits, rules.convention, rules.window, 1, out);
 }
 
 /// A length past any rowkey: pinning with it pins whole keys (for KEY(K) and RANGE tables).
@@ -432,30 +458,17 @@ fn where_rows(
     };
     let mut known: Vec<KeyPred> = Vec::new();
     for p in &dml.preds {
-        let mut value = |op: &Operand| match op {
-            Operand::Lit { bytes, charset } => match certain(bytes, *charset, conn) {
-                Some(true) => Some(bytes.clone()),
-                Some(false) => None,
-                None => {
-                    *need = true;
-                    None
-                }
-            },
-            Operand::Param(_) => None,
-        };
+        let mut value = |op: &Operand| literal_bytes(op, conn, need);
         key_preds(p, escape, &mut value, &mut known);
     }
     let Some(pinned) = pin(&known, n) else {
         return unknown("no K predicate pins the rows to one rowkey or prefix");
     };
-    let mut touch = Touch::At(Vec::new());
+    let mut rows = Rows::new(schema);
     for k in pinned.prefixes() {
-        match schema.partitioning.partition_of(k) {
-            Some(p) => touch.add(place(schema, p, k)),
-            None => return unknown("a rowkey beyond the last RANGE partition"),
-        }
+        rows.key(k);
     }
-    touch
+    rows.finish()
 }
 
 /// What each execution of a prepared write needs: the table as it was prepared and the
@@ -564,7 +577,7 @@ pub fn check_execution<'a>(
     match &plan.shape {
         Shape::Insert { columns, rows } => {
             let mut findings = Vec::new();
-            let mut touch = Touch::At(Vec::new());
+            let mut touched = Rows::new(schema);
             let mut ignored = false;
             for (i, row) in rows.iter().enumerate() {
                 let mut get = |name: &str| -> Seen<'_> {
@@ -597,11 +610,11 @@ pub fn check_execution<'a>(
                         &mut findings,
                     );
                 }
-                touch.add_row(schema, cell.k);
+                touched.row(cell.k);
             }
             Checked {
                 findings,
-                touch: Some(touch),
+                touch: Some(touched.finish()),
             }
         }
         Shape::Dml(dml) => {
@@ -650,20 +663,7 @@ pub fn check_execution<'a>(
                             Value::Param(n) => seen_bound(bound(*n), conn),
                             v => seen(v, conn, &mut need),
                         };
-                        let cell = Cell {
-                            k: Seen::Absent,
-                            q: Seen::Absent,
-                            t: Seen::Absent,
-                            v,
-                        };
-                        cells::check_cell(
-                            &cell,
-                            &schema.limits,
-                            rules.convention,
-                            rules.window,
-                            1,
-                            &mut findings,
-                        );
+                        check_assigned_v(v, &schema.limits, rules, &mut findings);
                     }
                 }
             }
@@ -681,6 +681,38 @@ pub fn check_execution<'a>(
             Checked { findings, touch }
         }
     }
+}
+
+/// The cell rules' and the guard's verdict on one statement or execution, together.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    pub refuse: Option<Finding>,
+    /// Warnings and notes for the client (SHOW WARNINGS).
+    pub warnings: Vec<Finding>,
+    /// Inside a transaction: the partition this statement fixes (its first write).
+    pub pin: Option<Place>,
+}
+
+/// Judges a checked statement: the cell rules by `rules.cells` first, then the guard against
+/// the transaction `txn`.
+pub fn verdict(checked: Checked, rules: &WriteRules, txn: &Txn) -> Outcome {
+    let judged = crate::hbase::rules::judge(rules.cells, checked.findings);
+    let mut out = Outcome {
+        refuse: judged.refuse,
+        warnings: judged.warnings,
+        pin: None,
+    };
+    if out.refuse.is_some() {
+        return out;
+    }
+    if let Some(touch) = &checked.touch {
+        match guard(touch, txn, rules.transactions) {
+            Guarded::Refuse(f) => out.refuse = Some(f),
+            Guarded::Warn(f) => out.warnings.push(f),
+            Guarded::Fine { pin } => out.pin = pin,
+        }
+    }
+    out
 }
 
 /// The guard's verdict on one statement.

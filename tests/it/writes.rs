@@ -96,6 +96,14 @@ impl Fixture {
         RawConn::connect(&self.proxy.addr, "root", "", Some(&self.db)).expect("proxy")
     }
 
+    /// The table's rowkeys in order, read directly on the backend.
+    fn rowkeys(&self, table: &str) -> Vec<Vec<u8>> {
+        self.cells(table)
+            .into_iter()
+            .map(|r| r[0].clone().unwrap_or_default())
+            .collect()
+    }
+
     /// The table's cells, read directly on the backend.
     fn cells(&self, table: &str) -> Vec<Vec<Option<Vec<u8>>>> {
         let mut d = RawConn::connect(&self.backend, "root", "", Some(&self.db)).expect("direct");
@@ -375,12 +383,7 @@ fn a_refused_statement_ends_a_multi_statement_text() {
             "{}: one OK then the error: {frames:?}",
             kind.name()
         );
-        let keys: Vec<Vec<u8>> = f
-            .cells(t)
-            .into_iter()
-            .map(|r| r[0].clone().unwrap_or_default())
-            .collect();
-        assert_eq!(keys, [b"one".to_vec()], "{}", kind.name());
+        assert_eq!(f.rowkeys(t), [b"one".to_vec()], "{}", kind.name());
         // the session goes on normally
         assert_eq!(c.scalar("SELECT 1"), "1");
         // inside a transaction in one text: the statement leaving the partition stops it
@@ -405,12 +408,7 @@ fn a_refused_statement_ends_a_multi_statement_text() {
             "1"
         );
         ok(&mut c, "ROLLBACK");
-        let keys: Vec<Vec<u8>> = f
-            .cells(t)
-            .into_iter()
-            .map(|r| r[0].clone().unwrap_or_default())
-            .collect();
-        assert_eq!(keys, [b"one".to_vec()], "{}", kind.name());
+        assert_eq!(f.rowkeys(t), [b"one".to_vec()], "{}", kind.name());
         // a backend error before the refused statement ends the text by itself
         let text = format!(
             "INSERT INTO no_such_table VALUES (1); INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v')"
