@@ -1,5 +1,7 @@
-//! The proxy's analysis of one HBase prefix-scan statement (classify, read, plan, splice), in a
-//! loop: `cargo run --release --example analysis_cost [ITERATIONS]` prints µs per statement;
+//! The proxy's analysis of one HBase prefix-scan statement (classify, read, plan, splice), and
+//! its write checks (cell rules, T filled in, the transaction guard) on a one-row and a ten-row
+//! INSERT, in a loop: `cargo run --release --example analysis_cost [ITERATIONS]` prints µs per
+//! statement;
 //! run it under `perf record` to see where the time goes. No database is involved: the table's
 //! schema is put in the cache as the session would have read it.
 
@@ -11,6 +13,7 @@ use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::sql::router::{decide, Context, Decision, Origin};
 use obkv_proxy::sql::scan::{Dialect, Flavor};
+use obkv_proxy::sql::write::{Txn, WriteRules};
 
 fn main() {
     let n: usize = std::env::args()
@@ -27,7 +30,13 @@ fn main() {
         },
         prefix_column: Some(("K_PREFIX".into(), 8)),
         placement: Placement::OceanBase,
-        limits: obkv_proxy::hbase::cells::CellLimits::default(),
+        limits: obkv_proxy::hbase::cells::CellLimits {
+            k: Some(1024),
+            q: Some(256),
+            v: Some(1024),
+            prefix_column: Some("K_PREFIX".into()),
+            columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
+        },
     };
     cache.put(
         key(b"obkv_bench", b"bench$cells", false),
@@ -47,16 +56,39 @@ fn main() {
             flavor: Flavor::OceanBase,
             ..Dialect::default()
         },
+        // the write rules are on by default: every statement passes the write stage too
+        writes: Some(WriteRules {
+            now_ms: 1_763_700_000_000,
+            ..WriteRules::default()
+        }),
+        txn: Txn {
+            active: true,
+            pinned: None,
+        },
         ..Context::default()
     };
-    let sql = b"SELECT K, Q, T, V FROM bench$cells WHERE K LIKE 'p0012345%'";
-    let start = Instant::now();
-    for _ in 0..n {
-        let d = decide(std::hint::black_box(sql), Origin::Text, &ctx).1;
-        assert!(matches!(d, Decision::Rewrite(_)));
-    }
-    println!(
-        "{:.3} µs per statement",
+    let per = |sql: &[u8], want: fn(&Decision) -> bool| {
+        let start = Instant::now();
+        for _ in 0..n {
+            let d = decide(std::hint::black_box(sql), Origin::Text, &ctx).1;
+            assert!(want(&d), "{d:?}");
+        }
         start.elapsed().as_secs_f64() * 1e6 / n as f64
+    };
+    let scan = per(
+        b"SELECT K, Q, T, V FROM bench$cells WHERE K LIKE 'p0012345%'",
+        |d| matches!(d, Decision::Rewrite(_)),
+    );
+    let row = |i: usize| format!("('p0012345:{i:03}', 'q', -1763700000000, 'value {i}')");
+    let one = format!("INSERT INTO bench$cells (K, Q, T, V) VALUES {}", row(0));
+    let ten = format!(
+        "INSERT INTO bench$cells (K, Q, T, V) VALUES {}",
+        (0..10).map(row).collect::<Vec<_>>().join(", ")
+    );
+    let write = |d: &Decision| matches!(d, Decision::Write(w) if w.refused.is_none());
+    let one = per(one.as_bytes(), write);
+    let ten = per(ten.as_bytes(), write);
+    println!(
+        "{scan:.3} µs per prefix scan; write checks: {one:.3} µs per one-row INSERT, {ten:.3} µs per ten-row INSERT"
     );
 }

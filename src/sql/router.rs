@@ -400,11 +400,13 @@ fn decide_pieces_with(
             }
             Read::Dml(x) => {
                 let Some(view) = &ctx.tables else { continue };
-                if let (Some(rules), false) = (&ctx.writes, x.explain) {
+                // a plain SELECT writes nothing and locks nothing: no write stage (and no
+                // second schema lookup on the hot path)
+                let writes_rows = x.verb != dml::Verb::Select || x.locking;
+                if let (Some(rules), false, true) = (&ctx.writes, x.explain, writes_rows) {
                     let checked = match prefix_scan::table(x, view) {
                         Ok(Some(schema)) => {
-                            let writes_rows = x.verb != dml::Verb::Select || x.locking;
-                            if origin == Origin::Prepare && !many && writes_rows {
+                            if origin == Origin::Prepare && !many {
                                 writes.plan = Some(Box::new(write::WritePlan {
                                     schema: schema.clone(),
                                     shape: write::Shape::Dml(x.clone()),
