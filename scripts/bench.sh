@@ -4,7 +4,11 @@
 #     partitions and BENCH_CELLS cells (default 500000), prefix scans of 10 cells, text and
 #     prepared, 1 and 8 connections: the natural statement through obkv-proxy vs directly vs the
 #     hand-written K_PREFIX statement through HAProxy; an HBase point get by K (prepared, 8
-#     connections) through obkv-proxy vs HAProxy; the proxy's analysis cost per statement;
+#     connections) through obkv-proxy vs HAProxy; the proxy's analysis cost per statement
+#     (prefix scan, and the write checks of a one-row and a ten-row INSERT);
+#  1b. HBase writes (examples/write_bench.rs): a prepared one-cell INSERT, a prepared ten-cell
+#     INSERT and transactions of ten INSERTs in one partition, 8 connections, through
+#     obkv-proxy (every write checked) vs HAProxy;
 #  2. sysbench oltp_point_select and oltp_read_only at 1 and 8 threads against the backend
 #     directly, through HAProxy in TCP mode (a hop that understands nothing) and through
 #     obkv-proxy.
@@ -21,7 +25,7 @@ backends=${BENCH_BACKENDS:-mariadb seekdb}
 
 scripts/install-deps.sh test >/dev/null
 cargo build --release --quiet
-cargo build --release --quiet --example prefix_bench --example analysis_cost
+cargo build --release --quiet --example prefix_bench --example analysis_cost --example write_bench
 
 work=$(mktemp -d /tmp/obkv-bench.XXXXXX)
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
@@ -94,6 +98,10 @@ CFG
   BENCH_DIRECT="127.0.0.1:$mport" BENCH_PROXY="127.0.0.1:$pport" BENCH_HAPROXY="127.0.0.1:$hport" \
     BENCH_KIND="$backend" BENCH_SECONDS="$secs" BENCH_ROUNDS="$rounds" \
     BENCH_PROXY_PID=$ppid BENCH_HAPROXY_PID=$hpid target/release/examples/prefix_bench
+
+  echo "== $backend: HBase writes (every write checked) =="
+  BENCH_PROXY="127.0.0.1:$pport" BENCH_HAPROXY="127.0.0.1:$hport" BENCH_KIND="$backend" \
+    BENCH_SECONDS="$secs" BENCH_ROUNDS="$rounds" target/release/examples/write_bench
 
   echo "== $backend: sysbench =="
   common=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-password= --mysql-db=sbtest --tables=4 --table-size=10000)
