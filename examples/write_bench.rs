@@ -78,7 +78,7 @@ async fn measure(addr: &str, tag: &'static str, round: usize, secs: f64, op: Op)
                 .prep(format!("INSERT INTO {TABLE} (K, Q, T, V) VALUES (?, ?, ?, ?)").as_str())
                 .await
                 .expect("prepare");
-            let rows = vec!["(?, ?, ?, ?)"; 10].join(", ");
+            let rows = ["(?, ?, ?, ?)"; 10].join(", ");
             let ten = c
                 .prep(format!("INSERT INTO {TABLE} (K, Q, T, V) VALUES {rows}").as_str())
                 .await
