@@ -5,6 +5,9 @@
 //! `cap::PROXY_SUPPORTED`), so the packet is always the classic layout:
 //!
 //! `0x17 | id u32 | flags u8 | iterations u32 | null bitmap | new-params-bound u8 | [types 2·n] | values`
+//!
+//! MariaDB's COM_STMT_BULK_EXECUTE is read row by row for the write rules (`parse_bulk`,
+//! `BulkRows`).
 
 use super::constants::com;
 use super::wire::{put_lenenc_bytes, Reader};
@@ -72,27 +75,126 @@ pub fn value_spans(
             continue;
         }
         let start = r.pos();
-        match *types.get(2 * i)? {
-            0x06 => {}                              // NULL type
-            0x01 => drop(r.take(1)?),               // TINY
-            0x02 | 0x0d => drop(r.take(2)?),        // SHORT, YEAR
-            0x03 | 0x09 | 0x04 => drop(r.take(4)?), // LONG, INT24, FLOAT
-            0x08 | 0x05 => drop(r.take(8)?),        // LONGLONG, DOUBLE
-            // TIMESTAMP, DATE, TIME, DATETIME: a length byte and that many bytes
-            0x07 | 0x0a | 0x0b | 0x0c => {
-                let len = r.u8()?;
-                r.take(usize::from(len))?;
-            }
-            // DECIMAL, VARCHAR, BIT, JSON, NEWDECIMAL, ENUM, SET, the BLOBs, VAR_STRING,
-            // STRING, GEOMETRY: length-encoded bytes
-            0x00 | 0x0f | 0x10 | 0xf5..=0xff => {
-                r.lenenc_bytes()?;
-            }
-            _ => return None,
-        }
+        skip_value(&mut r, *types.get(2 * i)?)?;
         out.push(Some((start, r.pos())));
     }
     Some(out)
+}
+
+/// One parameter of a bulk execute row: MariaDB's indicator and, for a value, where it lies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BulkValue {
+    Value(usize, usize),
+    Null,
+    /// DEFAULT (2) or IGNORE (3): the column's default.
+    Default,
+}
+
+/// A COM_STMT_BULK_EXECUTE (MariaDB), read:
+/// `0xFA | id u32 | flags u16 | [types 2·n if flags & 128] | rows until the end`, each row a
+/// one-byte indicator per parameter (0 value, 1 NULL, 2 DEFAULT, 3 IGNORE) followed, for a
+/// value, by its binary form.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Bulk<'a> {
+    pub id: u32,
+    pub flags: u16,
+    pub types: Option<&'a [u8]>,
+    pub rows: &'a [u8],
+}
+
+/// SEND_TYPES_TO_SERVER in a bulk execute's flags.
+pub const BULK_SEND_TYPES: u16 = 128;
+
+/// Reads a bulk execute packet for a statement with `params` parameters.
+pub fn parse_bulk(cmd: &[u8], params: usize) -> Option<Bulk<'_>> {
+    let mut r = Reader::new(cmd);
+    if r.u8()? != com::STMT_BULK_EXECUTE || params == 0 {
+        return None;
+    }
+    let id = r.u32()?;
+    let lo = r.u8()?;
+    let hi = r.u8()?;
+    let flags = u16::from_le_bytes([lo, hi]);
+    let types = if flags & BULK_SEND_TYPES != 0 {
+        Some(r.take(params.checked_mul(2)?)?)
+    } else {
+        None
+    };
+    Some(Bulk {
+        id,
+        flags,
+        types,
+        rows: r.remaining(),
+    })
+}
+
+/// The rows of a bulk execute, one at a time, given the types in force: each row's values into
+/// `out` (cleared first). None at the end; Some(false) when a row cannot be read (an unknown
+/// indicator or type, a value past the packet) — the rest is then not read.
+pub struct BulkRows<'a> {
+    types: &'a [u8],
+    r: Reader<'a>,
+    broken: bool,
+}
+
+impl<'a> BulkRows<'a> {
+    pub fn new(types: &'a [u8], rows: &'a [u8]) -> Self {
+        BulkRows {
+            types,
+            r: Reader::new(rows),
+            broken: false,
+        }
+    }
+
+    pub fn next_row(&mut self, out: &mut Vec<BulkValue>) -> Option<bool> {
+        out.clear();
+        if self.broken || self.r.remaining().is_empty() {
+            return None;
+        }
+        let ok = self.read_row(out).is_some();
+        self.broken = !ok;
+        Some(ok)
+    }
+
+    fn read_row(&mut self, out: &mut Vec<BulkValue>) -> Option<()> {
+        let n = self.types.len() / 2;
+        for i in 0..n {
+            match self.r.u8()? {
+                0 => {
+                    let start = self.r.pos();
+                    skip_value(&mut self.r, *self.types.get(2 * i)?)?;
+                    out.push(BulkValue::Value(start, self.r.pos()));
+                }
+                1 => out.push(BulkValue::Null),
+                2 | 3 => out.push(BulkValue::Default),
+                _ => return None,
+            }
+        }
+        Some(())
+    }
+}
+
+/// Steps over one binary-protocol value of type `ty`.
+fn skip_value(r: &mut Reader<'_>, ty: u8) -> Option<()> {
+    match ty {
+        0x06 => {}                              // NULL type
+        0x01 => drop(r.take(1)?),               // TINY
+        0x02 | 0x0d => drop(r.take(2)?),        // SHORT, YEAR
+        0x03 | 0x09 | 0x04 => drop(r.take(4)?), // LONG, INT24, FLOAT
+        0x08 | 0x05 => drop(r.take(8)?),        // LONGLONG, DOUBLE
+        // TIMESTAMP, DATE, TIME, DATETIME: a length byte and that many bytes
+        0x07 | 0x0a | 0x0b | 0x0c => {
+            let len = r.u8()?;
+            r.take(usize::from(len))?;
+        }
+        // DECIMAL, VARCHAR, BIT, JSON, NEWDECIMAL, ENUM, SET, the BLOBs, VAR_STRING,
+        // STRING, GEOMETRY: length-encoded bytes
+        0x00 | 0x0f | 0x10 | 0xf5..=0xff => {
+            r.lenenc_bytes()?;
+        }
+        _ => return None,
+    }
+    Some(())
 }
 
 /// The value of a string-like parameter: its bytes, and whether it is BLOB-typed (binary on
@@ -245,5 +347,50 @@ mod tests {
         let e = parse(&p, 1).unwrap();
         assert!(value_spans(e.nulls, e.types.unwrap(), e.values).is_none());
         assert!(parse(&packet(1, &[0], Some(&[0xfd]), &[]), 1).is_none());
+    }
+
+    #[test]
+    fn bulk_rows_are_read_one_by_one() {
+        // (?, ?) x 3 rows: ('ab', 7), (NULL, DEFAULT), ('', 1)
+        let mut p = vec![com::STMT_BULK_EXECUTE];
+        p.extend_from_slice(&9u32.to_le_bytes());
+        p.extend_from_slice(&BULK_SEND_TYPES.to_le_bytes());
+        p.extend_from_slice(&[0xfd, 0, 0x08, 0]);
+        p.extend_from_slice(&[0, 2, b'a', b'b', 0]);
+        p.extend_from_slice(&7u64.to_le_bytes());
+        p.extend_from_slice(&[1, 2]);
+        p.extend_from_slice(&[0, 0, 0]);
+        p.extend_from_slice(&1u64.to_le_bytes());
+        let b = parse_bulk(&p, 2).unwrap();
+        assert_eq!((b.id, b.types), (9, Some(&[0xfd, 0, 0x08, 0][..])));
+        let mut rows = BulkRows::new(b.types.unwrap(), b.rows);
+        let mut row = Vec::new();
+        assert_eq!(rows.next_row(&mut row), Some(true));
+        assert_eq!(row, vec![BulkValue::Value(1, 4), BulkValue::Value(5, 13)]);
+        assert_eq!(
+            string_value(0xfd, b.rows, (1, 4)),
+            Some((&b"ab"[..], false))
+        );
+        assert_eq!(rows.next_row(&mut row), Some(true));
+        assert_eq!(row, vec![BulkValue::Null, BulkValue::Default]);
+        assert_eq!(rows.next_row(&mut row), Some(true));
+        assert_eq!(row.len(), 2);
+        assert_eq!(rows.next_row(&mut row), None);
+        // a truncated row, an unknown indicator: not read, and nothing after it
+        let cut = &p[..p.len() - 3];
+        let b = parse_bulk(cut, 2).unwrap();
+        let mut rows = BulkRows::new(b.types.unwrap(), b.rows);
+        assert_eq!(rows.next_row(&mut row), Some(true));
+        assert_eq!(rows.next_row(&mut row), Some(true));
+        assert_eq!(rows.next_row(&mut row), Some(false));
+        assert_eq!(rows.next_row(&mut row), None);
+        let mut rows = BulkRows::new(&[0xfd, 0], &[9]);
+        assert_eq!(rows.next_row(&mut row), Some(false));
+        // no types sent: none read; a packet that is not a bulk execute
+        let mut q = p[..7].to_vec();
+        q[5] = 0;
+        assert_eq!(parse_bulk(&q, 2).unwrap().types, None);
+        assert!(parse_bulk(&p, 0).is_none());
+        assert!(parse_bulk(&p[..5], 2).is_none());
     }
 }

@@ -228,15 +228,53 @@ impl Session {
         };
         let long = std::mem::take(&mut w.long);
         let plan = w.plan.clone();
+        let escape = Dialect {
+            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+            ..self.dialect
+        }
+        .reported_backslash_escape();
+        let conn = self.charset_fact;
         let checked = if bulk {
-            // MariaDB's bulk execute: rows the proxy does not read yet
-            write::Checked {
-                findings: Vec::new(),
-                touch: Some(write::Touch::Unknown {
-                    table: plan.schema.name.clone(),
-                    why: "a bulk execute (COM_STMT_BULK_EXECUTE)",
-                }),
+            // MariaDB's bulk execute: every row checked, the partitions of all gathered
+            let Some(b) = execute::parse_bulk(&self.command, params) else {
+                return Ok(Checked::Runs(None)); // the backend answers a malformed execute
+            };
+            if let Some(t) = b.types {
+                w.types = Some(t.to_vec());
             }
+            let Some(types) = w.types.clone() else {
+                return Ok(Checked::Runs(None));
+            };
+            let mut gathered = write::Gathered::new();
+            let mut rows = execute::BulkRows::new(&types, b.rows);
+            let mut row = Vec::with_capacity(params);
+            let mut unreadable = false;
+            let mut n = 0usize;
+            let per_row = plan_rows(&plan);
+            while let Some(ok) = rows.next_row(&mut row) {
+                if !ok {
+                    unreadable = true;
+                    break;
+                }
+                let bound = |i: u32| -> WriteBound<'_> {
+                    let i = i as usize;
+                    match (row.get(i), types.get(2 * i), types.get(2 * i + 1)) {
+                        (Some(execute::BulkValue::Value(a, z)), Some(ty), Some(flags)) => {
+                            bound_value(*ty, *flags & 0x80 != 0, b.rows, (*a, *z))
+                        }
+                        (Some(execute::BulkValue::Null), _, _) => WriteBound::Null,
+                        (Some(execute::BulkValue::Default), _, _) => WriteBound::Default,
+                        _ => WriteBound::Other,
+                    }
+                };
+                let c = write::check_execution(&plan, &bound, &rules, conn, escape, n * per_row);
+                gathered.add(c);
+                n += 1;
+                if gathered.refused(&rules) {
+                    break;
+                }
+            }
+            gathered.finish(&plan.schema.name, unreadable)
         } else {
             let Some(e) = execute::parse(&self.command, params) else {
                 return Ok(Checked::Runs(None)); // the backend answers a malformed execute
@@ -272,12 +310,7 @@ impl Session {
                 };
                 bound_value(*ty, *flags & 0x80 != 0, e.values, *span)
             };
-            let escape = Dialect {
-                no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-                ..self.dialect
-            }
-            .reported_backslash_escape();
-            write::check_execution(&plan, &bound, &rules, self.charset_fact, escape)
+            write::check_execution(&plan, &bound, &rules, conn, escape, 0)
         };
         let out = write::verdict(checked, &rules, &self.txn());
         if let Some(f) = out.refuse {
@@ -593,6 +626,14 @@ enum Checked {
 }
 
 /// A bound value of binary-protocol type `ty` (`unsigned`: the type's flag) at `span`.
+/// Rows one execution of `plan` writes (a VALUES list's length; 1 for UPDATE / DELETE).
+fn plan_rows(plan: &WritePlan) -> usize {
+    match &plan.shape {
+        write::Shape::Insert { rows, .. } => rows.len().max(1),
+        write::Shape::Dml(_) => 1,
+    }
+}
+
 fn bound_value(ty: u8, unsigned: bool, values: &[u8], span: (usize, usize)) -> WriteBound<'_> {
     if let Some((b, blob)) = execute::string_value(ty, values, span) {
         return WriteBound::Bytes(b, blob);

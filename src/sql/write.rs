@@ -546,6 +546,8 @@ pub enum Bound<'a> {
     Null,
     /// Sent with COM_STMT_SEND_LONG_DATA: only its length is known.
     Length(u64),
+    /// A bulk execute's DEFAULT or IGNORE indicator: the column's default, as if left out.
+    Default,
     /// Another type.
     Other,
 }
@@ -560,18 +562,21 @@ fn seen_bound(b: Bound<'_>, conn: Option<ConnCharset>) -> Seen<'_> {
         Bound::Int(i) => Seen::Int(i),
         Bound::Null => Seen::Null,
         Bound::Length(n) => Seen::Length(n),
+        Bound::Default => Seen::Absent,
         Bound::Other => Seen::Unknown,
     }
 }
 
 /// One execution of a prepared write: the cell rules on its bound values and where its rows
-/// are. `bound(i)` is the value of the i-th `?`.
+/// are. `bound(i)` is the value of the i-th `?`; the rows it writes are numbered from
+/// `first_row + 1` in messages (a bulk execute's rows follow one another).
 pub fn check_execution<'a>(
     plan: &WritePlan,
     bound: &dyn Fn(u32) -> Bound<'a>,
     rules: &WriteRules,
     conn: Option<ConnCharset>,
     backslash_escape: Option<bool>,
+    first_row: usize,
 ) -> Checked {
     let schema = &plan.schema;
     match &plan.shape {
@@ -606,7 +611,7 @@ pub fn check_execution<'a>(
                         &schema.limits,
                         rules.convention,
                         rules.window,
-                        i + 1,
+                        first_row + i + 1,
                         &mut findings,
                     );
                 }
@@ -679,6 +684,85 @@ pub fn check_execution<'a>(
                 ))
             };
             Checked { findings, touch }
+        }
+    }
+}
+
+/// The checks of a bulk execute's rows (MariaDB's COM_STMT_BULK_EXECUTE), gathered into one
+/// statement's: findings up to the cap, each partition once, unknown if any row's is.
+pub struct Gathered {
+    findings: Vec<Finding>,
+    places: Vec<Place>,
+    seen: std::collections::HashSet<u32>,
+    unknown: Option<Touch>,
+    touched: bool,
+}
+
+impl Default for Gathered {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Gathered {
+    pub fn new() -> Self {
+        Gathered {
+            findings: Vec::new(),
+            places: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            unknown: None,
+            touched: false,
+        }
+    }
+
+    /// One row's checks.
+    pub fn add(&mut self, c: Checked) {
+        let room = MAX_FINDINGS.saturating_sub(self.findings.len());
+        self.findings.extend(c.findings.into_iter().take(room));
+        match c.touch {
+            None | Some(Touch::Nothing) => {}
+            Some(Touch::At(places)) => {
+                self.touched = true;
+                for p in places {
+                    if self.seen.insert(p.partition) {
+                        self.places.push(p);
+                    }
+                }
+            }
+            Some(u @ Touch::Unknown { .. }) => {
+                self.touched = true;
+                self.unknown.get_or_insert(u);
+            }
+        }
+    }
+
+    /// Under strict cell rules, an error already refuses the whole execution: the rest of the
+    /// rows need not be read.
+    pub fn refused(&self, rules: &WriteRules) -> bool {
+        rules.cells == Enforcement::Strict && self.findings.iter().any(|f| f.level == Level::Error)
+    }
+
+    /// `unreadable`: a row could not be read (its cells and partition are not known).
+    pub fn finish(mut self, table: &str, unreadable: bool) -> Checked {
+        if unreadable {
+            self.findings.push(unchecked(
+                "a row of this bulk execute is not in a form obkv-proxy reads; the rows from it on were not checked"
+                    .to_string(),
+            ));
+            self.touched = true;
+            self.unknown.get_or_insert(Touch::Unknown {
+                table: table.to_string(),
+                why: "a bulk execute row the proxy cannot read",
+            });
+        }
+        let touch = match (self.touched, self.unknown) {
+            (false, _) => None,
+            (true, Some(u)) => Some(u),
+            (true, None) => Some(Touch::At(self.places)),
+        };
+        Checked {
+            findings: self.findings,
+            touch,
         }
     }
 }
@@ -1122,5 +1206,54 @@ mod tests {
         assert_eq!(show_key(b"row1"), "'row1'");
         assert_eq!(show_key(b"\x00\xff"), "X'00FF'");
         assert_eq!(show_key(b"it's"), "X'69742773'");
+    }
+
+    #[test]
+    fn a_bulk_executes_rows_are_gathered() {
+        let s = prefixed();
+        let at = |k: &[u8]| Checked {
+            findings: Vec::new(),
+            touch: Some(Touch::At(vec![place(
+                &s,
+                s.partitioning.partition_of(k).unwrap(),
+                k,
+            )])),
+        };
+        let mut g = Gathered::new();
+        g.add(at(b"aaaa1"));
+        g.add(at(b"aaaa2"));
+        assert!(!g.refused(&rules()));
+        let c = g.finish(&s.name, false);
+        let Some(Touch::At(places)) = c.touch else {
+            panic!("{c:?}")
+        };
+        assert_eq!(places.len(), 1, "one partition, once");
+        assert_eq!(
+            places[0].rowkey, b"aaaa1",
+            "the first row that put it there"
+        );
+        // an unknown row makes the whole unknown; an unreadable row notes it
+        let mut g = Gathered::new();
+        g.add(at(b"aaaa1"));
+        let c = g.finish(&s.name, true);
+        assert!(matches!(c.touch, Some(Touch::Unknown { .. })));
+        assert_eq!(c.findings[0].rule, "C8");
+        // findings are capped; an error refuses under strict rules only
+        let mut g = Gathered::new();
+        for _ in 0..100 {
+            g.add(Checked {
+                findings: vec![Finding::error("C1", 1292, "22007", "x".into())],
+                touch: None,
+            });
+        }
+        assert!(g.refused(&rules()));
+        let warn = WriteRules {
+            cells: Enforcement::Warn,
+            ..rules()
+        };
+        assert!(!g.refused(&warn));
+        let c = g.finish(&s.name, false);
+        assert_eq!(c.findings.len(), MAX_FINDINGS);
+        assert_eq!(c.touch, None, "no row touched a partition");
     }
 }

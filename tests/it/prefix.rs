@@ -585,7 +585,7 @@ pub(crate) enum P {
 }
 
 impl P {
-    fn ty(&self) -> [u8; 2] {
+    pub(crate) fn ty(&self) -> [u8; 2] {
         match self {
             P::Null => [0x06, 0],
             P::Blob(_) => [0xfc, 0],

@@ -565,3 +565,144 @@ fn prepared_writes_are_checked_with_their_values() {
         assert_eq!(e.0, 1235, "{}", kind.name());
     }
 }
+
+/// A COM_STMT_BULK_EXECUTE (MariaDB) of rows of (string, string, integer, blob-or-NULL).
+fn bulk_packet(id: u32, rows: &[Vec<P>]) -> Vec<u8> {
+    let mut p = vec![obkv_proxy::protocol::constants::com::STMT_BULK_EXECUTE];
+    p.extend_from_slice(&id.to_le_bytes());
+    p.extend_from_slice(&128u16.to_le_bytes()); // SEND_TYPES_TO_SERVER
+    for v in &rows[0] {
+        // the first row's types, with a NULL typed as the blob it stands for
+        let ty = if matches!(v, P::Null) {
+            [0xfc, 0]
+        } else {
+            v.ty()
+        };
+        p.extend_from_slice(&ty);
+    }
+    for row in rows {
+        for v in row {
+            match v {
+                P::Null => p.push(1),
+                P::Blob(b) | P::Str(b) => {
+                    p.push(0);
+                    obkv_proxy::protocol::wire::put_lenenc_bytes(&mut p, b);
+                }
+                P::Int(n) => {
+                    p.push(0);
+                    p.extend_from_slice(&n.to_le_bytes());
+                }
+            }
+        }
+    }
+    p
+}
+
+#[test]
+fn bulk_executes_are_checked_row_by_row() {
+    // MariaDB's extension; OceanBase's MySQL mode does not offer it
+    let kind = Kind::MariaDb;
+    let (a, b, a2) = keys();
+    let f = fixture(kind, "bulk");
+    let t = &f.table;
+    let now = -now_ms();
+    let mut c = RawConn::connect_ext(
+        &f.proxy.addr,
+        "root",
+        "",
+        Some(&f.db),
+        crate::common::raw::DEFAULT_CAPS,
+        obkv_proxy::protocol::constants::ext::STMT_BULK_OPERATIONS,
+    )
+    .expect("login");
+    assert_ne!(c.ext, 0, "bulk operations offered");
+    let (id, _) = prepare(
+        &mut c,
+        format!("INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)").as_bytes(),
+    )
+    .expect("prepared");
+    let cell = |k: &[u8], q: &[u8], t: i64, v: Option<&[u8]>| {
+        vec![
+            P::Str(k.to_vec()),
+            P::Str(q.to_vec()),
+            P::Int(t),
+            v.map_or(P::Null, |v| P::Blob(v.to_vec())),
+        ]
+    };
+    // good rows in one partition: written
+    let good = [
+        cell(&a, b"q1", now, Some(b"v")),
+        cell(&a, b"q2", now, Some(b"v")),
+        cell(&a2, b"q1", now, Some(b"v")),
+    ];
+    execute(&mut c, &bulk_packet(id, &good)).expect("good rows");
+    assert_eq!(f.cells(t).len(), 3);
+    // a bad row anywhere refuses the whole execution, naming its row
+    for (why, bad, code) in [
+        ("empty K", cell(b"", b"q", now, Some(b"v")), 1292),
+        ("NULL V", cell(b"kk", b"q", now, None), 1048),
+        (
+            "T of the wrong sign",
+            cell(b"kk", b"q", -now, Some(b"v")),
+            1292,
+        ),
+        ("Q too long", cell(b"kk", &[b'q'; 9], now, Some(b"v")), 1406),
+    ] {
+        let rows = [
+            cell(b"k1", b"q", now, Some(b"v")),
+            cell(b"k2", b"q", now, Some(b"v")),
+            bad,
+        ];
+        let before = f.cells(t);
+        let (got, msg) = execute(&mut c, &bulk_packet(id, &rows)).expect_err(why);
+        assert_eq!(got, code, "{why}: {msg}");
+        assert!(msg.contains("row 3"), "{why}: {msg}");
+        assert_eq!(f.cells(t), before, "{why}: refused yet changed");
+    }
+    // inside a transaction: the rows' partitions are the statement's
+    ok(&mut c, "BEGIN");
+    let (code, msg) = execute(
+        &mut c,
+        &bulk_packet(
+            id,
+            &[
+                cell(&a, b"q3", now, Some(b"v")),
+                cell(&b, b"q3", now, Some(b"v")),
+            ],
+        ),
+    )
+    .expect_err("two partitions in a transaction");
+    assert_eq!(code, 1235, "{msg}");
+    execute(
+        &mut c,
+        &bulk_packet(id, &[cell(&a2, b"q3", now, Some(b"v"))]),
+    )
+    .expect("the first partition");
+    let (code, _) = execute(
+        &mut c,
+        &bulk_packet(id, &[cell(&b, b"q4", now, Some(b"v"))]),
+    )
+    .expect_err("another partition later");
+    assert_eq!(code, 1235);
+    ok(&mut c, "COMMIT");
+    let keys: Vec<Vec<u8>> = f.rowkeys(t);
+    assert_eq!(keys.len(), 4, "the first partition's write only");
+    assert!(!keys.contains(&b), "nothing of the refused partition");
+    // a bulk DELETE by K is placed row by row too
+    let (did, _) =
+        prepare(&mut c, format!("DELETE FROM {t} WHERE K = ?").as_bytes()).expect("prepared");
+    ok(&mut c, "BEGIN");
+    let (code, _) = execute(
+        &mut c,
+        &bulk_packet(did, &[vec![P::Blob(a.clone())], vec![P::Blob(b.clone())]]),
+    )
+    .expect_err("a bulk DELETE over two partitions");
+    assert_eq!(code, 1235);
+    execute(
+        &mut c,
+        &bulk_packet(did, &[vec![P::Blob(a.clone())], vec![P::Blob(a2.clone())]]),
+    )
+    .expect("one partition");
+    ok(&mut c, "COMMIT");
+    assert!(f.cells(t).is_empty());
+}
