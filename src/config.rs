@@ -86,6 +86,12 @@ pub struct HbaseSection {
     pub cell_limit_bytes: u64,
     /// The one-partition transaction guard.
     pub transactions: Transactions,
+    /// LOAD DATA LOCAL into an HBase table: the file is read from the client and its rows
+    /// checked before the statement runs, held meanwhile in a file of at most this many bytes.
+    pub load_data_max_bytes: u64,
+    /// Where that file is kept (removed from the directory as soon as it is created); default:
+    /// the system's temporary directory.
+    pub load_data_spool_dir: Option<String>,
 }
 
 /// `hbase.transactions`: what a transaction (or a statement) that leaves one partition gets.
@@ -129,6 +135,8 @@ impl Default for HbaseSection {
             timestamp_window_ms: [1_000_000_000_000, 10_000_000_000_000],
             cell_limit_bytes: 10 << 20,
             transactions: Transactions::SinglePartition,
+            load_data_max_bytes: 1 << 30,
+            load_data_spool_dir: None,
         }
     }
 }
@@ -361,6 +369,9 @@ impl Config {
         }
         if self.hbase.cell_limit_bytes == 0 {
             return bad("hbase.cell_limit_bytes must be at least 1".into());
+        }
+        if self.hbase.load_data_max_bytes == 0 {
+            return bad("hbase.load_data_max_bytes must be at least 1".into());
         }
         if self.tls.cert.is_some() != self.tls.key.is_some() {
             return bad("tls.cert and tls.key must be given together".into());

@@ -8,6 +8,7 @@
 pub mod auth;
 pub mod handshake;
 mod hbase;
+mod load;
 mod prepared;
 mod rewrite;
 
@@ -583,7 +584,15 @@ impl Session {
                 self.pending_notes = vec![("Note".into(), 1105, note)];
                 Ok(Some(summary))
             }
-            Decision::Write(w) => self.carry_out_write(*w, kind).await,
+            Decision::Write(w) => match (w.load.is_some(), self.write_rules()) {
+                // LOAD DATA LOCAL from a client that sends files: the file is checked first
+                (true, Some(rules))
+                    if kind == ResponseKind::Query && self.client_caps.has(cap::LOCAL_FILES) =>
+                {
+                    self.carry_out_load(*w, rules).await
+                }
+                _ => self.carry_out_write(*w, kind).await,
+            },
             Decision::Rewrite(text) => {
                 self.command.truncate(1);
                 self.command.extend_from_slice(&text);

@@ -7,6 +7,7 @@ pub mod ddl;
 pub mod dml;
 pub mod insert;
 pub mod lexer;
+pub mod load;
 pub mod prefix_scan;
 pub mod rewrite;
 pub mod router;

@@ -70,6 +70,9 @@ pub struct Write {
     pub plan: Option<Box<write::WritePlan>>,
     /// COM_STMT_PREPARE: the prefix-scan plan of each execution, if any.
     pub scan: Option<Box<prefix_scan::PreparedPlan>>,
+    /// LOAD DATA LOCAL on an HBase table: the proxy reads the file from the client first,
+    /// checks its rows, and runs the statement only if they pass.
+    pub load: Option<Box<write::LoadPlan>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -219,6 +222,10 @@ enum Read {
     DmlUnreadable(&'static str),
     /// INSERT / REPLACE into an HBase-style table (in scope).
     Insert(Box<TableName>),
+    /// LOAD DATA into an HBase-style table (in scope).
+    Load(Box<super::load::Load>),
+    /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
+    LoadUnreadable(&'static str),
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -398,6 +405,54 @@ fn decide_pieces_with(
                     return stop_at(sql, pieces, i, splice, e, needs, need, writes);
                 }
             }
+            Read::LoadUnreadable(why) => {
+                if ctx.strict && ctx.writes.is_some() {
+                    return refuse(
+                        1064,
+                        &format!(
+                            "obkv-proxy cannot read this LOAD DATA ({why}), so it cannot check its rows"
+                        ),
+                    );
+                }
+            }
+            Read::Load(l) => {
+                let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
+                    continue;
+                };
+                let schema = match prefix_scan::table_named(&l.table, view) {
+                    Ok(Some(s)) => s,
+                    Ok(None) => continue,
+                    Err(n) => {
+                        needs = true;
+                        need.merge(n);
+                        continue;
+                    }
+                };
+                let unchecked = if !l.local {
+                    Some("the server reads its file, which obkv-proxy does not see")
+                } else if origin == Origin::Prepare {
+                    Some("a prepared LOAD DATA")
+                } else if many {
+                    Some("LOAD DATA LOCAL inside a multi-statement text")
+                } else {
+                    l.format.unreadable()
+                };
+                if let Some(why) = unchecked {
+                    let checked = write::load_unchecked(&schema.name, why);
+                    if let Some(e) = writes.judge(checked, rules, origin) {
+                        return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                    }
+                    continue;
+                }
+                if let Some((at, text)) = write::load_fill_t(l, rules) {
+                    splice.insert(pieces[i].start + at, text);
+                }
+                writes.wrote = true;
+                writes.load = Some(Box::new(write::LoadPlan {
+                    load: (**l).clone(),
+                    schema,
+                }));
+            }
             Read::Dml(x) => {
                 let Some(view) = &ctx.tables else { continue };
                 // a plain SELECT writes nothing and locks nothing: no write stage (and no
@@ -561,6 +616,7 @@ fn decide_pieces_with(
             txn_after: writes.txn_changed.then_some(writes.txn.pinned),
             plan: writes.plan,
             scan: prepared,
+            load: writes.load,
         })),
         (true, true) => {
             if !splice.is_empty() {
@@ -590,12 +646,18 @@ struct WriteState {
     wrote: bool,
     /// A prepared write: what each execution is checked with.
     plan: Option<Box<write::WritePlan>>,
+    /// A LOAD DATA LOCAL whose file the session checks.
+    load: Option<Box<write::LoadPlan>>,
 }
 
 impl WriteState {
     /// Whether the session has anything to carry out besides forwarding.
     fn matters(&self) -> bool {
-        self.wrote || !self.warnings.is_empty() || self.txn_changed || self.plan.is_some()
+        self.wrote
+            || !self.warnings.is_empty()
+            || self.txn_changed
+            || self.plan.is_some()
+            || self.load.is_some()
     }
 
     /// A statement of a multi-statement text that starts or ends a transaction: the
@@ -695,6 +757,7 @@ fn stop_at(
         txn_after: writes.txn_changed.then_some(writes.txn.pinned),
         plan: None,
         scan: None,
+        load: None,
     }))
 }
 
@@ -954,6 +1017,8 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
         | Read::Lock(_)
         | Read::Dml(_)
         | Read::Insert(_)
+        | Read::Load(_)
+        | Read::LoadUnreadable(_)
         | Read::DmlUnreadable(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
@@ -1042,6 +1107,18 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope, dml_too: bool) ->
             {
                 Read::Insert(Box::new(head.table))
             }
+            _ => Read::Plain,
+        };
+    }
+    if dml_too && !p.program && first.is_word(piece, "LOAD") {
+        return match super::load::read(piece, d) {
+            Some(Ok(l))
+                if memchr::memchr(b'$', l.table.raw_name.as_slice()).is_some()
+                    && scope.covers(l.table.schema.as_deref()) =>
+            {
+                Read::Load(Box::new(l))
+            }
+            Some(Err(why)) if memchr::memchr(b'$', piece).is_some() => Read::LoadUnreadable(why),
             _ => Read::Plain,
         };
     }

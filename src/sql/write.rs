@@ -767,6 +767,246 @@ impl Gathered {
     }
 }
 
+/// A LOAD DATA LOCAL on an HBase table: the statement and the table, for checking its file.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoadPlan {
+    pub load: super::load::Load,
+    pub schema: std::sync::Arc<TableSchema>,
+}
+
+/// Where a cell's column comes from in a LOAD DATA row.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Slot {
+    /// The i-th field of the row.
+    Field(usize),
+    /// An expression of the SET clause (or a field that goes through a user variable).
+    Expression,
+    /// Not written: the column's default (T: filled in by the proxy).
+    Absent,
+}
+
+/// The rows of a LOAD DATA LOCAL file, checked as the file passes: the cell rules per row and
+/// the partitions of all rows (each once), as for a multi-row INSERT.
+pub struct LoadCheck {
+    schema: std::sync::Arc<TableSchema>,
+    rules: WriteRules,
+    slots: [Slot; 4],
+    rows: super::load::FileRows,
+    row: usize,
+    findings: Vec<Finding>,
+    places: Vec<Place>,
+    seen: std::collections::HashSet<u32>,
+    unknown: Option<&'static str>,
+    max_row: usize,
+}
+
+impl LoadCheck {
+    pub fn new(plan: &LoadPlan, rules: WriteRules) -> Self {
+        let schema = plan.schema.clone();
+        let l = &plan.load;
+        let columns: Vec<Option<Vec<u8>>> = match &l.columns {
+            Some(c) => c.clone(),
+            None => schema
+                .limits
+                .columns
+                .iter()
+                .map(|c| Some(c.as_bytes().to_vec()))
+                .collect(),
+        };
+        let slot = |name: &str| {
+            if l.set.iter().any(|c| col_is(c, name)) {
+                return Slot::Expression;
+            }
+            match columns
+                .iter()
+                .position(|c| c.as_deref().is_some_and(|c| col_is(c, name)))
+            {
+                Some(i) => Slot::Field(i),
+                None => Slot::Absent,
+            }
+        };
+        let slots = [slot("K"), slot("Q"), slot("T"), slot("V")];
+        let limits = &schema.limits;
+        // a row of cells within their limits, each byte escaped, and room for the rest
+        let cells = [limits.k, limits.q, limits.v]
+            .iter()
+            .map(|l| l.unwrap_or(1 << 16))
+            .fold(0u64, u64::saturating_add);
+        let max_row = usize::try_from(cells.saturating_mul(2).saturating_add(1 << 16))
+            .unwrap_or(usize::MAX)
+            .min(512 << 20);
+        let mut findings = Vec::new();
+        if let Some(named) = &l.columns {
+            let named: Vec<Vec<u8>> = named.iter().flatten().cloned().collect();
+            findings.extend(cells::check_prefix_column_written(&named, limits));
+        }
+        findings.extend(cells::check_prefix_column_written(&l.set, limits));
+        let mut unknown = None;
+        if slots[0] != Slot::Absent && !matches!(slots[0], Slot::Field(_)) {
+            unknown = Some("a rowkey the proxy cannot read");
+        }
+        let rows =
+            super::load::FileRows::new(l.format.clone(), columns.len(), l.ignore_lines, max_row);
+        LoadCheck {
+            schema,
+            rules,
+            slots,
+            rows,
+            row: 0,
+            findings,
+            places: Vec::new(),
+            seen: std::collections::HashSet::new(),
+            unknown,
+            max_row,
+        }
+    }
+
+    /// More of the file: its complete rows are checked.
+    pub fn feed(&mut self, bytes: &[u8]) {
+        if self.refused() {
+            return;
+        }
+        self.rows.feed(bytes);
+        self.drain();
+    }
+
+    /// Under strict cell rules an error refuses the load: the rest need not be read.
+    pub fn refused(&self) -> bool {
+        self.rules.cells == Enforcement::Strict
+            && self.findings.iter().any(|f| f.level == Level::Error)
+    }
+
+    fn drain(&mut self) {
+        use super::load::{Field, Next};
+        loop {
+            match self.rows.next_row() {
+                Next::More | Next::End => return,
+                Next::Unsure(why) if why.starts_with("a row longer") => {
+                    self.findings.push(Finding::error(
+                        "C2",
+                        cells::ER_DATA_TOO_LONG,
+                        "22001",
+                        format!(
+                            "row {}: longer than {} bytes, more than a row of cells within their                              limits can be",
+                            self.row + 1,
+                            self.max_row
+                        ),
+                    ));
+                    return;
+                }
+                Next::Unsure(why) => {
+                    self.findings.push(unchecked(format!(
+                        "the file from row {} on is not read by obkv-proxy ({why}); its cells were not checked",
+                        self.row + 1
+                    )));
+                    self.unknown = Some("a LOAD DATA file the proxy cannot read");
+                    return;
+                }
+                Next::Row(fields) => {
+                    self.row += 1;
+                    let get = |slot: Slot| -> Seen<'_> {
+                        match slot {
+                            Slot::Absent => Seen::Absent,
+                            Slot::Expression => Seen::Unknown,
+                            Slot::Field(i) => match fields.get(i) {
+                                None => Seen::Absent,
+                                Some(Field::Null) => Seen::Null,
+                                Some(Field::Bytes(b)) => Seen::Bytes(b),
+                            },
+                        }
+                    };
+                    let t = match get(self.slots[2]) {
+                        Seen::Bytes(b) => std::str::from_utf8(b)
+                            .ok()
+                            .and_then(|s| s.parse::<i128>().ok())
+                            .map_or(Seen::Unknown, Seen::Int),
+                        other => other,
+                    };
+                    let cell = Cell {
+                        k: get(self.slots[0]),
+                        q: get(self.slots[1]),
+                        t,
+                        v: get(self.slots[3]),
+                    };
+                    if self.findings.len() < MAX_FINDINGS {
+                        cells::check_cell(
+                            &cell,
+                            &self.schema.limits,
+                            self.rules.convention,
+                            self.rules.window,
+                            self.row,
+                            &mut self.findings,
+                        );
+                    }
+                    match cell.k {
+                        Seen::Bytes(k) => match self.schema.partitioning.partition_of(k) {
+                            Some(p) if self.seen.insert(p) => {
+                                self.places.push(place(&self.schema, p, k))
+                            }
+                            Some(_) => {}
+                            None => self.unknown = Some("a rowkey beyond the last RANGE partition"),
+                        },
+                        Seen::Absent if self.unknown.is_none() => {}
+                        _ => self.unknown = Some("a rowkey the proxy cannot read"),
+                    }
+                    if self.refused() {
+                        return;
+                    }
+                }
+            }
+        }
+    }
+
+    /// The file ended: the statement's checks.
+    pub fn finish(mut self) -> Checked {
+        if !self.refused() {
+            self.rows.finish();
+            self.drain();
+        }
+        let touch = match self.unknown {
+            Some(why) => Touch::Unknown {
+                table: self.schema.name.clone(),
+                why,
+            },
+            None => Touch::At(self.places),
+        };
+        Checked {
+            findings: self.findings,
+            touch: Some(touch),
+        }
+    }
+}
+
+/// A LOAD DATA whose column list leaves T out (and whose SET does not assign it): where to
+/// append `SET T = …` (or `, T = …`) in the statement, and the text, in the convention.
+pub fn load_fill_t(load: &super::load::Load, rules: &WriteRules) -> Option<(usize, Vec<u8>)> {
+    let columns = load.columns.as_ref()?;
+    if columns.iter().flatten().any(|c| col_is(c, "T")) || load.set.iter().any(|c| col_is(c, "T")) {
+        return None;
+    }
+    let t = rules.convention.encode(rules.now_ms);
+    let text = if load.set.is_empty() {
+        format!(" SET T = {t}")
+    } else {
+        format!(", T = {t}")
+    };
+    Some((load.end, text.into_bytes()))
+}
+
+/// A LOAD DATA whose file the proxy does not see (or cannot read): its cells are not checked,
+/// and its rows may be anywhere.
+pub fn load_unchecked(table: &str, why: &'static str) -> Checked {
+    Checked {
+        findings: vec![unchecked(format!(
+            "LOAD DATA into {table}: {why}; its cells were not checked"
+        ))],
+        touch: Some(Touch::Unknown {
+            table: table.to_string(),
+            why,
+        }),
+    }
+}
+
 /// The cell rules' and the guard's verdict on one statement or execution, together.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Outcome {
@@ -1255,5 +1495,50 @@ mod tests {
         let c = g.finish(&s.name, false);
         assert_eq!(c.findings.len(), MAX_FINDINGS);
         assert_eq!(c.touch, None, "no row touched a partition");
+    }
+
+    #[test]
+    fn load_data_files_are_checked_row_by_row() {
+        let plan = |sql: &str| LoadPlan {
+            load: super::super::load::read(sql.as_bytes(), Dialect::default())
+                .unwrap()
+                .unwrap(),
+            schema: std::sync::Arc::new(prefixed()),
+        };
+        let t = -NOW;
+        // rows spread over partitions; each row numbered
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, T, V)");
+        let mut c = LoadCheck::new(&p, rules());
+        c.feed(format!("aaaa1\tq\t{t}\tv\nbbbb1\tq\t").as_bytes());
+        c.feed(format!("{t}\tv\n\tq\t{t}\tv\n").as_bytes());
+        assert!(c.refused(), "row 3's empty K");
+        let out = c.finish();
+        assert_eq!(out.findings[0].rule, "C1");
+        assert!(out.findings[0].message.contains("row 3"));
+        // a rowkey through a user variable is an expression: unknown, noted
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (@k, Q, T, V) SET K = UNHEX(@k)");
+        let mut c = LoadCheck::new(&p, rules());
+        c.feed(format!("6161\tq\t{t}\tv\n").as_bytes());
+        let out = c.finish();
+        assert!(matches!(out.touch, Some(Touch::Unknown { .. })), "{out:?}");
+        // T left out: filled in where the statement ends
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, V)");
+        let (at, text) = load_fill_t(&p.load, &rules()).unwrap();
+        assert_eq!(
+            at,
+            "LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, V)".len()
+        );
+        assert_eq!(text, format!(" SET T = {t}").into_bytes());
+        let mut c = LoadCheck::new(&p, rules());
+        c.feed(b"aaaa1\tq\tv\naaaa2\tq\tv");
+        let out = c.finish();
+        assert!(out.findings.is_empty(), "{:?}", out.findings);
+        let Some(Touch::At(places)) = out.touch else {
+            panic!()
+        };
+        assert_eq!(places.len(), 1, "one prefix, one partition");
+        // the generated prefix column may not be loaded
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, T, V, K_PREFIX)");
+        assert!(LoadCheck::new(&p, rules()).refused());
     }
 }

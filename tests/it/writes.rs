@@ -706,3 +706,164 @@ fn bulk_executes_are_checked_row_by_row() {
     ok(&mut c, "COMMIT");
     assert!(f.cells(t).is_empty());
 }
+
+/// LOAD DATA LOCAL INFILE over the wire: the statement, then the file (in pieces of `chunk`
+/// bytes) when asked for it. Ok(the OK packet), or the error.
+fn load_local(
+    c: &mut RawConn,
+    sql: &str,
+    file: &[u8],
+    chunk: usize,
+) -> Result<Vec<u8>, (u16, String)> {
+    let mut q = vec![0x03];
+    q.extend_from_slice(sql.as_bytes());
+    c.write_frame(0, &q).expect("sent");
+    let (seq, p) = c.read_frame().expect("answered");
+    if let Some(e) = err_of(&p) {
+        return Err(e);
+    }
+    assert_eq!(p.first(), Some(&0xfb), "{sql}: a LOCAL INFILE request");
+    assert_eq!(seq, 1);
+    let mut seq = seq + 1;
+    for piece in file.chunks(chunk.max(1)) {
+        c.write_frame(seq, piece).expect("file sent");
+        seq += 1;
+    }
+    c.write_frame(seq, &[]).expect("end sent");
+    let (rseq, p) = c.read_frame().expect("answered");
+    assert_eq!(rseq, seq + 1, "{sql}: the answer's sequence id");
+    match err_of(&p) {
+        Some(e) => Err(e),
+        None => Ok(p),
+    }
+}
+
+#[test]
+fn load_data_files_are_checked_before_they_run() {
+    let (a, b, a2) = keys();
+    for kind in BOTH {
+        let tag = format!("l{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        let mut d = RawConn::connect(&f.backend, "root", "", Some(&f.db)).expect("direct");
+        let ok_direct = d.exec("SET GLOBAL local_infile = 1").is_ok();
+        let _ = ok_direct; // MariaDB allows it by default; OceanBase has no such variable
+        let load = |c: &mut RawConn, cols: &str, file: &[u8]| {
+            let sql = format!("LOAD DATA LOCAL INFILE '/tmp/cells.tsv' INTO TABLE {t} {cols}");
+            load_local(c, &sql, file, 7)
+        };
+        // good rows, T given: loaded as they are
+        let file = [
+            format!("{}\tq1\t{now}\tv1\n", hex_free(&a)),
+            format!("{}\tq1\t{now}\tv2\n", hex_free(&a2)),
+        ]
+        .concat();
+        load(&mut c, "(K, Q, T, V)", file.as_bytes()).expect("good rows");
+        assert_eq!(f.cells(t).len(), 2, "{}", kind.name());
+        // each rule refuses the whole file, naming the row; nothing is loaded
+        for (why, row, code) in [
+            ("empty K", format!("\tq\t{now}\tv\n"), 1292),
+            ("T of the wrong sign", format!("kk\tq\t{}\tv\n", -now), 1292),
+            ("NULL V", format!("kk\tq\t{now}\t\\N\n"), 1048),
+            (
+                "V too long",
+                format!("kk\tq\t{now}\t{}\n", "x".repeat(33)),
+                1406,
+            ),
+        ] {
+            let file = [
+                format!("k1\tq\t{now}\tv\n"),
+                format!("k2\tq\t{now}\tv\n"),
+                row,
+            ]
+            .concat();
+            let before = f.cells(t);
+            let (got, msg) = load(&mut c, "(K, Q, T, V)", file.as_bytes()).expect_err(why);
+            assert_eq!(got, code, "{}: {why}: {msg}", kind.name());
+            assert!(msg.contains("row 3"), "{why}: {msg}");
+            assert_eq!(
+                f.cells(t),
+                before,
+                "{}: {why}: refused yet changed",
+                kind.name()
+            );
+        }
+        // the session goes on after a refusal
+        assert_eq!(c.scalar("SELECT 1"), "1");
+        // T left out: filled in by the proxy, in the convention
+        let before = now_ms();
+        load(&mut c, "(K, Q, V)", b"autoT\tq\tv\n").expect("T filled in");
+        let after = now_ms();
+        let ts: i64 = c
+            .scalar(&format!("SELECT T FROM {t} WHERE K = 'autoT'"))
+            .parse()
+            .expect("T");
+        assert!(
+            (-after..=-before).contains(&ts),
+            "{}: T = {ts}",
+            kind.name()
+        );
+        // a CSV with a header, enclosures and escapes: the same cells as loading it directly
+        let csv = format!(
+            "K,Q,T,V\r\n\"c,1\",\"q\"\"x\",{now},\"line\nbreak\"\r\nc\\\\2,q,{now},\\0\\t\r\n"
+        );
+        let opts =
+            "FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' LINES TERMINATED BY '\\r\\n' \
+                    IGNORE 1 LINES (K, Q, T, V)";
+        load(&mut c, opts, csv.as_bytes()).expect("csv");
+        // a plain table of the same columns, loaded directly: how the backend reads the file
+        ok(
+            &mut d,
+            &format!(
+                "CREATE TABLE copy_{tag} (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32))"
+            ),
+        );
+        let direct = format!("LOAD DATA LOCAL INFILE '/tmp/c.csv' INTO TABLE copy_{tag} {opts}");
+        load_local(&mut d, &direct, csv.as_bytes(), 5).expect("direct csv");
+        let mine: Vec<_> = f
+            .cells(t)
+            .into_iter()
+            .filter(|r| r[0].as_deref().is_some_and(|k| k.starts_with(b"c")))
+            .collect();
+        assert_eq!(mine.len(), 2, "{}", kind.name());
+        assert_eq!(
+            f.cells(&format!("copy_{tag}")),
+            mine,
+            "{}: read as the backend reads it",
+            kind.name()
+        );
+
+        // in a transaction: the file's partitions are the statement's
+        ok(&mut c, "BEGIN");
+        // a file the server reads is not seen: its partition is not known inside a transaction
+        let (code, _) = refused(
+            &mut c,
+            &format!("LOAD DATA INFILE '/nonexistent' INTO TABLE {t} (K, Q, T, V)"),
+        );
+        assert_eq!(code, 1235, "{}", kind.name());
+        let two = format!(
+            "{}\tq9\t{now}\tv\n{}\tq9\t{now}\tv\n",
+            hex_free(&a),
+            hex_free(&b)
+        );
+        let before = f.cells(t);
+        let (code, msg) = load(&mut c, "(K, Q, T, V)", two.as_bytes()).expect_err("two partitions");
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        // (OceanBase commits a LOAD DATA of its own: the transaction may end with it)
+        load(
+            &mut c,
+            "(K, Q, T, V)",
+            format!("{}\tq9\t{now}\tv\n", hex_free(&a)).as_bytes(),
+        )
+        .expect("one partition");
+        ok(&mut c, "COMMIT");
+        assert_eq!(f.cells(t).len(), before.len() + 1, "{}", kind.name());
+    }
+}
+
+/// The keys of `keys()` are printable: written into a file as they are.
+fn hex_free(k: &[u8]) -> String {
+    String::from_utf8(k.to_vec()).expect("printable")
+}
