@@ -58,6 +58,22 @@ for s in sorted(sql):
         for flags in (0, 1, 2, 8):
             put("sql_insert", bytes([flags]) + s)
 
+# LOAD DATA: statement \0 format byte + file
+loads = [
+    b"LOAD DATA LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE db.`g$f` CHARACTER SET binary FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '\\\\' LINES STARTING BY 'x' TERMINATED BY '\\r\\n' IGNORE 1 LINES (K, @q, T, V) SET Q = UNHEX(@q)",
+    b"LOAD DATA INFILE 'f' INTO TABLE g$f",
+    b"LOAD DATA LOCAL INFILE 'f' INTO TABLE g$f (K, Q, V)",
+]
+files = [
+    b"k1\tq\\tx\t\\N\nk2\t\\\\\tv\n\nk3",
+    b"K,Q,V\r\n\"a,b\",\"say \"\"hi\"\"\",NULL\r\n\"x\ny\",\"NULL\",extra\r\nz",
+    b"junk\nxxa,b\nno prefix\nyyxxc,d\n",
+]
+for st in loads:
+    for i, fl in enumerate(files):
+        for sel in (0x00, 0x19, 0x61, 0x39, 0x91):
+            put("sql_load", st + b"\0" + bytes([sel]) + fl)
+
 # client packets: a HandshakeResponse41, an SSLRequest, a COM_CHANGE_USER, framed streams
 caps = 0x000FA68D | (1 << 24)
 login = struct.pack("<IIB23x", caps, 1 << 24, 45) + b"root\0" + bytes([20]) + b"\x01" * 20 + b"db1\0" + b"mysql_native_password\0" + bytes([12, 3]) + b"_os" + bytes([5]) + b"Linux" + b"\x00" * 3

@@ -34,6 +34,7 @@ use crate::sql::classify::{self, Class};
 use crate::sql::prefix_scan::{ConnCharset, TableView};
 use crate::sql::router::{self, Answer, Context, Decision, Origin, Scope};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
+use crate::sql::write;
 
 /// A command buffer larger than this is given back after the command.
 const COMMAND_KEEP: usize = 1 << 20;
@@ -584,12 +585,32 @@ impl Session {
                 self.pending_notes = vec![("Note".into(), 1105, note)];
                 Ok(Some(summary))
             }
-            Decision::Write(w) => match (w.load.is_some(), self.write_rules()) {
+            Decision::Write(mut w) => match (w.load.is_some(), self.write_rules()) {
                 // LOAD DATA LOCAL from a client that sends files: the file is checked first
                 (true, Some(rules))
                     if kind == ResponseKind::Query && self.client_caps.has(cap::LOCAL_FILES) =>
                 {
                     self.carry_out_load(*w, rules).await
+                }
+                (true, Some(rules)) => {
+                    // the file never passes the proxy (the client does not send files): its
+                    // rows are not seen
+                    let table = w.load.as_ref().map_or("", |p| p.schema.name.as_str());
+                    let unseen = write::load_unchecked(table, "the client does not send files");
+                    let out = write::verdict(unseen, &rules, &self.txn());
+                    match out.refuse {
+                        Some(f) => {
+                            bump(&self.shared.stats.answered_locally);
+                            let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
+                            self.answer_error(e).await.map(|()| None)
+                        }
+                        None => {
+                            for f in out.warnings {
+                                w.warnings.push((f.level.name(), f.code, f.message));
+                            }
+                            self.carry_out_write(*w, kind).await
+                        }
+                    }
                 }
                 _ => self.carry_out_write(*w, kind).await,
             },

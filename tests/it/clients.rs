@@ -97,6 +97,49 @@ fn mariadb_cli_load_data_local_infile() {
     assert_eq!(out.trim(), format!("5000\t{}", (0..5000).sum::<i64>()));
 }
 
+#[test]
+fn mariadb_cli_load_data_local_into_an_hbase_table() {
+    let dir = tempfile::tempdir().expect("tmp");
+    let good = dir.path().join("cells.tsv");
+    let bad = dir.path().join("bad.tsv");
+    let mut text = String::new();
+    for i in 0..5000 {
+        text.push_str(&format!("row{i:05}\tq\t-1700000000000\tv{i}\n"));
+    }
+    std::fs::write(&good, &text).expect("data file");
+    text.push_str("\tq\t-1700000000000\tempty rowkey\n");
+    std::fs::write(&bad, &text).expect("data file");
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let script = format!(
+            "DROP DATABASE IF EXISTS obkv_ld; CREATE DATABASE obkv_ld; USE obkv_ld;\n\
+             DROP TABLEGROUP IF EXISTS ld; CREATE TABLEGROUP ld;\n\
+             CREATE TABLE ld$f (K varbinary(64), Q varbinary(64), T bigint, V varbinary(64) NOT NULL, \
+             PRIMARY KEY (K, Q, T)) TABLEGROUP = ld PARTITION BY KEY(K) PARTITIONS 7;\n\
+             LOAD DATA LOCAL INFILE '{}' INTO TABLE ld$f (K, Q, T, V);\n\
+             SELECT COUNT(*) FROM ld$f;\n",
+            good.display()
+        );
+        let (ok, out, err) = mariadb_cli(&p.addr, &["--local-infile=1"], &script);
+        assert!(ok, "{}: {err}", kind.name());
+        assert_eq!(out.trim(), "5000", "{}", kind.name());
+        // one bad row in 5001: the whole file refused, nothing more loaded
+        let script = format!(
+            "USE obkv_ld;\nLOAD DATA LOCAL INFILE '{}' REPLACE INTO TABLE ld$f (K, Q, T, V);\n",
+            bad.display()
+        );
+        let (ok, _, err) = mariadb_cli(&p.addr, &["--local-infile=1"], &script);
+        assert!(
+            !ok && err.contains("ERROR 1292") && err.contains("row 5001"),
+            "{}: {err}",
+            kind.name()
+        );
+        let (_, out, _) = mariadb_cli(&p.addr, &[], "SELECT COUNT(*) FROM obkv_ld.ld$f;\n");
+        assert_eq!(out.trim(), "5000", "{}", kind.name());
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rust_client_binary_protocol_round_trips_binary_values() {
     for kind in BOTH {

@@ -860,6 +860,23 @@ fn load_data_files_are_checked_before_they_run() {
         .expect("one partition");
         ok(&mut c, "COMMIT");
         assert_eq!(f.cells(t).len(), before.len() + 1, "{}", kind.name());
+        // a client that does not send files: its rows are never seen, so not inside a
+        // transaction
+        let mut n = RawConn::connect_with(
+            &f.proxy.addr,
+            "root",
+            "",
+            Some(&f.db),
+            crate::common::raw::DEFAULT_CAPS & !obkv_proxy::protocol::constants::cap::LOCAL_FILES,
+        )
+        .expect("login");
+        ok(&mut n, "BEGIN");
+        let (code, _) = refused(
+            &mut n,
+            &format!("LOAD DATA LOCAL INFILE '/tmp/x' INTO TABLE {t} (K, Q, T, V)"),
+        );
+        assert_eq!(code, 1235, "{}", kind.name());
+        ok(&mut n, "ROLLBACK");
     }
 }
 
