@@ -877,6 +877,19 @@ fn load_data_files_are_checked_before_they_run() {
         );
         assert_eq!(code, 1235, "{}", kind.name());
         ok(&mut n, "ROLLBACK");
+        // a file past hbase.load_data_max_bytes: refused after it, nothing loaded
+        let mut cfg = proxy::config_for(&f.backend);
+        cfg.hbase.multiple_families = true;
+        cfg.hbase.load_data_max_bytes = 64;
+        let small = proxy::start(cfg);
+        let mut s = RawConn::connect(&small.addr, "root", "", Some(&f.db)).expect("proxy");
+        let before = f.cells(t);
+        let big = format!("{}\tqz\t{now}\tv\n", hex_free(&a)).repeat(10);
+        let sql = format!("LOAD DATA LOCAL INFILE '/tmp/big' INTO TABLE {t} (K, Q, T, V)");
+        let (code, msg) = load_local(&mut s, &sql, big.as_bytes(), 16).expect_err("too large");
+        assert_eq!(code, 1153, "{}: {msg}", kind.name());
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+        assert_eq!(s.scalar("SELECT 1"), "1", "the session goes on");
     }
 }
 
