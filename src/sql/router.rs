@@ -360,6 +360,22 @@ fn decide_pieces_with(
             Read::DmlUnreadable(why) => {
                 tracing::debug!(why, "prefix-scan rewriter: statement not read");
                 tally.unreadable += 1;
+                // inside a transaction a write or locking read the proxy cannot place is X2
+                if let (Some(rules), true, Origin::Text) = (&ctx.writes, writes.txn.active, origin)
+                {
+                    if writes_rows_lexically(piece, d) {
+                        let checked = write::Checked {
+                            findings: Vec::new(),
+                            touch: Some(Touch::Unknown {
+                                table: "an HBase table".into(),
+                                why,
+                            }),
+                        };
+                        if let Some(e) = writes.judge(checked, rules, origin) {
+                            return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                        }
+                    }
+                }
             }
             Read::Insert(table) => {
                 let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
@@ -717,6 +733,35 @@ impl WriteState {
         }
         None
     }
+}
+
+/// Whether a statement the DML reader does not follow writes or locks rows, by its words: an
+/// UPDATE or DELETE (also after WITH), or a SELECT with FOR UPDATE / FOR SHARE / LOCK IN SHARE
+/// MODE.
+fn writes_rows_lexically(piece: &[u8], d: Dialect) -> bool {
+    let mut words = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .filter(|t| t.kind == Tok::Word)
+        .map(|t| t.text(piece));
+    let is = |w: &[u8], s: &str| w.eq_ignore_ascii_case(s.as_bytes());
+    let Some(first) = words.next() else {
+        return false;
+    };
+    if is(first, "UPDATE") || is(first, "DELETE") {
+        return true;
+    }
+    let with = is(first, "WITH");
+    let mut prev: &[u8] = first;
+    for w in words {
+        if (is(prev, "FOR") && (is(w, "UPDATE") || is(w, "SHARE")))
+            || (is(prev, "IN") && is(w, "SHARE"))
+            || (with && (is(w, "UPDATE") || is(w, "DELETE")))
+        {
+            return true;
+        }
+        prev = w;
+    }
+    false
 }
 
 /// The first words of a statement (at most 4), as the backend reads them.
@@ -1911,5 +1956,74 @@ mod tests {
         );
         let e = refusal("DELETE FROM g$f WHERE V = 'x'", txn);
         assert!(e.message.contains("X2"), "{}", e.message);
+    }
+
+    #[test]
+    fn writes_the_reader_does_not_follow_are_placed_nowhere_in_a_transaction() {
+        let txn = Txn {
+            active: true,
+            pinned: None,
+        };
+        for sql in [
+            "UPDATE g$f SET V = 'x' WHERE K IN (SELECT k FROM plain)",
+            "DELETE g$f FROM g$f JOIN plain ON g$f.K = plain.k",
+            "SELECT * FROM g$f WHERE K IN (SELECT k FROM plain) FOR UPDATE",
+        ] {
+            let e = refusal(sql, txn.clone());
+            assert!(e.message.contains("X2"), "{sql}: {}", e.message);
+            // outside a transaction: forwarded
+            let d = decide(sql.as_bytes(), Origin::Text, &writing(Txn::default())).1;
+            assert!(!matches!(d, Decision::Answer(_)), "{sql}: {d:?}");
+        }
+        // a plain read the reader does not follow is not a write
+        let d = decide(
+            b"SELECT * FROM g$f WHERE K IN (SELECT k FROM plain)",
+            Origin::Text,
+            &writing(txn),
+        )
+        .1;
+        assert!(!matches!(d, Decision::Answer(_)), "{d:?}");
+    }
+
+    #[test]
+    fn load_data_is_planned_or_unseen() {
+        let w = write_decision(
+            "LOAD DATA LOCAL INFILE 'f.tsv' INTO TABLE g$f (K, Q, V)",
+            Txn::default(),
+        );
+        assert!(w.load.is_some());
+        assert_eq!(
+            w.text.as_deref(),
+            Some(
+                b"LOAD DATA LOCAL INFILE 'f.tsv' INTO TABLE g$f (K, Q, V) SET T = -1763700000000"
+                    .as_slice()
+            )
+        );
+        let txn = Txn {
+            active: true,
+            pinned: None,
+        };
+        let e = refusal("LOAD DATA INFILE '/srv/f.tsv' INTO TABLE g$f", txn);
+        assert!(e.message.contains("X2"), "{}", e.message);
+        let w = write_decision(
+            "LOAD DATA INFILE '/srv/f.tsv' INTO TABLE g$f",
+            Txn::default(),
+        );
+        assert!(w.load.is_none());
+        assert!(
+            w.warnings.iter().any(|(_, _, m)| m.contains("not checked")),
+            "{:?}",
+            w.warnings
+        );
+        // a plain table is not the write stage's business
+        assert_eq!(
+            decide(
+                b"LOAD DATA LOCAL INFILE 'f' INTO TABLE plain",
+                Origin::Text,
+                &writing(Txn::default())
+            )
+            .1,
+            Decision::Forward
+        );
     }
 }
