@@ -73,13 +73,7 @@ impl Session {
                     self.txn_pin = Some(p);
                 }
             }
-            if !out.warnings.is_empty() {
-                self.pending_notes = out
-                    .warnings
-                    .into_iter()
-                    .map(|f| (f.level.name().to_string(), f.code, f.message))
-                    .collect();
-            }
+            self.keep_findings(out.warnings);
         }
         Ok(Some(summary))
     }

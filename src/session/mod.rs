@@ -250,6 +250,16 @@ impl Session {
 
     /// The write rules in force (None: cell rules and the transaction guard both off), with
     /// this statement's time for a T the proxy fills in.
+    /// The write rules' warnings and notes for the statement that ran (SHOW WARNINGS).
+    fn keep_findings(&mut self, findings: Vec<crate::hbase::rules::Finding>) {
+        if !findings.is_empty() {
+            self.pending_notes = findings
+                .into_iter()
+                .map(|f| (f.level.name().to_string(), f.code, f.message))
+                .collect();
+        }
+    }
+
     fn write_rules(&self) -> Option<crate::sql::write::WriteRules> {
         let h = &self.shared.config.hbase;
         if h.enforcement == crate::config::Enforcement::Off

@@ -317,13 +317,7 @@ impl Session {
             let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
             return Ok(Checked::Refused(e, !long.is_empty()));
         }
-        if !out.warnings.is_empty() {
-            self.pending_notes = out
-                .warnings
-                .into_iter()
-                .map(|f| (f.level.name().to_string(), f.code, f.message))
-                .collect();
-        }
+        self.keep_findings(out.warnings);
         let pin = out.pin;
         Ok(Checked::Runs(pin))
     }
