@@ -457,19 +457,21 @@ pub enum Next {
 }
 
 /// Rows of a file in `Format`, read from bytes fed as they arrive. A row is read once its
-/// last byte is here; bytes already read are dropped (the buffer holds at most one row and
-/// what came with its last piece). A row that needs more than `max_row` bytes is `Unsure`.
+/// last byte is here; bytes already read are dropped (the buffer holds at most one partial row
+/// and what came with its last piece). A row that needs more than `max_row` bytes is `Unsure`.
 pub struct FileRows {
     format: Format,
     bytes: Bytes,
     columns: usize,
     buf: Vec<u8>,
+    /// Where the unread bytes of `buf` begin (read bytes are dropped in bulk, not per row).
+    start: usize,
     eof: bool,
     /// Lines still to skip (IGNORE n LINES).
     skip: u64,
     /// The row being read starts with LINES STARTING BY still to find.
     start_of_line: bool,
-    /// The buffer's length when a row last needed more (it is read again once it doubles).
+    /// The unread length when a row last needed more (it is read again once that doubled).
     tried_at: usize,
     max_row: usize,
     done: bool,
@@ -532,6 +534,7 @@ impl FileRows {
             bytes,
             columns,
             buf: Vec::new(),
+            start: 0,
             eof: false,
             skip: ignore_lines,
             tried_at: 0,
@@ -542,9 +545,18 @@ impl FileRows {
 
     /// More of the file.
     pub fn feed(&mut self, bytes: &[u8]) {
-        if !self.done {
-            self.buf.extend_from_slice(bytes);
+        if self.done {
+            return;
         }
+        // drop what was read once it is most of the buffer (each byte moves at most once)
+        if self.start > 0 && self.start >= self.buf.len() / 2 {
+            self.buf.drain(..self.start);
+            self.start = 0;
+            if self.buf.capacity() > 4 * self.max_row.max(1 << 16) {
+                self.buf.shrink_to(self.buf.len().max(1 << 16));
+            }
+        }
+        self.buf.extend_from_slice(bytes);
     }
 
     /// The file ended.
@@ -552,83 +564,91 @@ impl FileRows {
         self.eof = true;
     }
 
+    /// Reading ends here (the rest is not read).
+    fn stop(&mut self) {
+        self.done = true;
+        self.buf = Vec::new();
+        self.start = 0;
+    }
+
     /// The next row, if its bytes are all here.
     pub fn next_row(&mut self) -> Next {
-        if self.done {
-            return Next::End;
-        }
-        // a row that needed more is read again only once enough has come (linear in bytes)
-        if !self.eof && self.tried_at > 0 && self.buf.len() < 2 * self.tried_at {
-            return Next::More;
-        }
-        let mut pos = Pos {
-            b: &self.buf,
-            i: 0,
-            eof: self.eof,
-        };
-        let mut start_of_line = self.start_of_line;
-        let mut skip = self.skip;
-        let read = read_one(
-            &self.format,
-            self.bytes,
-            self.columns,
-            &mut pos,
-            &mut start_of_line,
-            &mut skip,
-        );
-        match read {
-            Ok(row) => {
-                let used = pos.i;
-                self.buf.drain(..used);
-                if self.buf.capacity() > 4 * self.max_row.max(1 << 16) {
-                    self.buf.shrink_to(self.buf.len().max(1 << 16));
-                }
-                self.start_of_line = start_of_line;
-                self.skip = skip;
-                self.tried_at = 0;
-                match row {
-                    Some(r) => Next::Row(r),
-                    None => {
-                        self.done = true;
-                        Next::End
+        loop {
+            if self.done {
+                return Next::End;
+            }
+            let unread = self.buf.len() - self.start;
+            // a row that needed more is read again only once enough has come (linear in bytes)
+            if !self.eof && self.tried_at > 0 && unread < 2 * self.tried_at {
+                return Next::More;
+            }
+            let mut pos = Pos {
+                b: self.buf.get(self.start..).unwrap_or_default(),
+                i: 0,
+                eof: self.eof,
+            };
+            let mut start_of_line = self.start_of_line;
+            // IGNORE n LINES: one line at a time, each kept as read
+            let read = if self.skip > 0 {
+                next_line(&self.format, self.bytes, &mut pos).map(|eof| {
+                    if eof {
+                        self.skip = 0;
+                        Some(None)
+                    } else {
+                        self.skip -= 1;
+                        start_of_line = !self.format.line_start.is_empty();
+                        None
+                    }
+                })
+            } else {
+                read_one(
+                    &self.format,
+                    self.bytes,
+                    self.columns,
+                    &mut pos,
+                    &mut start_of_line,
+                )
+                .map(Some)
+            };
+            match read {
+                Ok(row) => {
+                    self.start += pos.i;
+                    self.start_of_line = start_of_line;
+                    self.tried_at = 0;
+                    match row {
+                        None => continue, // a line skipped
+                        Some(Some(r)) => return Next::Row(r),
+                        Some(None) => {
+                            self.stop();
+                            return Next::End;
+                        }
                     }
                 }
-            }
-            Err(Stop::More) => {
-                if self.buf.len() > self.max_row {
-                    self.done = true;
-                    self.buf = Vec::new();
-                    return Next::Unsure("a row longer than the proxy reads");
+                Err(Stop::More) => {
+                    if unread > self.max_row {
+                        self.stop();
+                        return Next::Unsure("a row longer than the proxy reads");
+                    }
+                    self.tried_at = unread.max(1);
+                    return Next::More;
                 }
-                self.tried_at = self.buf.len().max(1);
-                Next::More
-            }
-            Err(Stop::Unsure(why)) => {
-                self.done = true;
-                self.buf = Vec::new();
-                Next::Unsure(why)
+                Err(Stop::Unsure(why)) => {
+                    self.stop();
+                    return Next::Unsure(why);
+                }
             }
         }
     }
 }
 
-/// One row (after the lines to skip): Ok(None) at the end of the file.
+/// One row: Ok(None) at the end of the file.
 fn read_one(
     f: &Format,
     cs: Bytes,
     columns: usize,
     p: &mut Pos<'_>,
     start_of_line: &mut bool,
-    skip: &mut u64,
 ) -> Result<Option<Vec<Field>>, Stop> {
-    while *skip > 0 {
-        if next_line(f, cs, p)? {
-            *skip = 0;
-            return Ok(None);
-        }
-        *skip -= 1;
-        *start_of_line = !f.line_start.is_empty();
-    }
     let mut fields = Vec::new();
     let mut line_ended = false;
     while fields.len() < columns.max(1) {
@@ -979,6 +999,14 @@ mod tests {
         fr.feed(b"0123456789abcdef");
         assert!(matches!(fr.next_row(), Next::Unsure(_)));
         assert_eq!(fr.next_row(), Next::End);
+        // lines skipped one by one: many of them are not one long row
+        let mut fr = FileRows::new(Format::default(), 2, 100, 64);
+        for _ in 0..100 {
+            fr.feed(b"a header line longer than nothing\n");
+            assert_eq!(fr.next_row(), Next::More);
+        }
+        fr.feed(b"k\tv\n");
+        assert_eq!(fr.next_row(), Next::Row(vec![b(b"k"), b(b"v")]));
         let fixed = Format {
             field_term: Vec::new(),
             ..Format::default()
