@@ -99,19 +99,19 @@ impl Session {
             .load_data_spool_dir
             .as_ref()
             .map_or_else(std::env::temp_dir, std::path::PathBuf::from);
+        let cannot_hold = |e: std::io::Error| {
+            let msg = format!(
+                "obkv-proxy cannot hold the LOAD DATA file to check it ({}: {e})",
+                dir.display()
+            );
+            ErrorInfo::new(1105, "HY000", msg)
+        };
         // the proxy could not hold the file (too large, or the spool failed)
         let mut stop: Option<ErrorInfo> = None;
         let mut spool = match tempfile::tempfile_in(&dir) {
             Ok(f) => Some(tokio::fs::File::from_std(f)),
             Err(e) => {
-                stop = Some(ErrorInfo::new(
-                    1105,
-                    "HY000",
-                    format!(
-                        "obkv-proxy cannot hold the LOAD DATA file to check it ({}: {e})",
-                        dir.display()
-                    ),
-                ));
+                stop = Some(cannot_hold(e));
                 None
             }
         };
@@ -163,14 +163,7 @@ impl Session {
                 }
                 if let Some(f) = spool.as_mut() {
                     if let Err(e) = f.write_all(&chunk).await {
-                        stop = Some(ErrorInfo::new(
-                            1105,
-                            "HY000",
-                            format!(
-                                "obkv-proxy cannot hold the LOAD DATA file to check it ({}: {e})",
-                                dir.display()
-                            ),
-                        ));
+                        stop = Some(cannot_hold(e));
                         spool = None;
                     }
                 }
@@ -199,15 +192,23 @@ impl Session {
         if self.backend.send_packet(0, &self.command).await.is_err() {
             return Err(self.lose_backend(client_next).await);
         }
-        let (len, seq, first) = match self.backend.peek(5).await {
+        // the answer's header, and its first byte when it has one (an empty packet has none
+        // to wait for)
+        let (len, seq) = match self.backend.peek(4).await {
             Ok(b) => (
                 usize::from(b[0]) | usize::from(b[1]) << 8 | usize::from(b[2]) << 16,
                 b[3],
-                b[4],
             ),
             Err(_) => return Err(self.lose_backend(client_next).await),
         };
-        let delta = if len > 0 && first == 0xfb {
+        let first = match len {
+            0 => None,
+            _ => match self.backend.peek(5).await {
+                Ok(b) => Some(b[4]),
+                Err(_) => return Err(self.lose_backend(client_next).await),
+            },
+        };
+        let delta = if first == Some(0xfb) {
             // the backend asks for the file: it gets the one the proxy checked
             if self.backend.read_header().await.is_err()
                 || self.backend.read_payload(len).await.is_err()

@@ -205,6 +205,18 @@ impl Cursor<'_> {
         })
     }
 
+    /// A column name starting at `first`: `col`, `tbl.col`, `db.tbl.col` name it last.
+    fn column(&mut self, first: Option<Token>) -> Step<Vec<u8>> {
+        const WHY: &str = "a column name the reader does not follow";
+        let mut name = self.ident(&first).ok_or(WHY)?;
+        while self.peek()?.is_some_and(|s| s.is_punct(b'.')) {
+            self.tok()?;
+            let part = self.tok()?;
+            name = self.ident(&part).ok_or(WHY)?;
+        }
+        Ok(name)
+    }
+
     /// Skips a parenthesised list after its `(`.
     fn skip_to_close(&mut self) -> Step<()> {
         let mut depth = 1usize;
@@ -353,24 +365,7 @@ fn read_rest(c: &mut Cursor<'_>) -> Step<Load> {
             match x {
                 Some(x) if x.is_punct(b')') && cols.is_empty() => break,
                 Some(x) if x.kind == Tok::Var => cols.push(None),
-                Some(_) => {
-                    // `col`, `tbl.col`: the column is named last
-                    let mut name = c
-                        .ident(&x)
-                        .ok_or("a column list the reader does not follow")?;
-                    loop {
-                        let sep = c.peek()?;
-                        if !sep.is_some_and(|s| s.is_punct(b'.')) {
-                            break;
-                        }
-                        c.tok()?;
-                        let part = c.tok()?;
-                        name = c
-                            .ident(&part)
-                            .ok_or("a column list the reader does not follow")?;
-                    }
-                    cols.push(Some(name));
-                }
+                Some(_) => cols.push(Some(c.column(x)?)),
                 None => return Err("an unclosed column list"),
             }
             match c.tok()? {
@@ -385,18 +380,8 @@ fn read_rest(c: &mut Cursor<'_>) -> Step<Load> {
     if c.is(&t, "SET") {
         loop {
             let col = c.tok()?;
-            let mut name = c
-                .ident(&col)
-                .ok_or("a SET clause the reader does not follow")?;
-            let mut x = c.tok()?;
-            while x.is_some_and(|s| s.is_punct(b'.')) {
-                let part = c.tok()?;
-                name = c
-                    .ident(&part)
-                    .ok_or("a SET clause the reader does not follow")?;
-                x = c.tok()?;
-            }
-            if !x.is_some_and(|x| x.is_punct(b'=')) {
+            let name = c.column(col)?;
+            if !c.tok()?.is_some_and(|x| x.is_punct(b'=')) {
                 return Err("a SET clause the reader does not follow");
             }
             load.set.push(name);
@@ -454,6 +439,8 @@ pub enum Next {
     End,
     /// The rest cannot be read with certainty (see the module's notes).
     Unsure(&'static str),
+    /// A row needs more than the reader's `max_row` bytes (the rest is not read).
+    TooLong,
 }
 
 /// Rows of a file in `Format`, read from bytes fed as they arrive. A row is read once its
@@ -627,7 +614,7 @@ impl FileRows {
                 Err(Stop::More) => {
                     if unread > self.max_row {
                         self.stop();
-                        return Next::Unsure("a row longer than the proxy reads");
+                        return Next::TooLong;
                     }
                     self.tried_at = unread.max(1);
                     return Next::More;
@@ -997,7 +984,7 @@ mod tests {
         // a row past the limit
         let mut fr = FileRows::new(Format::default(), 2, 0, 8);
         fr.feed(b"0123456789abcdef");
-        assert!(matches!(fr.next_row(), Next::Unsure(_)));
+        assert_eq!(fr.next_row(), Next::TooLong);
         assert_eq!(fr.next_row(), Next::End);
         // lines skipped one by one: many of them are not one long row
         let mut fr = FileRows::new(Format::default(), 2, 100, 64);

@@ -97,16 +97,17 @@ pub enum Touch {
 }
 
 /// Where the rows of one statement are, collected row by row: each partition once, found in a
-/// set (a million-row INSERT costs a million lookups, not rows × partitions).
-struct Rows<'s> {
-    schema: &'s TableSchema,
+/// set (a million-row INSERT costs a million lookups, not rows × partitions). `S` is how the
+/// schema is held: borrowed for one statement, shared for a LOAD DATA file read over time.
+struct Rows<S> {
+    schema: S,
     places: Vec<Place>,
     seen: std::collections::HashSet<u32>,
     unknown: Option<&'static str>,
 }
 
-impl<'s> Rows<'s> {
-    fn new(schema: &'s TableSchema) -> Self {
+impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
+    fn new(schema: S) -> Self {
         Rows {
             schema,
             places: Vec::new(),
@@ -118,7 +119,7 @@ impl<'s> Rows<'s> {
     /// A row (or prefix) with rowkey `k`.
     fn key(&mut self, k: &[u8]) {
         match self.schema.partitioning.partition_of(k) {
-            Some(p) if self.seen.insert(p) => self.places.push(place(self.schema, p, k)),
+            Some(p) if self.seen.insert(p) => self.places.push(place(&self.schema, p, k)),
             Some(_) => {}
             None => self.not_known("a rowkey beyond the last RANGE partition"),
         }
@@ -582,7 +583,7 @@ pub fn check_execution<'a>(
     match &plan.shape {
         Shape::Insert { columns, rows } => {
             let mut findings = Vec::new();
-            let mut touched = Rows::new(schema);
+            let mut touched = Rows::new(&**schema);
             let mut ignored = false;
             for (i, row) in rows.iter().enumerate() {
                 let mut get = |name: &str| -> Seen<'_> {
@@ -788,15 +789,14 @@ enum Slot {
 /// The rows of a LOAD DATA LOCAL file, checked as the file passes: the cell rules per row and
 /// the partitions of all rows (each once), as for a multi-row INSERT.
 pub struct LoadCheck {
-    schema: std::sync::Arc<TableSchema>,
     rules: WriteRules,
     slots: [Slot; 4],
-    rows: super::load::FileRows,
+    file: super::load::FileRows,
+    /// Rows read so far.
     row: usize,
     findings: Vec<Finding>,
-    places: Vec<Place>,
-    seen: std::collections::HashSet<u32>,
-    unknown: Option<&'static str>,
+    /// Where the rows are (it holds the table's schema).
+    rows: Rows<std::sync::Arc<TableSchema>>,
     max_row: usize,
 }
 
@@ -841,22 +841,15 @@ impl LoadCheck {
             findings.extend(cells::check_prefix_column_written(&named, limits));
         }
         findings.extend(cells::check_prefix_column_written(&l.set, limits));
-        let mut unknown = None;
-        if slots[0] != Slot::Absent && !matches!(slots[0], Slot::Field(_)) {
-            unknown = Some("a rowkey the proxy cannot read");
-        }
-        let rows =
+        let file =
             super::load::FileRows::new(l.format.clone(), columns.len(), l.ignore_lines, max_row);
         LoadCheck {
-            schema,
             rules,
             slots,
-            rows,
+            file,
             row: 0,
             findings,
-            places: Vec::new(),
-            seen: std::collections::HashSet::new(),
-            unknown,
+            rows: Rows::new(schema),
             max_row,
         }
     }
@@ -866,7 +859,7 @@ impl LoadCheck {
         if self.refused() {
             return;
         }
-        self.rows.feed(bytes);
+        self.file.feed(bytes);
         self.drain();
     }
 
@@ -879,15 +872,16 @@ impl LoadCheck {
     fn drain(&mut self) {
         use super::load::{Field, Next};
         loop {
-            match self.rows.next_row() {
+            match self.file.next_row() {
                 Next::More | Next::End => return,
-                Next::Unsure(why) if why.starts_with("a row longer") => {
+                Next::TooLong => {
                     self.findings.push(Finding::error(
                         "C2",
                         cells::ER_DATA_TOO_LONG,
                         "22001",
                         format!(
-                            "row {}: longer than {} bytes, more than a row of cells within their                              limits can be",
+                            "row {}: longer than {} bytes, more than a row of cells within their \
+                             limits can be",
                             self.row + 1,
                             self.max_row
                         ),
@@ -899,7 +893,8 @@ impl LoadCheck {
                         "the file from row {} on is not read by obkv-proxy ({why}); its cells were not checked",
                         self.row + 1
                     )));
-                    self.unknown = Some("a LOAD DATA file the proxy cannot read");
+                    self.rows
+                        .not_known("a LOAD DATA file the proxy cannot read");
                     return;
                 }
                 Next::Row(fields) => {
@@ -931,24 +926,14 @@ impl LoadCheck {
                     if self.findings.len() < MAX_FINDINGS {
                         cells::check_cell(
                             &cell,
-                            &self.schema.limits,
+                            &self.rows.schema.limits,
                             self.rules.convention,
                             self.rules.window,
                             self.row,
                             &mut self.findings,
                         );
                     }
-                    match cell.k {
-                        Seen::Bytes(k) => match self.schema.partitioning.partition_of(k) {
-                            Some(p) if self.seen.insert(p) => {
-                                self.places.push(place(&self.schema, p, k))
-                            }
-                            Some(_) => {}
-                            None => self.unknown = Some("a rowkey beyond the last RANGE partition"),
-                        },
-                        Seen::Absent if self.unknown.is_none() => {}
-                        _ => self.unknown = Some("a rowkey the proxy cannot read"),
-                    }
+                    self.rows.row(cell.k);
                     if self.refused() {
                         return;
                     }
@@ -960,19 +945,12 @@ impl LoadCheck {
     /// The file ended: the statement's checks.
     pub fn finish(mut self) -> Checked {
         if !self.refused() {
-            self.rows.finish();
+            self.file.finish();
             self.drain();
         }
-        let touch = match self.unknown {
-            Some(why) => Touch::Unknown {
-                table: self.schema.name.clone(),
-                why,
-            },
-            None => Touch::At(self.places),
-        };
         Checked {
             findings: self.findings,
-            touch: Some(touch),
+            touch: Some(self.rows.finish()),
         }
     }
 }
