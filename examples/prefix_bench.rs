@@ -247,7 +247,7 @@ async fn main() {
     }
     let prefixes = cells / CELLS_PER_PREFIX;
     println!(
-        "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9} | {:>8} {:>8}",
+        "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9} {:>9} | {:>8} {:>8}",
         "backend",
         "mode",
         "thr",
@@ -259,6 +259,7 @@ async fn main() {
         "p95_ms",
         "prx/dir",
         "prx/hap",
+        "rnd/hap",
         "prx_cpu",
         "hap_cpu"
     );
@@ -266,76 +267,72 @@ async fn main() {
         for threads in [1, 8] {
             let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
             let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
-            for _ in 0..rounds {
-                a.push(
-                    measure_cpu(
-                        proxy_pid,
-                        &mut pc,
-                        &proxy,
-                        threads,
-                        secs,
-                        Op::Natural,
-                        prepared,
-                        prefixes,
-                    )
-                    .await,
-                );
-                b.push(measure(&direct, threads, secs, Op::Natural, prepared, prefixes).await);
-                c.push(
-                    measure_cpu(
-                        haproxy_pid,
-                        &mut hc,
-                        &haproxy,
-                        threads,
-                        secs,
-                        Op::HandWritten,
-                        prepared,
-                        prefixes,
-                    )
-                    .await,
-                );
+            let mut per_round = vec![];
+            for r in 0..rounds {
+                // interleaved, and each round starts with another target, so neither drift nor a
+                // fixed order favours one of them
+                for k in 0..3 {
+                    match (r + k) % 3 {
+                        0 => a.push(
+                            measure_cpu(
+                                proxy_pid,
+                                &mut pc,
+                                &proxy,
+                                threads,
+                                secs,
+                                Op::Natural,
+                                prepared,
+                                prefixes,
+                            )
+                            .await,
+                        ),
+                        1 => b.push(
+                            measure(&direct, threads, secs, Op::Natural, prepared, prefixes).await,
+                        ),
+                        _ => c.push(
+                            measure_cpu(
+                                haproxy_pid,
+                                &mut hc,
+                                &haproxy,
+                                threads,
+                                secs,
+                                Op::HandWritten,
+                                prepared,
+                                prefixes,
+                            )
+                            .await,
+                        ),
+                    }
+                }
+                // this round's (a)/(c): the two ran close together, so slow drift cancels
+                per_round.push(a[r].0 / c[r].0);
             }
             let (a, b, c) = (medians(&a), medians(&b), medians(&c));
             println!(
-                "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3} | {:>8} {:>8}",
+                "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3} {:>9.3} | {:>8} {:>8}",
                 if prepared { "prepared" } else { "text" },
-                a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0, pc.us_per_query(), hc.us_per_query()
+                a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0, median(per_round), pc.us_per_query(), hc.us_per_query()
             );
         }
     }
     let (mut a, mut c) = (vec![], vec![]);
     let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
-    for _ in 0..rounds {
-        a.push(
-            measure_cpu(
-                proxy_pid,
-                &mut pc,
-                &proxy,
-                8,
-                secs,
-                Op::PointGet,
-                true,
-                prefixes,
-            )
-            .await,
-        );
-        c.push(
-            measure_cpu(
-                haproxy_pid,
-                &mut hc,
-                &haproxy,
-                8,
-                secs,
-                Op::PointGet,
-                true,
-                prefixes,
-            )
-            .await,
-        );
+    let mut per_round = vec![];
+    for r in 0..rounds {
+        // every other round HAProxy goes first
+        for k in 0..2 {
+            let (pid, cpu, addr, out) = if (r + k) % 2 == 0 {
+                (proxy_pid, &mut pc, &proxy, &mut a)
+            } else {
+                (haproxy_pid, &mut hc, &haproxy, &mut c)
+            };
+            out.push(measure_cpu(pid, cpu, addr, 8, secs, Op::PointGet, true, prefixes).await);
+        }
+        per_round.push(a[r].0 / c[r].0);
     }
     let (a, c) = (medians(&a), medians(&c));
     println!(
-        "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3} | CPU µs/query proxy {} haproxy {}",
-        a.0, a.1, c.0, c.1, a.0 / c.0, pc.us_per_query(), hc.us_per_query()
+        "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3} (median of rounds {:.3}) | CPU µs/query proxy {} haproxy {}",
+        a.0, a.1, c.0, c.1, a.0 / c.0, median(per_round), pc.us_per_query(), hc.us_per_query()
     );
 }

@@ -108,29 +108,35 @@ CFG
   mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e 'CREATE DATABASE sbtest'
   sysbench oltp_read_only "${common[@]}" --mysql-port="$mport" prepare >/dev/null
   settle "$bpid"
-  printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap p95/hap qps/direct prx_cpu hap_cpu
+  printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap rnd/hap p95/hap qps/direct prx_cpu hap_cpu
   for workload in oltp_point_select oltp_read_only; do
     for threads in 1 8; do
-      declare -A q=() l=() tk=() nq=()
+      declare -A q=() l=() tk=() nq=() qr=()
+      ratios=
       for ((r = 0; r < rounds; r++)); do
-        # interleaved, so drift on a shared machine hits all three alike
-        for target in direct haproxy proxy; do
+        # interleaved, so drift on a shared machine hits all three alike, and each round starts
+        # with another target (a fixed order had the proxy always run right after HAProxy)
+        order=(direct haproxy proxy direct haproxy)
+        for target in "${order[@]:$((r % 3)):3}"; do
           case $target in direct) port=$mport pid= ;; haproxy) port=$hport pid=$hpid ;; proxy) port=$pport pid=$ppid ;; esac
           read -r qps p95 t n < <(run "$workload" "$threads" "$port" "$pid")
           q[$target]+="$qps "; l[$target]+="$p95 "
+          qr[$target]=$qps
           tk[$target]=$(( ${tk[$target]:-0} + t )); nq[$target]=$(( ${nq[$target]:-0} + n ))
         done
+        # this round's proxy/HAProxy ratio: the three ran back to back, so slow drift cancels
+        ratios+="$(echo "${qr[proxy]} / ${qr[haproxy]}" | bc -l) "
       done
       for t in direct haproxy proxy; do
         q[$t]=$(tr ' ' '\n' <<<"${q[$t]}" | grep . | median); l[$t]=$(tr ' ' '\n' <<<"${l[$t]}" | grep . | median)
       done
       # CPU µs per query of each hop over all rounds (clock ticks are 10 ms)
       cpu() { echo "${tk[$1]} * 10000 / ${nq[$1]}" | bc -l; }
-      printf '%-18s %7s | %10.0f %8.2f | %10.0f %8.2f | %10.0f %8.2f | %9.3f %9.3f %9.3f | %8.1f %8.1f\n' "$workload" "$threads" \
+      printf '%-18s %7s | %10.0f %8.2f | %10.0f %8.2f | %10.0f %8.2f | %9.3f %9.3f %9.3f %9.3f | %8.1f %8.1f\n' "$workload" "$threads" \
         "${q[direct]}" "${l[direct]}" "${q[haproxy]}" "${l[haproxy]}" "${q[proxy]}" "${l[proxy]}" \
-        "$(echo "${q[proxy]} / ${q[haproxy]}" | bc -l)" "$(echo "${l[proxy]} / ${l[haproxy]}" | bc -l)" \
+        "$(echo "${q[proxy]} / ${q[haproxy]}" | bc -l)" "$(tr ' ' '\n' <<<"$ratios" | grep . | median)" "$(echo "${l[proxy]} / ${l[haproxy]}" | bc -l)" \
         "$(echo "${q[proxy]} / ${q[direct]}" | bc -l)" "$(cpu proxy)" "$(cpu haproxy)"
-      unset q l tk nq
+      unset q l tk nq qr
     done
   done
   stop_all
