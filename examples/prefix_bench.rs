@@ -19,25 +19,14 @@
 use std::time::{Duration, Instant};
 
 use mysql_async::prelude::*;
-use mysql_async::{Conn, OptsBuilder};
+use mysql_async::Conn;
+
+mod common;
+use common::{env, median, opts};
 
 const N: usize = 8;
 const CELLS_PER_PREFIX: usize = 10;
 const TABLE: &str = "bench$cells";
-
-fn env(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-fn opts(addr: &str, db: Option<&str>) -> OptsBuilder {
-    let (host, port) = addr.rsplit_once(':').expect("host:port");
-    OptsBuilder::default()
-        .ip_or_hostname(host.to_string())
-        .tcp_port(port.parse().expect("port"))
-        .user(Some("root"))
-        .db_name(db.map(str::to_string))
-        .prefer_socket(false)
-}
 
 fn prefix(i: usize) -> String {
     format!("p{i:07}")
@@ -214,11 +203,6 @@ fn medians(v: &[(f64, f64)]) -> (f64, f64) {
         median(v.iter().map(|x| x.0).collect()),
         median(v.iter().map(|x| x.1).collect()),
     )
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]

@@ -11,24 +11,13 @@
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use mysql_async::prelude::*;
-use mysql_async::{Conn, OptsBuilder, Params, Value};
+use mysql_async::{Conn, Params, Value};
+
+mod common;
+use common::{env, median, opts};
 
 const TABLE: &str = "wbench$cells";
 const THREADS: usize = 8;
-
-fn env(name: &str, default: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| default.to_string())
-}
-
-fn opts(addr: &str, db: Option<&str>) -> OptsBuilder {
-    let (host, port) = addr.rsplit_once(':').expect("host:port");
-    OptsBuilder::default()
-        .ip_or_hostname(host.to_string())
-        .tcp_port(port.parse().expect("port"))
-        .user(Some("root"))
-        .db_name(db.map(str::to_string))
-        .prefer_socket(false)
-}
 
 fn now_t() -> i64 {
     -(SystemTime::now()
@@ -129,11 +118,6 @@ async fn measure(addr: &str, tag: &'static str, round: usize, secs: f64, op: Op)
     all.sort_unstable();
     let p95 = all.get(all.len() * 95 / 100).copied().unwrap_or(0) as f64 / 1000.0;
     (all.len() as f64 / secs, p95)
-}
-
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
