@@ -11,7 +11,7 @@ use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::dml;
 use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
-use obkv_proxy::sql::scan::{statements, Dialect, Flavor, Scanner};
+use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner, Token};
 use obkv_proxy::sql::write::{Txn, WriteRules};
 use obkv_proxy::hbase::cells::CellLimits;
 
@@ -126,8 +126,27 @@ fuzz_target!(|data: &[u8]| {
         last = t.end;
     }
     if let Ok((pieces, _)) = statements(sql, dialect) {
-        for p in pieces {
+        for p in &pieces {
             assert!(p.start <= p.end && p.end <= sql.len());
+        }
+        // the tokens the split keeps read each statement as lexing it alone does
+        let mut kept = Kept::new(dml::MAX_TOKENS + 1);
+        let again = statements_keeping(sql, dialect, &mut kept).map(|(p, _)| p);
+        assert_eq!(again.as_ref().ok(), Some(&pieces));
+        if !dml::has_executable_comment(sql) {
+            for p in &pieces {
+                let piece = &sql[p.start..p.end];
+                let Some(toks) = kept.of(p.start, p.end) else { continue };
+                let shifted: Vec<Token> = toks
+                    .iter()
+                    .map(|t| Token { start: t.start - p.start, end: t.end - p.start, ..*t })
+                    .collect();
+                assert_eq!(
+                    dml::read_lexed(piece, dialect, Some(&shifted)),
+                    dml::read(piece, dialect),
+                    "kept tokens read differently"
+                );
+            }
         }
     }
     let _ = obkv_proxy::sql::lexer::tokenize_with(sql, dialect);

@@ -128,7 +128,30 @@ pub enum Lookup {
     Unknown,
 }
 
-type Entries = HashMap<SchemaKey, (Option<Arc<TableSchema>>, Instant)>;
+/// Entries by `database NUL table` (a name has no NUL): looked up from borrowed names without
+/// building a key on the heap.
+type Entries = HashMap<Vec<u8>, (Option<Arc<TableSchema>>, Instant)>;
+
+/// The map key of (database, table), folded when `ci`, written into `out`.
+fn joined_into(db: &[u8], table: &[u8], ci: bool, out: &mut [u8]) -> Option<usize> {
+    let n = db.len() + 1 + table.len();
+    let out = out.get_mut(..n)?;
+    let (a, rest) = out.split_at_mut(db.len());
+    a.copy_from_slice(db);
+    let (sep, b) = rest.split_first_mut()?;
+    *sep = 0;
+    b.copy_from_slice(table);
+    if ci {
+        out.make_ascii_lowercase();
+    }
+    Some(n)
+}
+
+fn joined(db: &[u8], table: &[u8], ci: bool) -> Vec<u8> {
+    let mut v = vec![0; db.len() + 1 + table.len()];
+    let _ = joined_into(db, table, ci, &mut v);
+    v
+}
 
 pub struct SchemaCache {
     entries: Mutex<Entries>,
@@ -146,6 +169,20 @@ impl SchemaCache {
     }
 
     pub fn get(&self, k: &SchemaKey) -> Lookup {
+        self.get_named(&k.0, &k.1, false)
+    }
+
+    /// `get(&key(db, table, names_ci))`, without allocating for names of usual length.
+    pub fn get_named(&self, db: &[u8], table: &[u8], names_ci: bool) -> Lookup {
+        let mut buf = [0u8; 256];
+        let heap;
+        let k: &[u8] = match joined_into(db, table, names_ci, &mut buf) {
+            Some(n) => buf.get(..n).unwrap_or_default(),
+            None => {
+                heap = joined(db, table, names_ci);
+                &heap
+            }
+        };
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         match entries.get(k) {
             Some((v, at)) if at.elapsed() < self.max_age => Lookup::Known(v.clone()),
@@ -162,7 +199,7 @@ impl SchemaCache {
                 entries.clear();
             }
         }
-        entries.insert(k, (v, Instant::now()));
+        entries.insert(joined(&k.0, &k.1, false), (v, Instant::now()));
     }
 
     /// DDL through this proxy may have changed a table: every entry is read again.
@@ -171,5 +208,52 @@ impl SchemaCache {
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn some_schema() -> Option<Arc<TableSchema>> {
+        Some(Arc::new(TableSchema {
+            schema: "db".into(),
+            name: "t$f".into(),
+            partitioning: Partitioning::Key {
+                prefix_len: None,
+                partitions: 3,
+            },
+            prefix_column: None,
+            placement: Placement::OceanBase,
+            limits: Default::default(),
+        }))
+    }
+
+    #[test]
+    fn lookups_by_borrowed_names_find_what_was_put() {
+        let c = SchemaCache::new(Duration::from_secs(60));
+        c.put(key(b"Db", b"T$f", true), some_schema());
+        assert_eq!(
+            c.get_named(b"DB", b"t$F", true),
+            Lookup::Known(some_schema())
+        );
+        assert_eq!(
+            c.get(&key(b"db", b"t$f", false)),
+            Lookup::Known(some_schema())
+        );
+        // case matters where the backend compares names exactly
+        assert_eq!(c.get_named(b"DB", b"t$F", false), Lookup::Unknown);
+        // the separator keeps (a, bc) and (ab, c) apart
+        c.put(key(b"a", b"bc", false), None);
+        assert_eq!(c.get_named(b"ab", b"c", false), Lookup::Unknown);
+        assert_eq!(c.get_named(b"a", b"bc", false), Lookup::Known(None));
+        // names longer than the stack buffer take the heap path
+        let long = vec![b'x'; 300];
+        c.put(key(&long, b"t", false), some_schema());
+        assert_eq!(
+            c.get_named(&long, b"t", false),
+            Lookup::Known(some_schema())
+        );
+        assert_eq!(c.get_named(&long, b"u", false), Lookup::Unknown);
     }
 }

@@ -11,7 +11,9 @@
 
 use super::ddl::TableName;
 use super::insert::{literal, Value};
-use super::scan::{hex_value, ident_value, string_value, Dialect, Scanner, Tok, Token};
+use super::scan::{
+    hex_value, ident_value, string_value, unquote_ident, Dialect, Scanner, Tok, Token,
+};
 
 /// A value compared with K.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -88,7 +90,7 @@ pub struct Dml {
     /// The WHERE clause is a conjunction (no OR/XOR at its top level): `preds` are its K terms.
     pub preds: Vec<Pred>,
     /// Identifiers (unquoted, as written) that appear in the WHERE clause.
-    pub where_idents: Vec<Vec<u8>>,
+    pub where_idents: Idents,
     /// A string literal of the WHERE clause holds a backslash (its bytes depend on
     /// NO_BACKSLASH_ESCAPES, which not every backend reports).
     pub backslash_literal: bool,
@@ -100,6 +102,36 @@ pub struct Dml {
     pub assignments: Vec<(Vec<u8>, Value)>,
     /// SELECT … FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE: a locking read.
     pub locking: bool,
+}
+
+/// A list of identifiers kept in one buffer (each as a 4-byte length and its bytes): one
+/// allocation for the whole WHERE clause instead of one per identifier.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Idents(Vec<u8>);
+
+impl Idents {
+    pub fn push(&mut self, ident: &[u8]) {
+        let len = u32::try_from(ident.len()).unwrap_or(u32::MAX);
+        self.0.extend_from_slice(&len.to_le_bytes());
+        self.0
+            .extend_from_slice(ident.get(..len as usize).unwrap_or(ident));
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        let mut rest = self.0.as_slice();
+        std::iter::from_fn(move || {
+            let (len, after) = rest.split_first_chunk::<4>()?;
+            let len = u32::from_le_bytes(*len) as usize;
+            let (ident, tail) = after.split_at_checked(len)?;
+            rest = tail;
+            Some(ident)
+        })
+    }
+
+    /// Whether one of them is `name`, ASCII case folded.
+    pub fn contains_ci(&self, name: &[u8]) -> bool {
+        self.iter().any(|i| i.eq_ignore_ascii_case(name))
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -147,10 +179,11 @@ const TABLE_FOLLOWERS: [&str; 10] = [
     "IGNORE",
 ];
 
-const MAX_TOKENS: usize = 4096;
+/// The most tokens a statement may have to be read.
+pub const MAX_TOKENS: usize = 4096;
 
 /// `/*!` or `/*M!` anywhere (the finder is built once, not per statement).
-fn has_executable_comment(sql: &[u8]) -> bool {
+pub fn has_executable_comment(sql: &[u8]) -> bool {
     static OPEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
         std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"/*"));
     OPEN.find_iter(sql)
@@ -159,6 +192,12 @@ fn has_executable_comment(sql: &[u8]) -> bool {
 
 /// Reads one statement (a piece of a text, or a prepared statement's text).
 pub fn read(sql: &[u8], d: Dialect) -> Read {
+    read_lexed(sql, d, None)
+}
+
+/// `read`, with the statement's tokens when the text's split kept them (offsets relative to
+/// `sql`; `statements_keeping` keeps at most `MAX_TOKENS + 1`).
+pub fn read_lexed(sql: &[u8], d: Dialect, lexed: Option<&[Token]>) -> Read {
     // executable comments are read as code by the scanner, but a splice inside one could
     // land in text a version gate hides: leave such statements alone
     if has_executable_comment(sql) {
@@ -168,27 +207,39 @@ pub fn read(sql: &[u8], d: Dialect) -> Read {
             Read::NotDml
         };
     }
-    // about one token per 4 bytes: one allocation for most statements
-    let mut toks: Vec<Token> = Vec::with_capacity((sql.len() / 4).clamp(16, MAX_TOKENS + 1));
-    for t in Scanner::new(sql, d) {
-        match t {
-            Ok(t) => toks.push(t),
-            Err(_) => return Read::NotDml, // the backend reports its own syntax error
+    let too_long = || {
+        if has_dollar_ident(sql, d) {
+            Read::Unreadable("statement too long to analyse")
+        } else {
+            Read::NotDml
         }
-        if toks.len() > MAX_TOKENS {
-            return if has_dollar_ident(sql, d) {
-                Read::Unreadable("statement too long to analyse")
-            } else {
-                Read::NotDml
-            };
+    };
+    let own: Vec<Token>;
+    let toks: &[Token] = match lexed {
+        Some(t) if t.len() > MAX_TOKENS => return too_long(),
+        Some(t) => t,
+        None => {
+            // about one token per 4 bytes: one allocation for most statements
+            let mut toks = Vec::with_capacity((sql.len() / 4).clamp(16, MAX_TOKENS + 1));
+            for t in Scanner::new(sql, d) {
+                match t {
+                    Ok(t) => toks.push(t),
+                    Err(_) => return Read::NotDml, // the backend reports its own syntax error
+                }
+                if toks.len() > MAX_TOKENS {
+                    return too_long();
+                }
+            }
+            own = toks;
+            &own
         }
-    }
+    };
     // each token's placeholder ordinal (how many `?` come before it), counted once
     let mut ords = Vec::new();
     if toks.iter().any(|t| t.is_punct(b'?')) {
         let mut n = 0u32;
         ords.reserve(toks.len() + 1);
-        for t in &toks {
+        for t in toks {
             ords.push(n);
             n += u32::from(t.is_punct(b'?'));
         }
@@ -197,7 +248,7 @@ pub fn read(sql: &[u8], d: Dialect) -> Read {
     let r = Reader {
         sql,
         d,
-        t: &toks,
+        t: toks,
         ords: &ords,
     };
     r.statement()
@@ -377,7 +428,7 @@ impl Reader<'_> {
             table,
             where_end: None,
             preds: Vec::new(),
-            where_idents: Vec::new(),
+            where_idents: Idents::default(),
             backslash_literal: false,
             params_before_where_end: 0,
             assignments,
@@ -413,11 +464,20 @@ impl Reader<'_> {
         dml.backslash_literal = body
             .iter()
             .any(|t| t.kind == Tok::Str && memchr::memchr(b'\\', t.text(self.sql)).is_some());
-        dml.where_idents = body
-            .iter()
-            .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
-            .map(|t| ident_value(self.sql, t))
-            .collect();
+        // one allocation: each identifier's bytes and its 4-byte length
+        dml.where_idents.0.reserve(
+            body.iter()
+                .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+                .map(|t| t.end - t.start + 4)
+                .sum(),
+        );
+        for t in body {
+            match t.kind {
+                Tok::Word => dml.where_idents.push(t.text(self.sql)),
+                Tok::QuotedIdent => dml.where_idents.push(&unquote_ident(t.text(self.sql))),
+                _ => {}
+            }
+        }
         if let Some(conjuncts) = self.conjuncts(start, end) {
             for (a, b) in conjuncts {
                 if let Some(p) = self.predicate(a, b) {
@@ -537,7 +597,9 @@ impl Reader<'_> {
     /// not a plain conjunction (OR, XOR, `||`, `&&`, `:=` at its top level).
     fn conjuncts(&self, a: usize, b: usize) -> Option<Vec<(usize, usize)>> {
         let mut out = Vec::new();
-        let mut work = vec![(a, b)];
+        // a stack of ranges to split; a range's parts are pushed on it, then reversed in place
+        let mut work = Vec::with_capacity(8);
+        work.push((a, b));
         while let Some((a, b)) = work.pop() {
             if out.len() + work.len() > 256 {
                 return None;
@@ -550,7 +612,7 @@ impl Reader<'_> {
             let mut depth = 0i32;
             let mut between = false;
             let mut start = a;
-            let mut parts = Vec::new();
+            let base = work.len();
             for k in a..b {
                 let t = &self.t[k];
                 if t.is_punct(b'(') {
@@ -577,16 +639,16 @@ impl Reader<'_> {
                     if between {
                         between = false;
                     } else {
-                        parts.push((start, k));
+                        work.push((start, k));
                         start = k + 1;
                     }
                 }
             }
-            parts.push((start, b));
-            if parts.len() == 1 {
+            if base == work.len() {
                 out.push((a, b));
             } else {
-                work.extend(parts.into_iter().rev());
+                work.push((start, b));
+                work[base..].reverse();
             }
         }
         Some(out)
@@ -609,13 +671,20 @@ impl Reader<'_> {
 
     /// A reference to column K of the statement's table at `i`: the index after it.
     fn k_ref(&self, i: usize) -> Option<usize> {
-        let ident = |k: usize| -> Option<Vec<u8>> {
+        let ident = |k: usize| {
             self.t
                 .get(k)
                 .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
-                .map(|t| ident_value(self.sql, t))
         };
-        let is_k = |k: usize| ident(k).is_some_and(|v| v.eq_ignore_ascii_case(b"K"));
+        // `K`, `k` or a quoted one (`` `K` ``, `"K"` under ANSI_QUOTES): no unquoting needed,
+        // a one-letter identifier has no doubled quote inside
+        let is_k = |k: usize| {
+            ident(k).is_some_and(|t| match (t.kind, t.text(self.sql)) {
+                (Tok::Word, [c]) => c.eq_ignore_ascii_case(&b'K'),
+                (Tok::QuotedIdent, [q, c, e]) => q == e && c.eq_ignore_ascii_case(&b'K'),
+                _ => false,
+            })
+        };
         if is_k(i) && !self.punct(i + 1, b'.') && !(i > 0 && self.punct(i - 1, b'.')) {
             return Some(i + 1);
         }

@@ -260,7 +260,7 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
     if !db.is_ascii() || !name.is_ascii() {
         return Ok(None); // non-ASCII names are not cached (their bytes depend on the charset)
     }
-    match view.cache.get(&schema::key(db, name, view.names_ci)) {
+    match view.cache.get_named(db, name, view.names_ci) {
         Lookup::Known(found) => Ok(found),
         Lookup::Unknown if view.settled => Ok(None),
         Lookup::Unknown => Err(Need {
@@ -311,11 +311,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
     if dml.where_end.is_none() {
         return Step::Declined("no WHERE clause");
     }
-    if dml
-        .where_idents
-        .iter()
-        .any(|i| i.eq_ignore_ascii_case(column.as_bytes()))
-    {
+    if dml.where_idents.contains_ci(column.as_bytes()) {
         return Step::Declined("the statement already names the prefix column");
     }
     // OceanBase derives the prefix column from an equality on the whole K (`K = v`, `K <=> v`,

@@ -8,31 +8,45 @@
 use super::dml::Dml;
 use super::splice::Splice;
 
-/// The predicate text: `` AND `col` = X'…' `` or `` AND `col` IN (X'…', …) ``.
+/// The predicate text: `` AND `col` = X'…' `` or `` AND `col` IN (X'…', …) `` (written in one
+/// buffer sized up front).
 pub fn predicate(column: &str, prefixes: &[&[u8]]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(32);
-    out.extend_from_slice(b" AND `");
-    out.extend_from_slice(column.replace('`', "``").as_bytes());
-    out.push(b'`');
-    let items: Vec<Vec<u8>> = prefixes.iter().map(|b| hex_literal(b)).collect();
-    if let [one] = items.as_slice() {
+    let size = 16 + 2 * column.len() + prefixes.iter().map(|p| 2 * p.len() + 11).sum::<usize>();
+    let mut out = Vec::with_capacity(size);
+    push_column(&mut out, column);
+    if let [one] = prefixes {
         out.extend_from_slice(b" = ");
-        out.extend_from_slice(one);
+        push_hex_literal(&mut out, one);
     } else {
         out.extend_from_slice(b" IN (");
-        out.extend_from_slice(&items.join(&b", "[..]));
+        for (i, p) in prefixes.iter().enumerate() {
+            if i > 0 {
+                out.extend_from_slice(b", ");
+            }
+            push_hex_literal(&mut out, p);
+        }
         out.push(b')');
     }
     out
 }
 
+/// `` AND `col` `` (a backquote inside the name doubled).
+fn push_column(out: &mut Vec<u8>, column: &str) {
+    out.extend_from_slice(b" AND `");
+    for &c in column.as_bytes() {
+        out.push(c);
+        if c == b'`' {
+            out.push(c);
+        }
+    }
+    out.push(b'`');
+}
+
 /// The variant's predicate for a prepared statement: `` AND `col` = ? `` or `IN (?, …)` with
 /// `k` placeholders.
 pub fn placeholder_predicate(column: &str, k: usize) -> Vec<u8> {
-    let mut out = Vec::with_capacity(24 + 3 * k);
-    out.extend_from_slice(b" AND `");
-    out.extend_from_slice(column.replace('`', "``").as_bytes());
-    out.push(b'`');
+    let mut out = Vec::with_capacity(24 + 2 * column.len() + 3 * k);
+    push_column(&mut out, column);
     if k == 1 {
         out.extend_from_slice(b" = ?");
     } else {
@@ -48,12 +62,19 @@ pub fn placeholder_predicate(column: &str, k: usize) -> Vec<u8> {
     out
 }
 
-fn hex_literal(b: &[u8]) -> Vec<u8> {
+fn push_hex_literal(out: &mut Vec<u8>, b: &[u8]) {
     if b.is_empty() {
         // seekdb 1.4 misreads `IN (X'', X'61')` (an empty hex literal first): no rows
-        return b"_binary''".to_vec();
+        out.extend_from_slice(b"_binary''");
+        return;
     }
-    crate::hbase::catalog::hex(b).into_bytes()
+    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    out.extend_from_slice(b"X'");
+    for &c in b {
+        out.push(DIGITS[usize::from(c >> 4)]);
+        out.push(DIGITS[usize::from(c & 15)]);
+    }
+    out.push(b'\'');
 }
 
 /// Adds the predicate to the statement `dml` was read from; `offset` is where that statement
@@ -113,5 +134,10 @@ mod tests {
             rewrite("SELECT V FROM g$f WHERE K = '' FOR UPDATE", &[b""]),
             "SELECT V FROM g$f WHERE K = '' AND `K_PREFIX` = _binary'' FOR UPDATE"
         );
+        assert_eq!(
+            predicate("a`b", &[b"x", b""]),
+            b" AND `a``b` IN (X'78', _binary'')"
+        );
+        assert_eq!(placeholder_predicate("a`b", 2), b" AND `a``b` IN (?, ?)");
     }
 }

@@ -190,7 +190,7 @@ pub fn decide_dynamic(text: &[u8], ctx: &Context) -> Option<ErrorInfo> {
         let (pieces, _) = statements(text, d).map_err(|_| unreadable_dynamic())?;
         Ok(pieces
             .iter()
-            .map(|p| read_piece(text, *p, d, &ctx.scope, false))
+            .map(|p| read_piece(text, *p, d, &ctx.scope, false, None))
             .collect())
     };
     match reading(ctx.dialect) {
@@ -251,7 +251,15 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         other => other.clone(),
     };
     let mut rewrite_agreed = true;
-    for other in ctx.dialect.readings(ambiguity).into_iter().skip(1) {
+    // other readings exist only for an ambiguous text or a server not told apart yet
+    let others = if ambiguity != scan::Ambiguity::default()
+        || ctx.dialect.flavor == scan::Flavor::MySqlOrOceanBase
+    {
+        ctx.dialect.readings(ambiguity)
+    } else {
+        Vec::new()
+    };
+    for other in others.into_iter().skip(1) {
         let (decision, _, _) = decide_reading(sql, origin, ctx, other);
         if std::mem::discriminant(&plain(&decision)) != std::mem::discriminant(&plain(&primary)) {
             // e.g. a string that ends in one reading and not in the other hides a statement
@@ -288,7 +296,14 @@ fn decide_reading(
     ctx: &Context,
     d: Dialect,
 ) -> (Decision, scan::Ambiguity, Tally) {
-    let (pieces, ambiguity) = match statements(sql, d) {
+    // the split keeps the tokens for the DML reader (a text with an executable comment is
+    // lexed per statement, as the reader has always seen it)
+    let mut kept = scan::Kept::new(if dml::has_executable_comment(sql) {
+        0
+    } else {
+        dml::MAX_TOKENS + 1
+    });
+    let (pieces, ambiguity) = match scan::statements_keeping(sql, d, &mut kept) {
         Ok(split) => split,
         // the backend cannot read it either; its error is the answer
         Err(_) => {
@@ -299,19 +314,20 @@ fn decide_reading(
             )
         }
     };
-    let (decision, tally) = decide_pieces(sql, &pieces, origin, ctx, d);
+    let (decision, tally) = decide_pieces(sql, &pieces, &kept, origin, ctx, d);
     (decision, ambiguity, tally)
 }
 
 fn decide_pieces(
     sql: &[u8],
     pieces: &[Piece],
+    kept: &scan::Kept,
     origin: Origin,
     ctx: &Context,
     d: Dialect,
 ) -> (Decision, Tally) {
     let mut tally = Tally::default();
-    let decision = decide_pieces_with(sql, pieces, origin, ctx, d, &mut tally);
+    let decision = decide_pieces_with(sql, pieces, kept, origin, ctx, d, &mut tally);
     let rewrote = match &decision {
         Decision::Rewrite(_) | Decision::NeedFacts(_) => true,
         Decision::Write(w) => w.text.is_some(),
@@ -326,6 +342,7 @@ fn decide_pieces(
 fn decide_pieces_with(
     sql: &[u8],
     pieces: &[Piece],
+    kept: &scan::Kept,
     origin: Origin,
     ctx: &Context,
     d: Dialect,
@@ -333,7 +350,7 @@ fn decide_pieces_with(
 ) -> Decision {
     let reads: Vec<Read> = pieces
         .iter()
-        .map(|p| read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some()))
+        .map(|p| read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept)))
         .collect();
     let many = reads.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
@@ -888,7 +905,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             oceanbase_partitions: None,
             note: overall.clone(),
         };
-        let read = read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some());
+        let read = read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some(), None);
         if let (Read::DmlUnreadable(why), true) = (&read, row.note.is_empty()) {
             row.note = format!("forwarded unchanged: the rewriter does not read {why}");
         }
@@ -1136,7 +1153,15 @@ fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
     }
 }
 
-fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope, dml_too: bool) -> Read {
+/// One statement of a text, read (`kept`: the text's tokens, if its split kept them).
+fn read_piece(
+    sql: &[u8],
+    p: Piece,
+    d: Dialect,
+    scope: &Scope,
+    dml_too: bool,
+    kept: Option<&scan::Kept>,
+) -> Read {
     let piece = &sql[p.start..p.end];
     let mut tokens = Scanner::new(piece, d);
     let Some(Ok(first)) = tokens.next() else {
@@ -1168,7 +1193,24 @@ fn read_piece(sql: &[u8], p: Piece, d: Dialect, scope: &Scope, dml_too: bool) ->
         };
     }
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
-        return match dml::read(piece, d) {
+        // the kept tokens, with offsets made relative to the piece
+        let lexed = kept.and_then(|k| k.of(p.start, p.end));
+        let shifted: Vec<scan::Token>;
+        let lexed = match lexed {
+            Some(toks) if p.start > 0 => {
+                shifted = toks
+                    .iter()
+                    .map(|t| scan::Token {
+                        start: t.start.saturating_sub(p.start),
+                        end: t.end.saturating_sub(p.start),
+                        ..*t
+                    })
+                    .collect();
+                Some(shifted.as_slice())
+            }
+            other => other,
+        };
+        return match dml::read_lexed(piece, d, lexed) {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
             dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
             dml::Read::Unreadable(why) => Read::DmlUnreadable(why),
@@ -1516,6 +1558,63 @@ mod tests {
 
     fn refused(d: &Decision, code: u16) -> bool {
         matches!(d, Decision::Answer(Answer::Error(e)) if e.code == code)
+    }
+
+    #[test]
+    fn kept_tokens_read_each_statement_as_lexing_it_alone() {
+        let texts: [&[u8]; 8] = [
+            b"SELECT K, V FROM `t$f` WHERE K LIKE 'ab%' ORDER BY K LIMIT 5",
+            b"SELECT 1; SELECT * FROM db.`t$f` AS x WHERE x.K >= 'a;b' AND K < 'a;c'; DELETE FROM t$f WHERE K = ?",
+            b"  UPDATE t$f SET V = 'x' WHERE (K BETWEEN X'00' AND X'00FF') ;; SELECT ';' ; EXPLAIN SELECT V FROM t$f WHERE K IN ('a','b')",
+            b"SELECT * FROM t$f WHERE K LIKE 'a\\%' ESCAPE '|'; SELECT \"x;y\" FROM t$f WHERE LEFT(K, 4) = 'abcd'",
+            b"SELECT * FROM t$f WHERE K = _binary'\xff\x00;' /* c; */ ; -- x;\nSELECT V FROM t$f WHERE SUBSTRING(K, 1, 8) = ?",
+            b"SELECT * FROM t$f WHERE K = 1 OR K = 2; SELECT * FROM (SELECT * FROM t$f) s WHERE K = 'a'",
+            b"SELECT * FROM t$f WHERE 'a' <= K AND K <=> 'b' FOR UPDATE; SELECT * FROM t$f WHERE K LIKE ? ESCAPE '!'",
+            b"SELECT\tK FROM t$f\nWHERE K > 0x61 AND K < 0x62 LOCK IN SHARE MODE;SELECT K FROM t$f WHERE K=''",
+        ];
+        let scope = Scope::default();
+        for sql in texts {
+            for d in [
+                Dialect::default(),
+                Dialect {
+                    no_backslash_escapes: true,
+                    ..Dialect::default()
+                },
+                Dialect {
+                    ansi_quotes: true,
+                    ..Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB")
+                },
+            ] {
+                let mut kept = scan::Kept::new(dml::MAX_TOKENS + 1);
+                let (pieces, _) = scan::statements_keeping(sql, d, &mut kept).expect("lexes");
+                assert_eq!(pieces, statements(sql, d).expect("lexes").0);
+                let mut dml_pieces = 0;
+                for p in &pieces {
+                    let shared = read_piece(sql, *p, d, &scope, true, Some(&kept));
+                    let alone = read_piece(sql, *p, d, &scope, true, None);
+                    assert_eq!(shared, alone, "{}", String::from_utf8_lossy(sql));
+                    dml_pieces += usize::from(matches!(alone, Read::Dml(_)));
+                }
+                assert!(dml_pieces > 0, "{}", String::from_utf8_lossy(sql));
+            }
+        }
+        // beyond the bound nothing is kept, and the reader lexes the statement itself
+        let long = format!("SELECT K FROM t$f WHERE K IN ({}'a')", "'a',".repeat(3000));
+        let mut kept = scan::Kept::new(dml::MAX_TOKENS + 1);
+        let (pieces, _) = scan::statements_keeping(long.as_bytes(), Dialect::default(), &mut kept)
+            .expect("lexes");
+        assert_eq!(kept.of(pieces[0].start, pieces[0].end), None);
+        assert_eq!(
+            read_piece(
+                long.as_bytes(),
+                pieces[0],
+                Dialect::default(),
+                &scope,
+                true,
+                Some(&kept)
+            ),
+            Read::DmlUnreadable("statement too long to analyse")
+        );
     }
 
     #[test]

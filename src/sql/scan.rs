@@ -568,6 +568,61 @@ const COMPOUND_OPENERS: [&str; 6] = ["BEGIN", "IF", "CASE", "LOOP", "WHILE", "RE
 /// Splits a text into its statements (empty ones dropped). Fails where the backend would fail
 /// to read the text (an unterminated string or comment-free quote).
 pub fn statements(sql: &[u8], d: Dialect) -> Result<(Vec<Piece>, Ambiguity), LexError> {
+    statements_keeping(sql, d, &mut Kept::new(0))
+}
+
+/// The tokens of a text kept by the split, so a reader of its statements need not lex them
+/// again; at most `max` of them (beyond that none are kept: the memory stays bounded).
+#[derive(Debug, Default)]
+pub struct Kept {
+    max: usize,
+    tokens: Vec<Token>,
+    overflowed: bool,
+}
+
+impl Kept {
+    pub fn new(max: usize) -> Kept {
+        Kept {
+            max,
+            tokens: Vec::new(),
+            overflowed: max == 0,
+        }
+    }
+
+    fn push(&mut self, t: Token) {
+        if self.overflowed {
+            return;
+        }
+        if self.tokens.len() >= self.max {
+            self.overflowed = true;
+            self.tokens = Vec::new();
+            return;
+        }
+        self.tokens.push(t);
+    }
+
+    /// The tokens of the piece `[start, end)` of the text (offsets in the text), if all were kept.
+    pub fn of(&self, start: usize, end: usize) -> Option<&[Token]> {
+        if self.overflowed {
+            return None;
+        }
+        let a = self.tokens.partition_point(|t| t.start < start);
+        let b = self.tokens.partition_point(|t| t.start < end);
+        self.tokens.get(a..b)
+    }
+}
+
+/// `statements`, keeping the tokens in `kept`.
+pub fn statements_keeping(
+    sql: &[u8],
+    d: Dialect,
+    kept: &mut Kept,
+) -> Result<(Vec<Piece>, Ambiguity), LexError> {
+    if kept.max > 0 {
+        // about one token per 4 bytes
+        kept.tokens
+            .reserve((sql.len() / 4).clamp(16, kept.max.min(4096)));
+    }
     let mut sc = Scanner::new(sql, d);
     let mut out = Vec::new();
     let mut start = 0;
@@ -579,6 +634,7 @@ pub fn statements(sql: &[u8], d: Dialect) -> Result<(Vec<Piece>, Ambiguity), Lex
     let mut after_begin = false;
     for t in sc.by_ref() {
         let t = t?;
+        kept.push(t);
         if after_begin {
             after_begin = false;
             program = t.is_word(sql, "NOT");
