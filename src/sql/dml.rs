@@ -196,11 +196,12 @@ pub fn read(sql: &[u8], d: Dialect) -> Read {
 }
 
 /// `read`, with the statement's tokens when the text's split kept them (offsets relative to
-/// `sql`; `statements_keeping` keeps at most `MAX_TOKENS + 1`).
+/// `sql`; `statements_keeping` keeps at most `MAX_TOKENS + 1`). Tokens are kept only for a
+/// text without an executable comment (the caller checked the whole text).
 pub fn read_lexed(sql: &[u8], d: Dialect, lexed: Option<&[Token]>) -> Read {
     // executable comments are read as code by the scanner, but a splice inside one could
     // land in text a version gate hides: leave such statements alone
-    if has_executable_comment(sql) {
+    if lexed.is_none() && has_executable_comment(sql) {
         return if has_dollar_ident(sql, d) {
             Read::Unreadable("executable comment")
         } else {

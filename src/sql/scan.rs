@@ -143,14 +143,17 @@ pub struct Token {
 }
 
 impl Token {
+    #[inline]
     pub fn text<'a>(&self, sql: &'a [u8]) -> &'a [u8] {
         sql.get(self.start..self.end).unwrap_or_default()
     }
 
+    #[inline]
     pub fn is_word(&self, sql: &[u8], w: &str) -> bool {
         self.kind == Tok::Word && self.text(sql).eq_ignore_ascii_case(w.as_bytes())
     }
 
+    #[inline]
     pub fn is_punct(&self, c: u8) -> bool {
         self.kind == Tok::Punct(c)
     }
