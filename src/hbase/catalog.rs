@@ -14,15 +14,20 @@ use crate::sql::ddl::{CreateTable, TableName};
 
 /// `X'…'` for any bytes (no character set or escape setting can misread it).
 pub fn hex(bytes: &[u8]) -> String {
+    let mut out = Vec::with_capacity(bytes.len() * 2 + 3);
+    push_hex(&mut out, bytes);
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// Appends `X'…'` with `bytes` in upper-case hex digits.
+pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    let mut s = String::with_capacity(bytes.len() * 2 + 3);
-    s.push_str("X'");
+    out.extend_from_slice(b"X'");
     for &b in bytes {
-        s.push(char::from(DIGITS[usize::from(b >> 4)]));
-        s.push(char::from(DIGITS[usize::from(b & 15)]));
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
     }
-    s.push('\'');
-    s
+    out.push(b'\'');
 }
 
 /// `name` as a backquoted identifier.

@@ -68,13 +68,7 @@ fn push_hex_literal(out: &mut Vec<u8>, b: &[u8]) {
         out.extend_from_slice(b"_binary''");
         return;
     }
-    const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
-    out.extend_from_slice(b"X'");
-    for &c in b {
-        out.push(DIGITS[usize::from(c >> 4)]);
-        out.push(DIGITS[usize::from(c & 15)]);
-    }
-    out.push(b'\'');
+    crate::hbase::catalog::push_hex(out, b);
 }
 
 /// Adds the predicate to the statement `dml` was read from; `offset` is where that statement

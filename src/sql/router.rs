@@ -1193,24 +1193,8 @@ fn read_piece(
         };
     }
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
-        // the kept tokens, with offsets made relative to the piece
-        let lexed = kept.and_then(|k| k.of(p.start, p.end));
-        let shifted: Vec<scan::Token>;
-        let lexed = match lexed {
-            Some(toks) if p.start > 0 => {
-                shifted = toks
-                    .iter()
-                    .map(|t| scan::Token {
-                        start: t.start.saturating_sub(p.start),
-                        end: t.end.saturating_sub(p.start),
-                        ..*t
-                    })
-                    .collect();
-                Some(shifted.as_slice())
-            }
-            other => other,
-        };
-        return match dml::read_lexed(piece, d, lexed) {
+        let lexed = kept.and_then(|k| k.of(&p));
+        return match dml::read_lexed(piece, d, lexed.as_deref()) {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
             dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
             dml::Read::Unreadable(why) => Read::DmlUnreadable(why),
@@ -1603,7 +1587,7 @@ mod tests {
         let mut kept = scan::Kept::new(dml::MAX_TOKENS + 1);
         let (pieces, _) = scan::statements_keeping(long.as_bytes(), Dialect::default(), &mut kept)
             .expect("lexes");
-        assert_eq!(kept.of(pieces[0].start, pieces[0].end), None);
+        assert_eq!(kept.of(&pieces[0]), None);
         assert_eq!(
             read_piece(
                 long.as_bytes(),

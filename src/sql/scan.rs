@@ -604,14 +604,28 @@ impl Kept {
         self.tokens.push(t);
     }
 
-    /// The tokens of the piece `[start, end)` of the text (offsets in the text), if all were kept.
-    pub fn of(&self, start: usize, end: usize) -> Option<&[Token]> {
+    /// The tokens of statement `p` of the text, with offsets relative to the statement (as
+    /// lexing it alone gives them), if all were kept. Borrowed for a statement at the start of
+    /// the text, copied for a later one.
+    pub fn of(&self, p: &Piece) -> Option<std::borrow::Cow<'_, [Token]>> {
         if self.overflowed {
             return None;
         }
-        let a = self.tokens.partition_point(|t| t.start < start);
-        let b = self.tokens.partition_point(|t| t.start < end);
-        self.tokens.get(a..b)
+        let a = self.tokens.partition_point(|t| t.start < p.start);
+        let b = self.tokens.partition_point(|t| t.start < p.end);
+        let toks = self.tokens.get(a..b)?;
+        Some(if p.start == 0 {
+            std::borrow::Cow::Borrowed(toks)
+        } else {
+            let shift = |o: usize| o.saturating_sub(p.start);
+            toks.iter()
+                .map(|t| Token {
+                    start: shift(t.start),
+                    end: shift(t.end),
+                    ..*t
+                })
+                .collect()
+        })
     }
 }
 
@@ -624,7 +638,7 @@ pub fn statements_keeping(
     if kept.max > 0 {
         // about one token per 4 bytes
         kept.tokens
-            .reserve((sql.len() / 4).clamp(16, kept.max.min(4096)));
+            .reserve((sql.len() / 4).max(16).min(kept.max).min(4096));
     }
     let mut sc = Scanner::new(sql, d);
     let mut out = Vec::new();
