@@ -275,6 +275,9 @@ impl Session {
                 }
             }
             gathered.finish(&plan.schema.name, unreadable)
+        } else if params == 0 {
+            // literals only: checked at the prepare, placed for the guard at each execution
+            write::check_execution(&plan, &|_| WriteBound::Other, &rules, conn, escape, 0)
         } else {
             let Some(e) = execute::parse(&self.command, params) else {
                 return Ok(Checked::Runs(None)); // the backend answers a malformed execute

@@ -494,8 +494,8 @@ pub enum Shape {
 /// Most values a prepared INSERT's plan keeps (a larger statement is checked at prepare only).
 const MAX_PLAN_VALUES: usize = 65_536;
 
-/// The plan of a prepared INSERT whose rows have placeholders (None: nothing to check at an
-/// execution, or too large to keep).
+/// The plan of a prepared INSERT, checked at each execution: its placeholders' values, and
+/// where its rows are for the transaction guard, literals included (None: too large to keep).
 pub fn plan_insert(
     piece: &[u8],
     d: Dialect,
@@ -528,8 +528,7 @@ pub fn plan_insert(
     let insert::Read::Insert { .. } = read else {
         return None;
     };
-    let has_params = rows.iter().flatten().any(|v| matches!(v, Value::Param(_)));
-    (!too_large && has_params).then(|| WritePlan {
+    (!too_large).then(|| WritePlan {
         schema,
         shape: Shape::Insert {
             columns: columns.unwrap_or_default(),

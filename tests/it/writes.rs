@@ -554,7 +554,41 @@ fn prepared_writes_are_checked_with_their_values() {
         )
         .expect_err("second partition");
         assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        // a prepared INSERT of literals only is placed at each execution too
+        let (lit, n) = prepare(
+            &mut c,
+            format!(
+                "INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'lit', {now}, 'v')",
+                hex(&b)
+            )
+            .as_bytes(),
+        )
+        .expect("prepared");
+        assert_eq!(n, 0);
+        let mut no_params = vec![0x17];
+        no_params.extend_from_slice(&lit.to_le_bytes());
+        no_params.extend_from_slice(&[0, 1, 0, 0, 0]);
+        let (code, msg) = execute(&mut c, &no_params).expect_err("literals elsewhere");
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        let (del, _) = prepare(
+            &mut c,
+            format!("DELETE FROM {t} WHERE K = X'{}'", hex(&b)).as_bytes(),
+        )
+        .expect("prepared");
+        let mut no_params_del = vec![0x17];
+        no_params_del.extend_from_slice(&del.to_le_bytes());
+        no_params_del.extend_from_slice(&[0, 1, 0, 0, 0]);
+        let (code, msg) = execute(&mut c, &no_params_del).expect_err("a delete elsewhere");
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
         ok(&mut c, "COMMIT");
+        assert!(
+            !f.rowkeys(t).contains(&b),
+            "{}: refused yet written",
+            kind.name()
+        );
+        // outside a transaction the same execution runs
+        execute(&mut c, &no_params).expect("autocommit");
+        assert!(f.rowkeys(t).contains(&b), "{}", kind.name());
 
         // an UPDATE of T is refused when it is prepared
         let e = prepare(
