@@ -117,6 +117,15 @@ fuzz_target!(|data: &[u8]| {
         _ => {}
     }
     let _ = decide_dynamic(sql, &ctx);
+    let _ = obkv_proxy::sql::router::check_dynamic(sql, &ctx);
+    // the dynamic-SQL readers: a USING item is a span of the statement
+    if let Some(h) = obkv_proxy::sql::dynamic::head(sql, dialect) {
+        for item in h.using.iter().flatten() {
+            assert!(!item.is_empty() && item.len() <= sql.len());
+        }
+    }
+    let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
+    let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);
     // tokens are in order, inside the text, and never empty
     let mut last = 0;

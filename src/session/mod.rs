@@ -6,6 +6,7 @@
 //! (`protocol::response`) to know where the response ends.
 
 pub mod auth;
+mod dynamic;
 pub mod handshake;
 mod hbase;
 mod load;
@@ -490,6 +491,9 @@ impl Session {
             }
             self.pending_warnings.clear();
         }
+        if self.on_sql_executions().await? {
+            return Ok(());
+        }
         let (class, decision) = self.decide(Origin::Text).await?;
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
@@ -642,6 +646,7 @@ impl Session {
                 self.read_catalog_entries(&tables).await?;
                 self.forward(kind).await.map(Some)
             }
+            Decision::Dynamic(d) => self.on_dynamic(*d, kind).await,
             Decision::CheckVariables(names) => {
                 if let Some(e) = self.check_dynamic_texts(&names).await? {
                     bump(&self.shared.stats.answered_locally);
@@ -667,29 +672,18 @@ impl Session {
     /// Reads the user variables a PREPARE / EXECUTE IMMEDIATE takes its text from (a plain
     /// SELECT on the session's connection: no state changes) and checks each text.
     async fn check_dynamic_texts(&mut self, names: &[Vec<u8>]) -> Result<Option<ErrorInfo>, End> {
-        let ctx = self.context().await?;
         for name in names {
-            let sql = [b"SELECT ".as_slice(), name].concat();
-            let text = match self.internal(&sql).await? {
-                crate::backend::QueryResult::Rows(rows) => rows
-                    .into_iter()
-                    .next()
-                    .and_then(|r| r.into_iter().next().flatten())
-                    .unwrap_or_default(),
-                // the backend's own error for the PREPARE will follow
-                _ => Vec::new(),
-            };
-            let refusal = if text.len() <= router::LARGE_TEXT {
-                router::decide_dynamic(&text, &ctx)
-            } else {
-                // as for large statements: off the event loop
-                let ctx = ctx.clone();
-                tokio::task::spawn_blocking(move || router::decide_dynamic(&text, &ctx))
-                    .await
-                    .unwrap_or_else(|_| Some(ErrorInfo::internal("while reading the statement")))
-            };
-            if refusal.is_some() {
-                return Ok(refusal);
+            let text = self.variable_text(name).await?;
+            match self.check_dynamic_text(text).await? {
+                router::DynamicCheck::Refused(e) => return Ok(Some(e)),
+                // inside a multi-statement text its executions could not be checked
+                router::DynamicCheck::Checked { .. }
+                    if self.shared.config.hbase.enforcement
+                        == crate::config::Enforcement::Strict =>
+                {
+                    return Ok(Some(router::dynamic_write_in_text()))
+                }
+                _ => {}
             }
         }
         Ok(None)

@@ -86,7 +86,21 @@ pub(super) struct Statements {
     /// The proxy prepared a statement of its own after the client's last prepare, so the
     /// backend's "last prepared" is no longer the client's.
     ours_prepared_last: bool,
+    /// SQL-level prepared statements (`PREPARE name FROM …`) that write HBase tables, by name
+    /// as the backend compares them: what each `EXECUTE name USING …` is checked with.
+    pub by_name: std::collections::HashMap<Vec<u8>, SqlPlan>,
 }
+
+/// The write rules' view of a SQL-level prepared statement.
+pub(super) struct SqlPlan {
+    pub plan: std::sync::Arc<WritePlan>,
+    /// The number of `?` its EXECUTE binds.
+    pub params: usize,
+}
+
+/// Most SQL-level prepared writes a session keeps plans for (a PREPARE beyond it is refused
+/// under strict enforcement).
+pub(super) const MAX_SQL_PLANS: usize = 1024;
 
 impl Statements {
     pub fn clear(&mut self) {

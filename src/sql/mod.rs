@@ -5,6 +5,7 @@
 pub mod classify;
 pub mod ddl;
 pub mod dml;
+pub mod dynamic;
 pub mod insert;
 pub mod lexer;
 pub mod load;

@@ -52,6 +52,41 @@ pub enum Decision {
     /// Writes (or locking reads) on HBase tables passed the write stage: forward as `Write`
     /// says.
     Write(Box<Write>),
+    /// SQL-level `PREPARE name FROM …` / `EXECUTE IMMEDIATE …` as a statement of its own: the
+    /// session gets its text, checks it with `check_dynamic`, checks an EXECUTE IMMEDIATE's
+    /// values, and keeps a prepared name's plan for each `EXECUTE name USING …`.
+    Dynamic(Box<DynamicSql>),
+}
+
+/// A dynamic statement the session checks (`Decision::Dynamic`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicSql {
+    pub source: DynamicSource,
+    pub head: super::dynamic::Head,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DynamicSource {
+    /// The text, from a string or hex literal.
+    Literal(Vec<u8>),
+    /// The user variable holding it, `@name` as written.
+    Variable(Vec<u8>),
+}
+
+/// The write rules' answer on the text of a SQL-level dynamic statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DynamicCheck {
+    /// Nothing to check at its executions.
+    Runs,
+    Refused(ErrorInfo),
+    /// Read these, then ask again.
+    NeedFacts(Need),
+    /// A write (or locking read) on an HBase table: each execution is checked with `plan`,
+    /// binding `params` values.
+    Checked {
+        plan: std::sync::Arc<write::WritePlan>,
+        params: usize,
+    },
 }
 
 /// What the session does with a text that writes to HBase tables.
@@ -199,6 +234,63 @@ pub fn decide_dynamic(text: &[u8], ctx: &Context) -> Option<ErrorInfo> {
     }
 }
 
+/// The text a SQL-level PREPARE or EXECUTE IMMEDIATE runs, as the write rules see it: HBase
+/// DDL is refused (`decide_dynamic`); a write on an HBase table has its literals checked now,
+/// like a COM_STMT_PREPARE of the same text, and gets the plan its executions are checked
+/// with. No recursion: a dynamic statement inside the text is refused (strict) or left to the
+/// backend, which does not prepare one.
+pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
+    if let Some(e) = decide_dynamic(text, ctx) {
+        return DynamicCheck::Refused(e);
+    }
+    let Some(rules) = &ctx.writes else {
+        return DynamicCheck::Runs;
+    };
+    let class = classify(text);
+    if class != Class::MaybeHbase {
+        return DynamicCheck::Runs;
+    }
+    let w = match decide_flagged(text, Origin::Prepare, ctx) {
+        Decision::NeedFacts(n) => return DynamicCheck::NeedFacts(n),
+        Decision::Answer(Answer::Error(e)) => return DynamicCheck::Refused(e),
+        Decision::Write(w) => w,
+        _ => return DynamicCheck::Runs,
+    };
+    if let Some(e) = w.refused {
+        return DynamicCheck::Refused(e);
+    }
+    let Some(plan) = w.plan else {
+        return DynamicCheck::Runs;
+    };
+    // the proxy fills in a T left out by changing the text it sends; this text is the
+    // backend's to run as it stands
+    if w.text.is_some()
+        && write::leaves_t_out(&plan)
+        && rules.cells == crate::config::Enforcement::Strict
+    {
+        return DynamicCheck::Refused(ErrorInfo::new(
+            1364,
+            "HY000",
+            "obkv-proxy fills in a missing T only in statements it sends itself; inside PREPARE / \
+             EXECUTE IMMEDIATE give T explicitly (e.g. -CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))",
+        ));
+    }
+    DynamicCheck::Checked {
+        plan: std::sync::Arc::from(plan),
+        params: super::dynamic::placeholders(text, ctx.dialect),
+    }
+}
+
+/// A dynamic write inside a multi-statement text: its executions could not be checked.
+pub fn dynamic_write_in_text() -> ErrorInfo {
+    ErrorInfo::new(
+        1235,
+        "42000",
+        "obkv-proxy: send a PREPARE / EXECUTE of a write on an HBase table as a statement of its \
+         own, not inside a multi-statement text",
+    )
+}
+
 /// One statement of a text, read.
 #[derive(Debug, Clone, PartialEq)]
 enum Read {
@@ -212,6 +304,8 @@ enum Read {
     Dynamic(DynamicText),
     /// A stored program or compound statement with HBase DDL inside.
     ProgramWithHbaseDdl,
+    /// A stored program or compound statement that writes HBase tables.
+    ProgramWritesHbase,
     /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump).
     ProxyTrigger,
     /// LOCK TABLES naming these HBase tables.
@@ -592,6 +686,16 @@ fn decide_pieces_with(
                     &format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
                 );
             }
+            Read::ProgramWritesHbase => {
+                if ctx.strict && ctx.writes.is_some() {
+                    return refuse(
+                        1235,
+                        "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
+                         statement writes to an HBase table, nor place them in a transaction; write them \
+                         from the client (plain or prepared statements are checked)",
+                    );
+                }
+            }
             Read::ProgramWithHbaseDdl => {
                 if ctx.strict {
                     return refuse(
@@ -601,13 +705,42 @@ fn decide_pieces_with(
                     );
                 }
             }
+            Read::Dynamic(t @ (DynamicText::Literal(_) | DynamicText::Variable(_)))
+                if !many && origin == Origin::Text && ctx.writes.is_some() =>
+            {
+                if let Some(head) = super::dynamic::head(piece, d) {
+                    let source = match t {
+                        DynamicText::Literal(text) => DynamicSource::Literal(text.clone()),
+                        DynamicText::Variable(v) => DynamicSource::Variable(v.clone()),
+                        DynamicText::Expression => continue,
+                    };
+                    return Decision::Dynamic(Box::new(DynamicSql { source, head }));
+                }
+            }
             Read::Dynamic(DynamicText::Literal(text)) => {
                 let inner = Context {
                     dialect: d,
                     ..ctx.clone()
                 };
-                if let Some(e) = decide_dynamic(text, &inner) {
-                    return Decision::Answer(Answer::Error(e));
+                if origin == Origin::Prepare {
+                    // the backend prepares no PREPARE; only its DDL is looked at (no recursion)
+                    if let Some(e) = decide_dynamic(text, &inner) {
+                        return Decision::Answer(Answer::Error(e));
+                    }
+                    continue;
+                }
+                match check_dynamic(text, &inner) {
+                    DynamicCheck::Runs => {}
+                    DynamicCheck::Refused(e) => return Decision::Answer(Answer::Error(e)),
+                    DynamicCheck::NeedFacts(n) => {
+                        needs = true;
+                        need.merge(n);
+                    }
+                    DynamicCheck::Checked { .. } => {
+                        if ctx.strict {
+                            return Decision::Answer(Answer::Error(dynamic_write_in_text()));
+                        }
+                    }
                 }
             }
             Read::Dynamic(DynamicText::Variable(name)) => {
@@ -861,6 +994,9 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         Decision::CheckVariables(_) => {
             "dynamic SQL: the text of its variables is checked before it runs".into()
         }
+        Decision::Dynamic(_) => "dynamic SQL: its text is checked before it is prepared, and \
+            each execution with the values it binds"
+            .into(),
         Decision::ReadCatalogThenForward(_) => "LOCK TABLES on HBase tables: forwarded".into(),
         Decision::Answer(Answer::Error(e)) => format!("refused: {} ({})", e.message, e.code),
         Decision::Answer(_) => "answered by the proxy".into(),
@@ -1081,6 +1217,7 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
         | Read::Insert(_)
         | Read::Load(_)
         | Read::LoadUnreadable(_)
+        | Read::ProgramWritesHbase
         | Read::DmlUnreadable(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
@@ -1203,10 +1340,12 @@ fn read_piece(
     if p.program {
         return if is_proxy_trigger(piece, d) {
             Read::ProxyTrigger
-        } else if program_has_hbase_ddl(piece, d, scope) {
-            Read::ProgramWithHbaseDdl
         } else {
-            Read::Plain
+            match program_body(piece, d, scope) {
+                ProgramBody::Ddl => Read::ProgramWithHbaseDdl,
+                ProgramBody::Writes => Read::ProgramWritesHbase,
+                ProgramBody::Nothing => Read::Plain,
+            }
         };
     }
     if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
@@ -1444,8 +1583,25 @@ fn locked_hbase_tables(piece: &[u8], d: Dialect, scope: &Scope) -> Vec<TableName
 
 /// A stored program or compound statement: does any statement inside it run DDL on an HBase
 /// table or a table group? (Its own leading CREATE is not one of them.)
-fn program_has_hbase_ddl(piece: &[u8], d: Dialect, scope: &Scope) -> bool {
+/// What a stored program's (or compound statement's) body does to HBase tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum ProgramBody {
+    Nothing,
+    /// DDL naming an HBase table or a table group.
+    Ddl,
+    /// INSERT / REPLACE / UPDATE / DELETE / LOAD DATA into an HBase table: rows the proxy
+    /// never sees (the body runs inside the backend).
+    Writes,
+}
+
+/// One pass over a program's tokens. A write's target is an HBase name between its verb and
+/// the first SET / VALUES / SELECT / WHERE / `(` (so a table only read in a subquery or an
+/// INSERT … SELECT is not taken for one); a verb after BEFORE / AFTER / ON / FOR / KEY is a
+/// trigger event, a referential action, a locking read or an upsert clause, not a write.
+fn program_body(piece: &[u8], d: Dialect, scope: &Scope) -> ProgramBody {
     let mut in_ddl = false;
+    let mut in_write = false;
+    let mut writes = false;
     let mut first = true;
     let mut before: [Option<scan::Token>; 2] = [None, None];
     for t in Scanner::new(piece, d).map_while(Result::ok) {
@@ -1453,25 +1609,55 @@ fn program_has_hbase_ddl(piece: &[u8], d: Dialect, scope: &Scope) -> bool {
         before = [before[1], Some(t)];
         if t.is_punct(b';') {
             in_ddl = false;
+            in_write = false;
             continue;
         }
+        let is_first = std::mem::replace(&mut first, false);
         if t.kind == Tok::Word
             && ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"]
                 .iter()
                 .any(|v| t.is_word(piece, v))
         {
-            if !first {
-                in_ddl = true;
-            }
-            first = false;
+            in_ddl |= !is_first;
             continue;
         }
-        first = false;
+        if t.kind == Tok::Word
+            && !is_first
+            && ["INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD"]
+                .iter()
+                .any(|v| t.is_word(piece, v))
+        {
+            let event = two_back[1].is_some_and(|p| {
+                ["BEFORE", "AFTER", "ON", "FOR", "KEY"]
+                    .iter()
+                    .any(|w| p.is_word(piece, w))
+            });
+            in_write = !event;
+            continue;
+        }
+        if in_write
+            && (t.is_punct(b'(')
+                || ["SET", "VALUES", "VALUE", "SELECT", "WHERE", "WITH"]
+                    .iter()
+                    .any(|w| t.is_word(piece, w)))
+        {
+            in_write = false;
+        }
         if in_ddl && names_hbase_table(piece, &t, two_back, scope) {
-            return true;
+            return ProgramBody::Ddl;
+        }
+        if in_write
+            && memchr::memchr(b'$', t.text(piece)).is_some()
+            && names_hbase_table(piece, &t, two_back, scope)
+        {
+            writes = true;
         }
     }
-    false
+    if writes {
+        ProgramBody::Writes
+    } else {
+        ProgramBody::Nothing
+    }
 }
 
 /// Whether a parsed statement can concern an HBase table or a table group (including the
@@ -1756,6 +1942,43 @@ mod tests {
             text("CREATE PROCEDURE p() BEGIN SELECT * FROM g$f; END"),
             Decision::Forward
         );
+    }
+
+    #[test]
+    fn stored_programs_writing_hbase_tables_are_refused_in_strict_mode() {
+        let ctx = Context {
+            writes: Some(WriteRules::default()),
+            ..Context::default()
+        };
+        let d = |sql: &str| decide(sql.as_bytes(), Origin::Text, &ctx).1;
+        for sql in [
+            "CREATE PROCEDURE p() BEGIN INSERT INTO g$f VALUES ('k', 'q', -1, 'v'); END",
+            "CREATE PROCEDURE p(k varbinary(9)) DELETE FROM db.g$f WHERE K = k",
+            "CREATE TRIGGER tr AFTER INSERT ON plain FOR EACH ROW UPDATE `g$f` SET V = NEW.v",
+            "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO REPLACE g$f (K, Q, T, V) VALUES ('k', 'q', -1, 'v')",
+            "BEGIN NOT ATOMIC SELECT 1; LOAD DATA INFILE '/f' INTO TABLE g$f; END",
+            "CREATE FUNCTION f() RETURNS int BEGIN DELETE g FROM g$f AS g WHERE K = 'k'; RETURN 1; END",
+        ] {
+            assert!(refused(&d(sql), 1235), "{sql}: {:?}", d(sql));
+        }
+        for sql in [
+            // reads of HBase tables, and events of a trigger on one
+            "CREATE PROCEDURE p() BEGIN SELECT * FROM g$f FOR UPDATE; END",
+            "CREATE PROCEDURE p() INSERT INTO plain SELECT K FROM g$f",
+            "CREATE PROCEDURE p() DELETE FROM plain WHERE x IN (SELECT K FROM g$f)",
+            "CREATE PROCEDURE p() UPDATE plain SET x = (SELECT COUNT(*) FROM g$f)",
+            "CREATE TRIGGER tr BEFORE INSERT ON g$f FOR EACH ROW SET NEW.V = REPLACE(NEW.V, 'a', 'b')",
+            "CREATE PROCEDURE p() INSERT INTO plain VALUES (1) ON DUPLICATE KEY UPDATE x = 2",
+        ] {
+            assert_eq!(d(sql), Decision::Forward, "{sql}");
+        }
+        // not strict: forwarded
+        let lax = Context {
+            strict: false,
+            ..ctx.clone()
+        };
+        let sql = b"CREATE PROCEDURE p() INSERT INTO g$f VALUES ('k', 'q', -1, 'v')";
+        assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
     }
 
     #[test]

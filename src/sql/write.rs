@@ -537,11 +537,23 @@ pub fn plan_insert(
     })
 }
 
+/// Whether a prepared INSERT leaves T out (the proxy fills it in by changing the text).
+pub fn leaves_t_out(plan: &WritePlan) -> bool {
+    match &plan.shape {
+        Shape::Insert { columns, .. } => !columns.iter().any(|c| col_is(c, "T")),
+        Shape::Dml(_) => false,
+    }
+}
+
 /// A bound parameter of an execution, as the write rules see it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Bound<'a> {
     /// A string-like value: its bytes, and whether it is BLOB-typed (binary everywhere).
     Bytes(&'a [u8], bool),
+    /// A value of SQL-level `EXECUTE … USING` as `CAST(v AS BINARY)` gave it: the bytes a
+    /// binary column receives; an integer column (T) receives the integer these digits read
+    /// as, and anything else is not read.
+    Text(&'a [u8]),
     Int(i128),
     Null,
     /// Sent with COM_STMT_SEND_LONG_DATA: only its length is known.
@@ -559,12 +571,26 @@ fn seen_bound(b: Bound<'_>, conn: Option<ConnCharset>) -> Seen<'_> {
             Some(true) => Seen::Bytes(v),
             _ => Seen::Unknown,
         },
+        Bound::Text(v) => Seen::Bytes(v),
         Bound::Int(i) => Seen::Int(i),
         Bound::Null => Seen::Null,
         Bound::Length(n) => Seen::Length(n),
         Bound::Default => Seen::Absent,
         Bound::Other => Seen::Unknown,
     }
+}
+
+/// An integer column's reading of a value's text: plain decimal digits with an optional sign
+/// (what the backend converts exactly); anything else is not read.
+fn int_text(b: &[u8]) -> Seen<'static> {
+    let digits = b.strip_prefix(b"-").unwrap_or(b);
+    if digits.is_empty() || digits.len() > 30 || !digits.iter().all(u8::is_ascii_digit) {
+        return Seen::Unknown;
+    }
+    std::str::from_utf8(b)
+        .ok()
+        .and_then(|t| t.parse::<i128>().ok())
+        .map_or(Seen::Unknown, Seen::Int)
 }
 
 /// One execution of a prepared write: the cell rules on its bound values and where its rows
@@ -594,7 +620,10 @@ pub fn check_execution<'a>(
                         return Seen::Absent;
                     };
                     match v {
-                        Some(Value::Param(n)) => seen_bound(bound(*n), conn),
+                        Some(Value::Param(n)) => match bound(*n) {
+                            Bound::Text(b) if col_is(name.as_bytes(), "T") => int_text(b),
+                            b => seen_bound(b, conn),
+                        },
                         Some(v) => seen(v, conn, &mut ignored),
                         None => Seen::Unknown,
                     }
@@ -626,6 +655,10 @@ pub fn check_execution<'a>(
             // the statement with its `?` replaced by what the execution bound
             let lit = |b: Bound<'_>| -> Option<Operand> {
                 match b {
+                    Bound::Text(v) => Some(Operand::Lit {
+                        bytes: v.to_vec(),
+                        charset: LitCharset::Binary,
+                    }),
                     Bound::Bytes(v, binary) => Some(Operand::Lit {
                         bytes: v.to_vec(),
                         charset: if binary {

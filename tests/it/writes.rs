@@ -931,3 +931,169 @@ fn load_data_files_are_checked_before_they_run() {
 fn hex_free(k: &[u8]) -> String {
     String::from_utf8(k.to_vec()).expect("printable")
 }
+
+/// SQL-level dynamic SQL: `PREPARE name FROM …` is checked like a COM_STMT_PREPARE of its
+/// text, each `EXECUTE name USING @v, …` (and MariaDB's `EXECUTE IMMEDIATE … USING …`) with
+/// the values it binds, and the transaction guard places it; a refused execution changes
+/// nothing.
+#[test]
+fn sql_level_prepared_writes_are_checked_with_their_values() {
+    let (a, b, _) = keys();
+    for kind in BOTH {
+        let tag = format!("d{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        let name = kind.name();
+        ok(
+            &mut c,
+            &format!("PREPARE ins FROM 'INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)'"),
+        );
+        ok(
+            &mut c,
+            &format!("SET @k = 'dk1', @q = 'q', @t = {now}, @v = 'v'"),
+        );
+        ok(&mut c, "EXECUTE ins USING @k, @q, @t, @v");
+        assert_eq!(f.rowkeys(t), [b"dk1".to_vec()], "{name}");
+        for (why, set, code) in [
+            ("empty K", "SET @k = ''".to_string(), 1292),
+            ("K too long", "SET @k = REPEAT('k', 17)".to_string(), 1406),
+            (
+                "T of the wrong sign",
+                format!("SET @k = 'dk2', @t = {}", -now),
+                1292,
+            ),
+            (
+                "T as a string of digits",
+                format!("SET @t = '{}'", -now),
+                1292,
+            ),
+            ("NULL V", format!("SET @t = {now}, @v = NULL"), 1048),
+            ("V too long", "SET @v = REPEAT('v', 33)".to_string(), 1406),
+        ] {
+            ok(&mut c, &set);
+            let before = f.cells(t);
+            let (got, msg) = refused(&mut c, "EXECUTE ins USING @k, @q, @t, @v");
+            assert_eq!(got, code, "{name}: {why}: {msg}");
+            assert_eq!(f.cells(t), before, "{name}: {why}: refused yet changed");
+        }
+        // a value binary and exact: 16 bytes of 0xFF fit, a 17th does not
+        ok(
+            &mut c,
+            "SET @k = X'FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF', @v = 'v'",
+        );
+        ok(&mut c, "EXECUTE ins USING @k, @q, @t, @v");
+        ok(&mut c, "SET @k = X'FFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFFF'");
+        assert_eq!(refused(&mut c, "EXECUTE ins USING @k, @q, @t, @v").0, 1406);
+
+        // the text's literals are checked at the PREPARE; a T left out cannot be filled in
+        let (code, msg) = refused(
+            &mut c,
+            &format!(
+                "PREPARE bad FROM 'INSERT INTO {t} (K, Q, T, V) VALUES (?, ''q'', {}, ?)'",
+                -now
+            ),
+        );
+        assert_eq!(code, 1292, "{name}: {msg}");
+        let (code, msg) = refused(
+            &mut c,
+            &format!("PREPARE bad FROM 'INSERT INTO {t} (K, Q, V) VALUES (?, ''q'', ?)'"),
+        );
+        assert_eq!(code, 1364, "{name}: {msg}");
+        // a text in a user variable too
+        ok(
+            &mut c,
+            &format!("SET @s = 'UPDATE {t} SET V = ? WHERE K = ?'"),
+        );
+        ok(&mut c, "PREPARE up FROM @s");
+        ok(&mut c, "SET @k = 'dk1', @v = REPEAT('v', 33)");
+        assert_eq!(refused(&mut c, "EXECUTE up USING @v, @k").0, 1406, "{name}");
+        ok(&mut c, "SET @v = 'w'");
+        ok(&mut c, "EXECUTE up USING @v, @k");
+        assert_eq!(
+            c.scalar(&format!("SELECT V FROM {t} WHERE K = 'dk1'")),
+            "w",
+            "{name}"
+        );
+
+        // the guard: a second partition inside a transaction is refused
+        ok(&mut c, "BEGIN");
+        ok(
+            &mut c,
+            &format!(
+                "INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v')",
+                hex(&a)
+            ),
+        );
+        ok(&mut c, &format!("SET @k = X'{}', @v = 'v'", hex(&b)));
+        let (code, msg) = refused(&mut c, "EXECUTE ins USING @k, @q, @t, @v");
+        assert_eq!(code, 1235, "{name}: {msg}");
+        ok(&mut c, "ROLLBACK");
+        assert!(!f.rowkeys(t).contains(&b), "{name}");
+        // the same execution outside a transaction runs
+        ok(&mut c, "EXECUTE ins USING @k, @q, @t, @v");
+        assert!(f.rowkeys(t).contains(&b), "{name}");
+
+        // inside a multi-statement text an execution of a checked write is refused whole
+        let (code, _) = refused(&mut c, "SET @k = ''; EXECUTE ins USING @k, @q, @t, @v");
+        assert_eq!(code, 1235, "{name}");
+        assert_eq!(c.scalar("SELECT HEX(@k)"), hex(&b), "{name}: nothing ran");
+
+        // a name deallocated or prepared anew keeps no plan: the new statement runs as it is
+        ok(&mut c, "DEALLOCATE PREPARE ins");
+        ok(&mut c, "PREPARE ins FROM 'SELECT ?, ?, ?, ?'");
+        ok(&mut c, "SET @k = ''");
+        ok(&mut c, "EXECUTE ins USING @k, @q, @t, @v");
+
+        // a stored program writing an HBase table would write cells no one checks: refused,
+        // and nothing is created
+        let (code, msg) = refused(
+            &mut c,
+            &format!(
+                "CREATE PROCEDURE wr_p() INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', 1, NULL)"
+            ),
+        );
+        assert_eq!(code, 1235, "{name}: {msg}");
+        assert_eq!(
+            c.scalar(&format!(
+                "SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = '{}'",
+                f.db
+            )),
+            "0",
+            "{name}"
+        );
+
+        if kind == Kind::MariaDb {
+            // literals in USING, and EXECUTE IMMEDIATE
+            ok(
+                &mut c,
+                &format!("PREPARE lit FROM 'INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)'"),
+            );
+            let (code, _) = refused(&mut c, &format!("EXECUTE lit USING '', 'q', {now}, 'v'"));
+            assert_eq!(code, 1292);
+            ok(
+                &mut c,
+                &format!("EXECUTE lit USING 'lit1', 'q', {now}, _binary'v'"),
+            );
+            let immediate =
+                format!("EXECUTE IMMEDIATE 'INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)'");
+            let (code, _) = refused(&mut c, &format!("{immediate} USING @k, @q, @t, @v"));
+            assert_eq!(code, 1292, "empty K");
+            ok(&mut c, "SET @k = 'imm1'");
+            ok(&mut c, &format!("{immediate} USING @k, @q, @t, @v"));
+            // values the proxy would have to compute are refused under strict enforcement
+            let (code, _) = refused(
+                &mut c,
+                &format!("{immediate} USING CONCAT('a', 'b'), @q, @t, @v"),
+            );
+            assert_eq!(code, 1235);
+            let keys = f.rowkeys(t);
+            assert!(
+                keys.contains(&b"lit1".to_vec()) && keys.contains(&b"imm1".to_vec()),
+                "{keys:?}"
+            );
+            assert!(!keys.contains(&b"ab".to_vec()));
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! SQL-level dynamic SQL under the write rules: `PREPARE name FROM …` has its text checked like
+//! a COM_STMT_PREPARE and keeps a plan for the name; `EXECUTE name USING …` and
+//! `EXECUTE IMMEDIATE … USING …` are checked with the values they bind, read from the session's
+//! own connection first (`SELECT CAST(v AS BINARY), …`: user variables and literals only, no
+//! side effects), and placed by the transaction guard.
+
+use crate::admin::bump;
+use crate::protocol::constants::status;
+use crate::protocol::packets::ErrorInfo;
+use crate::protocol::response::{ResponseKind, Summary};
+use crate::sql::dynamic;
+use crate::sql::router::{self, DynamicCheck, DynamicSource, DynamicSql};
+use crate::sql::scan;
+use crate::sql::write::{self, Bound, Place, WritePlan};
+
+use super::prepared::{SqlPlan, MAX_SQL_PLANS};
+use super::{End, Session};
+
+/// An execution's verdict: it runs (fixing this partition inside a transaction), or not.
+enum Verdict {
+    Runs(Option<Place>),
+    Refused(ErrorInfo),
+}
+
+impl Session {
+    /// The text of a user variable (`@name` as written), as the backend holds it; empty when it
+    /// has none (the backend's own error for the statement follows).
+    pub(super) async fn variable_text(&mut self, name: &[u8]) -> Result<Vec<u8>, End> {
+        let sql = [b"SELECT ".as_slice(), name].concat();
+        Ok(match self.internal(&sql).await? {
+            crate::backend::QueryResult::Rows(rows) => rows
+                .into_iter()
+                .next()
+                .and_then(|r| r.into_iter().next().flatten())
+                .unwrap_or_default(),
+            _ => Vec::new(),
+        })
+    }
+
+    /// `router::check_dynamic` on a text, reading the facts it needs first (a large text is
+    /// read off the event loop).
+    pub(super) async fn check_dynamic_text(&mut self, text: Vec<u8>) -> Result<DynamicCheck, End> {
+        let text = std::sync::Arc::new(text);
+        let mut ctx = self.context().await?;
+        for _ in 0..2 {
+            let check = if text.len() <= router::LARGE_TEXT {
+                router::check_dynamic(&text, &ctx)
+            } else {
+                let (t, c) = (text.clone(), ctx.clone());
+                tokio::task::spawn_blocking(move || router::check_dynamic(&t, &c))
+                    .await
+                    .unwrap_or_else(|_| {
+                        DynamicCheck::Refused(ErrorInfo::internal("while reading the statement"))
+                    })
+            };
+            let DynamicCheck::NeedFacts(need) = check else {
+                return Ok(check);
+            };
+            self.read_facts(&need).await?;
+            ctx = self.context().await?;
+            if let Some(t) = ctx.tables.as_mut() {
+                t.settled = true;
+            }
+        }
+        Ok(DynamicCheck::Runs)
+    }
+
+    fn strict(&self) -> bool {
+        self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict
+    }
+
+    /// A PREPARE or EXECUTE IMMEDIATE as a statement of its own (`Decision::Dynamic`).
+    pub(super) async fn on_dynamic(
+        &mut self,
+        d: DynamicSql,
+        kind: ResponseKind,
+    ) -> Result<Option<Summary>, End> {
+        if let (true, Some(name)) = (d.head.prepare, &d.head.name) {
+            // a PREPARE replaces the statement of that name, even when it fails
+            self.statements.by_name.remove(name);
+        }
+        let text = match d.source {
+            DynamicSource::Literal(t) => t,
+            DynamicSource::Variable(v) => self.variable_text(&v).await?,
+        };
+        let (plan, params) = match self.check_dynamic_text(text).await? {
+            DynamicCheck::Refused(e) => return self.refuse(e).await,
+            DynamicCheck::Runs | DynamicCheck::NeedFacts(_) => {
+                return self.forward(kind).await.map(Some)
+            }
+            DynamicCheck::Checked { plan, params } => (plan, params),
+        };
+        match (d.head.prepare, d.head.name) {
+            (true, Some(name)) => {
+                if self.statements.by_name.len() >= MAX_SQL_PLANS && self.strict() {
+                    return self
+                        .refuse(ErrorInfo::new(
+                            1461,
+                            "42000",
+                            format!(
+                                "obkv-proxy keeps the checks of at most {MAX_SQL_PLANS} SQL-level \
+                                 prepared writes per session; DEALLOCATE PREPARE some first"
+                            ),
+                        ))
+                        .await;
+                }
+                let summary = self.forward(kind).await?;
+                if summary.error_code.is_none() && self.statements.by_name.len() < MAX_SQL_PLANS {
+                    self.statements
+                        .by_name
+                        .insert(name, SqlPlan { plan, params });
+                }
+                Ok(Some(summary))
+            }
+            (true, None) => self.forward(kind).await.map(Some),
+            // EXECUTE IMMEDIATE: this one execution
+            (false, _) => {
+                match self
+                    .check_sql_execution(&plan, params, d.head.using.as_deref())
+                    .await?
+                {
+                    Verdict::Refused(e) => self.refuse(e).await,
+                    Verdict::Runs(pin) => self.forward_pinned(kind, pin).await.map(Some),
+                }
+            }
+        }
+    }
+
+    /// Before a text that may name a SQL-level prepared statement the proxy keeps a plan for:
+    /// forget the names it deallocates or prepares anew, and check an `EXECUTE name` of a
+    /// planned write with its values. Ok(true): the command was answered.
+    pub(super) async fn on_sql_executions(&mut self) -> Result<bool, End> {
+        let sql = self.command.get(1..).unwrap_or_default();
+        if self.statements.by_name.is_empty() || !dynamic::mentions_prepared(sql) {
+            return Ok(false);
+        }
+        let d = scan::Dialect {
+            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+            ..self.dialect
+        };
+        let Ok((pieces, _)) = scan::statements(sql, d) else {
+            return Ok(false); // the backend cannot read it either
+        };
+        let mut executes: Vec<dynamic::Head> = Vec::new();
+        for p in &pieces {
+            let piece = sql.get(p.start..p.end).unwrap_or_default();
+            if let Some(name) = dynamic::deallocated(piece, d) {
+                self.statements.by_name.remove(&name);
+                continue;
+            }
+            if let Some(h) = dynamic::head(piece, d) {
+                let planned = h
+                    .name
+                    .as_ref()
+                    .is_some_and(|n| self.statements.by_name.contains_key(n));
+                if planned && !h.prepare {
+                    executes.push(h);
+                }
+            }
+        }
+        let Some(dynamic::Head {
+            name: Some(name),
+            using,
+            ..
+        }) = executes.pop()
+        else {
+            return Ok(false);
+        };
+        if pieces.len() > 1 {
+            if !self.strict() {
+                return Ok(false);
+            }
+            self.refuse(router::dynamic_write_in_text()).await?;
+            return Ok(true);
+        }
+        let Some(p) = self.statements.by_name.get(&name) else {
+            return Ok(false);
+        };
+        let (plan, params) = (p.plan.clone(), p.params);
+        match self
+            .check_sql_execution(&plan, params, using.as_deref())
+            .await?
+        {
+            Verdict::Refused(e) => self.refuse(e).await.map(drop)?,
+            Verdict::Runs(pin) => self
+                .forward_pinned(ResponseKind::Query, pin)
+                .await
+                .map(drop)?,
+        }
+        Ok(true)
+    }
+
+    async fn refuse(&mut self, e: ErrorInfo) -> Result<Option<Summary>, End> {
+        bump(&self.shared.stats.answered_locally);
+        self.answer_error(e).await.map(|()| None)
+    }
+
+    /// Forwards the command; a write that ran inside a transaction fixes its partition.
+    async fn forward_pinned(
+        &mut self,
+        kind: ResponseKind,
+        pin: Option<Place>,
+    ) -> Result<Summary, End> {
+        let summary = self.forward(kind).await?;
+        if let (Some(p), true, None) = (
+            pin,
+            self.last_status & status::IN_TRANS != 0 && summary.error_code.is_none(),
+            &self.txn_pin,
+        ) {
+            self.txn_pin = Some(p);
+        }
+        Ok(summary)
+    }
+
+    /// One SQL-level execution of a checked write: its values read, the cell rules and the
+    /// transaction guard applied.
+    async fn check_sql_execution(
+        &mut self,
+        plan: &WritePlan,
+        params: usize,
+        using: Option<&[Vec<u8>]>,
+    ) -> Result<Verdict, End> {
+        let Some(rules) = self.write_rules() else {
+            return Ok(Verdict::Runs(None));
+        };
+        let values: Vec<Option<Vec<u8>>> =
+            match using {
+                // no values to bind, or a count the backend refuses by itself
+                Some(items) if params == 0 || items.len() != params => Vec::new(),
+                Some(items) => {
+                    let mut sql = b"SELECT ".to_vec();
+                    for (i, item) in items.iter().enumerate() {
+                        if i > 0 {
+                            sql.extend_from_slice(b", ");
+                        }
+                        sql.extend_from_slice(b"CAST(");
+                        sql.extend_from_slice(item);
+                        sql.extend_from_slice(b" AS BINARY)");
+                    }
+                    match self.internal(&sql).await? {
+                        crate::backend::QueryResult::Rows(rows) => {
+                            rows.into_iter().next().unwrap_or_default()
+                        }
+                        // the backend's own error for the EXECUTE follows
+                        _ => return Ok(Verdict::Runs(None)),
+                    }
+                }
+                None if params == 0 => Vec::new(),
+                None if self.strict() => return Ok(Verdict::Refused(ErrorInfo::new(
+                    1235,
+                    "42000",
+                    "obkv-proxy checks the values of an EXECUTE on an HBase table: give them as \
+                     user variables or literals",
+                ))),
+                None => return Ok(Verdict::Runs(None)),
+            };
+        let bound = |i: u32| -> Bound<'_> {
+            match values.get(i as usize) {
+                Some(Some(v)) => Bound::Text(v),
+                Some(None) => Bound::Null,
+                None => Bound::Other,
+            }
+        };
+        let escape = scan::Dialect {
+            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+            ..self.dialect
+        }
+        .reported_backslash_escape();
+        let checked = write::check_execution(plan, &bound, &rules, self.charset_fact, escape, 0);
+        let out = write::verdict(checked, &rules, &self.txn());
+        if let Some(f) = out.refuse {
+            return Ok(Verdict::Refused(ErrorInfo::new(
+                f.code, f.sqlstate, f.message,
+            )));
+        }
+        self.keep_findings(out.warnings);
+        Ok(Verdict::Runs(out.pin))
+    }
+}

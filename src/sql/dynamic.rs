@@ -1,0 +1,226 @@
+//! SQL-level dynamic SQL as the write rules need it: the name a `PREPARE` gives its statement,
+//! the values an `EXECUTE … USING` or `EXECUTE IMMEDIATE … USING` binds, and the names a text
+//! executes or deallocates. Pure readers over the scanner's tokens; the router decides and the
+//! session reads the values (`SELECT CAST(item AS BINARY), …`: no side effects) and keeps the
+//! plan of each prepared name.
+
+use super::scan::{Dialect, Scanner, Tok, Token};
+
+/// Most tokens read of one dynamic statement's head and USING list.
+const MAX_TOKENS: usize = 4096;
+/// Most values a USING list may bind for the proxy to read them.
+pub const MAX_USING: usize = 1024;
+
+/// What a PREPARE / EXECUTE IMMEDIATE / EXECUTE statement names besides its text.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Head {
+    /// `PREPARE name …` / `EXECUTE name …`: the name as the backend compares it (no quotes,
+    /// ASCII lower case). None for EXECUTE IMMEDIATE.
+    pub name: Option<Vec<u8>>,
+    /// `PREPARE name FROM …` (else an EXECUTE).
+    pub prepare: bool,
+    /// The USING list, each item as written (a user variable or a literal); None when an item
+    /// is anything else (an expression the proxy would have to run to know).
+    pub using: Option<Vec<Vec<u8>>>,
+}
+
+/// A statement's name as the backend compares prepared statement names (case-insensitive).
+fn name_of(t: &Token, sql: &[u8]) -> Option<Vec<u8>> {
+    let text = t.text(sql);
+    let raw = match t.kind {
+        Tok::Word => text.to_vec(),
+        Tok::QuotedIdent if text.len() >= 2 => {
+            let q = text[0];
+            let inner = &text[1..text.len() - 1];
+            let mut out = Vec::with_capacity(inner.len());
+            let mut i = 0;
+            while i < inner.len() {
+                out.push(inner[i]);
+                // a doubled quote stands for one
+                i += if inner[i] == q && inner.get(i + 1) == Some(&q) {
+                    2
+                } else {
+                    1
+                };
+            }
+            out
+        }
+        _ => return None,
+    };
+    Some(raw.to_ascii_lowercase())
+}
+
+/// The items of a USING list (tokens after USING up to the end of the statement).
+fn using_items(tokens: &[Token], sql: &[u8]) -> Option<Vec<Vec<u8>>> {
+    let mut items = Vec::new();
+    for item in tokens.split(|t| t.kind == Tok::Punct(b',')) {
+        if items.len() >= MAX_USING {
+            return None;
+        }
+        let readable = match item {
+            [t] => match t.kind {
+                Tok::Var => !t.text(sql).starts_with(b"@@"),
+                Tok::Str | Tok::Hex | Tok::Number => true,
+                Tok::Word => t.is_word(sql, "NULL"),
+                _ => false,
+            },
+            [a, b] => {
+                let signed = matches!(a.kind, Tok::Punct(b'-' | b'+')) && b.kind == Tok::Number;
+                let introduced = a.kind == Tok::Word
+                    && a.text(sql).starts_with(b"_")
+                    && matches!(b.kind, Tok::Str | Tok::Hex);
+                signed || introduced
+            }
+            _ => false,
+        };
+        let (Some(first), Some(last), true) = (item.first(), item.last(), readable) else {
+            return None;
+        };
+        items.push(sql.get(first.start..last.end)?.to_vec());
+    }
+    Some(items)
+}
+
+/// The tokens of one statement (a trailing `;` dropped), at most MAX_TOKENS; None if there are
+/// more or the text does not lex.
+fn tokens(piece: &[u8], d: Dialect) -> Option<Vec<Token>> {
+    let mut out = Vec::new();
+    for t in Scanner::new(piece, d) {
+        let t = t.ok()?;
+        if out.len() >= MAX_TOKENS {
+            return None;
+        }
+        out.push(t);
+    }
+    while out.last().is_some_and(|t| t.kind == Tok::Punct(b';')) {
+        out.pop();
+    }
+    Some(out)
+}
+
+/// The head of `PREPARE name FROM …`, `EXECUTE IMMEDIATE … [USING …]` or
+/// `EXECUTE name [USING …]`; None for any other statement.
+pub fn head(piece: &[u8], d: Dialect) -> Option<Head> {
+    let toks = tokens(piece, d)?;
+    let first = toks.first()?;
+    let using_after = |from: usize| -> Option<Vec<Vec<u8>>> {
+        match toks
+            .iter()
+            .skip(from)
+            .position(|t| t.is_word(piece, "USING"))
+        {
+            Some(at) => using_items(toks.get(from + at + 1..)?, piece),
+            None => Some(Vec::new()),
+        }
+    };
+    if first.is_word(piece, "PREPARE") {
+        return Some(Head {
+            name: name_of(toks.get(1)?, piece),
+            prepare: true,
+            using: Some(Vec::new()),
+        });
+    }
+    if !first.is_word(piece, "EXECUTE") {
+        return None;
+    }
+    let second = toks.get(1)?;
+    if second.is_word(piece, "IMMEDIATE") {
+        return Some(Head {
+            name: None,
+            prepare: false,
+            using: using_after(2),
+        });
+    }
+    Some(Head {
+        name: name_of(second, piece),
+        prepare: false,
+        using: using_after(2),
+    })
+}
+
+/// The prepared names a statement deallocates: `DEALLOCATE PREPARE name`,
+/// `DROP PREPARE name`, and `PREPARE name` (which replaces any statement of that name).
+pub fn deallocated(piece: &[u8], d: Dialect) -> Option<Vec<u8>> {
+    let toks: Vec<Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(3)
+        .collect();
+    match toks.as_slice() {
+        [p, name, ..] if p.is_word(piece, "PREPARE") => name_of(name, piece),
+        [verb, p, name]
+            if (verb.is_word(piece, "DEALLOCATE") || verb.is_word(piece, "DROP"))
+                && p.is_word(piece, "PREPARE") =>
+        {
+            name_of(name, piece)
+        }
+        _ => None,
+    }
+}
+
+/// Whether a text may name a prepared statement at all (a byte search, before any reading).
+pub fn mentions_prepared(sql: &[u8]) -> bool {
+    let has = |w: &[u8]| sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w));
+    has(b"EXECUTE") || has(b"PREPARE")
+}
+
+/// The number of `?` placeholders of a statement (as the backend counts them: outside quotes
+/// and comments).
+pub fn placeholders(piece: &[u8], d: Dialect) -> usize {
+    Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .filter(|t| t.kind == Tok::Punct(b'?'))
+        .count()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn h(sql: &str) -> Option<Head> {
+        head(sql.as_bytes(), Dialect::default())
+    }
+
+    fn items(v: &[&str]) -> Option<Vec<Vec<u8>>> {
+        Some(v.iter().map(|s| s.as_bytes().to_vec()).collect())
+    }
+
+    #[test]
+    fn heads_name_the_statement_and_its_values() {
+        let x = h("EXECUTE `My``S` USING @a, @`b c`, 'lit', _binary X'00', -5, NULL;").unwrap();
+        assert_eq!(x.name.as_deref(), Some(b"my`s".as_slice()));
+        assert_eq!(
+            x.using,
+            items(&["@a", "@`b c`", "'lit'", "_binary X'00'", "-5", "NULL"])
+        );
+        let x = h("execute immediate 'INSERT …' using @k").unwrap();
+        assert_eq!(x.name, None);
+        assert_eq!(x.using, items(&["@k"]));
+        assert_eq!(h("EXECUTE s").unwrap().using, items(&[]));
+        assert_eq!(
+            h("PREPARE Stmt FROM 'x'").unwrap().name.as_deref(),
+            Some(b"stmt".as_slice())
+        );
+        // values the proxy would have to compute are not read
+        assert_eq!(h("EXECUTE s USING CONCAT('a', 'b')").unwrap().using, None);
+        assert_eq!(h("EXECUTE s USING @@sql_mode").unwrap().using, None);
+        assert_eq!(h("EXECUTE s USING @a + 1").unwrap().using, None);
+        assert_eq!(h("EXECUTE s USING @a,").unwrap().using, None);
+        assert_eq!(h("SELECT 1"), None);
+    }
+
+    #[test]
+    fn deallocations_and_placeholders() {
+        let d = |s: &str| deallocated(s.as_bytes(), Dialect::default());
+        assert_eq!(
+            d("DEALLOCATE PREPARE S1").as_deref(),
+            Some(b"s1".as_slice())
+        );
+        assert_eq!(d("drop prepare `s1`").as_deref(), Some(b"s1".as_slice()));
+        assert_eq!(d("PREPARE s1 FROM @x").as_deref(), Some(b"s1".as_slice()));
+        assert_eq!(d("EXECUTE s1"), None);
+        let p = |s: &str| placeholders(s.as_bytes(), Dialect::default());
+        assert_eq!(p("INSERT INTO t VALUES (?, '?', ?) /* ? */ -- ?"), 2);
+        assert!(mentions_prepared(b"select 1; execute s"));
+        assert!(!mentions_prepared(b"SELECT 1"));
+    }
+}
