@@ -16,6 +16,14 @@ use crate::sql::write::{self, Bound, Place, WritePlan};
 use super::prepared::{SqlPlan, MAX_SQL_PLANS};
 use super::{End, Session};
 
+/// What `on_sql_executions` did with a text.
+pub(super) enum SqlExecutions {
+    /// The command is done (checked and forwarded, or refused).
+    Answered,
+    /// Forward it as usual; forget these names' plans if the whole text runs without error.
+    Forget(Vec<Vec<u8>>),
+}
+
 /// An execution's verdict: it runs (fixing this partition inside a transaction), or not.
 enum Verdict {
     Runs(Option<Place>),
@@ -75,18 +83,22 @@ impl Session {
         d: DynamicSql,
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
-        if let (true, Some(name)) = (d.head.prepare, &d.head.name) {
-            // a PREPARE replaces the statement of that name, even when it fails
-            self.statements.by_name.remove(name);
-        }
         let text = match d.source {
             DynamicSource::Literal(t) => t,
             DynamicSource::Variable(v) => self.variable_text(&v).await?,
         };
+        // a refused PREPARE leaves the backend's statement of that name, and its plan, as
+        // they were
         let (plan, params) = match self.check_dynamic_text(text).await? {
             DynamicCheck::Refused(e) => return self.refuse(e).await,
             DynamicCheck::Runs | DynamicCheck::NeedFacts(_) => {
-                return self.forward(kind).await.map(Some)
+                let summary = self.forward(kind).await?;
+                if let (true, Some(name), None) = (d.head.prepare, &d.head.name, summary.error_code)
+                {
+                    // the name holds a statement with nothing to check now
+                    self.statements.by_name.remove(name);
+                }
+                return Ok(Some(summary));
             }
             DynamicCheck::Checked { plan, params } => (plan, params),
         };
@@ -105,14 +117,32 @@ impl Session {
                         .await;
                 }
                 let summary = self.forward(kind).await?;
-                if summary.error_code.is_none() && self.statements.by_name.len() < MAX_SQL_PLANS {
-                    self.statements
-                        .by_name
-                        .insert(name, SqlPlan { plan, params });
+                // a PREPARE the backend refused keeps the old plan: whatever the backend still
+                // holds under the name is checked as before
+                if summary.error_code.is_none() {
+                    if self.statements.by_name.len() >= MAX_SQL_PLANS {
+                        // only without strict enforcement; its executions go unchecked
+                        self.statements.by_name.remove(&name);
+                    } else {
+                        self.statements
+                            .by_name
+                            .insert(name, SqlPlan { plan, params });
+                    }
                 }
                 Ok(Some(summary))
             }
-            (true, None) => self.forward(kind).await.map(Some),
+            (true, None) => {
+                if self.strict() {
+                    return self
+                        .refuse(ErrorInfo::new(
+                            1064,
+                            "42000",
+                            "obkv-proxy cannot read the name of this PREPARE, so it cannot check its executions",
+                        ))
+                        .await;
+                }
+                self.forward(kind).await.map(Some)
+            }
             // EXECUTE IMMEDIATE: this one execution
             (false, _) => {
                 match self
@@ -127,34 +157,47 @@ impl Session {
     }
 
     /// Before a text that may name a SQL-level prepared statement the proxy keeps a plan for:
-    /// forget the names it deallocates or prepares anew, and check an `EXECUTE name` of a
-    /// planned write with its values. Ok(true): the command was answered.
-    pub(super) async fn on_sql_executions(&mut self) -> Result<bool, End> {
+    /// an `EXECUTE name` of a planned write is checked with its values (Answered when the
+    /// proxy answered the command itself); otherwise the names the text deallocates (or, in a
+    /// multi-statement text, prepares anew) are returned, to be forgotten once the whole text
+    /// ran without error. Every way the backend may read the text is looked at.
+    pub(super) async fn on_sql_executions(&mut self) -> Result<SqlExecutions, End> {
         let sql = self.command.get(1..).unwrap_or_default();
         if self.statements.by_name.is_empty() || !dynamic::mentions_prepared(sql) {
-            return Ok(false);
+            return Ok(SqlExecutions::Forget(Vec::new()));
         }
-        let d = scan::Dialect {
+        let primary = scan::Dialect {
             no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
             ..self.dialect
         };
-        let Ok((pieces, _)) = scan::statements(sql, d) else {
-            return Ok(false); // the backend cannot read it either
+        let Ok((_, ambiguity)) = scan::statements(sql, primary) else {
+            return Ok(SqlExecutions::Forget(Vec::new())); // the backend cannot read it either
         };
-        let mut executes: Vec<dynamic::Head> = Vec::new();
-        for p in &pieces {
-            let piece = sql.get(p.start..p.end).unwrap_or_default();
-            if let Some(name) = dynamic::deallocated(piece, d) {
-                self.statements.by_name.remove(&name);
+        let mut forget: Vec<Vec<u8>> = Vec::new();
+        let mut planned: Option<dynamic::Head> = None;
+        let mut many = false;
+        for (i, d) in primary.readings(ambiguity).into_iter().enumerate() {
+            let Ok((pieces, _)) = scan::statements(sql, d) else {
                 continue;
-            }
-            if let Some(h) = dynamic::head(piece, d) {
-                let planned = h
-                    .name
-                    .as_ref()
-                    .is_some_and(|n| self.statements.by_name.contains_key(n));
-                if planned && !h.prepare {
-                    executes.push(h);
+            };
+            many |= pieces.len() > 1;
+            for p in &pieces {
+                let piece = sql.get(p.start..p.end).unwrap_or_default();
+                if let Some(name) = dynamic::deallocated(piece, d) {
+                    if i == 0 {
+                        forget.push(name);
+                    }
+                    continue;
+                }
+                let Some(h) = dynamic::head(piece, d) else {
+                    continue;
+                };
+                match (&h.name, h.prepare) {
+                    (Some(name), true) if i == 0 && pieces.len() > 1 => forget.push(name.clone()),
+                    (Some(name), false) if self.statements.by_name.contains_key(name) => {
+                        planned = Some(h);
+                    }
+                    _ => {}
                 }
             }
         }
@@ -162,19 +205,19 @@ impl Session {
             name: Some(name),
             using,
             ..
-        }) = executes.pop()
+        }) = planned
         else {
-            return Ok(false);
+            return Ok(SqlExecutions::Forget(forget));
         };
-        if pieces.len() > 1 {
+        if many {
             if !self.strict() {
-                return Ok(false);
+                return Ok(SqlExecutions::Forget(forget));
             }
             self.refuse(router::dynamic_write_in_text()).await?;
-            return Ok(true);
+            return Ok(SqlExecutions::Answered);
         }
         let Some(p) = self.statements.by_name.get(&name) else {
-            return Ok(false);
+            return Ok(SqlExecutions::Forget(forget));
         };
         let (plan, params) = (p.plan.clone(), p.params);
         match self
@@ -187,7 +230,7 @@ impl Session {
                 .await
                 .map(drop)?,
         }
-        Ok(true)
+        Ok(SqlExecutions::Answered)
     }
 
     async fn refuse(&mut self, e: ErrorInfo) -> Result<Option<Summary>, End> {

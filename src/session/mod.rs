@@ -491,14 +491,25 @@ impl Session {
             }
             self.pending_warnings.clear();
         }
-        if self.on_sql_executions().await? {
-            return Ok(());
-        }
+        let forget = match self.on_sql_executions().await? {
+            dynamic::SqlExecutions::Answered => return Ok(()),
+            dynamic::SqlExecutions::Forget(names) => names,
+        };
         let (class, decision) = self.decide(Origin::Text).await?;
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
-        let result = self.apply(decision, ResponseKind::Query).await.map(drop);
+        // a text the write stage cut short did not run whole
+        let whole = !matches!(&decision, Decision::Write(w) if w.refused.is_some());
+        let result = self.apply(decision, ResponseKind::Query).await;
+        if let (Ok(Some(s)), true) = (&result, whole) {
+            if s.error_code.is_none() {
+                for name in &forget {
+                    self.statements.by_name.remove(name);
+                }
+            }
+        }
+        let result = result.map(drop);
         if ddl {
             self.shared.schemas.clear();
         }

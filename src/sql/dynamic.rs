@@ -81,29 +81,36 @@ fn using_items(tokens: &[Token], sql: &[u8]) -> Option<Vec<Vec<u8>>> {
     Some(items)
 }
 
-/// The tokens of one statement (a trailing `;` dropped), at most MAX_TOKENS; None if there are
-/// more or the text does not lex.
-fn tokens(piece: &[u8], d: Dialect) -> Option<Vec<Token>> {
+/// The tokens of one statement (a trailing `;` dropped), at most MAX_TOKENS, and whether
+/// there were more (or the text did not lex from there on).
+fn tokens(piece: &[u8], d: Dialect) -> (Vec<Token>, bool) {
     let mut out = Vec::new();
+    let mut cut = false;
     for t in Scanner::new(piece, d) {
-        let t = t.ok()?;
-        if out.len() >= MAX_TOKENS {
-            return None;
+        match t {
+            Ok(t) if out.len() < MAX_TOKENS => out.push(t),
+            _ => {
+                cut = true;
+                break;
+            }
         }
-        out.push(t);
     }
     while out.last().is_some_and(|t| t.kind == Tok::Punct(b';')) {
         out.pop();
     }
-    Some(out)
+    (out, cut)
 }
 
 /// The head of `PREPARE name FROM …`, `EXECUTE IMMEDIATE … [USING …]` or
-/// `EXECUTE name [USING …]`; None for any other statement.
+/// `EXECUTE name [USING …]`; None for any other statement. The name is always read; a USING
+/// list the proxy cannot read whole is None.
 pub fn head(piece: &[u8], d: Dialect) -> Option<Head> {
-    let toks = tokens(piece, d)?;
+    let (toks, cut) = tokens(piece, d);
     let first = toks.first()?;
     let using_after = |from: usize| -> Option<Vec<Vec<u8>>> {
+        if cut {
+            return None;
+        }
         match toks
             .iter()
             .skip(from)
@@ -115,7 +122,7 @@ pub fn head(piece: &[u8], d: Dialect) -> Option<Head> {
     };
     if first.is_word(piece, "PREPARE") {
         return Some(Head {
-            name: name_of(toks.get(1)?, piece),
+            name: toks.get(1).and_then(|t| name_of(t, piece)),
             prepare: true,
             using: Some(Vec::new()),
         });
@@ -138,15 +145,13 @@ pub fn head(piece: &[u8], d: Dialect) -> Option<Head> {
     })
 }
 
-/// The prepared names a statement deallocates: `DEALLOCATE PREPARE name`,
-/// `DROP PREPARE name`, and `PREPARE name` (which replaces any statement of that name).
+/// The prepared name a statement deallocates: `DEALLOCATE PREPARE name`, `DROP PREPARE name`.
 pub fn deallocated(piece: &[u8], d: Dialect) -> Option<Vec<u8>> {
     let toks: Vec<Token> = Scanner::new(piece, d)
         .map_while(Result::ok)
         .take(3)
         .collect();
     match toks.as_slice() {
-        [p, name, ..] if p.is_word(piece, "PREPARE") => name_of(name, piece),
         [verb, p, name]
             if (verb.is_word(piece, "DEALLOCATE") || verb.is_word(piece, "DROP"))
                 && p.is_word(piece, "PREPARE") =>
@@ -206,6 +211,15 @@ mod tests {
         assert_eq!(h("EXECUTE s USING @a + 1").unwrap().using, None);
         assert_eq!(h("EXECUTE s USING @a,").unwrap().using, None);
         assert_eq!(h("SELECT 1"), None);
+        // executable comments are code, as the backend reads them
+        assert_eq!(
+            h("/*!EXECUTE s USING @a */").unwrap().name.as_deref(),
+            Some(b"s".as_slice())
+        );
+        // too long to read whole: the name still, the values not
+        let long = format!("EXECUTE s USING @a, ({}1)", "1+".repeat(3000));
+        let x = h(&long).unwrap();
+        assert_eq!((x.name.as_deref(), x.using), (Some(b"s".as_slice()), None));
     }
 
     #[test]
@@ -216,7 +230,7 @@ mod tests {
             Some(b"s1".as_slice())
         );
         assert_eq!(d("drop prepare `s1`").as_deref(), Some(b"s1".as_slice()));
-        assert_eq!(d("PREPARE s1 FROM @x").as_deref(), Some(b"s1".as_slice()));
+        assert_eq!(d("PREPARE s1 FROM @x"), None);
         assert_eq!(d("EXECUTE s1"), None);
         let p = |s: &str| placeholders(s.as_bytes(), Dialect::default());
         assert_eq!(p("INSERT INTO t VALUES (?, '?', ?) /* ? */ -- ?"), 2);

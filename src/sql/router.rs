@@ -708,14 +708,15 @@ fn decide_pieces_with(
             Read::Dynamic(t @ (DynamicText::Literal(_) | DynamicText::Variable(_)))
                 if !many && origin == Origin::Text && ctx.writes.is_some() =>
             {
-                if let Some(head) = super::dynamic::head(piece, d) {
-                    let source = match t {
-                        DynamicText::Literal(text) => DynamicSource::Literal(text.clone()),
-                        DynamicText::Variable(v) => DynamicSource::Variable(v.clone()),
-                        DynamicText::Expression => continue,
-                    };
-                    return Decision::Dynamic(Box::new(DynamicSql { source, head }));
-                }
+                let Some(head) = super::dynamic::head(piece, d) else {
+                    return Decision::Answer(Answer::Error(unreadable_dynamic()));
+                };
+                let source = match t {
+                    DynamicText::Literal(text) => DynamicSource::Literal(text.clone()),
+                    DynamicText::Variable(v) => DynamicSource::Variable(v.clone()),
+                    DynamicText::Expression => continue,
+                };
+                return Decision::Dynamic(Box::new(DynamicSql { source, head }));
             }
             Read::Dynamic(DynamicText::Literal(text)) => {
                 let inner = Context {

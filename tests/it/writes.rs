@@ -1040,6 +1040,43 @@ fn sql_level_prepared_writes_are_checked_with_their_values() {
         assert_eq!(code, 1235, "{name}");
         assert_eq!(c.scalar("SELECT HEX(@k)"), hex(&b), "{name}: nothing ran");
 
+        // what did not reach the backend leaves the name's plan in force: a refused PREPARE
+        // of the name, and a DEALLOCATE after a refused statement of a multi-statement text
+        ok(&mut c, "SET @k = ''");
+        let (code, _) = refused(
+            &mut c,
+            &format!("PREPARE ins FROM 'INSERT INTO {t} (K, Q, V) VALUES (?, ?, ?)'"),
+        );
+        assert_eq!(code, 1364, "{name}");
+        assert_eq!(
+            refused(&mut c, "EXECUTE ins USING @k, @q, @t, @v").0,
+            1292,
+            "{name}"
+        );
+        let frames = c
+            .query(
+                format!(
+                    "SELECT 1; INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v'); \
+                     DEALLOCATE PREPARE ins"
+                )
+                .as_bytes(),
+            )
+            .expect("answered");
+        let (code, _) = err_of(&frames.last().expect("frames").1).expect("refused");
+        assert_eq!(code, 1292, "{name}");
+        assert_eq!(
+            refused(&mut c, "EXECUTE ins USING @k, @q, @t, @v").0,
+            1292,
+            "{name}"
+        );
+        // values too many to read are not taken on trust
+        let long = format!(
+            "EXECUTE ins USING @k, @q, @t, ({}'v')",
+            "'' || ".repeat(2500)
+        );
+        assert_eq!(refused(&mut c, &long).0, 1235, "{name}");
+        assert!(!f.rowkeys(t).contains(&Vec::new()), "{name}");
+
         // a name deallocated or prepared anew keeps no plan: the new statement runs as it is
         ok(&mut c, "DEALLOCATE PREPARE ins");
         ok(&mut c, "PREPARE ins FROM 'SELECT ?, ?, ?, ?'");
