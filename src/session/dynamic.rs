@@ -162,45 +162,38 @@ impl Session {
     /// multi-statement text, prepares anew) are returned, to be forgotten once the whole text
     /// ran without error. Every way the backend may read the text is looked at.
     pub(super) async fn on_sql_executions(&mut self) -> Result<SqlExecutions, End> {
-        let sql = self.command.get(1..).unwrap_or_default();
-        if self.statements.by_name.is_empty() || !dynamic::mentions_prepared(sql) {
+        if self.statements.by_name.is_empty() {
             return Ok(SqlExecutions::Forget(Vec::new()));
         }
         let primary = scan::Dialect {
             no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
             ..self.dialect
         };
-        let Ok((_, ambiguity)) = scan::statements(sql, primary) else {
-            return Ok(SqlExecutions::Forget(Vec::new())); // the backend cannot read it either
-        };
-        let mut forget: Vec<Vec<u8>> = Vec::new();
-        let mut planned: Option<dynamic::Head> = None;
-        let mut many = false;
-        for (i, d) in primary.readings(ambiguity).into_iter().enumerate() {
-            let Ok((pieces, _)) = scan::statements(sql, d) else {
-                continue;
-            };
-            many |= pieces.len() > 1;
-            for p in &pieces {
-                let piece = sql.get(p.start..p.end).unwrap_or_default();
-                if let Some(name) = dynamic::deallocated(piece, d) {
-                    if i == 0 {
-                        forget.push(name);
-                    }
-                    continue;
-                }
-                let Some(h) = dynamic::head(piece, d) else {
-                    continue;
-                };
-                match (&h.name, h.prepare) {
-                    (Some(name), true) if i == 0 && pieces.len() > 1 => forget.push(name.clone()),
-                    (Some(name), false) if self.statements.by_name.contains_key(name) => {
-                        planned = Some(h);
-                    }
-                    _ => {}
+        let names = if self.command.len() <= router::LARGE_TEXT {
+            let planned = |n: &[u8]| self.statements.by_name.contains_key(n);
+            dynamic::read_names(self.command.get(1..).unwrap_or_default(), primary, planned)
+        } else {
+            // a large text is read off the event loop, like every other reading of one
+            let keys: std::collections::HashSet<Vec<u8>> =
+                self.statements.by_name.keys().cloned().collect();
+            let read = self
+                .off_loop(move |sql| dynamic::read_names(sql, primary, |n| keys.contains(n)))
+                .await;
+            match read {
+                Some(names) => names,
+                None => {
+                    self.refuse(ErrorInfo::internal("while reading the statement"))
+                        .await?;
+                    return Ok(SqlExecutions::Answered);
                 }
             }
-        }
+        };
+        let dynamic::Names {
+            forget,
+            planned,
+            many,
+            unsure,
+        } = names;
         let Some(dynamic::Head {
             name: Some(name),
             using,
@@ -209,11 +202,22 @@ impl Session {
         else {
             return Ok(SqlExecutions::Forget(forget));
         };
-        if many {
+        if many || unsure {
             if !self.strict() {
                 return Ok(SqlExecutions::Forget(forget));
             }
-            self.refuse(router::dynamic_write_in_text()).await?;
+            let e = if many {
+                router::dynamic_write_in_text()
+            } else {
+                ErrorInfo::new(
+                    1064,
+                    "42000",
+                    "obkv-proxy cannot tell how the backend reads the values of this EXECUTE (a \
+                     backslash in a \"…\" literal or after a multibyte character), so it cannot \
+                     check them; give them as user variables",
+                )
+            };
+            self.refuse(e).await?;
             return Ok(SqlExecutions::Answered);
         }
         let Some(p) = self.statements.by_name.get(&name) else {

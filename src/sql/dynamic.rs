@@ -162,10 +162,73 @@ pub fn deallocated(piece: &[u8], d: Dialect) -> Option<Vec<u8>> {
     }
 }
 
+/// What a text does with SQL-level prepared statement names (`read_names`).
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Names {
+    /// Names its DEALLOCATE / DROP PREPARE (and, in a multi-statement text, PREPARE) statements
+    /// free, under the primary reading.
+    pub forget: Vec<Vec<u8>>,
+    /// An `EXECUTE name` of a name `planned` says the session checks, under any reading.
+    pub planned: Option<Head>,
+    /// Some reading splits the text into more than one statement.
+    pub many: bool,
+    /// The text can be read more than one way where it matters for a literal's extent (a
+    /// `"…"` with a backslash, a backslash after a multibyte lead byte): its USING values are
+    /// not re-sent in a query of the proxy's own.
+    pub unsure: bool,
+}
+
+/// Reads a text for the prepared names it executes and frees, under every way the backend may
+/// read it (`Dialect::readings`). Linear in the text; the session runs it off the event loop
+/// for a large one.
+pub fn read_names(sql: &[u8], primary: Dialect, planned: impl Fn(&[u8]) -> bool) -> Names {
+    let mut out = Names::default();
+    if !mentions_prepared(sql) {
+        return out;
+    }
+    let Ok((_, ambiguity)) = super::scan::statements(sql, primary) else {
+        return out; // the backend cannot read it either
+    };
+    out.unsure = ambiguity.quotes || ambiguity.multibyte;
+    for (i, d) in primary.readings(ambiguity).into_iter().enumerate() {
+        let Ok((pieces, _)) = super::scan::statements(sql, d) else {
+            continue;
+        };
+        out.many |= pieces.len() > 1;
+        for p in &pieces {
+            let piece = sql.get(p.start..p.end).unwrap_or_default();
+            if let Some(name) = deallocated(piece, d) {
+                if i == 0 {
+                    out.forget.push(name);
+                }
+                continue;
+            }
+            let Some(h) = head(piece, d) else {
+                continue;
+            };
+            match (&h.name, h.prepare) {
+                (Some(name), true) if i == 0 && pieces.len() > 1 => out.forget.push(name.clone()),
+                (Some(name), false) if planned(name) => out.planned = Some(h),
+                _ => {}
+            }
+        }
+    }
+    out
+}
+
 /// Whether a text may name a prepared statement at all (a byte search, before any reading).
 pub fn mentions_prepared(sql: &[u8]) -> bool {
-    let has = |w: &[u8]| sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w));
-    has(b"EXECUTE") || has(b"PREPARE")
+    // both words have a 'p' or 'x' at their second byte: memchr finds the few candidates
+    memchr::memchr2_iter(b'X', b'x', sql)
+        .chain(memchr::memchr2_iter(b'R', b'r', sql))
+        .any(|at| {
+            let word = |w: &[u8]| {
+                at.checked_sub(1)
+                    .and_then(|s| sql.get(s..s + w.len()))
+                    .is_some_and(|x| x.eq_ignore_ascii_case(w))
+            };
+            word(b"EXECUTE") || word(b"PREPARE")
+        })
 }
 
 /// The number of `?` placeholders of a statement (as the backend counts them: outside quotes

@@ -371,6 +371,14 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         }
         rewrite_agreed &= decision == primary;
     }
+    if matches!(primary, Decision::Dynamic(_)) && !rewrite_agreed && ctx.strict {
+        // its text or its values would be taken from one reading of several
+        return refuse(
+            1064,
+            "obkv-proxy cannot tell how the backend reads this PREPARE / EXECUTE IMMEDIATE (a \
+             backslash in a \"…\" literal or after a multibyte character), so it cannot check it",
+        );
+    }
     let rewrites = plain(&primary) != primary;
     if let Some(view) = &ctx.tables {
         if rewrites && !rewrite_agreed {
@@ -399,11 +407,16 @@ fn decide_reading(
     });
     let (pieces, ambiguity) = match scan::statements_keeping(sql, d, &mut kept) {
         Ok(split) => split,
-        // the backend cannot read it either; its error is the answer
+        // the backend cannot read it either, in this reading; its error is the answer — unless
+        // the backend reads it another way (a backslash after a multibyte lead byte, `"…"`
+        // under ANSI_QUOTES): every other reading is tried, as for an ambiguous text
         Err(_) => {
             return (
                 unreadable_by_words(sql),
-                scan::Ambiguity::default(),
+                scan::Ambiguity {
+                    quotes: true,
+                    multibyte: true,
+                },
                 Tally::default(),
             )
         }
@@ -1941,6 +1954,60 @@ mod tests {
         );
         assert_eq!(
             text("CREATE PROCEDURE p() BEGIN SELECT * FROM g$f; END"),
+            Decision::Forward
+        );
+    }
+
+    #[test]
+    fn dynamic_writes_go_to_the_session_with_their_name_and_values() {
+        let ctx = Context {
+            dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
+            writes: Some(WriteRules::default()),
+            ..Context::default()
+        };
+        let d = |sql: &[u8]| decide(sql, Origin::Text, &ctx).1;
+        let Decision::Dynamic(x) = d(b"PREPARE Ins FROM 'INSERT INTO g$f VALUES (?, ?, ?, ?)'")
+        else {
+            panic!("not dynamic")
+        };
+        assert_eq!(x.head.name.as_deref(), Some(b"ins".as_slice()));
+        assert_eq!(
+            x.source,
+            DynamicSource::Literal(b"INSERT INTO g$f VALUES (?, ?, ?, ?)".to_vec())
+        );
+        let Decision::Dynamic(x) = d(b"EXECUTE IMMEDIATE @s USING @k, 'q'") else {
+            panic!("not dynamic")
+        };
+        assert_eq!(x.source, DynamicSource::Variable(b"@s".to_vec()));
+        assert_eq!(x.head.using, Some(vec![b"@k".to_vec(), b"'q'".to_vec()]));
+        // values whose extent depends on the character set: refused, not guessed
+        let ambiguous: &[u8] =
+            b"EXECUTE IMMEDIATE 'INSERT INTO g$f VALUES (?, ?, ?, ?)' USING '\xbf\\', @q, @t, @v";
+        assert!(refused(&d(ambiguous), 1064), "{:?}", d(ambiguous));
+        // the text's own check: literals now, a T left out refused, executions planned
+        let c = |sql: &str| check_dynamic(sql.as_bytes(), &ctx);
+        assert_eq!(c("SELECT 1"), DynamicCheck::Runs);
+        assert!(matches!(
+            c("DROP TABLE g$f"),
+            DynamicCheck::Refused(ErrorInfo { code: 1295, .. })
+        ));
+    }
+
+    #[test]
+    fn a_text_unreadable_one_way_is_read_the_other_ways() {
+        // unterminated as ASCII; under gbk 0xBF 0x5C is one character and the DROP runs
+        let sql: &[u8] = b"SELECT '\xbf\\'; DROP TABLE g$f; -- ";
+        let strict = Context::default();
+        let got = decide(sql, Origin::Text, &strict).1;
+        assert!(matches!(got, Decision::Answer(Answer::Error(_))), "{got:?}");
+        let lax = Context {
+            strict: false,
+            ..Context::default()
+        };
+        assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
+        // unreadable every way: the backend's own error answers it
+        assert_eq!(
+            decide(b"SELECT 'g$f", Origin::Text, &strict).1,
             Decision::Forward
         );
     }
