@@ -89,6 +89,9 @@ pub struct HbaseSection {
     /// LOAD DATA LOCAL into an HBase table: the file is read from the client and its rows
     /// checked before the statement runs, held meanwhile in a file of at most this many bytes.
     pub load_data_max_bytes: u64,
+    /// Most bytes of such files the whole process holds at once (all sessions); a file that
+    /// would go past it is refused (1041), to be sent again later.
+    pub load_data_spool_total_bytes: u64,
     /// Where that file is kept (removed from the directory as soon as it is created); default:
     /// the system's temporary directory.
     pub load_data_spool_dir: Option<String>,
@@ -136,6 +139,7 @@ impl Default for HbaseSection {
             cell_limit_bytes: 10 << 20,
             transactions: Transactions::SinglePartition,
             load_data_max_bytes: 1 << 30,
+            load_data_spool_total_bytes: 4 << 30,
             load_data_spool_dir: None,
         }
     }
@@ -369,6 +373,9 @@ impl Config {
         }
         if self.hbase.cell_limit_bytes == 0 {
             return bad("hbase.cell_limit_bytes must be at least 1".into());
+        }
+        if self.hbase.load_data_spool_total_bytes == 0 {
+            return bad("hbase.load_data_spool_total_bytes must be at least 1".into());
         }
         if self.hbase.load_data_max_bytes == 0 {
             return bad("hbase.load_data_max_bytes must be at least 1".into());

@@ -15,6 +15,8 @@ pub struct Stats {
     pub backend_connect_errors: AtomicU64,
     pub backend_lost: AtomicU64,
     pub client_protocol_errors: AtomicU64,
+    /// Bytes of LOAD DATA files held for checking right now (all sessions).
+    pub load_spool_bytes: AtomicU64,
 }
 
 impl Default for Stats {
@@ -30,6 +32,7 @@ impl Default for Stats {
             backend_connect_errors: AtomicU64::new(0),
             backend_lost: AtomicU64::new(0),
             client_protocol_errors: AtomicU64::new(0),
+            load_spool_bytes: AtomicU64::new(0),
         }
     }
 }
@@ -57,6 +60,7 @@ impl Stats {
             ("backend_connect_errors", g(&self.backend_connect_errors)),
             ("backend_lost", g(&self.backend_lost)),
             ("client_protocol_errors", g(&self.client_protocol_errors)),
+            ("load_data_spool_bytes", g(&self.load_spool_bytes)),
         ]
     }
 }

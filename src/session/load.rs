@@ -9,6 +9,8 @@
 //! slow client. The spool is bounded (`hbase.load_data_max_bytes`); memory holds one row at a
 //! time and one 64 KiB chunk.
 
+use std::sync::atomic::Ordering;
+
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::{End, Session};
@@ -22,6 +24,46 @@ use crate::sql::write::{self, LoadCheck, LoadPlan, WriteRules};
 
 /// File bytes are read, checked, spooled and replayed in pieces of this size.
 const CHUNK: usize = 64 * 1024;
+
+/// This session's share of the process-wide spool budget
+/// (`hbase.load_data_spool_total_bytes`), given back when dropped.
+struct Reserved {
+    shared: std::sync::Arc<crate::shared::Shared>,
+    bytes: u64,
+}
+
+impl Reserved {
+    fn new(shared: std::sync::Arc<crate::shared::Shared>) -> Self {
+        Reserved { shared, bytes: 0 }
+    }
+
+    /// Takes `n` more bytes of the budget; false (nothing taken) if that would pass it.
+    fn grow(&mut self, n: u64) -> bool {
+        let total = &self.shared.stats.load_spool_bytes;
+        let limit = self.shared.config.hbase.load_data_spool_total_bytes;
+        let before = total.fetch_add(n, Ordering::Relaxed);
+        if before.saturating_add(n) > limit {
+            total.fetch_sub(n, Ordering::Relaxed);
+            return false;
+        }
+        self.bytes += n;
+        true
+    }
+
+    fn release(&mut self) {
+        let n = std::mem::take(&mut self.bytes);
+        self.shared
+            .stats
+            .load_spool_bytes
+            .fetch_sub(n, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Reserved {
+    fn drop(&mut self) {
+        self.release();
+    }
+}
 
 impl Session {
     /// Carries out a LOAD DATA LOCAL the write stage planned (`w.load`).
@@ -45,7 +87,11 @@ impl Session {
         let Ok(mut next) = self.client.send_packet(seq, &request).await else {
             return Err(End::ClientGone);
         };
-        let (spool, outcome) = self.receive_file(&plan, rules, &mut next).await?;
+        // held until the statement ran: the spool file lives as long
+        let mut reserved = Reserved::new(self.shared.clone());
+        let (spool, outcome) = self
+            .receive_file(&plan, rules, &mut next, &mut reserved)
+            .await?;
         let checked = match outcome {
             Ok(c) => c,
             Err(e) => {
@@ -64,7 +110,7 @@ impl Session {
                 .answer_load_error(next, ErrorInfo::internal("(the LOAD DATA spool is gone)"))
                 .await;
         };
-        let summary = self.run_load(spool, next).await?;
+        let summary = self.run_load(spool, next, &mut reserved).await?;
         let failed = summary.error_code.is_some();
         self.after_response(&summary);
         if !failed {
@@ -92,6 +138,7 @@ impl Session {
         plan: &LoadPlan,
         rules: WriteRules,
         next: &mut u8,
+        reserved: &mut Reserved,
     ) -> Result<(Option<tokio::fs::File>, Result<write::Checked, ErrorInfo>), End> {
         let h = &self.shared.config.hbase;
         let max = h.load_data_max_bytes;
@@ -154,17 +201,35 @@ impl Session {
                         ),
                     ));
                     spool = None;
+                    reserved.release();
                     continue;
                 }
                 check.feed(&chunk);
                 if check.refused() {
                     spool = None;
+                    reserved.release();
+                    continue;
+                }
+                if spool.is_some() && !reserved.grow(n as u64) {
+                    let limit = self.shared.config.hbase.load_data_spool_total_bytes;
+                    stop = Some(ErrorInfo::new(
+                        1041,
+                        "HY000",
+                        format!(
+                            "obkv-proxy holds at most hbase.load_data_spool_total_bytes = {limit} bytes \
+                             of LOAD DATA files at once (all sessions), and that is taken: send the \
+                             file again later, or in parts"
+                        ),
+                    ));
+                    spool = None;
+                    reserved.release();
                     continue;
                 }
                 if let Some(f) = spool.as_mut() {
                     if let Err(e) = f.write_all(&chunk).await {
                         stop = Some(cannot_hold(e));
                         spool = None;
+                        reserved.release();
                     }
                 }
             }
@@ -188,6 +253,7 @@ impl Session {
         &mut self,
         mut spool: tokio::fs::File,
         client_next: u8,
+        reserved: &mut Reserved,
     ) -> Result<Summary, End> {
         if self.backend.send_packet(0, &self.command).await.is_err() {
             return Err(self.lose_backend(client_next).await);
@@ -248,7 +314,9 @@ impl Session {
             // the backend answered without asking (an error): relayed in the client's sequence
             client_next.wrapping_sub(seq)
         };
+        // the file is with the backend: its budget is free before the answer is relayed
         drop(spool);
+        reserved.release();
         let (summary, _) = self
             .relay_response(ResponseKind::Query, delta, false)
             .await?;

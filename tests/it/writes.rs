@@ -54,10 +54,19 @@ struct Fixture {
 const CELL_LIMIT: u64 = 1000;
 
 fn fixture(kind: Kind, tag: &str) -> Fixture {
+    fixture_with(kind, tag, |_| {})
+}
+
+fn fixture_with(
+    kind: Kind,
+    tag: &str,
+    tweak: impl FnOnce(&mut obkv_proxy::config::Config),
+) -> Fixture {
     let backend = shared(kind).addr.clone();
     let mut cfg = proxy::config_for(&backend);
     cfg.hbase.multiple_families = true;
     cfg.hbase.cell_limit_bytes = CELL_LIMIT;
+    tweak(&mut cfg);
     let proxy = proxy::start(cfg);
     let db = format!("wr_{tag}");
     let mut c = RawConn::connect(&proxy.addr, "root", "", None).expect("proxy");
@@ -1132,5 +1141,70 @@ fn sql_level_prepared_writes_are_checked_with_their_values() {
             );
             assert!(!keys.contains(&b"ab".to_vec()));
         }
+    }
+}
+
+/// The LOAD DATA spool is bounded for the whole proxy: a file that would take more than
+/// `hbase.load_data_spool_total_bytes` while another session's file is held is refused (1041)
+/// and loads nothing; once the other file is done, the budget is back.
+#[test]
+fn load_data_files_share_one_spool_budget() {
+    for kind in BOTH {
+        let tag = format!("s{}", kind.name());
+        let f = fixture_with(kind, &tag, |cfg| {
+            cfg.hbase.load_data_spool_total_bytes = 1000;
+        });
+        let t = &f.table;
+        let now = -now_ms();
+        let name = kind.name();
+        let rows = |prefix: &str, n: usize| -> Vec<u8> {
+            (0..n)
+                .map(|i| format!("{prefix}{i:03}\tq\t{now}\tv\n"))
+                .collect::<String>()
+                .into_bytes()
+        };
+        let sql = format!("LOAD DATA LOCAL INFILE '/tmp/cells.tsv' INTO TABLE {t} (K, Q, T, V)");
+        let mut status = f.via();
+        let spooled = |c: &mut RawConn| -> u64 {
+            c.rows("SHOW PROXY STATUS")
+                .into_iter()
+                .find(|r| r[0].as_deref() == Some(b"load_data_spool_bytes".as_slice()))
+                .and_then(|r| r[1].clone())
+                .map(|v| String::from_utf8_lossy(&v).parse().expect("a number"))
+                .expect("load_data_spool_bytes")
+        };
+        // session A sends 600-800 bytes of its file and holds them
+        let mut a = f.via();
+        let mut q = vec![0x03];
+        q.extend_from_slice(sql.as_bytes());
+        a.write_frame(0, &q).expect("sent");
+        let (_, p) = a.read_frame().expect("answered");
+        assert_eq!(p.first(), Some(&0xfb), "{name}");
+        let held = rows("a", 28);
+        let n = held.len() as u64;
+        assert!((600..=800).contains(&n), "{n}");
+        a.write_frame(2, &held).expect("file sent");
+        let mut seen = 0;
+        for _ in 0..2000 {
+            seen = spooled(&mut status);
+            if seen == n {
+                break;
+            }
+        }
+        assert_eq!(seen, n, "{name}: A's bytes are held");
+        // session B's ~500 bytes would pass the budget: refused, nothing loaded
+        let mut b = f.via();
+        let (code, msg) = load_local(&mut b, &sql, &rows("b", 20), 100).expect_err("over budget");
+        assert_eq!(code, 1041, "{name}: {msg}");
+        assert!(msg.contains("load_data_spool_total_bytes"), "{msg}");
+        assert_eq!(spooled(&mut status), n, "{name}: B's bytes are given back");
+        // A finishes and loads; the budget is free again and B's file goes through
+        a.write_frame(3, &[]).expect("end sent");
+        let (_, p) = a.read_frame().expect("answered");
+        assert!(err_of(&p).is_none(), "{name}: {:?}", err_of(&p));
+        assert_eq!(spooled(&mut status), 0, "{name}");
+        load_local(&mut b, &sql, &rows("b", 20), 100).expect("within the budget");
+        assert_eq!(f.rowkeys(t).len(), 48, "{name}");
+        assert_eq!(spooled(&mut status), 0, "{name}");
     }
 }
