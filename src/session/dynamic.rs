@@ -104,7 +104,9 @@ impl Session {
         };
         match (d.head.prepare, d.head.name) {
             (true, Some(name)) => {
-                if self.statements.by_name.len() >= MAX_SQL_PLANS && self.strict() {
+                let room = self.statements.by_name.len() < MAX_SQL_PLANS
+                    || self.statements.by_name.contains_key(&name);
+                if !room && self.strict() {
                     return self
                         .refuse(ErrorInfo::new(
                             1461,
@@ -120,7 +122,7 @@ impl Session {
                 // a PREPARE the backend refused keeps the old plan: whatever the backend still
                 // holds under the name is checked as before
                 if summary.error_code.is_none() {
-                    if self.statements.by_name.len() >= MAX_SQL_PLANS {
+                    if !room {
                         // only without strict enforcement; its executions go unchecked
                         self.statements.by_name.remove(&name);
                     } else {

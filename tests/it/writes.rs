@@ -1140,6 +1140,25 @@ fn sql_level_prepared_writes_are_checked_with_their_values() {
                 "{keys:?}"
             );
             assert!(!keys.contains(&b"ab".to_vec()));
+
+            // the plans a session keeps are bounded: past 1,024 a new name is refused, an old
+            // name may be prepared anew, and a deallocated one makes room
+            let text = format!("'INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)'");
+            ok(&mut c, "DEALLOCATE PREPARE up");
+            ok(&mut c, "DEALLOCATE PREPARE lit");
+            for i in 0..1024 {
+                ok(&mut c, &format!("PREPARE p{i} FROM {text}"));
+            }
+            let (code, msg) = refused(&mut c, &format!("PREPARE p1024 FROM {text}"));
+            assert_eq!(code, 1461, "{msg}");
+            ok(&mut c, &format!("PREPARE p7 FROM {text}"));
+            ok(&mut c, "DEALLOCATE PREPARE p7");
+            ok(&mut c, &format!("PREPARE p1024 FROM {text}"));
+            ok(&mut c, "SET @k = ''");
+            assert_eq!(
+                refused(&mut c, "EXECUTE p1024 USING @k, @q, @t, @v").0,
+                1292
+            );
         }
     }
 }
