@@ -353,8 +353,14 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     } else {
         Vec::new()
     };
+    let mut other_needs: Option<Need> = None;
     for other in others.into_iter().skip(1) {
         let (decision, _, _) = decide_reading(sql, origin, ctx, other);
+        if let Decision::NeedFacts(n) = decision {
+            // another reading needs facts too: read them, then compare the readings' decisions
+            other_needs.get_or_insert_with(Need::default).merge(n);
+            continue;
+        }
         if std::mem::discriminant(&plain(&decision)) != std::mem::discriminant(&plain(&primary)) {
             // e.g. a string that ends in one reading and not in the other hides a statement
             return if ctx.strict {
@@ -370,6 +376,9 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
             };
         }
         rewrite_agreed &= decision == primary;
+    }
+    if let Some(n) = other_needs {
+        return Decision::NeedFacts(n);
     }
     if matches!(primary, Decision::Dynamic(_)) && !rewrite_agreed && ctx.strict {
         // its text or its values would be taken from one reading of several
@@ -2005,6 +2014,25 @@ mod tests {
             ..Context::default()
         };
         assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
+        // a read the other reading needs a table's schema for: the facts are read first, and
+        // then the readings agree (a read is forwarded, only not rewritten)
+        let mut view = crate::sql::prefix_scan::tests::view();
+        view.settled = false;
+        let ctx = Context {
+            tables: Some(view),
+            writes: Some(WriteRules::default()),
+            ..Context::default()
+        };
+        let read: &[u8] = b"SELECT K FROM x$f WHERE K = _binary'\xff\\' AND Q = 'q'";
+        assert!(matches!(
+            decide(read, Origin::Text, &ctx).1,
+            Decision::NeedFacts(_)
+        ));
+        let settled = Context {
+            tables: ctx.tables.clone().map(|t| TableView { settled: true, ..t }),
+            ..ctx.clone()
+        };
+        assert_eq!(decide(read, Origin::Text, &settled).1, Decision::Forward);
         // unreadable every way: the backend's own error answers it
         assert_eq!(
             decide(b"SELECT 'g$f", Origin::Text, &strict).1,
