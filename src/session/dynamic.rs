@@ -272,37 +272,31 @@ impl Session {
         let Some(rules) = self.write_rules() else {
             return Ok(Verdict::Runs(None));
         };
-        let values: Vec<Option<Vec<u8>>> =
-            match using {
-                // no values to bind, or a count the backend refuses by itself
-                Some(items) if params == 0 || items.len() != params => Vec::new(),
-                Some(items) => {
-                    let mut sql = b"SELECT ".to_vec();
-                    for (i, item) in items.iter().enumerate() {
-                        if i > 0 {
-                            sql.extend_from_slice(b", ");
-                        }
-                        sql.extend_from_slice(b"CAST(");
-                        sql.extend_from_slice(item);
-                        sql.extend_from_slice(b" AS BINARY)");
+        let values: Vec<Option<Vec<u8>>> = match using {
+            // no values to bind, or a count the backend refuses by itself
+            Some(items) if params == 0 || items.len() != params => Vec::new(),
+            Some(items) => {
+                let mut sql = b"SELECT ".to_vec();
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        sql.extend_from_slice(b", ");
                     }
-                    match self.internal(&sql).await? {
-                        crate::backend::QueryResult::Rows(rows) => {
-                            rows.into_iter().next().unwrap_or_default()
-                        }
-                        // the backend's own error for the EXECUTE follows
-                        _ => return Ok(Verdict::Runs(None)),
-                    }
+                    sql.extend_from_slice(b"CAST(");
+                    sql.extend_from_slice(item);
+                    sql.extend_from_slice(b" AS BINARY)");
                 }
-                None if params == 0 => Vec::new(),
-                None if self.strict() => return Ok(Verdict::Refused(ErrorInfo::new(
-                    1235,
-                    "42000",
-                    "obkv-proxy checks the values of an EXECUTE on an HBase table: give them as \
-                     user variables or literals",
-                ))),
-                None => return Ok(Verdict::Runs(None)),
-            };
+                match self.internal(&sql).await? {
+                    crate::backend::QueryResult::Rows(rows) => {
+                        rows.into_iter().next().unwrap_or_default()
+                    }
+                    _ if self.strict() => return Ok(Verdict::Refused(unread_values())),
+                    _ => return Ok(Verdict::Runs(None)),
+                }
+            }
+            None if params == 0 => Vec::new(),
+            None if self.strict() => return Ok(Verdict::Refused(unread_values())),
+            None => return Ok(Verdict::Runs(None)),
+        };
         let bound = |i: u32| -> Bound<'_> {
             match values.get(i as usize) {
                 Some(Some(v)) => Bound::Text(v),
@@ -325,4 +319,14 @@ impl Session {
         self.keep_findings(out.warnings);
         Ok(Verdict::Runs(out.pin))
     }
+}
+
+/// The values of an EXECUTE the proxy could not read.
+fn unread_values() -> ErrorInfo {
+    ErrorInfo::new(
+        1235,
+        "42000",
+        "obkv-proxy checks the values of an EXECUTE on an HBase table: give them as user \
+         variables or literals",
+    )
 }

@@ -146,8 +146,9 @@ fn concurrent_ddl_through_two_proxies_never_drifts() {
                             // seekdb ends a statement after ob_query_timeout (10 s by default)
                             // with 1317; a CREATE TABLE waiting behind the other tests' DDL
                             // took longer than that once in a parallel run. The wait allowed
-                            // here matches the proxy's group lock (ddl_lock_timeout_ms above).
-                            assert!(c.query_ok("SET SESSION ob_query_timeout = 120000000"));
+                            // here is past the proxy's group lock (ddl_lock_timeout_ms above),
+                            // so a GET_LOCK that waits its whole 120 s answers 1205, not 1317.
+                            assert!(c.query_ok("SET SESSION ob_query_timeout = 300000000"));
                         }
                         let mut codes = Vec::new();
                         let end = Instant::now() + Duration::from_millis(1200);
@@ -176,9 +177,14 @@ fn concurrent_ddl_through_two_proxies_never_drifts() {
                 statements += n;
                 for (code, what) in codes {
                     // documented: exists (1050), unknown table (1051), unknown table group
-                    // (1146), group still has tables (1235)
+                    // (1146), group still has tables (1235); and on seekdb, whose DDL takes
+                    // tens of seconds while the other tests run beside this one, the group
+                    // lock's own timeout (1205, RULES.md) once ten clients queue on it
+                    let lock_wait = code == 1205
+                        && kind == Kind::SeekDb
+                        && what.contains("hbase.ddl_lock_timeout_ms");
                     assert!(
-                        matches!(code, 1050 | 1051 | 1146 | 1235),
+                        matches!(code, 1050 | 1051 | 1146 | 1235) || lock_wait,
                         "{}: undocumented error {code}: {what}",
                         kind.name()
                     );
