@@ -145,6 +145,12 @@ fuzz_target!(|data: &[u8]| {
         if !dml::has_executable_comment(sql) {
             for p in &pieces {
                 let piece = &sql[p.start..p.end];
+                // `--` right before the `;` is two minus signs in the text (no space after it)
+                // and a comment at the end of the piece lexed alone; the statement is a syntax
+                // error either way, and the text's reading is the backend's
+                if piece.ends_with(b"--") {
+                    continue;
+                }
                 let Some(toks) = kept.of(p) else { continue };
                 assert_eq!(
                     dml::read_lexed(piece, dialect, Some(&toks)),
