@@ -10,7 +10,6 @@ use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{ResponseKind, Summary};
 use crate::sql::dynamic;
 use crate::sql::router::{self, DynamicCheck, DynamicSource, DynamicSql};
-use crate::sql::scan;
 use crate::sql::write::{self, Bound, Place, WritePlan};
 
 use super::prepared::{SqlPlan, MAX_SQL_PLANS};
@@ -71,10 +70,6 @@ impl Session {
             }
         }
         Ok(DynamicCheck::Runs)
-    }
-
-    fn strict(&self) -> bool {
-        self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict
     }
 
     /// A PREPARE or EXECUTE IMMEDIATE as a statement of its own (`Decision::Dynamic`).
@@ -167,10 +162,7 @@ impl Session {
         if self.statements.by_name.is_empty() {
             return Ok(SqlExecutions::Forget(Vec::new()));
         }
-        let primary = scan::Dialect {
-            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-            ..self.dialect
-        };
+        let primary = self.reading();
         let names = if self.command.len() <= router::LARGE_TEXT {
             let planned = |n: &[u8]| self.statements.by_name.contains_key(n);
             dynamic::read_names(self.command.get(1..).unwrap_or_default(), primary, planned)
@@ -304,11 +296,7 @@ impl Session {
                 None => Bound::Other,
             }
         };
-        let escape = scan::Dialect {
-            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-            ..self.dialect
-        }
-        .reported_backslash_escape();
+        let escape = self.reading().reported_backslash_escape();
         let checked = write::check_execution(plan, &bound, &rules, self.charset_fact, escape, 0);
         let out = write::verdict(checked, &rules, &self.txn());
         if let Some(f) = out.refuse {

@@ -215,11 +215,8 @@ impl Session {
         let rewrite = self.shared.config.hbase.rewrite == crate::config::Switch::On;
         let writes = self.write_rules();
         Ok(Context {
-            dialect: Dialect {
-                no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-                ..self.dialect
-            },
-            strict: self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict,
+            dialect: self.reading(),
+            strict: self.strict(),
             scope: Scope {
                 databases,
                 current,
@@ -237,6 +234,20 @@ impl Session {
             }),
             writes,
         })
+    }
+
+    /// How the backend reads this session's text now: the dialect its greeting and flavor
+    /// gave, with NO_BACKSLASH_ESCAPES as the last status reported it.
+    fn reading(&self) -> Dialect {
+        Dialect {
+            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+            ..self.dialect
+        }
+    }
+
+    /// `hbase.enforcement = "strict"`: refuse what the proxy cannot check.
+    fn strict(&self) -> bool {
+        self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict
     }
 
     /// The session's transaction as the write guard sees it: inside one when the backend says
@@ -688,10 +699,7 @@ impl Session {
             match self.check_dynamic_text(text).await? {
                 router::DynamicCheck::Refused(e) => return Ok(Some(e)),
                 // inside a multi-statement text its executions could not be checked
-                router::DynamicCheck::Checked { .. }
-                    if self.shared.config.hbase.enforcement
-                        == crate::config::Enforcement::Strict =>
-                {
+                router::DynamicCheck::Checked { .. } if self.strict() => {
                     return Ok(Some(router::dynamic_write_in_text()))
                 }
                 _ => {}

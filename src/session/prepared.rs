@@ -23,7 +23,6 @@ use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::ResponseKind;
 use crate::sql::dml::LitCharset;
 use crate::sql::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
-use crate::sql::scan::Dialect;
 use crate::sql::write::{self, Bound as WriteBound, WritePlan};
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
@@ -233,6 +232,7 @@ impl Session {
         let Some(rules) = self.write_rules() else {
             return Ok(Checked::Runs(None));
         };
+        let escape = self.reading().reported_backslash_escape();
         let Some(p) = self.statements.by_id.get_mut(&id) else {
             return Ok(Checked::Runs(None));
         };
@@ -242,11 +242,6 @@ impl Session {
         };
         let long = std::mem::take(&mut w.long);
         let plan = w.plan.clone();
-        let escape = Dialect {
-            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-            ..self.dialect
-        }
-        .reported_backslash_escape();
         let conn = self.charset_fact;
         let checked = if bulk {
             // MariaDB's bulk execute: every row checked, the partitions of all gathered
@@ -534,11 +529,7 @@ impl Session {
                 None => Bound::Other,
             }
         };
-        let escape = Dialect {
-            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-            ..self.dialect
-        }
-        .reported_backslash_escape();
+        let escape = self.reading().reported_backslash_escape();
         let mut decided = rw.plan.execution(&bound, self.charset_fact, escape);
         if decided == Execution::NeedCharset {
             let need = Need {
