@@ -124,6 +124,20 @@ fuzz_target!(|data: &[u8]| {
             assert!(!item.is_empty() && item.len() <= sql.len());
         }
     }
+    // the wrapper reader lands on a token of the text
+    let ex = obkv_proxy::sql::scan::executed_part(sql, dialect);
+    assert!(ex.offset <= sql.len() && (ex.offset > 0 || !ex.unsure));
+    // the UPDATE reader: a target belongs only to references of the statement, and one
+    // without a qualifier (or an unsure reading) to all of them
+    if let obkv_proxy::sql::assign::Read::Update(u) = obkv_proxy::sql::assign::read(sql, dialect) {
+        for a in &u.assignments {
+            let of = u.targets_of(a);
+            assert!(of.iter().all(|r| u.tables.iter().any(|t| std::ptr::eq(t, *r))));
+            if a.qualifier.is_none() {
+                assert_eq!(of.len(), u.tables.len(), "an unqualified target narrowed");
+            }
+        }
+    }
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);

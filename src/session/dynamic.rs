@@ -207,8 +207,9 @@ impl Session {
                     1064,
                     "42000",
                     "obkv-proxy cannot tell how the backend reads the values of this EXECUTE (a \
-                     backslash in a \"…\" literal or after a multibyte character), so it cannot \
-                     check them; give them as user variables",
+                     backslash in a \"…\" literal or after a multibyte character, a placeholder \
+                     or an executable comment in a SET STATEMENT … FOR), so it cannot check them; \
+                     give them as user variables, without a wrapper",
                 )
             };
             self.refuse(e).await?;

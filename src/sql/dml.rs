@@ -255,6 +255,17 @@ pub fn read_lexed(sql: &[u8], d: Dialect, lexed: Option<&[Token]>) -> Read {
     r.statement()
 }
 
+/// After an assignment's target at `at`: `=`, or `:=` (one operator to the backend when its
+/// two characters touch), and the index of the value's first token.
+pub(crate) fn assignment_value(t: &[Token], at: usize) -> Option<usize> {
+    let op = t.get(at)?;
+    if op.is_punct(b'=') {
+        return Some(at + 1);
+    }
+    let eq = t.get(at + 1)?;
+    (op.is_punct(b':') && eq.is_punct(b'=') && op.end == eq.start).then_some(at + 2)
+}
+
 fn has_dollar_ident(sql: &[u8], d: Dialect) -> bool {
     Scanner::new(sql, d)
         .map_while(Result::ok)
@@ -303,7 +314,8 @@ impl Reader<'_> {
             .iter()
             .any(|w| self.word(0, w))
         {
-            explain = true;
+            // MariaDB's ANALYZE runs the statement (the router reads through it first)
+            explain = !self.word(0, "ANALYZE");
             i = 1;
             loop {
                 if [
@@ -317,6 +329,8 @@ impl Reader<'_> {
                 .iter()
                 .any(|w| self.word(i, w))
                 {
+                    // EXPLAIN ANALYZE runs the statement (MySQL): its writes are checked
+                    explain &= !self.word(i, "ANALYZE");
                     i += 1;
                 } else if self.word(i, "FORMAT") && self.punct(i + 1, b'=') {
                     i += 3;
@@ -500,12 +514,12 @@ impl Reader<'_> {
                 target += 2;
             }
             let t = self.t.get(target)?;
-            if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) || !self.punct(target + 1, b'=') {
+            if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) {
                 return None;
             }
+            let start = assignment_value(self.t, target + 1)?;
             let column = ident_value(self.sql, t);
             // the value: up to `,` or a clause word at depth 0
-            let start = target + 2;
             let mut depth = 0i32;
             let mut end = start;
             while let Some(t) = self.t.get(end) {

@@ -197,6 +197,10 @@ pub fn read_names(sql: &[u8], primary: Dialect, planned: impl Fn(&[u8]) -> bool)
         out.many |= pieces.len() > 1;
         for p in &pieces {
             let piece = sql.get(p.start..p.end).unwrap_or_default();
+            // the statement a `SET STATEMENT … FOR` runs
+            let ex = super::scan::executed_part(piece, d);
+            out.unsure |= ex.unsure;
+            let piece = piece.get(ex.offset..).unwrap_or_default();
             if let Some(name) = deallocated(piece, d) {
                 if i == 0 {
                     out.forget.push(name);

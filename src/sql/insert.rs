@@ -58,6 +58,8 @@ pub struct Insert {
     pub source: Source,
     /// `ON DUPLICATE KEY UPDATE` assigns these columns.
     pub on_duplicate: Vec<Vec<u8>>,
+    /// The value each of `on_duplicate` is given, when it is one literal or placeholder.
+    pub on_duplicate_values: Vec<Value>,
     /// Explicit `PARTITION (…)` selection.
     pub partition_selection: bool,
 }
@@ -85,6 +87,13 @@ pub enum Read {
 
 /// Most values a row may have before the reader gives up (a table has at most 4,096 columns).
 const MAX_ROW_VALUES: usize = 4096;
+/// Most tokens of one ON DUPLICATE KEY UPDATE value kept to read it as a literal (more: an
+/// expression).
+const MAX_LITERAL_TOKENS: usize = MAX_SIGNS + 4;
+
+/// An ON DUPLICATE KEY UPDATE list: its columns, and their values (same length).
+type Assigned = (Vec<Vec<u8>>, Vec<Value>);
+
 /// Most unary signs before a number (`- - -1`).
 const MAX_SIGNS: usize = 64;
 
@@ -155,9 +164,16 @@ pub fn read(
         },
     }
     // stopped by the callback: what follows the rows is not read
-    if !stopped && head.source != Source::Query {
-        match r.tail() {
-            Ok(cols) => head.on_duplicate = cols,
+    if !stopped {
+        let tail = match head.source {
+            Source::Query => r.query_tail(),
+            _ => r.tail(),
+        };
+        match tail {
+            Ok((cols, values)) => {
+                head.on_duplicate = cols;
+                head.on_duplicate_values = values;
+            }
             Err(why) => return Read::Unreadable(why),
         }
     }
@@ -165,6 +181,18 @@ pub fn read(
         head: Box::new(head),
         rows,
     }
+}
+
+/// The table an INSERT / REPLACE writes, when its head is read (its rows may not be).
+pub fn head_table(sql: &[u8], d: Dialect) -> Result<Option<TableName>, &'static str> {
+    let mut r = Reader {
+        sql,
+        d,
+        toks: Scanner::new(sql, d),
+        peeked: None,
+        params: 0,
+    };
+    r.head().map(|h| h.map(|h| h.table))
 }
 
 struct Reader<'a> {
@@ -246,6 +274,7 @@ impl Reader<'_> {
             columns_close: None,
             source: Source::Values,
             on_duplicate: Vec::new(),
+            on_duplicate_values: Vec::new(),
             partition_selection: false,
         };
         let mut t = self.tok()?;
@@ -414,8 +443,14 @@ impl Reader<'_> {
             name = ident_value(self.sql, &part);
             eq = self.tok()?;
         }
-        if !eq.is_some_and(|e| e.is_punct(b'=')) {
-            return Err(why);
+        // `=`, or `:=` (one operator when its two characters touch)
+        match eq {
+            Some(e) if e.is_punct(b'=') => {}
+            Some(colon) if colon.is_punct(b':') => match self.tok()? {
+                Some(e) if e.is_punct(b'=') && e.start == colon.end => {}
+                _ => return Err(why),
+            },
+            _ => return Err(why),
         }
         if cols.len() >= MAX_ROW_VALUES {
             return Err("too many columns");
@@ -521,8 +556,8 @@ impl Reader<'_> {
 
     /// After the rows: `[AS alias [(cols)]] [ON DUPLICATE KEY UPDATE a = …, …]`. Returns the
     /// assigned columns.
-    fn tail(&mut self) -> Step<Vec<Vec<u8>>> {
-        let mut out = Vec::new();
+    fn tail(&mut self) -> Step<Assigned> {
+        let mut out = (Vec::new(), Vec::new());
         let mut t = self.tok()?;
         if self.word_is(&t, "AS") {
             self.tok()?; // the alias
@@ -546,27 +581,80 @@ impl Reader<'_> {
                 return Err("an ON clause the reader does not follow");
             }
         }
+        self.on_duplicate_list(&mut out)?;
+        Ok(out)
+    }
+
+    /// After an INSERT … SELECT's query: the columns its `ON DUPLICATE KEY UPDATE` assigns.
+    /// The four words cannot begin anything else in the query (a join's ON is followed by an
+    /// expression), so they are looked for at any depth.
+    fn query_tail(&mut self) -> Step<Assigned> {
+        let mut out = (Vec::new(), Vec::new());
+        let mut last: [Option<Token>; 3] = [None; 3];
+        while let Some(t) = self.tok()? {
+            if t.is_word(self.sql, "UPDATE")
+                && self.word_is(&last[2], "KEY")
+                && self.word_is(&last[1], "DUPLICATE")
+                && self.word_is(&last[0], "ON")
+            {
+                self.on_duplicate_list(&mut out)?;
+                break;
+            }
+            last = [last[1], last[2], Some(t)];
+        }
+        Ok(out)
+    }
+
+    /// `col = expr, …` of an ON DUPLICATE KEY UPDATE, to the end of the statement: the
+    /// columns, and each one's value when it is a literal or a placeholder.
+    fn on_duplicate_list(&mut self, out: &mut Assigned) -> Step<()> {
         // `col = expr` at depth 0, separated by commas at depth 0
         let mut depth = 0usize;
         let mut expect_name = true;
-        while let Some(t) = self.tok()? {
+        // the value's tokens, while few enough to be one literal
+        let mut value: Vec<Token> = Vec::new();
+        let mut long = false;
+        loop {
+            let t = self.tok()?;
             if expect_name {
+                let Some(t) = t else { break };
                 let why = "an ON DUPLICATE KEY UPDATE list the reader does not follow";
-                self.assignment_target(Some(t), &mut out, why)?;
+                self.assignment_target(Some(t), &mut out.0, why)?;
                 expect_name = false;
+                value.clear();
+                long = false;
                 continue;
             }
+            let end = match t {
+                None => true,
+                Some(t) if depth == 0 && (t.is_punct(b',') || t.is_punct(b';')) => true,
+                Some(_) => false,
+            };
+            if end {
+                out.1.push(if long {
+                    Value::Unknown
+                } else {
+                    self.literal(&value)
+                });
+                if t.is_some_and(|t| t.is_punct(b',')) {
+                    expect_name = true;
+                    continue;
+                }
+                break;
+            }
+            let Some(t) = t else { break };
             if t.is_punct(b'(') {
                 depth += 1;
             } else if t.is_punct(b')') {
                 depth = depth.checked_sub(1).ok_or("unbalanced parentheses")?;
-            } else if depth == 0 && t.is_punct(b',') {
-                expect_name = true;
-            } else if depth == 0 && t.is_punct(b';') {
-                break;
+            }
+            if value.len() < MAX_LITERAL_TOKENS {
+                value.push(t);
+            } else {
+                long = true;
             }
         }
-        Ok(out)
+        Ok(())
     }
 }
 

@@ -2,6 +2,7 @@
 //! detailed readers (`lexer`), the cheap pre-check (`classify`) and the decision point every
 //! statement passes (`router`).
 
+pub mod assign;
 pub mod classify;
 pub mod ddl;
 pub mod dml;

@@ -225,7 +225,7 @@ pub fn decide_dynamic(text: &[u8], ctx: &Context) -> Option<ErrorInfo> {
         let (pieces, _) = statements(text, d).map_err(|_| unreadable_dynamic())?;
         Ok(pieces
             .iter()
-            .map(|p| read_piece(text, *p, d, &ctx.scope, false, None))
+            .map(|p| read_executed(text, *p, d, &ctx.scope, false, None).0)
             .collect())
     };
     match reading(ctx.dialect) {
@@ -320,6 +320,14 @@ enum Read {
     Load(Box<super::load::Load>),
     /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
     LoadUnreadable(&'static str),
+    /// INSERT / REPLACE whose head (its table) the reader does not follow.
+    InsertUnreadable(&'static str),
+    /// HBase DDL run by a wrapper (`SET STATEMENT … FOR`): the proxy carries DDL out only as
+    /// a statement of its own.
+    WrappedDdl,
+    /// A write (or dynamic SQL) on an HBase-style table under a wrapper the proxy cannot read
+    /// through with certainty (a placeholder in `SET STATEMENT`, an executable comment).
+    WrappedUnsure,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -464,10 +472,12 @@ fn decide_pieces_with(
     d: Dialect,
     tally: &mut Tally,
 ) -> Decision {
-    let reads: Vec<Read> = pieces
+    // each statement as it runs (through `SET STATEMENT … FOR`, `ANALYZE`): its read, and
+    // the part of the text it is (offsets of reads and splices are that part's)
+    let (reads, runs): (Vec<Read>, Vec<Piece>) = pieces
         .iter()
-        .map(|p| read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept)))
-        .collect();
+        .map(|p| read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept)))
+        .unzip();
     let many = reads.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
     let mut locked: Vec<TableName> = Vec::new();
@@ -484,7 +494,8 @@ fn decide_pieces_with(
         ..WriteState::default()
     };
     for (i, read) in reads.iter().enumerate() {
-        let piece = &sql[pieces[i].start..pieces[i].end];
+        let run = runs[i];
+        let piece = &sql[run.start..run.end];
         if let (Some(rules), true) = (&ctx.writes, many) {
             writes.transaction_statement(piece, d, rules);
         }
@@ -493,6 +504,26 @@ fn decide_pieces_with(
             Read::DmlUnreadable(why) => {
                 tracing::debug!(why, "prefix-scan rewriter: statement not read");
                 tally.unreadable += 1;
+                // an UPDATE in any shape: the cell rules on what it assigns
+                if let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) {
+                    match assigned_cells(piece, d, view, rules) {
+                        Assigned::Nothing => {}
+                        Assigned::Need(n) => {
+                            needs = true;
+                            need.merge(n);
+                            continue;
+                        }
+                        Assigned::Checked(checked, plan) => {
+                            if origin == Origin::Prepare && !many {
+                                writes.plan = plan;
+                            }
+                            if let Some(e) = writes.judge(checked, rules, origin) {
+                                return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                            }
+                            continue;
+                        }
+                    }
+                }
                 // inside a transaction a write or locking read the proxy cannot place is X2
                 if let (Some(rules), true, Origin::Text) = (&ctx.writes, writes.txn.active, origin)
                 {
@@ -536,7 +567,7 @@ fn decide_pieces_with(
                     view.charset,
                     view.settled,
                     &mut own,
-                    pieces[i].start,
+                    run.start,
                     fill,
                 ) {
                     Ok(c) => c,
@@ -552,6 +583,23 @@ fn decide_pieces_with(
                 }
                 if let Some(e) = writes.judge(checked, rules, origin) {
                     return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                }
+            }
+            Read::InsertUnreadable(why) => {
+                let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
+                    continue;
+                };
+                match unreadable_write(piece, d, view, "INSERT", why) {
+                    Assigned::Nothing => {}
+                    Assigned::Need(n) => {
+                        needs = true;
+                        need.merge(n);
+                    }
+                    Assigned::Checked(checked, _) => {
+                        if let Some(e) = writes.judge(checked, rules, origin) {
+                            return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                        }
+                    }
                 }
             }
             Read::LoadUnreadable(why) => {
@@ -594,7 +642,7 @@ fn decide_pieces_with(
                     continue;
                 }
                 if let Some((at, text)) = write::load_fill_t(l, rules) {
-                    splice.insert(pieces[i].start + at, text);
+                    splice.insert(run.start + at, text);
                 }
                 writes.wrote = true;
                 writes.load = Some(Box::new(write::LoadPlan {
@@ -660,7 +708,7 @@ fn decide_pieces_with(
                         need.merge(n);
                     }
                     Step::Splice { text, .. } => {
-                        if rewrite::add_prefix_predicate(&mut splice, pieces[i].start, x, text) {
+                        if rewrite::add_prefix_predicate(&mut splice, run.start, x, text) {
                             tally.rewritten += 1;
                         }
                     }
@@ -684,6 +732,22 @@ fn decide_pieces_with(
                     1235,
                     "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
                 );
+            }
+            Read::WrappedDdl => {
+                return refuse(
+                    1235,
+                    "obkv-proxy: send HBase DDL as a statement of its own, not under SET STATEMENT … FOR",
+                );
+            }
+            Read::WrappedUnsure => {
+                if ctx.strict && ctx.writes.is_some() {
+                    return refuse(
+                        1064,
+                        "obkv-proxy cannot read with certainty the statement this SET STATEMENT … FOR \
+                         or ANALYZE runs (a placeholder in its settings, or an executable comment), so \
+                         it cannot check it; send the statement without the wrapper",
+                    );
+                }
             }
             // the proxy keeps this trigger already: answered OK, nothing runs
             Read::ProxyTrigger => return Decision::Answer(Answer::Ok),
@@ -908,6 +972,125 @@ impl WriteState {
     }
 }
 
+/// What `assigned_cells` found.
+enum Assigned {
+    /// Not an UPDATE that runs, or not a write of an HBase table.
+    Nothing,
+    /// The schemas (or the charset) of its tables are needed first.
+    Need(Need),
+    /// Checked (the partition unknown), with the plan a prepare keeps.
+    Checked(write::Checked, Option<Box<write::WritePlan>>),
+}
+
+/// The cell rules on what an UPDATE the DML reader does not follow assigns (joins,
+/// subqueries, WITH, explicit partitions, index hints): `sql::assign` finds the SET list in any
+/// shape. A SET list it cannot follow, on an HBase table, is C9.
+fn assigned_cells(piece: &[u8], d: Dialect, view: &TableView, rules: &WriteRules) -> Assigned {
+    let update = match super::assign::read(piece, d) {
+        super::assign::Read::NotUpdate => return Assigned::Nothing,
+        super::assign::Read::Update(u) => u,
+        super::assign::Read::Unreadable(why) => {
+            return unreadable_write(piece, d, view, "UPDATE", why)
+        }
+    };
+    let mut schemas = Vec::with_capacity(update.tables.len());
+    let mut need = Need::default();
+    for r in &update.tables {
+        match prefix_scan::table_named(&r.table, view) {
+            Ok(s) => schemas.push(s),
+            Err(n) => {
+                need.merge(n);
+                schemas.push(None);
+            }
+        }
+    }
+    if need != Need::default() {
+        return Assigned::Need(need);
+    }
+    if schemas.iter().all(Option::is_none) {
+        return Assigned::Nothing;
+    }
+    match write::check_assigned(&update, &schemas, rules, view.charset, view.settled) {
+        Ok(checked) => {
+            let plan = write::plan_assigned(&update, &schemas).map(Box::new);
+            Assigned::Checked(checked, plan)
+        }
+        Err(write::NeedCharset) => Assigned::Need(Need {
+            charset: true,
+            ..Need::default()
+        }),
+    }
+}
+
+/// A write the readers cannot follow: C9 if it names an HBase table (its partition unknown).
+fn unreadable_write(
+    piece: &[u8],
+    d: Dialect,
+    view: &TableView,
+    what: &str,
+    why: &'static str,
+) -> Assigned {
+    let mut need = Need::default();
+    let mut hbase = None;
+    for t in &dollar_names(piece, d) {
+        match prefix_scan::table_named(t, view) {
+            Ok(Some(s)) => {
+                hbase.get_or_insert(s);
+            }
+            Ok(None) => {}
+            Err(n) => need.merge(n),
+        }
+    }
+    if need != Need::default() {
+        return Assigned::Need(need);
+    }
+    let Some(schema) = hbase else {
+        return Assigned::Nothing;
+    };
+    let checked = write::Checked {
+        findings: vec![write::unreadable_write(what, why)],
+        touch: Some(Touch::Unknown {
+            table: schema.name.clone(),
+            why,
+        }),
+    };
+    Assigned::Checked(checked, None)
+}
+
+/// The `$` table names of a statement (`[db.]name`, not followed by a dot), at most 64.
+fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
+    let toks: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(dml::MAX_TOKENS)
+        .collect();
+    let ident = |t: &scan::Token| matches!(t.kind, Tok::Word | Tok::QuotedIdent);
+    let mut out = Vec::new();
+    for (k, t) in toks.iter().enumerate() {
+        let dot_after = toks.get(k + 1).is_some_and(|n| n.is_punct(b'.'));
+        if !ident(t) || dot_after || memchr::memchr(b'$', t.text(piece)).is_none() {
+            continue;
+        }
+        let schema = k
+            .checked_sub(2)
+            .filter(|&s| toks.get(s + 1).is_some_and(|x| x.is_punct(b'.')))
+            .and_then(|s| toks.get(s))
+            .filter(|s| ident(s))
+            .map(|s| scan::ident_value(piece, s));
+        let raw_name = scan::ident_value(piece, t);
+        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+        out.push(TableName {
+            schema: schema.as_deref().map(lossy),
+            name: lossy(&raw_name),
+            raw_schema: schema,
+            raw_name,
+        });
+        if out.len() >= 64 {
+            break;
+        }
+    }
+    out
+}
+
 /// Whether a statement the DML reader does not follow writes or locks rows, by its words: an
 /// UPDATE or DELETE (also after WITH), or a SELECT with FOR UPDATE / FOR SHARE / LOCK IN SHARE
 /// MODE.
@@ -917,9 +1100,27 @@ fn writes_rows_lexically(piece: &[u8], d: Dialect) -> bool {
         .filter(|t| t.kind == Tok::Word)
         .map(|t| t.text(piece));
     let is = |w: &[u8], s: &str| w.eq_ignore_ascii_case(s.as_bytes());
-    let Some(first) = words.next() else {
+    let Some(mut first) = words.next() else {
         return false;
     };
+    if ["EXPLAIN", "DESCRIBE", "DESC"].iter().any(|w| is(first, w)) {
+        // EXPLAIN ANALYZE runs its statement (MySQL); a plain EXPLAIN runs nothing
+        let mut analyze = false;
+        for w in words.by_ref() {
+            if is(w, "ANALYZE") {
+                analyze = true;
+            } else if !["FORMAT", "TREE", "JSON", "TRADITIONAL"]
+                .iter()
+                .any(|x| is(w, x))
+            {
+                first = w;
+                break;
+            }
+        }
+        if !analyze {
+            return false;
+        }
+    }
     if is(first, "UPDATE") || is(first, "DELETE") {
         return true;
     }
@@ -1064,7 +1265,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             oceanbase_partitions: None,
             note: overall.clone(),
         };
-        let read = read_piece(sql, *p, d, &ctx.scope, ctx.tables.is_some(), None);
+        let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), None);
         if let (Read::DmlUnreadable(why), true) = (&read, row.note.is_empty()) {
             row.note = format!("forwarded unchanged: the rewriter does not read {why}");
         }
@@ -1091,7 +1292,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             Step::Splice { text, prefixes } if rewritten => {
                 if let Some(end) = x.where_end {
                     let mut s = Splice::new();
-                    s.insert(end, text);
+                    s.insert(run.start - p.start + end, text);
                     row.sent = s.apply(piece).trim_ascii_start().to_vec();
                 }
                 row.partitions = Some(names(
@@ -1240,12 +1441,14 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
         | Read::Insert(_)
         | Read::Load(_)
         | Read::LoadUnreadable(_)
+        | Read::InsertUnreadable(_)
         | Read::ProgramWritesHbase
         | Read::DmlUnreadable(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
-        Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl => {
+        Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::WrappedDdl => {
             Some(hbase_ddl_not_preparable())
         }
+        Read::WrappedUnsure => ctx.strict.then(unreadable_dynamic),
         // PREPARE inside a prepared text is refused by the backend itself
         Read::Dynamic(_) => ctx.strict.then(unreadable_dynamic),
     }
@@ -1313,6 +1516,46 @@ fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
     }
 }
 
+/// One statement of a text, read through the wrappers that run another statement
+/// (`scan::executed_part`: `SET STATEMENT … FOR`, `ANALYZE`), with the part of the text that
+/// runs: offsets in the read are relative to that part (the piece itself without a wrapper).
+fn read_executed(
+    sql: &[u8],
+    p: Piece,
+    d: Dialect,
+    scope: &Scope,
+    dml_too: bool,
+    kept: Option<&scan::Kept>,
+) -> (Read, Piece) {
+    let ex = scan::executed_part(sql.get(p.start..p.end).unwrap_or_default(), d);
+    if ex.offset == 0 || p.program {
+        return (read_piece(sql, p, d, scope, dml_too, kept), p);
+    }
+    let inner = Piece {
+        start: p.start + ex.offset,
+        ..p
+    };
+    let read = read_piece(sql, inner, d, scope, dml_too, kept);
+    match read {
+        Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::ProxyTrigger => {
+            (Read::WrappedDdl, p)
+        }
+        Read::Plain => (Read::Plain, p),
+        Read::Dml(x) if ex.unsure && x.verb == dml::Verb::Select && !x.locking => (Read::Plain, p),
+        Read::DmlUnreadable(_)
+            if ex.unsure
+                && !writes_rows_lexically(
+                    sql.get(inner.start..inner.end).unwrap_or_default(),
+                    d,
+                ) =>
+        {
+            (Read::Plain, p)
+        }
+        _ if ex.unsure => (Read::WrappedUnsure, p),
+        read => (read, inner),
+    }
+}
+
 /// One statement of a text, read (`kept`: the text's tokens, if its split kept them).
 fn read_piece(
     sql: &[u8],
@@ -1337,7 +1580,18 @@ fn read_piece(
             {
                 Read::Insert(Box::new(head.table))
             }
-            _ => Read::Plain,
+            super::insert::Read::Insert { .. } | super::insert::Read::NotInsert => Read::Plain,
+            // rows it cannot read: the write stage reports them (C9) on an HBase table
+            super::insert::Read::Unreadable(why) => match super::insert::head_table(piece, d) {
+                Ok(Some(table))
+                    if memchr::memchr(b'$', table.raw_name.as_slice()).is_some()
+                        && scope.covers(table.schema.as_deref()) =>
+                {
+                    Read::Insert(Box::new(table))
+                }
+                Ok(_) => Read::Plain,
+                Err(_) => Read::InsertUnreadable(why),
+            },
         };
     }
     if dml_too && !p.program && first.is_word(piece, "LOAD") {
@@ -2075,6 +2329,106 @@ mod tests {
         };
         let sql = b"CREATE PROCEDURE p() INSERT INTO g$f VALUES ('k', 'q', -1, 'v')";
         assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
+    }
+
+    /// The code a decision refuses with, if it refuses.
+    fn refused_code(d: &Decision) -> Option<u16> {
+        match d {
+            Decision::Answer(Answer::Error(e)) => Some(e.code),
+            Decision::Write(w) => w.refused.as_ref().map(|e| e.code),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn updates_in_every_shape_have_their_set_list_checked() {
+        let ctx = Context {
+            writes: Some(WriteRules::default()),
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        };
+        let d = |sql: &str| refused_code(&decide(sql.as_bytes(), Origin::Text, &ctx).1);
+        for (sql, code) in [
+            ("UPDATE g$f a JOIN o b ON a.K = b.k SET a.K = 'x'", 1235),
+            ("UPDATE o b, hb.g$f SET g$f.T = 1", 1235),
+            ("UPDATE o JOIN g$f ON 1 SET V = NULL", 1048),
+            ("UPDATE g$f SET V = 'x', Q = 'y' WHERE K IN (SELECT k FROM o)", 1235),
+            ("UPDATE g$f PARTITION (p1) SET K_PREFIX = 'x'", 3105),
+            ("UPDATE g$f FORCE INDEX (PRIMARY) SET V = X'00', T = 5 WHERE K = 'k'", 1235),
+            ("ANALYZE UPDATE g$f SET K := 'x' WHERE K = 'k'", 1235),
+            ("WITH c AS (SELECT 1) UPDATE g$f SET V = REPEAT('x', 40), T = -1", 1235),
+            ("UPDATE g$f a JOIN o b ON 1 SET a.V = '0123456789012345678901234567890123'", 1406),
+            ("INSERT INTO g$f SELECT * FROM o ON DUPLICATE KEY UPDATE Q = 'q'", 1235),
+            ("INSERT INTO g$f (K, Q, T, V) VALUES ('k', 'q', -1, 'v') ON DUPLICATE KEY UPDATE V = NULL", 1048),
+            ("INSERT INTO g$f SET K := '', Q = 'q', T = -1, V = 'v'", 1292),
+            // INSERTs the reader cannot follow: C9 (rows, head)
+            ("INSERT INTO g$f VALUES 'k'", 1064),
+            ("INSERT INTO hb.g$f (K) SET K = 'k'", 1064),
+        ] {
+            assert_eq!(d(sql), Some(code), "{sql}");
+        }
+        for sql in [
+            "UPDATE o b JOIN g$f a ON a.K = b.k SET b.K = 'x', b.v = a.V",
+            "UPDATE g$f a JOIN o b ON 1 SET a.V = b.v",
+            "UPDATE g$f SET V = 'x' WHERE K IN (SELECT k FROM o)",
+            "EXPLAIN UPDATE g$f a JOIN o b ON 1 SET a.K = 'x'",
+            "INSERT INTO g$f SELECT * FROM o ON DUPLICATE KEY UPDATE V = 'v'",
+        ] {
+            assert_eq!(d(sql), None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn statements_run_by_wrappers_are_read_as_they_run() {
+        let ctx = Context {
+            writes: Some(WriteRules::default()),
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        };
+        let d = |sql: &str| decide(sql.as_bytes(), Origin::Text, &ctx).1;
+        // what runs is checked
+        for (sql, code) in [
+            ("ANALYZE INSERT INTO g$f VALUES ('', 'q', -1, 'v')", 1292),
+            (
+                "ANALYZE FORMAT=JSON UPDATE g$f SET T = 1 WHERE K = 'k'",
+                1235,
+            ),
+            (
+                "SET STATEMENT sql_mode='' FOR REPLACE g$f VALUES ('k', 'q', 5, 'v')",
+                1292,
+            ),
+            ("SET STATEMENT a=1 FOR ANALYZE UPDATE g$f SET K = 'x'", 1235),
+            ("EXPLAIN ANALYZE UPDATE g$f SET Q = 'x' WHERE K = 'k'", 1235),
+        ] {
+            assert_eq!(refused_code(&d(sql)), Some(code), "{sql}");
+        }
+        // EXPLAIN runs nothing
+        assert_eq!(
+            refused_code(&d("EXPLAIN UPDATE g$f SET T = 1 WHERE K = 'k'")),
+            None
+        );
+        // HBase DDL only as a statement of its own
+        for sql in [
+            "SET STATEMENT max_statement_time=0 FOR CREATE TABLE g$f (a int)",
+            "SET STATEMENT a=1, b=(2) FOR DROP TABLE g$f",
+            "set statement x=1 for CREATE TABLEGROUP g",
+        ] {
+            assert!(refused(&d(sql), 1235), "{sql}: {:?}", d(sql));
+        }
+        // a placeholder in the settings: the write under it is not read on its own
+        assert!(refused(
+            &d("SET STATEMENT max_statement_time=? FOR DELETE FROM g$f WHERE K = 'k'"),
+            1064
+        ));
+        // reads under an unsure wrapper, and wrappers of plain statements, are forwarded
+        for sql in [
+            "SET STATEMENT max_statement_time=? FOR SELECT * FROM g$f",
+            "SET STATEMENT max_statement_time=0 FOR SELECT 1",
+            "ANALYZE TABLE g$f",
+            "ANALYZE SELECT * FROM plain",
+        ] {
+            assert_eq!(d(sql), Decision::Forward, "{sql}");
+        }
     }
 
     #[test]

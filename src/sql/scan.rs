@@ -704,9 +704,143 @@ pub fn statements_keeping(
     Ok((out, sc.ambiguity))
 }
 
+/// Where the statement a wrapper runs begins (`executed_part`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Executed {
+    /// Offset of the statement that runs, in the piece (0: no wrapper).
+    pub offset: usize,
+    /// A wrapper holds a `?` placeholder, or the piece has an executable comment: the inner
+    /// statement is not read on its own (its placeholders or its comment's extent would not
+    /// be the backend's).
+    pub unsure: bool,
+}
+
+/// Most tokens of wrappers read before giving up on finding the statement they run.
+const MAX_WRAPPER_TOKENS: usize = 4096;
+
+/// Words that begin a statement MariaDB's `ANALYZE` runs (and reports on); `ANALYZE TABLE`
+/// is the maintenance statement.
+const ANALYZED: [&str; 6] = ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"];
+
+/// The statement a piece runs, read through the wrappers that run another statement as it
+/// stands: MariaDB's `SET STATEMENT var = value, … FOR stmt` and `ANALYZE [FORMAT = …] stmt`
+/// (which runs its statement, unlike EXPLAIN). Linear, at most `MAX_WRAPPER_TOKENS` tokens of
+/// wrappers; anything else (or a wrapper that does not end) is no wrapper: offset 0.
+pub fn executed_part(piece: &[u8], d: Dialect) -> Executed {
+    let mut toks = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(MAX_WRAPPER_TOKENS);
+    let mut out = Executed::default();
+    let mut question = false;
+    let Some(mut first) = toks.next() else {
+        return out;
+    };
+    loop {
+        if first.is_word(piece, "SET") {
+            let Some(second) = toks.next() else { break };
+            if !second.is_word(piece, "STATEMENT") {
+                break;
+            }
+            // the assignments, to the first FOR at depth 0
+            let mut depth = 0i32;
+            let mut found = false;
+            for t in toks.by_ref() {
+                question |= t.is_punct(b'?');
+                if t.is_punct(b'(') {
+                    depth += 1;
+                } else if t.is_punct(b')') {
+                    depth -= 1;
+                } else if depth == 0 && t.is_word(piece, "FOR") {
+                    found = true;
+                    break;
+                }
+            }
+            let (true, Some(next)) = (found, toks.next()) else {
+                break;
+            };
+            out.offset = next.start;
+            first = next;
+        } else if first.is_word(piece, "ANALYZE") {
+            let Some(mut next) = toks.next() else { break };
+            if next.is_word(piece, "FORMAT") {
+                let (Some(eq), Some(_), Some(after)) = (toks.next(), toks.next(), toks.next())
+                else {
+                    break;
+                };
+                if !eq.is_punct(b'=') {
+                    break;
+                }
+                next = after;
+            }
+            if !(next.is_punct(b'(') || ANALYZED.iter().any(|w| next.is_word(piece, w))) {
+                break; // ANALYZE TABLE …
+            }
+            out.offset = next.start;
+            first = next;
+        } else {
+            break;
+        }
+    }
+    if out.offset > 0 {
+        out.unsure = question || super::dml::has_executable_comment(piece);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn wrappers_are_read_through_to_the_statement_they_run() {
+        let d = Dialect::default();
+        let run = |sql: &str| {
+            let e = executed_part(sql.as_bytes(), d);
+            (
+                sql.get(e.offset..).unwrap_or_default().to_string(),
+                e.unsure,
+            )
+        };
+        let s = |x: &str, u: bool| (x.to_string(), u);
+        assert_eq!(
+            run("SET STATEMENT max_statement_time = 1, sql_mode = (SELECT 'x') FOR INSERT INTO t VALUES (1)"),
+            s("INSERT INTO t VALUES (1)", false)
+        );
+        assert_eq!(
+            run("analyze format = json update t set a = 1"),
+            s("update t set a = 1", false)
+        );
+        assert_eq!(
+            run("SET STATEMENT a = 1 FOR ANALYZE DELETE FROM t"),
+            s("DELETE FROM t", false)
+        );
+        assert_eq!(run("ANALYZE (SELECT 1)"), s("(SELECT 1)", false));
+        // a placeholder, an executable comment: found, but not sure
+        assert_eq!(
+            run("SET STATEMENT a = ? FOR UPDATE t SET b = 1"),
+            s("UPDATE t SET b = 1", true)
+        );
+        assert_eq!(
+            run("/*!SET STATEMENT a = 1 FOR */ UPDATE t SET b = 1"),
+            s("UPDATE t SET b = 1", true)
+        );
+        // no wrapper
+        for sql in [
+            "ANALYZE TABLE t",
+            "SET a = 1",
+            "SET STATEMENT a = 1",
+            "SET STATEMENT a = 1 FOR",
+            "ANALYZE FORMAT = JSON",
+            "UPDATE t SET a = 1",
+            "EXPLAIN UPDATE t SET a = 1",
+        ] {
+            assert_eq!(
+                executed_part(sql.as_bytes(), d),
+                Executed::default(),
+                "{sql}"
+            );
+        }
+    }
 
     fn words(sql: &str, d: Dialect) -> Vec<String> {
         Scanner::new(sql.as_bytes(), d)

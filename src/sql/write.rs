@@ -329,9 +329,9 @@ pub fn check_insert(
         insert::Read::Insert { head, .. } => head,
         insert::Read::NotInsert => return Ok(Checked::default()),
         insert::Read::Unreadable(why) => {
-            findings.push(unchecked(format!(
-                "this INSERT is not in a form obkv-proxy reads ({why}); its cells were not checked"
-            )));
+            // not a value the proxy cannot see but a statement it cannot read: unsure, so
+            // refused in strict mode (a warning otherwise)
+            findings.push(unreadable_write("INSERT", why));
             return Ok(Checked {
                 findings,
                 touch: Some(Touch::Unknown {
@@ -351,7 +351,21 @@ pub fn check_insert(
         ));
         rows.not_known("INSERT … SELECT");
     }
+    // ON DUPLICATE KEY UPDATE: an UPDATE of the row already there
+    findings.extend(cells::check_prefix_column_written(
+        &head.on_duplicate,
+        limits,
+    ));
     findings.extend(cells::check_cell_address_changed(&head.on_duplicate));
+    for (c, v) in head.on_duplicate.iter().zip(&head.on_duplicate_values) {
+        if col_is(c, "V") {
+            let mut need = false;
+            check_assigned_v(seen(v, conn, &mut need), limits, rules, &mut findings);
+            if need && !settled {
+                return Err(NeedCharset);
+            }
+        }
+    }
     for (at, text) in positions {
         splice.insert(base + at, text);
     }
@@ -404,6 +418,119 @@ pub fn check_dml(
     Ok(Checked {
         findings,
         touch: Some(touch),
+    })
+}
+
+/// C9: a write on an HBase table in a form obkv-proxy cannot read; refused in strict mode (a
+/// warning otherwise), since the cells it writes cannot be checked.
+pub fn unreadable_write(what: &str, why: &str) -> Finding {
+    Finding::error(
+        "C9",
+        1064,
+        "42000",
+        format!("obkv-proxy cannot read this {what} on an HBase table ({why}), so it cannot check its cells"),
+    )
+}
+
+/// The cell rules on what an UPDATE in any shape assigns (`sql::assign`), each target against
+/// the HBase tables it may belong to (`schemas`, by the index of `update.tables`; None: not an
+/// HBase table). The rows' partition is not known: inside a transaction that is X2.
+pub fn check_assigned(
+    update: &super::assign::Update,
+    schemas: &[Option<std::sync::Arc<TableSchema>>],
+    rules: &WriteRules,
+    conn: Option<ConnCharset>,
+    settled: bool,
+) -> Result<Checked, NeedCharset> {
+    let mut findings: Vec<Finding> = Vec::new();
+    let mut need = false;
+    // the rows it reads of an HBase table are locked too: its partition is not known
+    let first: Option<&TableSchema> = schemas.iter().find_map(|s| s.as_deref());
+    for a in &update.assignments {
+        for r in update.targets_of(a) {
+            let at = update.tables.iter().position(|t| std::ptr::eq(t, r));
+            let Some(schema) = at.and_then(|i| schemas.get(i)).and_then(|s| s.as_deref()) else {
+                continue;
+            };
+            let target = std::slice::from_ref(&a.column);
+            let mut add = |f: Option<Finding>| {
+                if let Some(f) = f {
+                    if findings.len() < MAX_FINDINGS
+                        && !findings.iter().any(|g| g.message == f.message)
+                    {
+                        findings.push(f);
+                    }
+                }
+            };
+            add(cells::check_prefix_column_written(target, &schema.limits));
+            add(cells::check_cell_address_changed(target));
+            if col_is(&a.column, "V") {
+                let mut out = Vec::new();
+                check_assigned_v(
+                    seen(&a.value, conn, &mut need),
+                    &schema.limits,
+                    rules,
+                    &mut out,
+                );
+                out.into_iter().for_each(|f| add(Some(f)));
+            }
+        }
+    }
+    if need && !settled {
+        return Err(NeedCharset);
+    }
+    Ok(Checked {
+        findings,
+        touch: first.map(|s| Touch::Unknown {
+            table: s.name.clone(),
+            why: "an UPDATE with a join, a subquery or another shape the reader does not place",
+        }),
+    })
+}
+
+/// The plan a prepared UPDATE of `sql::assign`'s shapes keeps for its executions: the V it
+/// assigns from placeholders, checked with the bound values (only when its targets belong to
+/// one HBase table; the rows' partition stays unknown).
+pub fn plan_assigned(
+    update: &super::assign::Update,
+    schemas: &[Option<std::sync::Arc<TableSchema>>],
+) -> Option<WritePlan> {
+    let mut schema: Option<&std::sync::Arc<TableSchema>> = None;
+    let mut at: Option<usize> = None;
+    let mut assignments = Vec::new();
+    for a in &update.assignments {
+        for r in update.targets_of(a) {
+            let i = update.tables.iter().position(|t| std::ptr::eq(t, r))?;
+            let Some(s) = schemas.get(i).and_then(|s| s.as_ref()) else {
+                continue;
+            };
+            match schema {
+                Some(k) if k.schema != s.schema || k.name != s.name => return None,
+                _ => {
+                    schema = Some(s);
+                    at.get_or_insert(i);
+                }
+            }
+            if col_is(&a.column, "V") {
+                assignments.push((a.column.clone(), a.value.clone()));
+            }
+        }
+    }
+    let (schema, table) = (schema?, update.tables.get(at?)?);
+    Some(WritePlan {
+        schema: schema.clone(),
+        shape: Shape::Dml(Box::new(Dml {
+            verb: Verb::Update,
+            explain: false,
+            table: table.table.clone(),
+            where_end: None,
+            preds: Vec::new(),
+            where_idents: Default::default(),
+            backslash_literal: false,
+            params_before_where_end: 0,
+            assignments,
+            locking: false,
+        })),
     })
 }
 

@@ -115,8 +115,13 @@ impl Fixture {
 
     /// The table's cells, read directly on the backend.
     fn cells(&self, table: &str) -> Vec<Vec<Option<Vec<u8>>>> {
+        self.direct(&format!("SELECT K, Q, T, V FROM {table} ORDER BY K, Q, T"))
+    }
+
+    /// A query's rows, read directly on the backend.
+    fn direct(&self, sql: &str) -> Vec<Vec<Option<Vec<u8>>>> {
         let mut d = RawConn::connect(&self.backend, "root", "", Some(&self.db)).expect("direct");
-        d.rows(&format!("SELECT K, Q, T, V FROM {table} ORDER BY K, Q, T"))
+        d.rows(sql)
     }
 }
 
@@ -221,6 +226,158 @@ fn each_cell_rule_refuses_and_accepts() {
             ),
             "{notes:?}"
         );
+    }
+}
+
+const OTHER: &str = "SELECT k, v FROM other ORDER BY k";
+
+/// Writes in shapes beyond the single-table statement: joins, subqueries, WITH, explicit
+/// partitions, index hints, `:=`, INSERT … SELECT … ON DUPLICATE KEY UPDATE, and the wrappers
+/// that run another statement (MariaDB's ANALYZE and SET STATEMENT … FOR). Each refused one
+/// leaves every table as it was; the same shapes writing what the rules allow run.
+#[test]
+fn every_shape_of_a_write_is_checked() {
+    for kind in BOTH {
+        let tag = format!("s{}", kind.name());
+        let f = fixture(kind, &tag);
+        let mut c = f.via();
+        let t = f.table.clone();
+        let now = -now_ms();
+        let long = "v".repeat(33);
+        ok(
+            &mut c,
+            "CREATE TABLE other (k varbinary(16), v varbinary(32))",
+        );
+        ok(&mut c, "INSERT INTO other VALUES ('k1', 'from other')");
+        for k in ["k1", "k2"] {
+            ok(
+                &mut c,
+                &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('{k}', 'q', {now}, 'v')"),
+            );
+        }
+        let mariadb = kind == Kind::MariaDb;
+        // (what, refused statement, its code, on this backend)
+        let cases: Vec<(&str, String, u16, bool)> = vec![
+            ("join sets K", format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.K = 'zz'"), 1235, true),
+            ("comma join sets T", format!("UPDATE {t} a, other b SET a.T = 5 WHERE a.K = b.k"), 1235, true),
+            ("unqualified K in a join", format!("UPDATE other b JOIN {t} a ON a.K = b.k SET K = 'zz'"), 1235, true),
+            ("join sets V NULL", format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.V = NULL"), 1048, true),
+            ("join sets V too long", format!("UPDATE {t} AS a INNER JOIN other AS b ON a.K = b.k SET b.v = 'x', a.V = '{long}'"), 1406, true),
+            ("join sets the prefix column", format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.K_PREFIX = 'x'"), 3105, true),
+            ("subquery sets K", format!("UPDATE {t} SET K = 'yy' WHERE K IN (SELECT k FROM other)"), 1235, true),
+            ("subquery sets V NULL", format!("UPDATE {t} SET V = NULL WHERE K IN (SELECT k FROM other)"), 1048, true),
+            ("partitions named", format!("UPDATE {t} PARTITION (p0, p1) SET T = 9"), 1235, true),
+            ("index hint", format!("UPDATE {t} USE INDEX (PRIMARY) SET Q = 'x' WHERE K = 'k1'"), 1235, true),
+            ("`:=` in UPDATE", format!("UPDATE {t} SET K := 'w' WHERE K = 'k1'"), 1235, true),
+            ("`:=` in INSERT SET", format!("INSERT INTO {t} SET K := '', Q := 'q', T := {now}, V := 'v'"), 1292, true),
+            ("`:=` in ON DUPLICATE KEY UPDATE", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v') ON DUPLICATE KEY UPDATE K := 'dup'"), 1235, true),
+            ("ON DUPLICATE KEY UPDATE V NULL", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v') ON DUPLICATE KEY UPDATE V = NULL"), 1048, true),
+            ("INSERT … SELECT … ON DUPLICATE KEY UPDATE K", format!("INSERT INTO {t} (K, Q, T, V) SELECT k, 'q', {now}, v FROM other ON DUPLICATE KEY UPDATE K = 'dupk'"), 1235, true),
+            ("ANALYZE UPDATE", format!("ANALYZE UPDATE {t} SET K = 'an' WHERE K = 'k1'"), 1235, mariadb),
+            ("ANALYZE INSERT", format!("ANALYZE INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v')"), 1292, mariadb),
+            ("ANALYZE FORMAT=JSON REPLACE", format!("ANALYZE FORMAT=JSON REPLACE INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {}, 'v')", -now), 1292, mariadb),
+            ("SET STATEMENT … FOR INSERT", format!("SET STATEMENT sql_mode = '' FOR INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, '{long}')"), 1406, mariadb),
+            ("SET STATEMENT … FOR ANALYZE UPDATE … JOIN", format!("SET STATEMENT max_statement_time = 0 FOR ANALYZE UPDATE {t} a JOIN other b ON a.K = b.k SET a.T = 1"), 1235, mariadb),
+            ("SET STATEMENT … FOR CREATE TABLE", format!("SET STATEMENT max_statement_time = 0 FOR CREATE TABLE {tag}$bad (a int)"), 1235, mariadb),
+            ("WITH … UPDATE", format!("WITH c AS (SELECT 'k1' AS k) UPDATE {t} SET K = 'cte' WHERE K IN (SELECT k FROM c)"), 1235, !mariadb),
+        ];
+        for (what, bad, code, here) in &cases {
+            if !here {
+                continue;
+            }
+            let before = (f.cells(&t), f.direct(OTHER));
+            let (got, message) = refused(&mut c, bad);
+            assert_eq!(got, *code, "{}: {what}: {message}", kind.name());
+            assert!(
+                message.contains("OBKV-HBase rule") || message.contains("statement of its own"),
+                "{what}: {message}"
+            );
+            assert_eq!(
+                (f.cells(&t), f.direct(OTHER)),
+                before,
+                "{}: {what}: refused yet changed",
+                kind.name()
+            );
+        }
+        let tables = c.rows(&format!("SHOW TABLES LIKE '{tag}$bad'"));
+        assert!(tables.is_empty(), "{}: {tables:?}", kind.name());
+        // the same shapes writing what the rules allow run
+        let mut allowed = vec![
+            format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.V = b.v"),
+            format!("UPDATE other b JOIN {t} a ON a.K = b.k SET b.v = a.Q"),
+            // OceanBase reads `:=` only in expressions; MariaDB in a SET list too
+            format!(
+                "UPDATE {t} SET V {} 'sub' WHERE K IN (SELECT 'k2')",
+                if mariadb { ":=" } else { "=" }
+            ),
+            format!("INSERT INTO {t} (K, Q, T, V) SELECT k, 'q2', {now}, v FROM other ON DUPLICATE KEY UPDATE V = 'dup'"),
+        ];
+        if mariadb {
+            allowed.push(format!("ANALYZE UPDATE {t} SET V = 'an' WHERE K = 'k2'"));
+            allowed.push(format!("SET STATEMENT max_statement_time = 0 FOR INSERT INTO {t} (K, Q, T, V) VALUES ('k3', 'q', {now}, 'ss')"));
+        } else {
+            allowed.push(format!("WITH c AS (SELECT 'k2' AS k) UPDATE {t} SET V = 'cte' WHERE K IN (SELECT k FROM c)"));
+        }
+        for sql in &allowed {
+            ok(&mut c, sql);
+        }
+        let cells = f.cells(&t);
+        let v_of = |k: &[u8], q: &[u8]| {
+            cells
+                .iter()
+                .find(|r| r[0].as_deref() == Some(k) && r[1].as_deref() == Some(q))
+                .and_then(|r| r[3].clone())
+        };
+        assert_eq!(v_of(b"k1", b"q").as_deref(), Some(b"from other".as_slice()));
+        // other.v was set from the HBase table's Q before the INSERT … SELECT read it
+        assert_eq!(v_of(b"k1", b"q2").as_deref(), Some(b"q".as_slice()));
+        let k2 = if mariadb { b"an".as_slice() } else { b"cte" };
+        assert_eq!(v_of(b"k2", b"q").as_deref(), Some(k2), "{}", kind.name());
+        assert_eq!(f.direct(OTHER)[0][1].as_deref(), Some(b"q".as_slice()));
+        if mariadb {
+            assert_eq!(v_of(b"k3", b"q").as_deref(), Some(b"ss".as_slice()));
+        }
+        // inside a transaction such a statement cannot be placed: X2, nothing changed
+        ok(&mut c, "BEGIN");
+        let before = f.cells(&t);
+        let (code, message) = refused(
+            &mut c,
+            &format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.V = 'tx'"),
+        );
+        assert_eq!(code, 1235, "{message}");
+        assert!(message.contains("X2"), "{message}");
+        ok(&mut c, "ROLLBACK");
+        assert_eq!(f.cells(&t), before);
+        // prepared: the V a join assigns from a placeholder is checked at each execution
+        let (id, params) = prepare(
+            &mut c,
+            format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.V = ?").as_bytes(),
+        )
+        .expect("prepared");
+        assert_eq!(params, 1);
+        let (code, message) =
+            execute(&mut c, &execute_packet(id, false, &[P::Null], true, &[])).expect_err("NULL V");
+        assert_eq!(code, 1048, "{}: {message}", kind.name());
+        assert_eq!(f.cells(&t), before);
+        execute(
+            &mut c,
+            &execute_packet(id, false, &[P::Str(b"bound".to_vec())], true, &[]),
+        )
+        .expect("a good V");
+        let cells = f.cells(&t);
+        assert!(
+            cells
+                .iter()
+                .any(|r| r[0].as_deref() == Some(b"k1") && r[3].as_deref() == Some(b"bound")),
+            "{cells:?}"
+        );
+        // and a prepared join assigning K is refused at its prepare
+        let e = prepare(
+            &mut c,
+            format!("UPDATE {t} a JOIN other b ON a.K = b.k SET a.K = ?").as_bytes(),
+        )
+        .expect_err("C7 at prepare");
+        assert_eq!(e.0, 1235, "{e:?}");
     }
 }
 
