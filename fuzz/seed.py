@@ -49,6 +49,13 @@ sql |= {
     b"INSERT g$f SET K = 'a', Q = 'b', T = -1, V = LOWER('x') ON DUPLICATE KEY UPDATE V = 'y', g$f.T = 2",
     b"INSERT INTO g$f VALUES ('a','b',1,'v') AS new ON DUPLICATE KEY UPDATE V = new.V",
     b"INSERT INTO g$f PARTITION (p0) (K,Q,T,V) VALUES ROW('a','b',1,'v'), ()",
+    b"INSERT g$f SET K := 'a', Q := 'b', T := -1, V := 'v' ON DUPLICATE KEY UPDATE V := NULL",
+    b"INSERT INTO g$f SELECT * FROM (SELECT 1) x ON DUPLICATE KEY UPDATE K = 'z', V = ?",
+    b"UPDATE (g$f a JOIN db.`g$h` AS b ON a.K = b.K), (SELECT 1) d SET a.V = ?, b.T := 1, db.b.Q = 'q'",
+    b"WITH c (n) AS (SELECT 1) UPDATE g$f PARTITION (p0) x USE INDEX (PRIMARY) SET x.K = 'a' WHERE K IN (SELECT n FROM c)",
+    b"SET STATEMENT max_statement_time = 1, sql_mode = (SELECT '') FOR ANALYZE FORMAT = JSON UPDATE g$f SET V = 'v'",
+    b"SET STATEMENT a = ? FOR CREATE TABLE g$f (K int)",
+    b"EXPLAIN ANALYZE FORMAT = TREE UPDATE g$f FOR SYSTEM_TIME ALL x, o SET x.T = 1",
 }
 for s in sorted(sql):
     for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C):

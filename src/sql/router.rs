@@ -713,7 +713,10 @@ fn decide_pieces_with(
                         }
                     }
                     // counted at each execution
-                    Step::Prepared(plan) if origin == Origin::Prepare && !many => {
+                    Step::Prepared(mut plan) if origin == Origin::Prepare && !many => {
+                        // the variant is spliced into the statement's whole text (through an
+                        // ANALYZE wrapper, whose words hold no placeholder)
+                        plan.where_end += run.start - pieces[i].start;
                         prepared = Some(plan);
                     }
                     Step::Prepared(_) => {
@@ -2406,6 +2409,23 @@ mod tests {
         assert_eq!(
             refused_code(&d("EXPLAIN UPDATE g$f SET T = 1 WHERE K = 'k'")),
             None
+        );
+        // a prepared ANALYZE: the variant's predicate goes where the WHERE clause ends in the
+        // whole text, and a text's rewrite is spliced there too
+        let sql = b"ANALYZE SELECT * FROM g$f WHERE K LIKE ? ORDER BY K";
+        let Decision::ForwardPrepared(plan) = decide(sql, Origin::Prepare, &ctx).1 else {
+            panic!("not planned");
+        };
+        assert_eq!(
+            &sql[..plan.where_end],
+            b"ANALYZE SELECT * FROM g$f WHERE K LIKE ?"
+        );
+        assert_eq!(
+            d("ANALYZE SELECT * FROM g$f WHERE K LIKE 'abcdef%'"),
+            Decision::Rewrite(
+                b"ANALYZE SELECT * FROM g$f WHERE K LIKE 'abcdef%' AND `K_PREFIX` = X'61626364'"
+                    .to_vec()
+            )
         );
         // HBase DDL only as a statement of its own
         for sql in [

@@ -279,6 +279,7 @@ fn every_shape_of_a_write_is_checked() {
             ("SET STATEMENT … FOR INSERT", format!("SET STATEMENT sql_mode = '' FOR INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, '{long}')"), 1406, mariadb),
             ("SET STATEMENT … FOR ANALYZE UPDATE … JOIN", format!("SET STATEMENT max_statement_time = 0 FOR ANALYZE UPDATE {t} a JOIN other b ON a.K = b.k SET a.T = 1"), 1235, mariadb),
             ("SET STATEMENT … FOR CREATE TABLE", format!("SET STATEMENT max_statement_time = 0 FOR CREATE TABLE {tag}$bad (a int)"), 1235, mariadb),
+            ("LOAD XML", format!("LOAD XML LOCAL INFILE '/nonexistent/cells.xml' INTO TABLE {t}"), 1064, mariadb),
             ("WITH … UPDATE", format!("WITH c AS (SELECT 'k1' AS k) UPDATE {t} SET K = 'cte' WHERE K IN (SELECT k FROM c)"), 1235, !mariadb),
         ];
         for (what, bad, code, here) in &cases {
@@ -289,7 +290,9 @@ fn every_shape_of_a_write_is_checked() {
             let (got, message) = refused(&mut c, bad);
             assert_eq!(got, *code, "{}: {what}: {message}", kind.name());
             assert!(
-                message.contains("OBKV-HBase rule") || message.contains("statement of its own"),
+                message.contains("OBKV-HBase rule")
+                    || message.contains("statement of its own")
+                    || message.contains("cannot read"),
                 "{what}: {message}"
             );
             assert_eq!(
