@@ -56,6 +56,7 @@ sql |= {
     b"SET STATEMENT max_statement_time = 1, sql_mode = (SELECT '') FOR ANALYZE FORMAT = JSON UPDATE g$f SET V = 'v'",
     b"SET STATEMENT a = ? FOR CREATE TABLE g$f (K int)",
     b"EXPLAIN ANALYZE FORMAT = TREE UPDATE g$f FOR SYSTEM_TIME ALL x, o SET x.T = 1",
+    b"CREATE OR REPLACE ALGORITHM = TEMPTABLE DEFINER = `u`@`%` VIEW v (a) AS (SELECT COUNT(*) OVER () FROM g$f GROUP BY K)",
 }
 for s in sorted(sql):
     for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C):

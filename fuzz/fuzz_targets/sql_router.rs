@@ -138,6 +138,7 @@ fuzz_target!(|data: &[u8]| {
             }
         }
     }
+    let _ = obkv_proxy::sql::view::read(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);

@@ -15,4 +15,5 @@ pub mod rewrite;
 pub mod router;
 pub mod scan;
 pub mod splice;
+pub mod view;
 pub mod write;

@@ -320,6 +320,8 @@ enum Read {
     Load(Box<super::load::Load>),
     /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
     LoadUnreadable(&'static str),
+    /// CREATE / ALTER VIEW naming an HBase-style table, whose query may take writes.
+    View,
     /// INSERT / REPLACE whose head (its table) the reader does not follow.
     InsertUnreadable(&'static str),
     /// HBase DDL run by a wrapper (`SET STATEMENT … FOR`): the proxy carries DDL out only as
@@ -583,6 +585,22 @@ fn decide_pieces_with(
                 }
                 if let Some(e) = writes.judge(checked, rules, origin) {
                     return stop_at(sql, pieces, i, splice, e, needs, need, writes);
+                }
+            }
+            Read::View => {
+                if !ctx.strict || ctx.writes.is_none() {
+                    continue;
+                }
+                let Some(view) = &ctx.tables else {
+                    return refuse(1235, UPDATABLE_VIEW);
+                };
+                match hbase_table_named(piece, d, view) {
+                    Ok(None) => {}
+                    Ok(Some(_)) => return refuse(1235, UPDATABLE_VIEW),
+                    Err(n) => {
+                        needs = true;
+                        need.merge(n);
+                    }
                 }
             }
             Read::InsertUnreadable(why) => {
@@ -1025,14 +1043,17 @@ fn assigned_cells(piece: &[u8], d: Dialect, view: &TableView, rules: &WriteRules
     }
 }
 
-/// A write the readers cannot follow: C9 if it names an HBase table (its partition unknown).
-fn unreadable_write(
+/// Why a view over an HBase table is refused.
+const UPDATABLE_VIEW: &str = "obkv-proxy: a view over an HBase table could take INSERT / UPDATE / \
+    DELETE that the cell rules and the transaction guard do not see; make its query read-only \
+    (GROUP BY, DISTINCT, an aggregate, UNION) or read the table directly";
+
+/// The first HBase table a statement names (by its `$` identifiers), if any.
+fn hbase_table_named(
     piece: &[u8],
     d: Dialect,
     view: &TableView,
-    what: &str,
-    why: &'static str,
-) -> Assigned {
+) -> Result<Option<std::sync::Arc<crate::hbase::schema::TableSchema>>, Need> {
     let mut need = Need::default();
     let mut hbase = None;
     for t in &dollar_names(piece, d) {
@@ -1045,10 +1066,23 @@ fn unreadable_write(
         }
     }
     if need != Need::default() {
-        return Assigned::Need(need);
+        return Err(need);
     }
-    let Some(schema) = hbase else {
-        return Assigned::Nothing;
+    Ok(hbase)
+}
+
+/// A write the readers cannot follow: C9 if it names an HBase table (its partition unknown).
+fn unreadable_write(
+    piece: &[u8],
+    d: Dialect,
+    view: &TableView,
+    what: &str,
+    why: &'static str,
+) -> Assigned {
+    let schema = match hbase_table_named(piece, d, view) {
+        Err(n) => return Assigned::Need(n),
+        Ok(None) => return Assigned::Nothing,
+        Ok(Some(s)) => s,
     };
     let checked = write::Checked {
         findings: vec![write::unreadable_write(what, why)],
@@ -1452,6 +1486,8 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
             Some(hbase_ddl_not_preparable())
         }
         Read::WrappedUnsure => ctx.strict.then(unreadable_dynamic),
+        Read::View => (ctx.strict && ctx.writes.is_some())
+            .then(|| ErrorInfo::new(1235, "42000", UPDATABLE_VIEW)),
         // PREPARE inside a prepared text is refused by the backend itself
         Read::Dynamic(_) => ctx.strict.then(unreadable_dynamic),
     }
@@ -1664,6 +1700,11 @@ fn read_piece(
     let create_table = verb == "CREATE" && object.as_deref() == Some("TABLE");
     if !names_hbase && !create_table {
         return Read::Plain;
+    }
+    if names_hbase && (verb == "CREATE" || verb == "ALTER") {
+        if let Some(v) = super::view::read(piece, d) {
+            return if v.read_only { Read::Plain } else { Read::View };
+        }
     }
     // offsets in the parsed statement are relative to the piece
     match ddl::parse_with(piece, d) {
@@ -2379,6 +2420,41 @@ mod tests {
         ] {
             assert_eq!(d(sql), None, "{sql}");
         }
+    }
+
+    #[test]
+    fn views_over_hbase_tables_must_be_read_only() {
+        let ctx = Context {
+            writes: Some(WriteRules::default()),
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        };
+        let d = |sql: &str| refused_code(&decide(sql.as_bytes(), Origin::Text, &ctx).1);
+        for sql in [
+            "CREATE VIEW v AS SELECT * FROM g$f",
+            "CREATE OR REPLACE ALGORITHM = TEMPTABLE VIEW v AS SELECT K, V FROM hb.`g$f` WHERE K > 'a'",
+            "ALTER DEFINER = CURRENT_USER VIEW v AS SELECT a.* FROM g$f a JOIN o ON 1",
+            "SELECT 1; CREATE VIEW v AS SELECT * FROM g$f",
+            "SET STATEMENT a=1 FOR CREATE VIEW v AS SELECT * FROM g$f",
+        ] {
+            assert_eq!(d(sql), Some(1235), "{sql}");
+        }
+        for sql in [
+            "CREATE VIEW v AS SELECT K, COUNT(*) AS n FROM g$f GROUP BY K",
+            "CREATE VIEW v AS SELECT DISTINCT K FROM g$f",
+            // `$` names that are not HBase tables
+            "CREATE VIEW v AS SELECT * FROM other$name",
+            "CREATE VIEW v AS SELECT * FROM plain",
+        ] {
+            assert_eq!(d(sql), None, "{sql}");
+        }
+        // warn mode: not refused
+        let lax = Context {
+            strict: false,
+            ..ctx.clone()
+        };
+        let sql = b"CREATE VIEW v AS SELECT * FROM g$f";
+        assert_eq!(refused_code(&decide(sql, Origin::Text, &lax).1), None);
     }
 
     #[test]

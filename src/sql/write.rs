@@ -613,6 +613,8 @@ pub enum Shape {
         /// The columns each row's values go to.
         columns: Vec<Vec<u8>>,
         rows: Vec<Vec<Value>>,
+        /// The values ON DUPLICATE KEY UPDATE gives V (checked like an UPDATE's).
+        on_duplicate_v: Vec<Value>,
     },
     /// UPDATE / DELETE / a locking SELECT.
     Dml(Box<Dml>),
@@ -652,14 +654,22 @@ pub fn plan_insert(
         rows.push(row.values.to_vec());
         ControlFlow::Continue(())
     });
-    let insert::Read::Insert { .. } = read else {
+    let insert::Read::Insert { head, .. } = read else {
         return None;
     };
+    let on_duplicate_v = head
+        .on_duplicate
+        .iter()
+        .zip(&head.on_duplicate_values)
+        .filter(|(c, _)| col_is(c, "V"))
+        .map(|(_, v)| v.clone())
+        .collect();
     (!too_large).then(|| WritePlan {
         schema,
         shape: Shape::Insert {
             columns: columns.unwrap_or_default(),
             rows,
+            on_duplicate_v,
         },
     })
 }
@@ -733,8 +743,20 @@ pub fn check_execution<'a>(
 ) -> Checked {
     let schema = &plan.schema;
     match &plan.shape {
-        Shape::Insert { columns, rows } => {
+        Shape::Insert {
+            columns,
+            rows,
+            on_duplicate_v,
+        } => {
             let mut findings = Vec::new();
+            // ON DUPLICATE KEY UPDATE V = ?: the V an existing cell would get
+            for v in on_duplicate_v {
+                let v = match v {
+                    Value::Param(n) => seen_bound(bound(*n), conn),
+                    v => seen(v, conn, &mut false),
+                };
+                check_assigned_v(v, &schema.limits, rules, &mut findings);
+            }
             let mut touched = Rows::new(&**schema);
             let mut ignored = false;
             for (i, row) in rows.iter().enumerate() {
