@@ -50,6 +50,7 @@ fn main() {
             names_ci: false,
             settled: false,
             counters: Default::default(),
+            blind: Vec::new(),
         }),
         // a session knows its backend's kind after its first flagged statement
         dialect: Dialect {

@@ -63,7 +63,10 @@ impl TableSchema {
             (Partitioning::Key { partitions, .. }, Some((method, expr, count))) => {
                 let column = prefix_column.as_ref().map_or("K", |(c, _)| c.as_str());
                 method.eq_ignore_ascii_case("KEY")
-                    && expr.trim_matches('`').eq_ignore_ascii_case(column)
+                    // quoted as the session's sql_mode quotes names (ANSI_QUOTES: "…")
+                    && expr
+                        .trim_matches(|c| c == '`' || c == '"')
+                        .eq_ignore_ascii_case(column)
                     && count == *partitions
             }
             (Partitioning::RangeK { bounds }, Some((method, _, count))) => {
@@ -227,6 +230,34 @@ mod tests {
             placement: Placement::OceanBase,
             limits: Default::default(),
         }))
+    }
+
+    #[test]
+    fn the_live_partitioning_is_read_however_the_session_quotes_names() {
+        let sql = b"CREATE TABLE g$f (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32) NOT NULL, \
+            K_PREFIX varbinary(16) GENERATED ALWAYS AS (substring(K, 1, 4)), PRIMARY KEY (K, Q, T)) \
+            TABLEGROUP = g PARTITION BY KEY(K_PREFIX) PARTITIONS 13";
+        let Ok(Some(crate::sql::ddl::Statement::CreateTable(def))) = crate::sql::ddl::parse(sql)
+        else {
+            panic!("parsed");
+        };
+        let schema = |live| {
+            TableSchema::from_definition(
+                "db".into(),
+                "g$f".into(),
+                &def,
+                live,
+                Placement::OceanBase,
+                10,
+            )
+        };
+        // backticks, or "…" under ANSI_QUOTES (MariaDB's information_schema follows sql_mode)
+        for expr in ["`K_PREFIX`", "\"K_PREFIX\"", "K_PREFIX"] {
+            assert!(schema(Some(("KEY", expr, 13))).is_some(), "{expr}");
+        }
+        // a definition the backend no longer has is not this table's
+        assert!(schema(Some(("KEY", "`K`", 13))).is_none());
+        assert!(schema(Some(("KEY", "`K_PREFIX`", 7))).is_none());
     }
 
     #[test]

@@ -48,8 +48,9 @@ impl Session {
     /// read off the event loop).
     pub(super) async fn check_dynamic_text(&mut self, text: Vec<u8>) -> Result<DynamicCheck, End> {
         let text = std::sync::Arc::new(text);
+        self.blind.clear();
         let mut ctx = self.context().await?;
-        for _ in 0..2 {
+        for _ in 0..3 {
             let check = if text.len() <= router::LARGE_TEXT {
                 router::check_dynamic(&text, &ctx)
             } else {
@@ -68,6 +69,10 @@ impl Session {
             if let Some(t) = ctx.tables.as_mut() {
                 t.settled = true;
             }
+        }
+        // what it needs cannot be had: not run unchecked
+        if self.strict() {
+            return Ok(DynamicCheck::Refused(self.facts_missing()));
         }
         Ok(DynamicCheck::Runs)
     }

@@ -129,6 +129,9 @@ pub struct Session {
     db_fact: Option<Option<Vec<u8>>>,
     /// The connection's character set as last read (None: not known).
     charset_fact: Option<ConnCharset>,
+    /// HBase tables whose definition could not be read for the statement being decided
+    /// (inside the user's transaction, not cached): its writes are refused, not guessed.
+    blind: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 enum ReadError {
@@ -174,6 +177,7 @@ impl Session {
             names_ci: false,
             db_fact: None,
             charset_fact: None,
+            blind: Vec::new(),
             pending_notes: Vec::new(),
             txn_pin: None,
         }
@@ -231,6 +235,7 @@ impl Session {
                 names_ci: self.names_ci,
                 settled: false,
                 counters: self.shared.rewrite_counters.clone(),
+                blind: self.blind.clone(),
             }),
             writes,
         })
@@ -313,8 +318,11 @@ impl Session {
             // the fast path: no context, no parse
             return Ok((class, Decision::Forward));
         }
+        self.blind.clear();
         let mut ctx = self.context().await?;
-        for _ in 0..2 {
+        // facts are read at most twice (a reading may need a table's schema, then the
+        // character set); the third decision is made with what is known (settled)
+        for _ in 0..3 {
             let decision = if large {
                 let c = ctx.clone();
                 match self
@@ -331,13 +339,38 @@ impl Session {
             let Decision::NeedFacts(need) = decision else {
                 return Ok((class, decision));
             };
+            debug!(?need, "reading facts for the statement");
             self.read_facts(&need).await?;
             ctx = self.context().await?;
             if let Some(t) = ctx.tables.as_mut() {
                 t.settled = true;
             }
         }
+        // facts that cannot be had: never forward unchecked what the rules would check
+        if self.strict() {
+            return Ok((class, Decision::Answer(Answer::Error(self.facts_missing()))));
+        }
         Ok((class, Decision::Forward))
+    }
+
+    /// Why a statement is refused when what it needs cannot be read.
+    fn facts_missing(&self) -> ErrorInfo {
+        if self.blind.is_empty() {
+            ErrorInfo::new(
+                1064,
+                "42000",
+                "obkv-proxy could not learn what it needs to check this statement (a table's \
+                 schema, the current database or the character set); send it again",
+            )
+        } else {
+            ErrorInfo::new(
+                1235,
+                "42000",
+                "obkv-proxy has not read this HBase table's definition yet and does not read it \
+                 inside your transaction; run a statement on the table outside a transaction \
+                 first (or set hbase.catalog_user), then retry",
+            )
+        }
     }
 
     /// Runs `f` on the current command's text on the blocking pool (the buffer moves there and

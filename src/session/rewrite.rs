@@ -37,10 +37,18 @@ impl Session {
             if !db.is_ascii() || !name.is_ascii() {
                 continue;
             }
-            // None: not readable now (nothing cached, the statement is forwarded unchanged)
-            if let Some(found) = self.read_table_schema(&db, name).await? {
-                let key = schema::key(&db, name, self.names_ci);
-                self.shared.schemas.put(key, found);
+            // None: an HBase table not readable now (inside the user's transaction): nothing
+            // cached, and the statement must not take it for a plain table
+            match self.read_table_schema(&db, name).await? {
+                Some(found) => {
+                    let key = schema::key(&db, name, self.names_ci);
+                    self.shared.schemas.put(key, found);
+                }
+                None => {
+                    if !self.blind.iter().any(|(d, n)| *d == db && n == name) {
+                        self.blind.push((db, name.clone()));
+                    }
+                }
             }
         }
         Ok(())

@@ -60,6 +60,9 @@ pub struct TableView {
     /// The session has just read what was missing: what is still unknown counts as "no".
     pub settled: bool,
     pub counters: Arc<Counters>,
+    /// HBase tables (database, name) whose definition the session could not read now (inside
+    /// the user's transaction, not cached): never "not an HBase table", even when settled.
+    pub blind: Vec<(Vec<u8>, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for TableView {
@@ -78,6 +81,7 @@ impl PartialEq for TableView {
             && self.current_db == o.current_db
             && self.charset == o.charset
             && self.settled == o.settled
+            && self.blind == o.blind
     }
 }
 impl Eq for TableView {}
@@ -260,6 +264,24 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
     if !db.is_ascii() || !name.is_ascii() {
         return Ok(None); // non-ASCII names are not cached (their bytes depend on the charset)
     }
+    let same = |a: &[u8], b: &[u8]| {
+        if view.names_ci {
+            a.eq_ignore_ascii_case(b)
+        } else {
+            a == b
+        }
+    };
+    if view
+        .blind
+        .iter()
+        .any(|(d, n)| same(d, db) && n.eq_ignore_ascii_case(name))
+    {
+        // an HBase table whose schema cannot be read now: still needed, never guessed
+        return Err(Need {
+            tables: vec![(Some(db.clone()), name.clone())],
+            ..Need::default()
+        });
+    }
     match view.cache.get_named(db, name, view.names_ci) {
         Lookup::Known(found) => Ok(found),
         Lookup::Unknown if view.settled => Ok(None),
@@ -277,6 +299,8 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
     let schema = match table(dml, view) {
         Ok(Some(t)) => t,
         Ok(None) => return Step::Untouched,
+        // a schema that stays unreadable (inside the user's transaction): not rewritten
+        Err(_) if view.settled => return Step::Declined("the table's schema cannot be read now"),
         Err(need) => return Step::Need(need),
     };
     let (column, n) = match (&schema.partitioning, &schema.prefix_column) {
@@ -549,6 +573,7 @@ pub(crate) mod tests {
             names_ci: false,
             settled: true,
             counters: Default::default(),
+            blind: Vec::new(),
         }
     }
 

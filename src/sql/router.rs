@@ -371,21 +371,29 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
             other_needs.get_or_insert_with(Need::default).merge(n);
             continue;
         }
-        if std::mem::discriminant(&plain(&decision)) != std::mem::discriminant(&plain(&primary)) {
+        // the transaction's partition after the text, as each reading has it
+        let pins = |d: &Decision| match d {
+            Decision::Write(w) => w.txn_after.clone(),
+            _ => None,
+        };
+        if std::mem::discriminant(&plain(&decision)) != std::mem::discriminant(&plain(&primary))
+            || pins(&decision) != pins(&primary)
+        {
             // e.g. a string that ends in one reading and not in the other hides a statement
             return if ctx.strict {
                 refuse(
                     1064,
                     "obkv-proxy cannot tell how the backend reads this statement (an executable \
-                     comment whose meaning depends on the server, a backslash in a \"…\" literal or \
-                     after a multibyte character), so it cannot check it; set hbase.backend_kind, or \
-                     write the statement without them (X'…' for binary literals)",
+                     comment whose meaning depends on the server, a \"…\" that is a string or, under \
+                     ANSI_QUOTES, a name, a backslash after a multibyte character), so it cannot \
+                     check it; set hbase.backend_kind, or write the statement without them ('…' for \
+                     strings, `…` for names, X'…' for binary literals)",
                 )
             } else {
                 plain(&primary)
             };
         }
-        rewrite_agreed &= decision == primary;
+        rewrite_agreed &= same_effect(&decision, &primary);
     }
     if let Some(n) = other_needs {
         return Decision::NeedFacts(n);
@@ -408,6 +416,23 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         tally.add_to(&view.counters);
     }
     primary
+}
+
+/// Whether two readings' decisions do the same to the text and the session: the same text
+/// sent, refusal, transaction partition and plans (their notes may differ: a `"…"` that is a
+/// string in one reading is a name, a value the proxy cannot see, in the other).
+fn same_effect(a: &Decision, b: &Decision) -> bool {
+    match (a, b) {
+        (Decision::Write(x), Decision::Write(y)) => {
+            x.text == y.text
+                && x.refused == y.refused
+                && x.txn_after == y.txn_after
+                && x.plan.is_some() == y.plan.is_some()
+                && x.scan == y.scan
+                && x.load.is_some() == y.load.is_some()
+        }
+        _ => a == b,
+    }
 }
 
 /// The decision under one reading, and what of the text that reading found ambiguous.
@@ -2420,6 +2445,53 @@ mod tests {
         ] {
             assert_eq!(d(sql), None, "{sql}");
         }
+    }
+
+    #[test]
+    fn double_quotes_are_read_as_strings_and_as_names() {
+        let ctx = Context {
+            writes: Some(WriteRules::default()),
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        };
+        let d = |sql: &str| decide(sql.as_bytes(), Origin::Text, &ctx).1;
+        // a name only under ANSI_QUOTES: what it writes is checked all the same
+        for sql in [
+            "INSERT INTO \"g$f\" VALUES ('', 'q', -1, 'v')",
+            "UPDATE \"g$f\" SET T = 1 WHERE K = 'k'",
+            "UPDATE g$f SET \"T\" = 1 WHERE K = 'k'",
+        ] {
+            assert!(refused_code(&d(sql)).is_some(), "{sql}: {:?}", d(sql));
+        }
+        // strings in the usual reading, the same effect either way: checked, T filled in
+        let Decision::Write(w) = d("INSERT INTO g$f (K, Q, V) VALUES (\"k\", \"q\", \"v\")") else {
+            panic!("not a write");
+        };
+        assert!(w.refused.is_none() && w.text.is_some());
+        // a rewrite that holds in one reading only is not made
+        assert_eq!(
+            d("SELECT * FROM g$f WHERE K LIKE \"abcd%\""),
+            Decision::Forward
+        );
+        // inside a transaction a reading that places the row and one that cannot disagree
+        let txn = Context {
+            txn: write::Txn {
+                active: true,
+                ..Default::default()
+            },
+            ..ctx.clone()
+        };
+        let sql = b"INSERT INTO g$f (K, Q, T, V) VALUES (\"k\", 'q', -1, 'v')";
+        assert!(refused_code(&decide(sql, Origin::Text, &txn).1).is_some());
+        assert!(refused_code(
+            &decide(
+                b"INSERT INTO g$f (K, Q, T, V) VALUES ('k', 'q', -1, 'v')",
+                Origin::Text,
+                &txn
+            )
+            .1
+        )
+        .is_none());
     }
 
     #[test]

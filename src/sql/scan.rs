@@ -166,7 +166,8 @@ pub struct LexError(pub &'static str, pub usize);
 /// Readings of the text that depend on what the proxy does not know.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Ambiguity {
-    /// A `"…"` token holds a backslash: string or identifier (ANSI_QUOTES) read differently.
+    /// A `"…"` token: a string, or a name under ANSI_QUOTES (which the backend does not
+    /// report); with a backslash inside, its extent differs too.
     pub quotes: bool,
     /// A backslash follows a byte >= 0x80 inside a literal (multibyte character sets).
     pub multibyte: bool,
@@ -410,8 +411,16 @@ impl<'a> Scanner<'a> {
                 tok(Tok::Number, j)
             }
             b'\'' => tok(Tok::Str, self.quoted(i, b'\'', escapes)?),
-            b'"' if self.d.ansi_quotes => tok(Tok::QuotedIdent, self.quoted(i, b'"', false)?),
-            b'"' => tok(Tok::Str, self.quoted(i, b'"', escapes)?),
+            // a string, or under ANSI_QUOTES (a session setting the backend does not report)
+            // a name: `INSERT INTO "g$f"` names a table only then
+            b'"' if self.d.ansi_quotes => {
+                self.ambiguity.quotes = true;
+                tok(Tok::QuotedIdent, self.quoted(i, b'"', false)?)
+            }
+            b'"' => {
+                self.ambiguity.quotes = true;
+                tok(Tok::Str, self.quoted(i, b'"', escapes)?)
+            }
             b'`' => tok(Tok::QuotedIdent, self.quoted(i, b'`', false)?),
             b'@' => {
                 let mut j = i + 1;

@@ -354,6 +354,32 @@ fn every_shape_of_a_write_is_checked() {
         if mariadb {
             assert_eq!(v_of(b"k3", b"q").as_deref(), Some(b"ss".as_slice()));
         }
+        // under ANSI_QUOTES (which the backend does not report) "…" is a name: checked too
+        let mut q = f.via();
+        ok(
+            &mut q,
+            "SET SESSION sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+        );
+        for sql in [
+            format!("INSERT INTO \"{t}\" (K, Q, T, V) VALUES ('', 'q', {now}, 'v')"),
+            format!("UPDATE \"{t}\" SET \"T\" = 1 WHERE K = 'k1'"),
+        ] {
+            let before = f.cells(&t);
+            let (code, message) = refused(&mut q, &sql);
+            assert_eq!(code, 1064, "{}: {sql}: {message}", kind.name());
+            assert_eq!(f.cells(&t), before, "{sql}");
+        }
+        ok(
+            &mut q,
+            &format!("INSERT INTO \"{t}\" (K, Q, T, V) VALUES ('k4', 'q', {now}, 'ansi')"),
+        );
+        assert_eq!(
+            f.cells(&t)
+                .iter()
+                .filter(|r| r[3].as_deref() == Some(b"ansi"))
+                .count(),
+            1
+        );
         // inside a transaction such a statement cannot be placed: X2, nothing changed
         ok(&mut c, "BEGIN");
         let before = f.cells(&t);
@@ -416,6 +442,54 @@ fn every_shape_of_a_write_is_checked() {
         )
         .expect_err("C7 at prepare");
         assert_eq!(e.0, 1235, "{e:?}");
+    }
+}
+
+/// A proxy that has not read an HBase table's definition does not read it inside the user's
+/// transaction (its state never joins one): a write there is refused, not taken for a write
+/// to a plain table; once the definition is known the rules apply as always.
+#[test]
+fn a_cold_proxy_refuses_what_it_cannot_check_inside_a_transaction() {
+    for kind in BOTH {
+        let tag = format!("k{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = f.table.clone();
+        let now = -now_ms();
+        // a second proxy in front of the same backend: nothing cached
+        let cold = proxy::start(proxy::config_for(&f.backend));
+        let mut c = RawConn::connect(&cold.addr, "root", "", Some(&f.db)).expect("cold proxy");
+        ok(&mut c, "BEGIN");
+        let (code, message) = refused(
+            &mut c,
+            &format!(
+                "INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {}, 'v')",
+                -now
+            ),
+        );
+        assert_eq!(code, 1235, "{}: {message}", kind.name());
+        assert!(message.contains("definition"), "{message}");
+        // a read is forwarded (not rewritten)
+        assert_eq!(
+            c.rows(&format!("SELECT COUNT(*) FROM {t} WHERE K LIKE 'abcd%'"))
+                .len(),
+            1
+        );
+        ok(&mut c, "ROLLBACK");
+        assert!(f.cells(&t).is_empty(), "{}", kind.name());
+        // outside a transaction the definition is read; then the rules apply inside one too
+        ok(&mut c, &format!("SELECT COUNT(*) FROM {t} WHERE K = 'x'"));
+        ok(&mut c, "BEGIN");
+        let (code, message) = refused(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('', 'q', {now}, 'v')"),
+        );
+        assert_eq!(code, 1292, "{}: {message}", kind.name());
+        ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v')"),
+        );
+        ok(&mut c, "COMMIT");
+        assert_eq!(f.cells(&t).len(), 1, "{}", kind.name());
     }
 }
 
