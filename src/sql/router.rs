@@ -1119,34 +1119,40 @@ fn unreadable_write(
     Assigned::Checked(checked, None)
 }
 
-/// The `$` table names of a statement (`[db.]name`, not followed by a dot), at most 64.
+/// The `$` table names of a statement (`[db.]name`, not followed by a dot), at most 64. One
+/// pass over the whole statement with a window of four tokens: no token list is kept.
 fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
-    let toks: Vec<scan::Token> = Scanner::new(piece, d)
-        .map_while(Result::ok)
-        .take(dml::MAX_TOKENS)
-        .collect();
     let ident = |t: &scan::Token| matches!(t.kind, Tok::Word | Tok::QuotedIdent);
     let mut out = Vec::new();
-    for (k, t) in toks.iter().enumerate() {
-        let dot_after = toks.get(k + 1).is_some_and(|n| n.is_punct(b'.'));
-        if !ident(t) || dot_after || memchr::memchr(b'$', t.text(piece)).is_none() {
-            continue;
+    // the window: [db, dot, name, after]; a name is judged once the token after it is known
+    let mut w: [Option<scan::Token>; 4] = [None; 4];
+    let mut toks = Scanner::new(piece, d).map_while(Result::ok).fuse();
+    loop {
+        let next = toks.next();
+        w = [w[1], w[2], w[3], next];
+        if let Some(t) = w[2] {
+            let dot_after = w[3].is_some_and(|n| n.is_punct(b'.'));
+            if ident(&t) && !dot_after && memchr::memchr(b'$', t.text(piece)).is_some() {
+                let schema = match (w[0], w[1]) {
+                    (Some(db), Some(dot)) if dot.is_punct(b'.') && ident(&db) => {
+                        Some(scan::ident_value(piece, &db))
+                    }
+                    _ => None,
+                };
+                let raw_name = scan::ident_value(piece, &t);
+                let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                out.push(TableName {
+                    schema: schema.as_deref().map(lossy),
+                    name: lossy(&raw_name),
+                    raw_schema: schema,
+                    raw_name,
+                });
+                if out.len() >= 64 {
+                    break;
+                }
+            }
         }
-        let schema = k
-            .checked_sub(2)
-            .filter(|&s| toks.get(s + 1).is_some_and(|x| x.is_punct(b'.')))
-            .and_then(|s| toks.get(s))
-            .filter(|s| ident(s))
-            .map(|s| scan::ident_value(piece, s));
-        let raw_name = scan::ident_value(piece, t);
-        let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-        out.push(TableName {
-            schema: schema.as_deref().map(lossy),
-            name: lossy(&raw_name),
-            raw_schema: schema,
-            raw_name,
-        });
-        if out.len() >= 64 {
+        if next.is_none() && w[3].is_none() && w[2].is_none() {
             break;
         }
     }
@@ -2492,6 +2498,28 @@ mod tests {
             .1
         )
         .is_none());
+    }
+
+    #[test]
+    fn dollar_names_are_table_names_anywhere_in_a_statement() {
+        let names = |sql: &str| -> Vec<(Option<String>, String)> {
+            dollar_names(sql.as_bytes(), Dialect::default())
+                .into_iter()
+                .map(|t| (t.schema, t.name))
+                .collect()
+        };
+        assert_eq!(
+            names("UPDATE db.`g$f` a JOIN `x$y`.t ON g$f.K = 1 SET a.V = 'a$b'"),
+            vec![(Some("db".to_string()), "g$f".to_string())]
+        );
+        // past any token count a reader keeps
+        let long = format!(
+            "WITH c AS (SELECT {}1) UPDATE h$f SET K = 'x'",
+            "1+".repeat(5000)
+        );
+        assert_eq!(names(&long), vec![(None, "h$f".to_string())]);
+        assert!(names("").is_empty() && names("SELECT 1").is_empty());
+        assert_eq!(names("g$f"), vec![(None, "g$f".to_string())]);
     }
 
     #[test]
