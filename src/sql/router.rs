@@ -605,8 +605,18 @@ fn decide_pieces_with(
                     }
                 };
                 splice.extend(own);
+                let mut checked = checked;
                 if origin == Origin::Prepare && !many {
                     writes.plan = write::plan_insert(piece, d, schema.clone()).map(Box::new);
+                    // a readable INSERT without a plan is one too large to keep: its executions
+                    // could not be checked
+                    if writes.plan.is_none() && !checked.findings.iter().any(|f| f.rule == "C9") {
+                        checked.findings.push(write::unreadable_write(
+                            "prepared INSERT",
+                            "more than 65,536 values: its executions could not be checked; \
+                             prepare fewer rows per statement",
+                        ));
+                    }
                 }
                 if let Some(e) = writes.judge(checked, rules, origin) {
                     return stop_at(sql, pieces, i, splice, e, needs, need, writes);
@@ -2498,6 +2508,26 @@ mod tests {
             .1
         )
         .is_none());
+    }
+
+    #[test]
+    fn a_prepared_insert_too_large_to_plan_is_refused() {
+        let ctx = Context {
+            writes: Some(WriteRules::default()),
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        };
+        let rows = |n: usize| {
+            let mut sql = b"INSERT INTO g$f (K, Q, T, V) VALUES (?, ?, ?, ?)".to_vec();
+            for _ in 1..n {
+                sql.extend_from_slice(b", (?, ?, ?, ?)");
+            }
+            sql
+        };
+        let big = decide(&rows(16_385), Origin::Prepare, &ctx).1;
+        assert_eq!(refused_code(&big), Some(1064), "{big:?}");
+        let small = decide(&rows(16_384), Origin::Prepare, &ctx).1;
+        assert!(matches!(&small, Decision::Write(w) if w.refused.is_none() && w.plan.is_some()));
     }
 
     #[test]
