@@ -287,11 +287,11 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn word(&self, i: usize, w: &str) -> bool {
-        self.t.get(i).is_some_and(|t| t.is_word(self.sql, w))
+        super::scan::word_at(self.sql, self.t, i, w)
     }
 
     fn punct(&self, i: usize, c: u8) -> bool {
-        self.t.get(i).is_some_and(|t| t.is_punct(c))
+        super::scan::punct_at(self.t, i, c)
     }
 
     fn names_dollar_table(&self) -> bool {

@@ -2416,6 +2416,15 @@ mod tests {
         assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
     }
 
+    /// Strict write rules over the test view (`hb.g$f`, KEY(K_PREFIX)).
+    fn checked_ctx() -> Context {
+        Context {
+            writes: Some(WriteRules::default()),
+            tables: Some(crate::sql::prefix_scan::tests::view()),
+            ..Context::default()
+        }
+    }
+
     /// The code a decision refuses with, if it refuses.
     fn refused_code(d: &Decision) -> Option<u16> {
         match d {
@@ -2427,11 +2436,7 @@ mod tests {
 
     #[test]
     fn updates_in_every_shape_have_their_set_list_checked() {
-        let ctx = Context {
-            writes: Some(WriteRules::default()),
-            tables: Some(crate::sql::prefix_scan::tests::view()),
-            ..Context::default()
-        };
+        let ctx = checked_ctx();
         let d = |sql: &str| refused_code(&decide(sql.as_bytes(), Origin::Text, &ctx).1);
         for (sql, code) in [
             ("UPDATE g$f a JOIN o b ON a.K = b.k SET a.K = 'x'", 1235),
@@ -2465,11 +2470,7 @@ mod tests {
 
     #[test]
     fn double_quotes_are_read_as_strings_and_as_names() {
-        let ctx = Context {
-            writes: Some(WriteRules::default()),
-            tables: Some(crate::sql::prefix_scan::tests::view()),
-            ..Context::default()
-        };
+        let ctx = checked_ctx();
         let d = |sql: &str| decide(sql.as_bytes(), Origin::Text, &ctx).1;
         // a name only under ANSI_QUOTES: what it writes is checked all the same
         for sql in [
@@ -2512,11 +2513,7 @@ mod tests {
 
     #[test]
     fn a_prepared_insert_too_large_to_plan_is_refused() {
-        let ctx = Context {
-            writes: Some(WriteRules::default()),
-            tables: Some(crate::sql::prefix_scan::tests::view()),
-            ..Context::default()
-        };
+        let ctx = checked_ctx();
         let rows = |n: usize| {
             let mut sql = b"INSERT INTO g$f (K, Q, T, V) VALUES (?, ?, ?, ?)".to_vec();
             for _ in 1..n {
@@ -2554,11 +2551,7 @@ mod tests {
 
     #[test]
     fn views_over_hbase_tables_must_be_read_only() {
-        let ctx = Context {
-            writes: Some(WriteRules::default()),
-            tables: Some(crate::sql::prefix_scan::tests::view()),
-            ..Context::default()
-        };
+        let ctx = checked_ctx();
         let d = |sql: &str| refused_code(&decide(sql.as_bytes(), Origin::Text, &ctx).1);
         for sql in [
             "CREATE VIEW v AS SELECT * FROM g$f",
@@ -2589,11 +2582,7 @@ mod tests {
 
     #[test]
     fn statements_run_by_wrappers_are_read_as_they_run() {
-        let ctx = Context {
-            writes: Some(WriteRules::default()),
-            tables: Some(crate::sql::prefix_scan::tests::view()),
-            ..Context::default()
-        };
+        let ctx = checked_ctx();
         let d = |sql: &str| decide(sql.as_bytes(), Origin::Text, &ctx).1;
         // what runs is checked
         for (sql, code) in [

@@ -142,6 +142,18 @@ pub struct Token {
     pub end: usize,
 }
 
+/// Token `i` of `t` is the word `w` (ASCII case-insensitive); false past the end.
+#[inline]
+pub fn word_at(sql: &[u8], t: &[Token], i: usize, w: &str) -> bool {
+    t.get(i).is_some_and(|t| t.is_word(sql, w))
+}
+
+/// Token `i` of `t` is the punctuation `c`; false past the end.
+#[inline]
+pub fn punct_at(t: &[Token], i: usize, c: u8) -> bool {
+    t.get(i).is_some_and(|t| t.is_punct(c))
+}
+
 impl Token {
     #[inline]
     pub fn text<'a>(&self, sql: &'a [u8]) -> &'a [u8] {
