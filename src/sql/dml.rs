@@ -329,7 +329,8 @@ impl Reader<'_> {
                 .iter()
                 .any(|w| self.word(i, w))
                 {
-                    // EXPLAIN ANALYZE runs the statement (MySQL): its writes are checked
+                    // EXPLAIN ANALYZE runs the statement (MySQL); the router reads through it
+                    // first (`scan::executed_part`), this keeps a direct reading honest too
                     explain &= !self.word(i, "ANALYZE");
                     i += 1;
                 } else if self.word(i, "FORMAT") && self.punct(i + 1, b'=') {

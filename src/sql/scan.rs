@@ -744,8 +744,8 @@ const MAX_WRAPPER_TOKENS: usize = 4096;
 const ANALYZED: [&str; 6] = ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", "WITH"];
 
 /// The statement a piece runs, read through the wrappers that run another statement as it
-/// stands: MariaDB's `SET STATEMENT var = value, … FOR stmt` and `ANALYZE [FORMAT = …] stmt`
-/// (which runs its statement, unlike EXPLAIN). Linear, at most `MAX_WRAPPER_TOKENS` tokens of
+/// stands: MariaDB's `SET STATEMENT var = value, … FOR stmt`, `ANALYZE [FORMAT = …] stmt` and
+/// MySQL's `EXPLAIN ANALYZE … stmt` (which run their statement, unlike EXPLAIN). Linear, at most `MAX_WRAPPER_TOKENS` tokens of
 /// wrappers; anything else (or a wrapper that does not end) is no wrapper: offset 0.
 pub fn executed_part(piece: &[u8], d: Dialect) -> Executed {
     let mut toks = Scanner::new(piece, d)
@@ -781,20 +781,33 @@ pub fn executed_part(piece: &[u8], d: Dialect) -> Executed {
             };
             out.offset = next.start;
             first = next;
-        } else if first.is_word(piece, "ANALYZE") {
+        } else if ["ANALYZE", "EXPLAIN", "DESCRIBE", "DESC"]
+            .iter()
+            .any(|w| first.is_word(piece, w))
+        {
+            // `ANALYZE [FORMAT = …]` (MariaDB) and `EXPLAIN ANALYZE [FORMAT = …]` (MySQL) run
+            // their statement; an EXPLAIN without ANALYZE runs nothing and is no wrapper
+            let mut analyze = first.is_word(piece, "ANALYZE");
             let Some(mut next) = toks.next() else { break };
-            if next.is_word(piece, "FORMAT") {
-                let (Some(eq), Some(_), Some(after)) = (toks.next(), toks.next(), toks.next())
-                else {
-                    break;
-                };
-                if !eq.is_punct(b'=') {
+            loop {
+                if next.is_word(piece, "ANALYZE") {
+                    analyze = true;
+                } else if next.is_word(piece, "FORMAT") {
+                    let (Some(eq), Some(_)) = (toks.next(), toks.next()) else {
+                        break;
+                    };
+                    if !eq.is_punct(b'=') {
+                        break;
+                    }
+                } else {
                     break;
                 }
+                let Some(after) = toks.next() else { break };
                 next = after;
             }
-            if !(next.is_punct(b'(') || ANALYZED.iter().any(|w| next.is_word(piece, w))) {
-                break; // ANALYZE TABLE …
+            let runs = next.is_punct(b'(') || ANALYZED.iter().any(|w| next.is_word(piece, w));
+            if !analyze || !runs {
+                break; // ANALYZE TABLE …, a plain EXPLAIN
             }
             out.offset = next.start;
             first = next;
@@ -836,6 +849,14 @@ mod tests {
             s("DELETE FROM t", false)
         );
         assert_eq!(run("ANALYZE (SELECT 1)"), s("(SELECT 1)", false));
+        assert_eq!(
+            run("EXPLAIN ANALYZE FORMAT = TREE UPDATE t SET a = 1"),
+            s("UPDATE t SET a = 1", false)
+        );
+        assert_eq!(
+            run("DESCRIBE ANALYZE DELETE FROM t"),
+            s("DELETE FROM t", false)
+        );
         // a placeholder, an executable comment: found, but not sure
         assert_eq!(
             run("SET STATEMENT a = ? FOR UPDATE t SET b = 1"),
@@ -854,6 +875,9 @@ mod tests {
             "ANALYZE FORMAT = JSON",
             "UPDATE t SET a = 1",
             "EXPLAIN UPDATE t SET a = 1",
+            "EXPLAIN FORMAT = JSON DELETE FROM t",
+            "DESC t",
+            "EXPLAIN ANALYZE",
         ] {
             assert_eq!(
                 executed_part(sql.as_bytes(), d),
