@@ -57,6 +57,8 @@ sql |= {
     b"SET STATEMENT a = ? FOR CREATE TABLE g$f (K int)",
     b"EXPLAIN ANALYZE FORMAT = TREE UPDATE g$f FOR SYSTEM_TIME ALL x, o SET x.T = 1",
     b"CREATE OR REPLACE ALGORITHM = TEMPTABLE DEFINER = `u`@`%` VIEW v (a) AS (SELECT COUNT(*) OVER () FROM g$f GROUP BY K)",
+    b"SELECT @@max_allowed_packet,@@wait_timeout,@@socket",
+    b"select @@GLOBAL.socket AS `s` , @@session.Socket t, @@port;",
 }
 for s in sorted(sql):
     for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C):

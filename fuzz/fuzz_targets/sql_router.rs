@@ -101,6 +101,12 @@ fuzz_target!(|data: &[u8]| {
     let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
     // a rewrite only inserts: the original bytes are the rewritten text's, in order
     match decide(sql, origin, &ctx) {
+        // a driver's @@socket probe: items replaced, the probe answered once and for all
+        (obkv_proxy::sql::classify::Class::ServerProbe, Decision::Rewrite(text)) => {
+            assert!(origin == Origin::Text && sql.len() <= 1024);
+            assert!(obkv_proxy::sql::probe::hide_socket(&text).is_none(), "probe left a socket");
+            assert!(text != sql && text.len() <= sql.len() * 16);
+        }
         (_, Decision::Rewrite(text)) => {
             let mut it = text.iter();
             assert!(sql.iter().all(|b| it.any(|x| x == b)), "a rewrite changed the user's bytes");

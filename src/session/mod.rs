@@ -318,6 +318,15 @@ impl Session {
             // the fast path: no context, no parse
             return Ok((class, Decision::Forward));
         }
+        if class == Class::ServerProbe {
+            // a short text read without context
+            let sql = self.command.get(1..).unwrap_or_default();
+            let decision = router::decide_probe(sql, origin);
+            if matches!(decision, Decision::Rewrite(_)) {
+                bump(&self.shared.stats.socket_probes_answered);
+            }
+            return Ok((class, decision));
+        }
         self.blind.clear();
         let mut ctx = self.context().await?;
         // facts are read at most twice (a reading may need a table's schema, then the

@@ -14,6 +14,9 @@ pub enum Class {
     MaybeHbase,
     /// `SHOW PROXY ...`, `EXPLAIN OBKV <statement>`: answered by the proxy itself.
     ProxyCommand,
+    /// A SELECT naming `@@…` and `socket`: maybe a driver's probe for the server's Unix socket,
+    /// which the proxy answers for itself (`sql::probe`).
+    ServerProbe,
 }
 
 pub fn classify(sql: &[u8]) -> Class {
@@ -30,6 +33,14 @@ pub fn classify(sql: &[u8]) -> Class {
         || contains_ignore_case(sql, b"immediate")
     {
         return Class::MaybeHbase;
+    }
+    if memchr::memmem::find(sql, b"@@").is_some()
+        && start
+            .get(..6)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"select"))
+        && contains_ignore_case(sql, b"socket")
+    {
+        return Class::ServerProbe;
     }
     Class::Plain
 }
@@ -140,6 +151,8 @@ mod tests {
             b"insert into t values (1, 'abc')",
             b"SELECT * FROM sbtest1 WHERE id=?",
             b"\xff\xfe binary \x00 bytes",
+            b"SELECT @@max_allowed_packet, @@wait_timeout",
+            b"SET @s = @@socket",
             b"",
         ] {
             assert_eq!(
@@ -162,6 +175,17 @@ mod tests {
             classify(b"select * from `ns`.`t$cf` where K = 'a'"),
             Class::MaybeHbase
         );
+    }
+
+    #[test]
+    fn socket_probes_are_flagged() {
+        for s in [
+            &b"SELECT @@max_allowed_packet,@@wait_timeout,@@socket"[..],
+            b"select @@global.SOCKET",
+            b"/* c */ SELECT @@socket FROM dual",
+        ] {
+            assert_eq!(classify(s), Class::ServerProbe);
+        }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod insert;
 pub mod lexer;
 pub mod load;
 pub mod prefix_scan;
+pub mod probe;
 pub mod rewrite;
 pub mod router;
 pub mod scan;

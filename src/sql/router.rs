@@ -215,6 +215,16 @@ pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context
         Class::Plain => Decision::Forward,
         Class::MaybeHbase => decide_flagged(sql, origin, ctx),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
+        Class::ServerProbe => decide_probe(sql, origin),
+    }
+}
+
+/// A driver's probe of the server's variables (`sql::probe`): `@@socket` is answered empty.
+/// Needs no context; a prepared probe is forwarded (drivers send theirs as text).
+pub fn decide_probe(sql: &[u8], origin: Origin) -> Decision {
+    match (origin, super::probe::hide_socket(sql)) {
+        (Origin::Text, Some(text)) => Decision::Rewrite(text),
+        _ => Decision::Forward,
     }
 }
 
@@ -1269,6 +1279,18 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
     }
     let ctx = &quiet;
     let (class, decision) = decide(sql, Origin::Text, ctx);
+    if let (Class::ServerProbe, Decision::Rewrite(text)) = (class, &decision) {
+        return Ok(vec![Explained {
+            sent: text.trim_ascii_start().to_vec(),
+            table: None,
+            partitioning: None,
+            partitions: None,
+            oceanbase_partitions: None,
+            note: "a driver's probe for the server's Unix socket: @@socket is answered empty \
+                   (the proxy has none, and the backend's would take the client past the proxy)"
+                .into(),
+        }]);
+    }
     let overall = match &decision {
         Decision::NeedFacts(n) => return Err(n.clone()),
         Decision::Forward if class == Class::Plain => {

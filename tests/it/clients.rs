@@ -325,3 +325,94 @@ fn sqlalchemy_reflects_hbase_tables_through_the_proxy() {
         c.exec("DROP TABLEGROUP rf").expect("drop group");
     }
 }
+
+/// Drivers that prefer the Unix socket (mysql_async's default `prefer_socket`) ask for
+/// `@@socket` after logging in over loopback TCP and reconnect to it when the path exists; the
+/// backend's path would take them past the proxy. Through the proxy the probe answers an empty
+/// path (the rest of the result as the backend sent it), so such a client stays on the proxy.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_driver_preferring_the_unix_socket_stays_on_the_proxy() {
+    const PROBE: &str = "SELECT @@max_allowed_packet,@@wait_timeout,@@socket";
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let opts = |addr: &str| {
+            let (host, port) = addr.rsplit_once(':').expect("addr");
+            // prefer_socket is left at the driver's default (true)
+            mysql_async::OptsBuilder::default()
+                .ip_or_hostname(host)
+                .tcp_port(port.parse().expect("port"))
+                .user(Some("root"))
+        };
+        // the backend has a socket on this host: a direct driver does move to it
+        let mut direct = mysql_async::Conn::new(opts(&backend.addr))
+            .await
+            .expect("direct");
+        let row: (u64, u64, Option<String>) = direct
+            .query_first(PROBE)
+            .await
+            .expect("direct probe")
+            .expect("row");
+        let path = row.2.clone().expect("the backend reports a socket");
+        assert!(
+            std::path::Path::new(&path).exists(),
+            "{}: {path}",
+            kind.name()
+        );
+
+        let mut conn = mysql_async::Conn::new(opts(&p.addr))
+            .await
+            .expect("through the proxy");
+        // only the proxy answers this: the connection did not move to the backend's socket
+        let status: Vec<(String, String)> = conn
+            .query("SHOW PROXY STATUS")
+            .await
+            .expect("still on the proxy");
+        let answered = status
+            .iter()
+            .find(|(k, _)| k == "socket_probes_answered")
+            .map(|(_, v)| v.parse::<u64>().expect("count"))
+            .expect("counter");
+        assert!(answered >= 1, "{}: {answered}", kind.name());
+        let mut result = conn.query_iter(PROBE).await.expect("probe");
+        let columns: Vec<(String, mysql_async::consts::ColumnType)> = result
+            .columns_ref()
+            .iter()
+            .map(|c| (c.name_str().into_owned(), c.column_type()))
+            .collect();
+        let rows: Vec<(u64, u64, Option<String>)> = result.collect().await.expect("rows");
+        assert_eq!(
+            rows,
+            vec![(row.0, row.1, Some(String::new()))],
+            "{}: only the socket is the proxy's",
+            kind.name()
+        );
+        assert_eq!(
+            columns,
+            vec![
+                (
+                    "@@max_allowed_packet".to_string(),
+                    mysql_async::consts::ColumnType::MYSQL_TYPE_LONGLONG
+                ),
+                (
+                    "@@wait_timeout".to_string(),
+                    mysql_async::consts::ColumnType::MYSQL_TYPE_LONGLONG
+                ),
+                (
+                    "@@socket".to_string(),
+                    mysql_async::consts::ColumnType::MYSQL_TYPE_VAR_STRING
+                ),
+            ],
+            "{}",
+            kind.name()
+        );
+        // any other use of the variable is the backend's answer, unchanged
+        let concat: Option<String> = conn
+            .query_first("SELECT CONCAT(@@socket, '')")
+            .await
+            .expect("concat");
+        assert_eq!(concat.as_deref(), Some(path.as_str()), "{}", kind.name());
+        conn.disconnect().await.expect("disconnect");
+        direct.disconnect().await.expect("disconnect");
+    }
+}
