@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# A second real-client ring: mysql_async's own published test suite (the crate source cargo
+# fetched for this project's own tests, at the version in Cargo.lock; never vendored), run
+# directly against a private MariaDB and through obkv-proxy, with the driver's defaults — its
+# `prefer_socket` included, which moves a connection to the server's Unix socket when the
+# server says where it is (docs/DESIGN.md, "A driver's socket probe"). The pass-sets are
+# compared; exits non-zero when a test that passes directly fails through the proxy. A test that
+# loses is run once more, alone, both ways, and counts as lost only if it passes directly and
+# fails through the proxy again (the suite has timing races of its own: its `should_reconnect`
+# failed 2 of 25 direct runs here).
+#   scripts/rust-driver-suite.sh [TEST FILTER]
+# Environment: SUITE_KEEP=1 keeps the work folder.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+filter=${1:-}
+
+cargo fetch --locked --quiet
+version=$(awk '$0 == "name = \"mysql_async\"" { getline; gsub(/"/, "", $3); print $3 }' Cargo.lock)
+src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/mysql_async-"$version" 2>/dev/null | head -1)
+[[ -n $src ]] || { echo "mysql_async $version source not found in the cargo registry" >&2; exit 2; }
+cargo build --release --quiet
+
+work=$(mktemp -d /tmp/obkv-rust-suite.XXXXXX)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  scripts/backend.sh stop "$work/mariadb" || true
+  [[ ${SUITE_KEEP:-} == 1 ]] || rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+
+cp -r "$src" "$work/mysql_async"
+export CARGO_TARGET_DIR="$root/target/rust-driver-suite"
+(cd "$work/mysql_async" && cargo test --tests --no-run --quiet 2>"$work/build.log") || {
+  cat "$work/build.log" >&2; exit 2; }
+
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+mport=$(free_port); pport=$(free_port)
+scripts/backend.sh start mariadb "$work/mariadb" "$mport" >/dev/null
+target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" \
+  2>"$work/proxy.log" &
+pids+=($!)
+for _ in $(seq 100); do
+  mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -e 'select 1' >/dev/null 2>&1 && break
+  sleep 0.1
+done
+
+run() { # PORT OUT [FILTER ARGS...]
+  local port=$1 out=$2
+  shift 2
+  (cd "$work/mysql_async" && DATABASE_URL="mysql://root@127.0.0.1:$port/mysql" \
+    cargo test --tests --no-fail-fast -- --test-threads=2 "$@" >"$out" 2>&1) || true
+}
+outcomes() { # FILE -> "name outcome" lines (ok / FAILED / ignored)
+  sed -n -E 's/^test (.+) \.\.\. (ok|FAILED|ignored)$/\1 \2/p' "$1" | sort -u
+}
+echo "== mysql_async $version suite, direct (port $mport)"
+run "$mport" "$work/direct.out" ${filter:+"$filter"}
+echo "== mysql_async $version suite, through the proxy (port $pport)"
+run "$pport" "$work/proxy.out" ${filter:+"$filter"}
+# the suite ran through the proxy: its connections' socket probes were answered there
+probes=$(mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
+  awk '$1 == "socket_probes_answered" { print $2 }')
+
+outcomes "$work/direct.out" >"$work/direct.txt"
+outcomes "$work/proxy.out" >"$work/proxy.txt"
+passed_direct=$(awk '$2 == "ok"' "$work/direct.txt" | wc -l)
+passed_proxy=$(awk '$2 == "ok"' "$work/proxy.txt" | wc -l)
+echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/proxy.txt") through the proxy"
+echo "passed: $passed_direct direct, $passed_proxy through the proxy; socket probes answered by the proxy: ${probes:-none}"
+lost=0
+while read -r name; do
+  # once more, alone, both ways
+  run "$mport" "$work/again-direct.out" "$name" --exact
+  run "$pport" "$work/again-proxy.out" "$name" --exact
+  d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
+  p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
+  if [[ $d == ok && $p != ok ]]; then
+    echo "LOST through the proxy: $name (again: direct $d, proxy ${p:-missing})"
+    lost=$((lost + 1))
+  else
+    echo "lost once, not again (direct ${d:-missing}, proxy ${p:-missing}): $name"
+  fi
+done < <(join -j1 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") \
+  <(awk '$2 != "ok" { print $1 }' "$work/proxy.txt"); \
+  comm -23 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") <(awk '{ print $1 }' "$work/proxy.txt"))
+if ((passed_direct < 50)); then
+  echo "too few tests passed directly: the suite did not run properly"
+  exit 2
+fi
+if [[ -z $probes || $probes -lt 1 ]]; then
+  echo "the proxy answered no socket probe: the suite did not run through it"
+  exit 2
+fi
+echo "$((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
+((lost == 0))
