@@ -34,10 +34,11 @@ pub fn classify(sql: &[u8]) -> Class {
     {
         return Class::MaybeHbase;
     }
-    if memchr::memmem::find(sql, b"@@").is_some()
-        && start
-            .get(..6)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"select"))
+    // cheapest test first: most plain traffic is not a SELECT naming `@@`
+    if start
+        .get(..6)
+        .is_some_and(|w| w.eq_ignore_ascii_case(b"select"))
+        && memchr::memmem::find(sql, b"@@").is_some()
         && contains_ignore_case(sql, b"socket")
     {
         return Class::ServerProbe;
