@@ -120,4 +120,13 @@ progress = b"\xff\xff\xff\x01\x02\x10\x27\x00\x04copy"
 put("backend_responses", packets(0x18, progress, progress, ok))
 put("backend_responses", packets(0x99, b"\x02\x00", b"\x00\x00\x01", b"\xfe\x00\x00\x02\x00\x00\x00"))
 put("backend_responses", packets(0x19, b"\x01\x00", eof, b"\x00\x00\x01", eof))
+# compressed frames: a knob byte (limit, split point, server leg), then frames as a peer sends them
+import zlib
+def cframe(seq, plain, stored=False):
+    body = plain if stored else zlib.compress(plain)
+    return struct.pack("<I", len(body))[:3] + bytes([seq]) + struct.pack("<I", 0 if stored else len(plain))[:3] + body
+query = struct.pack("<I", 9)[:3] + b"\x00\x03SELECT 1"
+put("compressed_frames", b"\x85" + cframe(0, query) + cframe(1, b"x" * 300) + cframe(2, query, True))
+put("compressed_frames", b"\x07" + cframe(0, b"\x00" * 4000))
+put("compressed_frames", b"\x10" + cframe(9, query, True) + b"\x00\x00\x00\x01\x00\x00\x00")
 print("seeds written to", corpus)

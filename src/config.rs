@@ -165,6 +165,10 @@ pub struct ProxySection {
     pub shutdown_grace_ms: u64,
     /// Single-threaded runtimes serving sessions; 0 = auto (half the CPU cores, at least one).
     pub worker_threads: usize,
+    /// Offer the compressed protocol (zlib, CLIENT_COMPRESS) when the backend offers it. A
+    /// client that asks for it gets it on both legs, so the backend's `Compression` status
+    /// reads as it would directly.
+    pub compression: bool,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -272,6 +276,7 @@ impl Default for ProxySection {
             max_packet_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,
             worker_threads: 0,
+            compression: true,
         }
     }
 }

@@ -14,6 +14,8 @@ pub struct Stats {
     pub answered_locally: AtomicU64,
     /// Drivers' `@@socket` probes answered NULL (`sql::probe`).
     pub socket_probes_answered: AtomicU64,
+    /// Sessions that use the compressed protocol (since start).
+    pub compressed_sessions: AtomicU64,
     pub backend_connect_errors: AtomicU64,
     pub backend_lost: AtomicU64,
     pub client_protocol_errors: AtomicU64,
@@ -32,6 +34,7 @@ impl Default for Stats {
             statements_flagged: AtomicU64::new(0),
             answered_locally: AtomicU64::new(0),
             socket_probes_answered: AtomicU64::new(0),
+            compressed_sessions: AtomicU64::new(0),
             backend_connect_errors: AtomicU64::new(0),
             backend_lost: AtomicU64::new(0),
             client_protocol_errors: AtomicU64::new(0),
@@ -61,6 +64,7 @@ impl Stats {
             ("statements_flagged", g(&self.statements_flagged)),
             ("answered_locally", g(&self.answered_locally)),
             ("socket_probes_answered", g(&self.socket_probes_answered)),
+            ("compressed_sessions", g(&self.compressed_sessions)),
             ("backend_connect_errors", g(&self.backend_connect_errors)),
             ("backend_lost", g(&self.backend_lost)),
             ("client_protocol_errors", g(&self.client_protocol_errors)),

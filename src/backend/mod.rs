@@ -216,7 +216,8 @@ pub async fn login(
 ) -> Result<LoggedIn, BackendError> {
     let mut stream = connect(addr, timeout).await?;
     let (_, greeting) = read_greeting_within(&mut stream, timeout).await?;
-    let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::COMPRESS | cap::CONNECT_ATTRS);
+    // compression as the client agreed to it, when this backend offers it too
+    let caps = spec.caps & greeting.capabilities & !(cap::SSL | cap::CONNECT_ATTRS);
     let ext_caps = spec.ext_caps & greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     // the proxy's own logins carry its credentials: TLS whenever the mode allows and it is offered
     let use_tls = match tls {
@@ -258,6 +259,9 @@ pub async fn login(
                 timeout.as_millis()
             )))
         }
+    }
+    if caps & cap::COMPRESS != 0 {
+        stream.enable_compression(false);
     }
     let caps = Caps::new(caps, ext_caps);
     let fingerprint = match tokio::time::timeout(timeout, fingerprint(&mut stream, caps)).await {
@@ -342,7 +346,7 @@ pub async fn reset_to(
 
 /// COM_RESET_CONNECTION alone.
 pub async fn reset(stream: &mut BackendStream) -> Result<(), BackendError> {
-    stream.send_packet(0, &[com::RESET_CONNECTION]).await?;
+    stream.send_command(&[com::RESET_CONNECTION]).await?;
     let mut p = Vec::new();
     stream.read_frame_into(&mut p).await?;
     match p.first() {
@@ -359,7 +363,7 @@ pub async fn init_db(stream: &mut BackendStream, db: &[u8]) -> Result<(), Backen
     let mut cmd = Vec::with_capacity(db.len() + 1);
     cmd.push(com::INIT_DB);
     cmd.extend_from_slice(db);
-    stream.send_packet(0, &cmd).await?;
+    stream.send_command(&cmd).await?;
     let mut p = Vec::new();
     stream.read_frame_into(&mut p).await?;
     match p.first() {
@@ -445,7 +449,7 @@ async fn command(
     cmd: &[u8],
     kind: ResponseKind,
 ) -> Result<(Vec<Vec<u8>>, Summary), QueryError> {
-    stream.queue_packet(0, cmd);
+    stream.queue_command(cmd);
     stream.flush().await?;
     let mut tracker = ResponseTracker::with_caps(kind, caps);
     let mut packets: Vec<Vec<u8>> = Vec::new();

@@ -42,15 +42,17 @@ pub mod cap {
         | DEPRECATE_EOF;
 
     /// Capabilities the proxy can relay faithfully. Everything else is masked out of the greeting
-    /// (and out of the client's answer): compression would hide the command stream, optional
-    /// result-set metadata and query attributes change framing the proxy must read, and unknown
-    /// vendor bits (OceanBase's, MariaDB's extended ones) are not advertised because the proxy
-    /// does not know what they change.
+    /// (and out of the client's answer): optional result-set metadata and query attributes change
+    /// framing the proxy must read, zstd compression is not offered by the backends it serves,
+    /// and unknown vendor bits (OceanBase's, MariaDB's extended ones) are not advertised because
+    /// the proxy does not know what they change. COMPRESS (zlib) is decoded and encoded on each
+    /// leg (`protocol::compress`).
     pub const PROXY_SUPPORTED: u32 = LONG_PASSWORD
         | FOUND_ROWS
         | LONG_FLAG
         | CONNECT_WITH_DB
         | NO_SCHEMA
+        | COMPRESS
         | ODBC
         | LOCAL_FILES
         | IGNORE_SPACE

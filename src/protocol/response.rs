@@ -110,6 +110,12 @@ impl ResponseTracker {
         self.state == State::Finished
     }
 
+    /// After a packet: whether it ended one result (or a progress report) and the response goes
+    /// on with another, where a server ends a compressed frame.
+    pub fn between_results(&self) -> bool {
+        self.state == State::First
+    }
+
     /// Whether `feed` needs the whole payload of a packet that starts with `first` and has
     /// `len` bytes. Rows and column definitions are never needed whole, so they can be streamed.
     pub fn needs_whole_packet(&self, first: Option<u8>, len: usize) -> bool {

@@ -13,6 +13,7 @@ use std::io;
 
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 
+use super::compress::{Codec, Step, PIECE};
 use super::constants::MAX_FRAME;
 
 /// Read-ahead per socket read, and the size the read buffer shrinks back to.
@@ -27,6 +28,11 @@ pub struct PacketStream<S> {
     rbuf: Vec<u8>,
     rpos: usize,
     wbuf: Vec<u8>,
+    /// The compressed protocol, once both sides agreed to it (after the login's OK): `rbuf` then
+    /// holds decoded bytes and `wbuf` plain bytes that `flush` encodes.
+    comp: Option<Box<Codec>>,
+    /// Offsets in `wbuf` where a command starts: its first frame restarts the frame sequence.
+    cuts: Vec<usize>,
 }
 
 /// Header of one frame: payload length and sequence id.
@@ -47,7 +53,32 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             rbuf: Vec::new(),
             rpos: 0,
             wbuf: Vec::new(),
+            comp: None,
+            cuts: Vec::new(),
         }
+    }
+
+    /// Switches to the compressed protocol (call right after the login's OK, with nothing
+    /// queued): bytes already read and not consumed are compressed ones. `server`: the proxy is
+    /// the server on this stream (the client's leg), so the packets it writes are numbered as a
+    /// server numbers them (`protocol::compress`).
+    pub fn enable_compression(&mut self, server: bool) {
+        if self.comp.is_some() {
+            return;
+        }
+        let pending = self.rbuf.split_off(self.rpos);
+        self.rbuf.clear();
+        self.rpos = 0;
+        let codec = if server {
+            Codec::for_server(pending)
+        } else {
+            Codec::new(pending)
+        };
+        self.comp = Some(Box::new(codec));
+    }
+
+    pub fn is_compressed(&self) -> bool {
+        self.comp.is_some()
     }
 
     pub fn get_ref(&self) -> &S {
@@ -96,6 +127,20 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                 self.rbuf.reserve(READ_CHUNK);
             }
         }
+        if let Some(c) = self.comp.as_deref_mut() {
+            // decoded bytes, at most `want` per call, read from the socket as frames need them
+            loop {
+                match c.decode(&mut self.rbuf, want)? {
+                    Step::Produced(_) => return Ok(()),
+                    Step::NeedInput => {
+                        let n = self.io.read_buf(c.input_buffer(READ_CHUNK)).await?;
+                        if n == 0 {
+                            return Err(io::ErrorKind::UnexpectedEof.into());
+                        }
+                    }
+                }
+            }
+        }
         let n = self.io.read_buf(&mut self.rbuf).await?;
         if n == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
@@ -125,6 +170,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         }
         if self.wbuf.is_empty() && self.wbuf.capacity() > WRITE_HIGH_WATER {
             self.wbuf.shrink_to(WRITE_HIGH_WATER);
+        }
+        if let Some(c) = self.comp.as_deref_mut() {
+            c.shrink(READ_CHUNK);
         }
     }
 
@@ -193,6 +241,17 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         out.extend_from_slice(&self.rbuf[self.rpos..self.rpos + have]);
         self.rpos += have;
         len -= have;
+        if self.comp.is_some() {
+            // through the decoder, a chunk at a time
+            while len > 0 {
+                self.read_more(len).await?;
+                let n = len.min(self.buffered());
+                out.extend_from_slice(&self.rbuf[self.rpos..self.rpos + n]);
+                self.rpos += n;
+                len -= n;
+            }
+            return Ok(());
+        }
         while len > 0 {
             out.reserve(len.min(READ_CHUNK));
             let spare = (out.capacity() - out.len()).min(len);
@@ -239,7 +298,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         while len > 0 {
             if self.buffered() == 0 {
                 if dst.has_pending_output() {
-                    dst.flush().await.map_err(CopyError::Write)?;
+                    dst.flush_partial().await.map_err(CopyError::Write)?;
                 }
                 self.fill_some().await.map_err(CopyError::Read)?;
             }
@@ -249,7 +308,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             self.rpos += n;
             len -= n;
             if dst.wbuf.len() >= WRITE_HIGH_WATER {
-                dst.flush().await.map_err(CopyError::Write)?;
+                dst.flush_partial().await.map_err(CopyError::Write)?;
             }
         }
         Ok(())
@@ -287,13 +346,111 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// Writes out queued output when it has grown past the high-water mark.
     pub async fn flush_if_full(&mut self) -> io::Result<()> {
         if self.wbuf.len() >= WRITE_HIGH_WATER {
-            self.flush().await?;
+            self.flush_partial().await?;
         }
         Ok(())
     }
 
+    /// Queues a command to the peer (this side is its client): sequence id 0, and under
+    /// compression a new frame sequence.
+    pub fn queue_command(&mut self, payload: &[u8]) {
+        self.begin_command();
+        self.queue_packet(0, payload);
+    }
+
+    /// Sends a command (see `queue_command`) and flushes; returns the next sequence id.
+    pub async fn send_command(&mut self, payload: &[u8]) -> io::Result<u8> {
+        self.begin_command();
+        self.send_packet(0, payload).await
+    }
+
+    fn begin_command(&mut self) {
+        if let Some(c) = self.comp.as_deref_mut() {
+            if self.wbuf.is_empty() {
+                c.restart_sequence();
+            } else {
+                self.cuts.push(self.wbuf.len());
+            }
+        }
+    }
+
+    /// Encodes the queued plain bytes into frames and writes them (compressed protocol).
+    async fn flush_compressed(&mut self) -> io::Result<()> {
+        let Some(c) = self.comp.as_deref_mut() else {
+            return Ok(());
+        };
+        let mut from = 0;
+        for end in self.cuts.drain(..).chain(std::iter::once(self.wbuf.len())) {
+            c.renumber(self.wbuf.get_mut(from..end).unwrap_or_default());
+            for piece in self.wbuf.get(from..end).unwrap_or_default().chunks(PIECE) {
+                c.encode_frame(piece);
+                if c.output().len() >= 4 * PIECE {
+                    self.io.write_all(c.output()).await?;
+                    c.output_written();
+                }
+            }
+            if end < self.wbuf.len() {
+                c.restart_sequence();
+            }
+            from = end;
+        }
+        self.wbuf.clear();
+        if !c.output().is_empty() {
+            self.io.write_all(c.output()).await?;
+            c.output_written();
+        }
+        Ok(())
+    }
+
+    /// Writes `data` as frames of its own, after what is queued (compressed protocol).
+    async fn write_compressed(&mut self, data: &[u8]) -> io::Result<()> {
+        self.flush_compressed().await?;
+        let Some(c) = self.comp.as_deref_mut() else {
+            return Ok(());
+        };
+        if c.has_header_in(data) {
+            // not the case for the payloads this is used for; kept correct all the same
+            let mut copy = data.to_vec();
+            c.renumber(&mut copy);
+            self.wbuf.extend_from_slice(&copy);
+            return self.flush_compressed().await;
+        }
+        c.pass_payload(data.len());
+        for piece in data.chunks(PIECE) {
+            c.encode_frame(piece);
+            if c.output().len() >= 4 * PIECE {
+                self.io.write_all(c.output()).await?;
+                c.output_written();
+            }
+        }
+        if !c.output().is_empty() {
+            self.io.write_all(c.output()).await?;
+            c.output_written();
+        }
+        Ok(())
+    }
+
+    /// Writes out what is queued. Under compression this also ends a response: the next packet
+    /// the server leg writes is numbered like the next frame (`flush_partial` does not).
     pub async fn flush(&mut self) -> io::Result<()> {
-        if !self.wbuf.is_empty() {
+        self.flush_with(true).await
+    }
+
+    /// Writes out what is queued in the middle of a response.
+    pub async fn flush_partial(&mut self) -> io::Result<()> {
+        self.flush_with(false).await
+    }
+
+    async fn flush_with(&mut self, response_end: bool) -> io::Result<()> {
+        if self.comp.is_some() {
+            self.flush_compressed().await?;
+            if let (Some(c), true) = (self.comp.as_deref_mut(), response_end) {
+                c.sync();
+            }
+            if self.wbuf.capacity() > 4 * WRITE_HIGH_WATER {
+                self.wbuf.shrink_to(WRITE_HIGH_WATER);
+            }
+        } else if !self.wbuf.is_empty() {
             self.io.write_all(&self.wbuf).await?;
             self.wbuf.clear();
             if self.wbuf.capacity() > 4 * WRITE_HIGH_WATER {
@@ -315,12 +472,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         loop {
             let n = rest.len().min(MAX_FRAME);
             self.queue_header(n, seq);
-            self.flush().await?;
-            self.io.write_all(&rest[..n]).await?;
+            if self.comp.is_some() {
+                self.write_compressed(&rest[..n]).await?;
+            } else {
+                self.flush_partial().await?;
+                self.io.write_all(&rest[..n]).await?;
+            }
             seq = seq.wrapping_add(1);
             rest = &rest[n..];
             if n < MAX_FRAME {
-                self.io.flush().await?;
+                self.flush().await?;
                 return Ok(seq);
             }
         }

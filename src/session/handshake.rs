@@ -63,10 +63,14 @@ pub async fn establish(
     }
 }
 
-/// Capability flags the proxy advertises: the backend's, narrowed to what can be relayed, plus
-/// TLS when the proxy has a certificate (TLS ends at the proxy).
-pub fn advertised_caps(backend_caps: u32, tls: bool) -> u32 {
-    let c = backend_caps & cap::PROXY_SUPPORTED;
+/// Capability flags the proxy advertises: the backend's, narrowed to what can be relayed (and
+/// without compression when the configuration turns it off), plus TLS when the proxy has a
+/// certificate (TLS ends at the proxy).
+pub fn advertised_caps(backend_caps: u32, tls: bool, compression: bool) -> u32 {
+    let mut c = backend_caps & cap::PROXY_SUPPORTED;
+    if !compression {
+        c &= !cap::COMPRESS;
+    }
     if tls {
         c | cap::SSL
     } else {
@@ -184,7 +188,11 @@ async fn establish_relayed(
         }
         Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
     };
-    let advertised = advertised_caps(greeting.capabilities, shared.tls.is_some());
+    let advertised = advertised_caps(
+        greeting.capabilities,
+        shared.tls.is_some(),
+        shared.config.proxy.compression,
+    );
     let advertised_ext = greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     set_greeting_capabilities(&mut greeting_raw, &greeting, advertised, advertised_ext);
     let (mut client, mut response_raw, response, seq) =
@@ -234,7 +242,13 @@ async fn establish_relayed(
         client.shutdown().await;
         return Err(HandshakeFailure::Rejected("authentication failed"));
     };
-    info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), "session established");
+    if client_caps & cap::COMPRESS != 0 {
+        // both sides switch right after the OK that was just relayed
+        client.enable_compression(true);
+        backend.enable_compression(false);
+        bump(&shared.stats.compressed_sessions);
+    }
+    info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), compressed = client.is_compressed(), "session established");
     Ok(Session::new(
         shared,
         peer,
@@ -380,7 +394,11 @@ async fn establish_proxy_auth(
         Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
     };
     let salt = random_salt();
-    let advertised = advertised_caps(backend_greeting.capabilities, shared.tls.is_some());
+    let advertised = advertised_caps(
+        backend_greeting.capabilities,
+        shared.tls.is_some(),
+        shared.config.proxy.compression,
+    );
     let advertised_ext = backend_greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     let conn_id = shared.next_connection_id();
     let greeting = build_greeting(
@@ -430,6 +448,10 @@ async fn establish_proxy_auth(
     client
         .send_packet(next_seq, &ok_packet(0, 0, backend_greeting.status, 0))
         .await?;
+    if client_caps & cap::COMPRESS != 0 {
+        client.enable_compression(true);
+        bump(&shared.stats.compressed_sessions);
+    }
     info!(%peer, user = %String::from_utf8_lossy(&response.user), backend_user = %spec.user, "session established (proxy auth)");
     let (stream, pooled, caps) = logged.into_parts(spec);
     let status = backend_greeting.status;

@@ -255,7 +255,7 @@ impl Session {
         client_next: u8,
         reserved: &mut Reserved,
     ) -> Result<Summary, End> {
-        if self.backend.send_packet(0, &self.command).await.is_err() {
+        if self.backend.send_command(&self.command).await.is_err() {
             return Err(self.lose_backend(client_next).await);
         }
         // the answer's header, and its first byte when it has one (an empty packet has none

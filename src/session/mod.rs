@@ -428,7 +428,7 @@ impl Session {
             }
             _ if clean => {
                 // tell the backend goodbye so it does not log an aborted connection
-                let _ = self.backend.send_packet(0, &[com::QUIT]).await;
+                let _ = self.backend.send_command(&[com::QUIT]).await;
                 self.backend.shutdown().await;
             }
             _ => {} // dropped: a connection with a response in flight is never reused
@@ -628,7 +628,7 @@ impl Session {
                 Err(_) => Err(End::ClientGone),
             };
         }
-        self.backend.queue_packet(0, &self.command);
+        self.backend.queue_command(&self.command);
         if self.backend.flush().await.is_err() {
             return Err(self.lose_backend(1).await);
         }
@@ -808,7 +808,7 @@ impl Session {
     }
 
     async fn forward_without_response(&mut self) -> Result<(), End> {
-        if self.backend.send_packet(0, &self.command).await.is_err() {
+        if self.backend.send_command(&self.command).await.is_err() {
             return Err(self.lose_backend(self.command_frames).await);
         }
         Ok(())
@@ -828,7 +828,7 @@ impl Session {
         kind: ResponseKind,
         more_after: bool,
     ) -> Result<(Summary, u8), End> {
-        let backend_frames = match self.backend.send_packet(0, &self.command).await {
+        let backend_frames = match self.backend.send_command(&self.command).await {
             Ok(next) => next,
             Err(_) => return Err(self.lose_backend(self.command_frames).await),
         };
@@ -967,6 +967,12 @@ impl Session {
                 continue;
             }
             match step {
+                // a compressed client expects a frame to end with each result, as servers do
+                Step::More if self.client.is_compressed() && tracker.between_results() => {
+                    if self.client.flush().await.is_err() {
+                        return Err(End::ClientGone);
+                    }
+                }
                 Step::More => {
                     if self.client.flush_if_full().await.is_err() {
                         return Err(End::ClientGone);

@@ -397,7 +397,7 @@ impl Session {
         for v in variants {
             let mut cmd = vec![com::STMT_CLOSE];
             cmd.extend_from_slice(&v.to_le_bytes());
-            self.backend.queue_packet(0, &cmd);
+            self.backend.queue_command(&cmd);
         }
         self.forward_without_response().await
     }
@@ -595,7 +595,7 @@ impl Session {
                 tracing::debug!("prefix-scan variant does not match its statement");
                 let mut cmd = vec![com::STMT_CLOSE];
                 cmd.extend_from_slice(&v.to_le_bytes());
-                self.backend.queue_packet(0, &cmd);
+                self.backend.queue_command(&cmd);
                 rw.failed = true;
                 Ok(None)
             }

@@ -18,13 +18,13 @@ fn cli(addr: &str, user: &str, password: &str, extra: &[&str], sql: &str) -> (bo
     (ok, format!("{out}{err}"))
 }
 
-struct Cert {
+pub(crate) struct Cert {
     _dir: tempfile::TempDir,
-    cert: std::path::PathBuf,
-    key: std::path::PathBuf,
+    pub(crate) cert: std::path::PathBuf,
+    pub(crate) key: std::path::PathBuf,
 }
 
-fn self_signed() -> Cert {
+pub(crate) fn self_signed() -> Cert {
     let ck = rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()])
         .expect("certificate");
     let dir = tempfile::tempdir().expect("tmp");

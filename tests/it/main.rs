@@ -8,6 +8,7 @@ mod cli;
 mod clients;
 mod commands;
 mod common;
+mod compression;
 mod corpus;
 mod dump;
 mod false_alarms;
