@@ -7,7 +7,8 @@
 # compared; exits non-zero when a test that passes directly fails through the proxy. A test that
 # loses is run once more, alone, both ways, and counts as lost only if it passes directly and
 # fails through the proxy again (the suite has timing races of its own: its `should_reconnect`
-# failed 2 of 25 direct runs here).
+# failed 2 of 25 direct runs here). The suite runs twice: with the driver's defaults, and with
+# `compression=fast` (the compressed protocol on both legs, docs/DESIGN.md).
 #   scripts/rust-driver-suite.sh [TEST FILTER]
 # Environment: SUITE_KEEP=1 keeps the work folder.
 set -euo pipefail
@@ -49,49 +50,63 @@ done
 run() { # PORT OUT [FILTER ARGS...]
   local port=$1 out=$2
   shift 2
-  (cd "$work/mysql_async" && DATABASE_URL="mysql://root@127.0.0.1:$port/mysql" \
+  (cd "$work/mysql_async" && DATABASE_URL="mysql://root@127.0.0.1:$port/mysql$url_opts" \
     cargo test --tests --no-fail-fast -- --test-threads=2 "$@" >"$out" 2>&1) || true
 }
 outcomes() { # FILE -> "name outcome" lines (ok / FAILED / ignored)
   sed -n -E 's/^test (.+) \.\.\. (ok|FAILED|ignored)$/\1 \2/p' "$1" | sort -u
 }
-echo "== mysql_async $version suite, direct (port $mport)"
-run "$mport" "$work/direct.out" ${filter:+"$filter"}
-echo "== mysql_async $version suite, through the proxy (port $pport)"
-run "$pport" "$work/proxy.out" ${filter:+"$filter"}
-# the suite ran through the proxy: its connections' socket probes were answered there
-probes=$(mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
-  awk '$1 == "socket_probes_answered" { print $2 }')
+proxy_status() { # NAME -> its value in SHOW PROXY STATUS
+  mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
+    awk -v n="$1" '$1 == n { print $2 }'
+}
+status=0
+for url_opts in "" "?compression=fast"; do
+  mode=${url_opts:-defaults}
+  compressed_before=$(proxy_status compressed_sessions)
+  echo "== mysql_async $version suite ($mode), direct (port $mport)"
+  run "$mport" "$work/direct.out" ${filter:+"$filter"}
+  echo "== mysql_async $version suite ($mode), through the proxy (port $pport)"
+  run "$pport" "$work/proxy.out" ${filter:+"$filter"}
+  # the suite ran through the proxy: its connections' socket probes were answered there
+  probes=$(proxy_status socket_probes_answered)
+  compressed=$(( $(proxy_status compressed_sessions) - compressed_before ))
 
-outcomes "$work/direct.out" >"$work/direct.txt"
-outcomes "$work/proxy.out" >"$work/proxy.txt"
-passed_direct=$(awk '$2 == "ok"' "$work/direct.txt" | wc -l)
-passed_proxy=$(awk '$2 == "ok"' "$work/proxy.txt" | wc -l)
-echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/proxy.txt") through the proxy"
-echo "passed: $passed_direct direct, $passed_proxy through the proxy; socket probes answered by the proxy: ${probes:-none}"
-lost=0
-while read -r name; do
-  # once more, alone, both ways
-  run "$mport" "$work/again-direct.out" "$name" --exact
-  run "$pport" "$work/again-proxy.out" "$name" --exact
-  d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
-  p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
-  if [[ $d == ok && $p != ok ]]; then
-    echo "LOST through the proxy: $name (again: direct $d, proxy ${p:-missing})"
-    lost=$((lost + 1))
-  else
-    echo "lost once, not again (direct ${d:-missing}, proxy ${p:-missing}): $name"
+  outcomes "$work/direct.out" >"$work/direct.txt"
+  outcomes "$work/proxy.out" >"$work/proxy.txt"
+  passed_direct=$(awk '$2 == "ok"' "$work/direct.txt" | wc -l)
+  passed_proxy=$(awk '$2 == "ok"' "$work/proxy.txt" | wc -l)
+  echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/proxy.txt") through the proxy"
+  echo "passed: $passed_direct direct, $passed_proxy through the proxy; socket probes answered by the proxy: ${probes:-none}; compressed sessions: $compressed"
+  lost=0
+  while read -r name; do
+    # once more, alone, both ways
+    run "$mport" "$work/again-direct.out" "$name" --exact
+    run "$pport" "$work/again-proxy.out" "$name" --exact
+    d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
+    p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
+    if [[ $d == ok && $p != ok ]]; then
+      echo "LOST through the proxy: $name (again: direct $d, proxy ${p:-missing})"
+      lost=$((lost + 1))
+    else
+      echo "lost once, not again (direct ${d:-missing}, proxy ${p:-missing}): $name"
+    fi
+  done < <(join -j1 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") \
+    <(awk '$2 != "ok" { print $1 }' "$work/proxy.txt"); \
+    comm -23 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") <(awk '{ print $1 }' "$work/proxy.txt"))
+  if ((passed_direct < 50)); then
+    echo "too few tests passed directly: the suite did not run properly"
+    exit 2
   fi
-done < <(join -j1 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") \
-  <(awk '$2 != "ok" { print $1 }' "$work/proxy.txt"); \
-  comm -23 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") <(awk '{ print $1 }' "$work/proxy.txt"))
-if ((passed_direct < 50)); then
-  echo "too few tests passed directly: the suite did not run properly"
-  exit 2
-fi
-if [[ -z $probes || $probes -lt 1 ]]; then
-  echo "the proxy answered no socket probe: the suite did not run through it"
-  exit 2
-fi
-echo "$((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
-((lost == 0))
+  if [[ -z $probes || $probes -lt 1 ]]; then
+    echo "the proxy answered no socket probe: the suite did not run through it"
+    exit 2
+  fi
+  if [[ -n $url_opts ]] && ((compressed < 1)); then
+    echo "no compressed session reached the proxy: the suite did not use compression"
+    exit 2
+  fi
+  echo "$mode: $((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
+  ((lost == 0)) || status=1
+done
+exit $status
