@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# The real-client ring: SQLAlchemy's own published test suite (the sdist from PyPI, downloaded
-# at run time, never vendored), run directly against a private MariaDB and through obkv-proxy;
-# the pass-sets are compared. Exits non-zero when a test that passes directly fails (or errors)
+# The real-client ring: SQLAlchemy's own published test suite, and mysqlclient's (the C driver
+# on libmariadb, plain and with the compressed protocol) — sdists from PyPI, downloaded at run
+# time, never vendored — run directly against a private MariaDB and through obkv-proxy; the
+# pass-sets are compared. Exits non-zero when a test that passes directly fails (or errors)
 # through the proxy.
 #   scripts/client-suites.sh [PYTEST SELECTION...]
 # Default selection: SQLAlchemy's MySQL dialect tests and its core SQL/type/reflection suites.
-# Environment: SUITE_SQLALCHEMY_VERSION (default 2.0.36), SUITE_KEEP=1 keeps the work folder.
+# Environment: SUITE_SQLALCHEMY_VERSION (default 2.0.36), SUITE_MYSQLCLIENT_VERSION (2.3.1),
+# SUITE_KEEP=1 keeps the work folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -58,7 +60,8 @@ run() { # NAME PORT
 run direct "$mport"
 run proxy "$pport"
 
-.venv/bin/python - "$work/direct.xml" "$work/proxy.xml" <<'PY'
+compare() { # DIRECT.xml PROXY.xml MIN_PASSED_DIRECTLY
+  .venv/bin/python - "$@" <<'PY'
 import sys, xml.etree.ElementTree as ET
 
 def outcomes(path):
@@ -81,9 +84,44 @@ for t in lost:
     print(f"LOST through the proxy: {t} ({proxy.get(t, 'missing')})")
 for t in gained:
     print(f"passes only through the proxy: {t} (direct: {direct.get(t)})")
-if len(passed_direct) < 100:
+if len(passed_direct) < int(sys.argv[3]):
     print("too few tests passed directly: the suite did not run properly")
     sys.exit(2)
 print(f"{len(passed_proxy & passed_direct)} passed, {len(lost)} failed")
 sys.exit(1 if lost else 0)
 PY
+}
+status=0
+compare "$work/direct.xml" "$work/proxy.xml" 100 || status=$?
+
+# mysqlclient: its suite reads the connection from an option file; `compress` turns on the
+# compressed protocol, which the proxy must relay on both legs
+mc_version=${SUITE_MYSQLCLIENT_VERSION:-2.3.1}
+.venv/bin/pip download -q --no-deps --no-binary :all: "mysqlclient==$mc_version" -d "$work" >/dev/null
+tar xzf "$work/mysqlclient-$mc_version.tar.gz" -C "$work"
+mc="$work/mysqlclient-$mc_version"
+.venv/bin/pip install -q "$work/mysqlclient-$mc_version.tar.gz"
+mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS mysqldb_test"
+for mode in plain compress; do
+  for side in direct proxy; do
+    port=$mport; [[ $side == proxy ]] && port=$pport
+    cnf="$mc/tests/$side-$mode.cnf"
+    printf '[MySQLdb-tests]\nhost = 127.0.0.1\nport = %s\nuser = root\ndatabase = mysqldb_test\ndefault-character-set = utf8mb4\n' \
+      "$port" >"$cnf"
+    [[ $mode == compress ]] && echo compress >>"$cnf"
+    echo "== mysqlclient $mc_version suite ($mode), $side (port $port)"
+    (cd "$mc" && TESTDB="$side-$mode.cnf" "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
+      -q --tb=no -o addopts= --junitxml="$work/mc-$side-$mode.xml" tests -k "not sqlalchemy" \
+      >"$work/mc-$side-$mode.out" 2>&1) || true
+    tail -1 "$work/mc-$side-$mode.out"
+  done
+  compare "$work/mc-direct-$mode.xml" "$work/mc-proxy-$mode.xml" 100 || status=$?
+done
+compressed=$(mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
+  awk '$1 == "compressed_sessions" { print $2 }')
+echo "compressed sessions through the proxy: ${compressed:-none}"
+if [[ -z $compressed || $compressed -lt 1 ]]; then
+  echo "no compressed session reached the proxy: mysqlclient did not use compression"
+  status=2
+fi
+exit $status

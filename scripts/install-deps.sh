@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs what obkv-proxy's run and test commands need, skipping what is already there.
 #   scripts/install-deps.sh run    -> seekdb (PyPI pylibseekdb) + a MySQL client
-#   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL
+#   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL, libmariadb-dev
 # Python packages go into a project-local virtualenv (.venv) so nothing system-wide is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +13,9 @@ if [[ $what == test ]]; then
   command -v mariadbd >/dev/null 2>&1 || [[ -x /usr/sbin/mariadbd ]] || need_apt+=(mariadb-server)
   command -v sysbench >/dev/null 2>&1 || need_apt+=(sysbench)
   command -v haproxy >/dev/null 2>&1 || [[ -x /usr/sbin/haproxy ]] || need_apt+=(haproxy)
+  # to build mysqlclient (the real-client ring runs its suite): libmariadb's headers
+  command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+  [[ -e /usr/include/mariadb/mysql.h ]] || need_apt+=(libmariadb-dev)
 fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
 if ((${#need_apt[@]})); then

@@ -1064,8 +1064,10 @@ fn prepared_executions_read_the_one_partition_the_model_predicts() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_driver_prepares_and_reexecutes_through_the_rewriter() {
     use mysql_async::prelude::*;
-    for kind in BOTH {
-        let tag = format!("m{}", kind.name());
+    // plain, and over the compressed protocol (variants' STMT_CLOSE queued ahead of the
+    // client's command: each starts its own frame sequence)
+    for (kind, compress) in BOTH.into_iter().flat_map(|k| [(k, false), (k, true)]) {
+        let tag = format!("m{}{}", kind.name(), if compress { "z" } else { "" });
         let f = tokio::task::block_in_place(|| fixture(kind, &tag, &["a"]));
         let table = format!("{tag}a$f");
         let opts = |addr: &str| {
@@ -1076,6 +1078,7 @@ async fn a_driver_prepares_and_reexecutes_through_the_rewriter() {
                 .user(Some("root"))
                 .db_name(Some(f.db.clone()))
                 .prefer_socket(false)
+                .compression(compress.then(mysql_async::Compression::fast))
         };
         let mut via = mysql_async::Conn::new(opts(&f.proxy.addr))
             .await
