@@ -108,7 +108,7 @@ for mode in plain compress; do
     cnf="$mc/tests/$side-$mode.cnf"
     printf '[MySQLdb-tests]\nhost = 127.0.0.1\nport = %s\nuser = root\ndatabase = mysqldb_test\ndefault-character-set = utf8mb4\n' \
       "$port" >"$cnf"
-    [[ $mode == compress ]] && echo compress >>"$cnf"
+    [[ $mode == compress ]] && echo "compress = 1" >>"$cnf"
     echo "== mysqlclient $mc_version suite ($mode), $side (port $port)"
     (cd "$mc" && TESTDB="$side-$mode.cnf" "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
       -q --tb=no -o addopts= --junitxml="$work/mc-$side-$mode.xml" tests -k "not sqlalchemy" \
