@@ -165,6 +165,9 @@ pub struct ProxySection {
     pub shutdown_grace_ms: u64,
     /// Single-threaded runtimes serving sessions; 0 = auto (half the CPU cores, at least one).
     pub worker_threads: usize,
+    /// A Unix socket the proxy also listens on: "auto" = /tmp/obkv-proxy-<listen port>.sock,
+    /// "" = none, else a path. A driver's `@@socket` probe is answered with it.
+    pub socket: String,
     /// Offer the compressed protocol (zlib, CLIENT_COMPRESS) when the backend offers it. A
     /// client that asks for it gets it on both legs, so the backend's `Compression` status
     /// reads as it would directly.
@@ -276,6 +279,7 @@ impl Default for ProxySection {
             max_packet_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,
             worker_threads: 0,
+            socket: "auto".into(),
             compression: true,
         }
     }

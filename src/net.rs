@@ -1,54 +1,91 @@
-//! A byte stream that is plain TCP or TLS over TCP: the client's (after an SSLRequest) and the
-//! backend's (when the proxy upgrades its own connection).
+//! A byte stream that is plain or TLS: the client's (TCP or the proxy's Unix socket, TLS after
+//! an SSLRequest) and the backend's (TCP, TLS when the proxy upgrades its own connection).
 
 use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
-use tokio::net::TcpStream;
+use tokio::net::{TcpStream, UnixStream};
 
-pub enum MaybeTls<T> {
-    Plain(TcpStream),
+pub enum MaybeTls<P, T> {
+    Plain(P),
     Tls(Box<T>),
 }
 
+/// A client's socket: TCP, or the proxy's own Unix socket (`proxy.socket`).
+pub enum ClientSock {
+    Tcp(TcpStream),
+    Unix(UnixStream),
+}
+
 /// The client's stream.
-pub type ClientIo = MaybeTls<tokio_rustls::server::TlsStream<TcpStream>>;
+pub type ClientIo = MaybeTls<ClientSock, tokio_rustls::server::TlsStream<ClientSock>>;
 /// The backend's stream.
-pub type BackendIo = MaybeTls<tokio_rustls::client::TlsStream<TcpStream>>;
+pub type BackendIo = MaybeTls<TcpStream, tokio_rustls::client::TlsStream<TcpStream>>;
 
-/// TLS streams that can show the TCP socket under them.
-pub trait OverTcp {
-    fn tcp(&self) -> &TcpStream;
-}
-
-impl OverTcp for tokio_rustls::server::TlsStream<TcpStream> {
-    fn tcp(&self) -> &TcpStream {
-        self.get_ref().0
-    }
-}
-
-impl OverTcp for tokio_rustls::client::TlsStream<TcpStream> {
-    fn tcp(&self) -> &TcpStream {
-        self.get_ref().0
-    }
-}
-
-impl<T: OverTcp> MaybeTls<T> {
+impl<P, T> MaybeTls<P, T> {
     pub fn is_tls(&self) -> bool {
         matches!(self, MaybeTls::Tls(_))
     }
+}
 
+impl BackendIo {
     pub fn tcp(&self) -> &TcpStream {
         match self {
             MaybeTls::Plain(s) => s,
-            MaybeTls::Tls(s) => s.tcp(),
+            MaybeTls::Tls(s) => s.get_ref().0,
         }
     }
 }
 
-impl<T: AsyncRead + Unpin> AsyncRead for MaybeTls<T> {
+impl ClientSock {
+    pub fn is_unix(&self) -> bool {
+        matches!(self, ClientSock::Unix(_))
+    }
+}
+
+impl AsyncRead for ClientSock {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientSock::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            ClientSock::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for ClientSock {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        match self.get_mut() {
+            ClientSock::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            ClientSock::Unix(s) => Pin::new(s).poll_write(cx, buf),
+        }
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientSock::Tcp(s) => Pin::new(s).poll_flush(cx),
+            ClientSock::Unix(s) => Pin::new(s).poll_flush(cx),
+        }
+    }
+
+    fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match self.get_mut() {
+            ClientSock::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            ClientSock::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+impl<P: AsyncRead + Unpin, T: AsyncRead + Unpin> AsyncRead for MaybeTls<P, T> {
     fn poll_read(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -61,7 +98,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for MaybeTls<T> {
     }
 }
 
-impl<T: AsyncWrite + Unpin> AsyncWrite for MaybeTls<T> {
+impl<P: AsyncWrite + Unpin, T: AsyncWrite + Unpin> AsyncWrite for MaybeTls<P, T> {
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,

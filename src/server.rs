@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::AsyncWriteExt;
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::runtime::Handle;
 use tokio::sync::{watch, Semaphore};
 use tokio::task::JoinSet;
@@ -14,6 +14,7 @@ use tracing::{error, info, warn};
 
 use crate::admin::bump;
 use crate::config::{Config, ConfigError};
+use crate::net::ClientSock;
 use crate::protocol::packets::ErrorInfo;
 use crate::session;
 use crate::shared::Shared;
@@ -42,16 +43,61 @@ pub async fn run_on(
     }
     let mut next_worker = 0usize;
     let (stop_tx, stop_rx) = watch::channel(false);
-    let shared = Arc::new(Shared::new(config, stop_rx)?);
+    let mut shared = Shared::new(config, stop_rx)?;
+    let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
+    let unix = match socket_path(&shared.config.proxy.socket, port) {
+        Some(path) => bind_unix(&path).map(|l| (l, path)),
+        None => None,
+    };
+    shared.socket = unix.as_ref().map(|(_, p)| Arc::from(p.as_str()));
+    let shared = Arc::new(shared);
     let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
     let mut sessions = JoinSet::new();
     tokio::pin!(shutdown);
     if let Ok(addr) = listener.local_addr() {
         info!(listen = %addr, backend = %shared.config.backend.address, auth = ?shared.config.auth.mode, tls = shared.tls.is_some(), "obkv-proxy serving");
     }
+    let accept_unix = || async {
+        match &unix {
+            Some((l, _)) => l.accept().await.map(|(s, _)| s),
+            None => std::future::pending().await,
+        }
+    };
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            accepted = accept_unix() => match accepted {
+                Ok(sock) => {
+                    bump(&shared.stats.connections_total);
+                    bump(&shared.stats.socket_connections);
+                    // a Unix client has no address; it is a local one
+                    let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
+                    match (limit.clone().try_acquire_owned(), sock.into_std()) {
+                        (Ok(permit), Ok(std_sock)) => {
+                            let shared = shared.clone();
+                            let worker = &workers[next_worker % workers.len()];
+                            next_worker = next_worker.wrapping_add(1);
+                            sessions.spawn_on(async move {
+                                if let Ok(s) = UnixStream::from_std(std_sock) {
+                                    session::serve(ClientSock::Unix(s), peer, shared).await;
+                                }
+                                drop(permit);
+                            }, worker);
+                        }
+                        (Err(_), Ok(std_sock)) => {
+                            bump(&shared.stats.connections_refused);
+                            if let Ok(s) = UnixStream::from_std(std_sock) {
+                                sessions.spawn(refuse_with(s, ErrorInfo::too_many_connections()));
+                            }
+                        }
+                        (_, Err(e)) => warn!("cannot hand over a socket connection: {e}"),
+                    }
+                }
+                Err(e) => {
+                    warn!("accept on the Unix socket failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            },
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
                     bump(&shared.stats.connections_total);
@@ -65,7 +111,7 @@ pub async fn run_on(
                                 Ok(std_tcp) => {
                                     sessions.spawn_on(async move {
                                         if let Ok(tcp) = TcpStream::from_std(std_tcp) {
-                                            session::serve(tcp, peer, shared).await;
+                                            session::serve(ClientSock::Tcp(tcp), peer, shared).await;
                                         }
                                         drop(permit);
                                     }, worker);
@@ -97,6 +143,10 @@ pub async fn run_on(
     info!(sessions = sessions.len(), "shutting down");
     // stop accepting at once: new clients get "connection refused", not a hang in the backlog
     drop(listener);
+    if let Some((l, path)) = unix {
+        drop(l);
+        let _ = std::fs::remove_file(&path);
+    }
     let _ = stop_tx.send(true);
     let grace = Duration::from_millis(shared.config.proxy.shutdown_grace_ms);
     let drained = tokio::time::timeout(grace, async {
@@ -113,12 +163,53 @@ pub async fn run_on(
     Ok(())
 }
 
+/// The Unix socket path `proxy.socket` asks for: "auto" names it after the TCP port.
+pub fn socket_path(setting: &str, port: u16) -> Option<String> {
+    match setting {
+        "" => None,
+        "auto" => Some(format!("/tmp/obkv-proxy-{port}.sock")),
+        p => Some(p.to_string()),
+    }
+}
+
+/// Binds the Unix socket, replacing a stale socket file (one nobody listens on) and never
+/// anything else; readable and writable by every local user, as MySQL's own socket is. A path
+/// in use or unusable is logged and left: the proxy serves TCP without it.
+fn bind_unix(path: &str) -> Option<UnixListener> {
+    use std::os::unix::fs::{FileTypeExt, PermissionsExt};
+    if let Ok(meta) = std::fs::symlink_metadata(path) {
+        if !meta.file_type().is_socket() {
+            warn!(socket = path, "not a socket: not listening there");
+            return None;
+        }
+        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+            warn!(
+                socket = path,
+                "another process listens there: not listening there"
+            );
+            return None;
+        }
+        let _ = std::fs::remove_file(path);
+    }
+    match UnixListener::bind(path) {
+        Ok(l) => {
+            let _ = std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o777));
+            info!(socket = path, "listening on a Unix socket too");
+            Some(l)
+        }
+        Err(e) => {
+            warn!(socket = path, "cannot listen on the Unix socket: {e}");
+            None
+        }
+    }
+}
+
 async fn refuse(tcp: TcpStream) {
     refuse_with(tcp, ErrorInfo::too_many_connections()).await;
 }
 
 /// Answers a client that will not be served with an ERR packet in place of the greeting.
-pub async fn refuse_with(mut tcp: TcpStream, e: ErrorInfo) {
+pub async fn refuse_with<S: tokio::io::AsyncWrite + Unpin>(mut tcp: S, e: ErrorInfo) {
     let p = e.to_packet();
     let mut frame = vec![p.len() as u8, (p.len() >> 8) as u8, 0, 0];
     frame.extend_from_slice(&p);

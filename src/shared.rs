@@ -39,6 +39,9 @@ pub struct Shared {
     /// `hbase.databases`, shared by every session's router context.
     pub hbase_databases: Arc<[String]>,
     pub shutdown: watch::Receiver<bool>,
+    /// The Unix socket the proxy listens on, when it does: what a driver's `@@socket` probe
+    /// is answered (`sql::probe`).
+    pub socket: Option<Arc<str>>,
     users: HashMap<Vec<u8>, (ProxyUser, [u8; 20])>,
     next_connection_id: AtomicU32,
     /// The catalog schema has been created and reconciled by this process.
@@ -92,6 +95,7 @@ impl Shared {
             stats: Stats::default(),
             pool,
             shutdown,
+            socket: None,
             users,
             next_connection_id: AtomicU32::new(1),
             backend_greeting: Mutex::new(None),

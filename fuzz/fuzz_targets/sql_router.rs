@@ -96,6 +96,7 @@ fuzz_target!(|data: &[u8]| {
             active: sql.len() % 2 == 0,
             pinned: None,
         },
+        socket: (sql.len() % 3 == 0).then(|| std::sync::Arc::from("/tmp/obkv-proxy-1.sock")),
     };
     let _ = dml::read(sql, dialect);
     let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
@@ -104,7 +105,7 @@ fuzz_target!(|data: &[u8]| {
         // a driver's @@socket probe: items replaced, the probe answered once and for all
         (obkv_proxy::sql::classify::Class::ServerProbe, Decision::Rewrite(text)) => {
             assert!(origin == Origin::Text && sql.len() <= 1024);
-            assert!(obkv_proxy::sql::probe::hide_socket(&text).is_none(), "probe left a socket");
+            assert!(obkv_proxy::sql::probe::hide_socket(&text, None).is_none(), "probe left a socket");
             assert!(text != sql && text.len() <= sql.len() * 16);
         }
         (_, Decision::Rewrite(text)) => {

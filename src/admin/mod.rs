@@ -16,6 +16,8 @@ pub struct Stats {
     pub socket_probes_answered: AtomicU64,
     /// Sessions that use the compressed protocol (since start).
     pub compressed_sessions: AtomicU64,
+    /// Connections accepted on the proxy's Unix socket (since start).
+    pub socket_connections: AtomicU64,
     pub backend_connect_errors: AtomicU64,
     pub backend_lost: AtomicU64,
     pub client_protocol_errors: AtomicU64,
@@ -35,6 +37,7 @@ impl Default for Stats {
             answered_locally: AtomicU64::new(0),
             socket_probes_answered: AtomicU64::new(0),
             compressed_sessions: AtomicU64::new(0),
+            socket_connections: AtomicU64::new(0),
             backend_connect_errors: AtomicU64::new(0),
             backend_lost: AtomicU64::new(0),
             client_protocol_errors: AtomicU64::new(0),
@@ -65,6 +68,7 @@ impl Stats {
             ("answered_locally", g(&self.answered_locally)),
             ("socket_probes_answered", g(&self.socket_probes_answered)),
             ("compressed_sessions", g(&self.compressed_sessions)),
+            ("socket_connections", g(&self.socket_connections)),
             ("backend_connect_errors", g(&self.backend_connect_errors)),
             ("backend_lost", g(&self.backend_lost)),
             ("client_protocol_errors", g(&self.client_protocol_errors)),

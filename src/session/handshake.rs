@@ -14,9 +14,9 @@ use std::io;
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use crate::net::ClientSock;
 use rand::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::TcpStream;
 use tracing::{debug, info, warn};
 
 use super::auth::NATIVE_PLUGIN;
@@ -53,7 +53,7 @@ impl From<io::Error> for HandshakeFailure {
 }
 
 pub async fn establish(
-    tcp: TcpStream,
+    tcp: ClientSock,
     peer: SocketAddr,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
@@ -78,7 +78,7 @@ pub fn advertised_caps(backend_caps: u32, tls: bool, compression: bool) -> u32 {
     }
 }
 
-async fn write_raw_packet(tcp: &mut TcpStream, seq: u8, payload: &[u8]) -> io::Result<()> {
+async fn write_raw_packet(tcp: &mut ClientSock, seq: u8, payload: &[u8]) -> io::Result<()> {
     let mut frame = Vec::with_capacity(payload.len() + 4);
     let n = payload.len().min(MAX_FRAME) as u32;
     frame.extend_from_slice(&[n as u8, (n >> 8) as u8, (n >> 16) as u8, seq]);
@@ -89,7 +89,7 @@ async fn write_raw_packet(tcp: &mut TcpStream, seq: u8, payload: &[u8]) -> io::R
 
 /// Reads one packet straight from the socket, without read-ahead: after an SSLRequest the next
 /// bytes belong to the TLS handshake.
-async fn read_raw_packet(tcp: &mut TcpStream) -> Result<(u8, Vec<u8>), HandshakeFailure> {
+async fn read_raw_packet(tcp: &mut ClientSock) -> Result<(u8, Vec<u8>), HandshakeFailure> {
     let mut h = [0u8; 4];
     tcp.read_exact(&mut h).await?;
     let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
@@ -110,7 +110,7 @@ async fn read_raw_packet(tcp: &mut TcpStream) -> Result<(u8, Vec<u8>), Handshake
 /// Reads the client's login request, upgrading to TLS first when it asks. Returns the client
 /// stream, the raw HandshakeResponse41 and its sequence id.
 async fn read_login_request(
-    mut tcp: TcpStream,
+    mut tcp: ClientSock,
     shared: &Shared,
     advertised: u32,
 ) -> Result<(PacketStream<ClientIo>, Vec<u8>, u8), HandshakeFailure> {
@@ -139,7 +139,7 @@ async fn read_login_request(
 /// Sends the greeting and reads the client's login (through TLS when it asks). Returns the
 /// client stream, the raw and the parsed login, and the login's sequence id.
 async fn greet_and_read_login(
-    mut tcp: TcpStream,
+    mut tcp: ClientSock,
     shared: &Shared,
     greeting: &[u8],
     advertised: u32,
@@ -168,7 +168,7 @@ async fn reject(
 }
 
 async fn establish_relayed(
-    mut tcp: TcpStream,
+    mut tcp: ClientSock,
     peer: SocketAddr,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
@@ -299,7 +299,7 @@ async fn backend_tls_for(
 }
 
 async fn report_backend_down(
-    tcp: &mut TcpStream,
+    tcp: &mut ClientSock,
     shared: &Shared,
     addr: &str,
     e: &BackendError,
@@ -384,7 +384,7 @@ fn random_salt() -> [u8; 20] {
 }
 
 async fn establish_proxy_auth(
-    mut tcp: TcpStream,
+    mut tcp: ClientSock,
     peer: SocketAddr,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {

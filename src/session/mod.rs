@@ -18,14 +18,13 @@ use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
-use tokio::net::TcpStream;
 use tracing::{debug, warn};
 
 use crate::admin::bump;
 use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
-use crate::net::ClientIo;
+use crate::net::{ClientIo, ClientSock};
 use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{with_more_results, ResponseKind, ResponseTracker, Step, Summary};
@@ -54,8 +53,11 @@ enum End {
 }
 
 /// Accepts one client: handshake, then the command loop.
-pub async fn serve(tcp: TcpStream, peer: SocketAddr, shared: Arc<Shared>) {
-    let _ = tcp.set_nodelay(true);
+pub async fn serve(sock: ClientSock, peer: SocketAddr, shared: Arc<Shared>) {
+    if let ClientSock::Tcp(tcp) = &sock {
+        let _ = tcp.set_nodelay(true);
+    }
+    let tcp = sock;
     let timeout = shared.config.handshake_timeout();
     let deadline = tokio::time::Instant::now() + timeout;
     // A slot among the clients logging in: bounds what unauthenticated clients hold (a backend
@@ -228,6 +230,7 @@ impl Session {
             },
             rewrite,
             txn: self.txn(),
+            socket: self.shared.socket.clone(),
             tables: (rewrite || writes.is_some()).then(|| TableView {
                 cache: self.shared.schemas.clone(),
                 current_db: self.db_fact.clone(),
@@ -321,7 +324,7 @@ impl Session {
         if class == Class::ServerProbe {
             // a short text read without context
             let sql = self.command.get(1..).unwrap_or_default();
-            let decision = router::decide_probe(sql, origin);
+            let decision = router::decide_probe(sql, origin, self.shared.socket.as_deref());
             if matches!(decision, Decision::Rewrite(_)) {
                 bump(&self.shared.stats.socket_probes_answered);
             }

@@ -4,12 +4,12 @@
 //! loopback TCP for `@@socket` right after logging in (`SELECT @@max_allowed_packet,
 //! @@wait_timeout, @@socket`) and, when the path exists on their host, reconnect to it. Through
 //! the proxy that path is the backend's Unix socket: a client on the backend's host would leave
-//! the proxy silently, and every rule, rewrite and guard with it. The proxy listens on TCP only,
-//! so to the client the server it talks to has no socket: the item is spliced to
-//! `NULLIF('', '-')`, an empty string (what drivers take for "no socket"; the `mysql` crate
-//! cannot take a NULL there) typed as the variable is, a nullable string, and named as the
-//! client wrote it, so the column keeps its name, its type and its nullability on both backends
-//! and only the value is the proxy's. Every other item, and every other byte of the statement,
+//! the proxy silently, and every rule, rewrite and guard with it. So the item is spliced to the
+//! proxy's own socket (`proxy.socket`), where such a driver reconnects and stays on the proxy,
+//! or, when the proxy listens on TCP only, to an empty string (what drivers take for "no
+//! socket"; the `mysql` crate cannot take a NULL there) — `NULLIF('<path>', '-')`, typed as the
+//! variable is, a nullable string, and named as the client wrote it, so the column keeps its
+//! name, its type and its nullability on both backends and only the value is the proxy's. Every other item, and every other byte of the statement,
 //! is sent as it came.
 //!
 //! Only the probe's shape is read: `SELECT` and a list of system variables (`@@name`,
@@ -22,12 +22,22 @@ use super::splice::Splice;
 /// Longest text read as a probe (drivers' probes are under 100 bytes).
 const MAX_PROBE: usize = 1024;
 
-/// The proxy's `@@socket`: empty, as a nullable string (a bare `''` would be NOT NULL).
-const NO_SOCKET: &[u8] = b"NULLIF('', '-')";
+/// The proxy's `@@socket` as a nullable string (a bare `'…'` would be NOT NULL): its own socket's
+/// path, or empty. A path that would need escaping is not offered (empty: no socket).
+fn socket_value(socket: Option<&str>) -> Vec<u8> {
+    let path = socket
+        .filter(|p| {
+            p.bytes()
+                .all(|b| (0x20..0x7f).contains(&b) && b != b'\'' && b != b'\\')
+        })
+        .unwrap_or("");
+    format!("NULLIF('{path}', '-')").into_bytes()
+}
 
 /// The text to send instead of `sql` when it is a probe of system variables that reads
-/// `@@socket`; None when it is anything else (forward unchanged).
-pub fn hide_socket(sql: &[u8]) -> Option<Vec<u8>> {
+/// `@@socket` (answered `socket`, the proxy's own Unix socket, or empty); None when it is
+/// anything else (forward unchanged).
+pub fn hide_socket(sql: &[u8], socket: Option<&str>) -> Option<Vec<u8>> {
     if sql.len() > MAX_PROBE {
         return None;
     }
@@ -77,7 +87,7 @@ pub fn hide_socket(sql: &[u8]) -> Option<Vec<u8>> {
         }
         if name.eq_ignore_ascii_case(b"socket") {
             let item = sql.get(start..end)?;
-            let mut with = NO_SOCKET.to_vec();
+            let mut with = socket_value(socket);
             if !aliased {
                 // the name the backend gives the column: the item as written (only
                 // `@`, `.`, letters, digits and `_`, so no quoting is needed inside)
@@ -174,7 +184,27 @@ mod tests {
     use super::hide_socket;
 
     fn hidden(sql: &str) -> Option<String> {
-        hide_socket(sql.as_bytes()).map(|v| String::from_utf8(v).unwrap())
+        hide_socket(sql.as_bytes(), None).map(|v| String::from_utf8(v).unwrap())
+    }
+
+    #[test]
+    fn the_proxys_own_socket_is_the_answer_when_it_has_one() {
+        let answer = |socket| {
+            hide_socket(b"SELECT @@wait_timeout, @@socket", Some(socket))
+                .map(|v| String::from_utf8(v).unwrap())
+        };
+        assert_eq!(
+            answer("/tmp/obkv-proxy-2883.sock").as_deref(),
+            Some("SELECT @@wait_timeout, NULLIF('/tmp/obkv-proxy-2883.sock', '-') AS `@@socket`")
+        );
+        // a path that would need escaping is not offered
+        for odd in ["/tmp/it's.sock", "/tmp/a\\b.sock", "/tmp/\u{e9}.sock"] {
+            assert_eq!(
+                answer(odd).as_deref(),
+                Some("SELECT @@wait_timeout, NULLIF('', '-') AS `@@socket`"),
+                "{odd}"
+            );
+        }
     }
 
     #[test]

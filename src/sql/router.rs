@@ -150,6 +150,8 @@ pub struct Context {
     pub writes: Option<WriteRules>,
     /// The session's transaction, for the guard.
     pub txn: Txn,
+    /// The proxy's own Unix socket, the answer to a driver's `@@socket` probe.
+    pub socket: Option<std::sync::Arc<str>>,
 }
 
 impl Default for Context {
@@ -162,6 +164,7 @@ impl Default for Context {
             rewrite: true,
             writes: None,
             txn: Txn::default(),
+            socket: None,
         }
     }
 }
@@ -215,14 +218,14 @@ pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context
         Class::Plain => Decision::Forward,
         Class::MaybeHbase => decide_flagged(sql, origin, ctx),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
-        Class::ServerProbe => decide_probe(sql, origin),
+        Class::ServerProbe => decide_probe(sql, origin, ctx.socket.as_deref()),
     }
 }
 
 /// A driver's probe of the server's variables (`sql::probe`): `@@socket` is answered empty.
 /// Needs no context; a prepared probe is forwarded (drivers send theirs as text).
-pub fn decide_probe(sql: &[u8], origin: Origin) -> Decision {
-    match (origin, super::probe::hide_socket(sql)) {
+pub fn decide_probe(sql: &[u8], origin: Origin, socket: Option<&str>) -> Decision {
+    match (origin, super::probe::hide_socket(sql, socket)) {
         (Origin::Text, Some(text)) => Decision::Rewrite(text),
         _ => Decision::Forward,
     }

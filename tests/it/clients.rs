@@ -416,3 +416,79 @@ async fn a_driver_preferring_the_unix_socket_stays_on_the_proxy() {
         direct.disconnect().await.expect("disconnect");
     }
 }
+
+/// The proxy's own Unix socket (`proxy.socket`): a driver that prefers sockets is told its path
+/// and moves there, staying on the proxy; the CLI reaches it with `--socket`; the file goes away
+/// with the proxy, a stale one is replaced, and a file that is not a socket is left alone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_proxys_unix_socket_serves_drivers_that_prefer_one() {
+    let dir = tempfile::tempdir().expect("tmp");
+    for kind in BOTH {
+        let backend = shared(kind);
+        let path = dir.path().join(format!("{}.sock", kind.name()));
+        // a stale socket file from a proxy that died: replaced
+        drop(std::os::unix::net::UnixListener::bind(&path).expect("stale socket"));
+        assert!(path.exists());
+        let mut cfg = proxy::config_for(&backend.addr);
+        cfg.proxy.socket = path.to_str().expect("utf-8 path").to_string();
+        let p = proxy::start(cfg);
+        let status = |rows: &[(String, String)], name: &str| -> u64 {
+            rows.iter()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.parse().expect("count"))
+                .expect("counter")
+        };
+        let (host, port) = p.addr.rsplit_once(':').expect("addr");
+        // the driver's defaults: prefer_socket on
+        let opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname(host)
+            .tcp_port(port.parse().expect("port"))
+            .user(Some("root"));
+        let mut conn = mysql_async::Conn::new(opts)
+            .await
+            .expect("through the proxy");
+        let rows: Vec<(String, String)> = conn.query("SHOW PROXY STATUS").await.expect("ours");
+        assert!(
+            status(&rows, "socket_connections") >= 1,
+            "{}: the driver moved to the proxy's socket: {rows:?}",
+            kind.name()
+        );
+        let socket: Option<String> = conn.query_first("SELECT @@socket").await.expect("probe");
+        assert_eq!(socket.as_deref(), path.to_str(), "{}", kind.name());
+        let v: Option<String> = conn.query_first("SELECT VERSION()").await.expect("version");
+        assert!(v.is_some_and(|v| !v.is_empty()));
+        conn.disconnect().await.expect("bye");
+        // the CLI, plain and compressed
+        for extra in [None, Some("--compress")] {
+            let mut args = vec!["-uroot", "--socket", path.to_str().expect("path")];
+            args.extend(extra);
+            let (ok, out, err) = crate::common::mariadb_cli(
+                "localhost:0",
+                &args,
+                "status; SELECT CONCAT('via ', 'socket');",
+            );
+            assert!(ok, "{}: {err}", kind.name());
+            assert!(
+                out.contains("via UNIX socket") && out.contains("via socket"),
+                "{out}"
+            );
+        }
+        drop(p);
+        assert!(
+            !path.exists(),
+            "{}: the socket file is removed",
+            kind.name()
+        );
+    }
+    // a path that is not a socket is never removed; the proxy serves TCP without the socket
+    let backend = shared(crate::common::Kind::MariaDb);
+    let file = dir.path().join("not-a-socket");
+    std::fs::write(&file, b"keep me").expect("file");
+    let mut cfg = proxy::config_for(&backend.addr);
+    cfg.proxy.socket = file.to_str().expect("path").to_string();
+    let p = proxy::start(cfg);
+    let mut c = crate::common::raw::RawConn::connect(&p.addr, "root", "", None).expect("tcp");
+    assert_eq!(c.scalar("SELECT @@socket"), "", "no socket to offer");
+    drop(p);
+    assert_eq!(std::fs::read(&file).expect("still there"), b"keep me");
+}

@@ -14,6 +14,8 @@ pub fn config_for(backend: &str) -> Config {
     let mut c = Config::default();
     c.backend.address = backend.to_string();
     c.proxy.listen = "127.0.0.1:0".into();
+    // no Unix socket unless a test asks for one (tests/it/clients.rs)
+    c.proxy.socket = String::new();
     c.proxy.shutdown_grace_ms = 2000;
     c
 }
