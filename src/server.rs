@@ -46,7 +46,7 @@ pub async fn run_on(
     let mut shared = Shared::new(config, stop_rx)?;
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let unix = match socket_path(&shared.config.proxy.socket, port) {
-        Some(path) => bind_unix(&path).map(|l| (l, path)),
+        Some(path) => bind_unix(&path).await.map(|l| (l, path)),
         None => None,
     };
     shared.socket = unix.as_ref().map(|(_, p)| Arc::from(p.as_str()));
@@ -175,14 +175,19 @@ pub fn socket_path(setting: &str, port: u16) -> Option<String> {
 /// Binds the Unix socket, replacing a stale socket file (one nobody listens on) and never
 /// anything else; readable and writable by every local user, as MySQL's own socket is. A path
 /// in use or unusable is logged and left: the proxy serves TCP without it.
-fn bind_unix(path: &str) -> Option<UnixListener> {
+async fn bind_unix(path: &str) -> Option<UnixListener> {
     use std::os::unix::fs::{FileTypeExt, PermissionsExt};
     if let Ok(meta) = std::fs::symlink_metadata(path) {
         if !meta.file_type().is_socket() {
             warn!(socket = path, "not a socket: not listening there");
             return None;
         }
-        if std::os::unix::net::UnixStream::connect(path).is_ok() {
+        // a live listener answers at once; a full backlog must not hold up the start either
+        let probe = UnixStream::connect(path);
+        if !matches!(
+            tokio::time::timeout(Duration::from_millis(200), probe).await,
+            Ok(Err(_))
+        ) {
             warn!(
                 socket = path,
                 "another process listens there: not listening there"

@@ -491,4 +491,15 @@ async fn the_proxys_unix_socket_serves_drivers_that_prefer_one() {
     assert_eq!(c.scalar("SELECT @@socket"), "", "no socket to offer");
     drop(p);
     assert_eq!(std::fs::read(&file).expect("still there"), b"keep me");
+    // another process's live socket is not taken over either
+    let live_path = dir.path().join("live.sock");
+    let live = std::os::unix::net::UnixListener::bind(&live_path).expect("live socket");
+    let mut cfg = proxy::config_for(&backend.addr);
+    cfg.proxy.socket = live_path.to_str().expect("path").to_string();
+    let p = proxy::start(cfg);
+    let mut c = crate::common::raw::RawConn::connect(&p.addr, "root", "", None).expect("tcp");
+    assert_eq!(c.scalar("SELECT @@socket"), "", "no socket to offer");
+    drop(p);
+    assert!(live_path.exists(), "the other listener's socket stays");
+    drop(live);
 }
