@@ -381,25 +381,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         };
         let mut from = 0;
         for end in self.cuts.drain(..).chain(std::iter::once(self.wbuf.len())) {
-            c.renumber(self.wbuf.get_mut(from..end).unwrap_or_default());
-            for piece in self.wbuf.get(from..end).unwrap_or_default().chunks(PIECE) {
-                c.encode_frame(piece);
-                if c.output().len() >= 4 * PIECE {
-                    self.io.write_all(c.output()).await?;
-                    c.output_written();
-                }
-            }
+            let segment = self.wbuf.get_mut(from..end).unwrap_or_default();
+            c.renumber(segment);
+            encode_frames(&mut self.io, c, segment).await?;
             if end < self.wbuf.len() {
                 c.restart_sequence();
             }
             from = end;
         }
         self.wbuf.clear();
-        if !c.output().is_empty() {
-            self.io.write_all(c.output()).await?;
-            c.output_written();
-        }
-        Ok(())
+        write_encoded(&mut self.io, c).await
     }
 
     /// Writes `data` as frames of its own, after what is queued (compressed protocol).
@@ -412,22 +403,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             // not the case for the payloads this is used for; kept correct all the same
             let mut copy = data.to_vec();
             c.renumber(&mut copy);
-            self.wbuf.extend_from_slice(&copy);
-            return self.flush_compressed().await;
+            encode_frames(&mut self.io, c, &copy).await?;
+        } else {
+            c.pass_payload(data.len());
+            encode_frames(&mut self.io, c, data).await?;
         }
-        c.pass_payload(data.len());
-        for piece in data.chunks(PIECE) {
-            c.encode_frame(piece);
-            if c.output().len() >= 4 * PIECE {
-                self.io.write_all(c.output()).await?;
-                c.output_written();
-            }
-        }
-        if !c.output().is_empty() {
-            self.io.write_all(c.output()).await?;
-            c.output_written();
-        }
-        Ok(())
+        write_encoded(&mut self.io, c).await
     }
 
     /// Writes out what is queued. Under compression this also ends a response: the next packet
@@ -495,6 +476,30 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub fn into_inner(self) -> S {
         self.io
     }
+}
+
+/// Encodes `data` as frames, writing the encoded bytes out whenever they reach four pieces.
+async fn encode_frames<S: AsyncWrite + Unpin>(
+    io: &mut S,
+    c: &mut Codec,
+    data: &[u8],
+) -> io::Result<()> {
+    for piece in data.chunks(PIECE) {
+        c.encode_frame(piece);
+        if c.output().len() >= 4 * PIECE {
+            write_encoded(io, c).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Writes out the frames encoded so far.
+async fn write_encoded<S: AsyncWrite + Unpin>(io: &mut S, c: &mut Codec) -> io::Result<()> {
+    if !c.output().is_empty() {
+        io.write_all(c.output()).await?;
+        c.output_written();
+    }
+    Ok(())
 }
 
 /// A failed copy says which side failed, because the session reacts differently to each.

@@ -368,11 +368,7 @@ async fn a_driver_preferring_the_unix_socket_stays_on_the_proxy() {
             .query("SHOW PROXY STATUS")
             .await
             .expect("still on the proxy");
-        let answered = status
-            .iter()
-            .find(|(k, _)| k == "socket_probes_answered")
-            .map(|(_, v)| v.parse::<u64>().expect("count"))
-            .expect("counter");
+        let answered = crate::common::proxy_counter(&status, "socket_probes_answered");
         assert!(answered >= 1, "{}: {answered}", kind.name());
         let mut result = conn.query_iter(PROBE).await.expect("probe");
         let columns: Vec<(String, mysql_async::consts::ColumnType)> = result
@@ -432,12 +428,6 @@ async fn the_proxys_unix_socket_serves_drivers_that_prefer_one() {
         let mut cfg = proxy::config_for(&backend.addr);
         cfg.proxy.socket = path.to_str().expect("utf-8 path").to_string();
         let p = proxy::start(cfg);
-        let status = |rows: &[(String, String)], name: &str| -> u64 {
-            rows.iter()
-                .find(|(k, _)| k == name)
-                .map(|(_, v)| v.parse().expect("count"))
-                .expect("counter")
-        };
         let (host, port) = p.addr.rsplit_once(':').expect("addr");
         // the driver's defaults: prefer_socket on
         let opts = mysql_async::OptsBuilder::default()
@@ -449,7 +439,7 @@ async fn the_proxys_unix_socket_serves_drivers_that_prefer_one() {
             .expect("through the proxy");
         let rows: Vec<(String, String)> = conn.query("SHOW PROXY STATUS").await.expect("ours");
         assert!(
-            status(&rows, "socket_connections") >= 1,
+            crate::common::proxy_counter(&rows, "socket_connections") >= 1,
             "{}: the driver moved to the proxy's socket: {rows:?}",
             kind.name()
         );
@@ -480,26 +470,25 @@ async fn the_proxys_unix_socket_serves_drivers_that_prefer_one() {
             kind.name()
         );
     }
-    // a path that is not a socket is never removed; the proxy serves TCP without the socket
+    // a path that is not a socket, or another process's live socket, is never taken over;
+    // the proxy serves TCP without a socket of its own
     let backend = shared(crate::common::Kind::MariaDb);
     let file = dir.path().join("not-a-socket");
     std::fs::write(&file, b"keep me").expect("file");
-    let mut cfg = proxy::config_for(&backend.addr);
-    cfg.proxy.socket = file.to_str().expect("path").to_string();
-    let p = proxy::start(cfg);
-    let mut c = crate::common::raw::RawConn::connect(&p.addr, "root", "", None).expect("tcp");
-    assert_eq!(c.scalar("SELECT @@socket"), "", "no socket to offer");
-    drop(p);
-    assert_eq!(std::fs::read(&file).expect("still there"), b"keep me");
-    // another process's live socket is not taken over either
     let live_path = dir.path().join("live.sock");
-    let live = std::os::unix::net::UnixListener::bind(&live_path).expect("live socket");
-    let mut cfg = proxy::config_for(&backend.addr);
-    cfg.proxy.socket = live_path.to_str().expect("path").to_string();
-    let p = proxy::start(cfg);
-    let mut c = crate::common::raw::RawConn::connect(&p.addr, "root", "", None).expect("tcp");
-    assert_eq!(c.scalar("SELECT @@socket"), "", "no socket to offer");
-    drop(p);
+    let _live = std::os::unix::net::UnixListener::bind(&live_path).expect("live socket");
+    for taken in [&file, &live_path] {
+        let mut cfg = proxy::config_for(&backend.addr);
+        cfg.proxy.socket = taken.to_str().expect("path").to_string();
+        let p = proxy::start(cfg);
+        let mut c = crate::common::raw::RawConn::connect(&p.addr, "root", "", None).expect("tcp");
+        assert_eq!(
+            c.scalar("SELECT @@socket"),
+            "",
+            "{taken:?}: no socket to offer"
+        );
+        drop(p);
+    }
+    assert_eq!(std::fs::read(&file).expect("still there"), b"keep me");
     assert!(live_path.exists(), "the other listener's socket stays");
-    drop(live);
 }

@@ -116,11 +116,7 @@ async fn compressed_sessions_are_relayed_on_both_legs() {
         }
         // the proxy itself read and answered the compressed commands
         let rows: Vec<(String, String)> = proxied.query("SHOW PROXY STATUS").await.expect("ours");
-        let n = rows
-            .iter()
-            .find(|(k, _)| k == "compressed_sessions")
-            .map(|(_, v)| v.parse::<u64>().expect("count"))
-            .expect("counter");
+        let n = crate::common::proxy_counter(&rows, "compressed_sessions");
         assert!(n >= 1, "{}: {n}", kind.name());
         // and its rules apply: a K/Q/T/V table with a bad name is refused by the proxy
         let e = proxied

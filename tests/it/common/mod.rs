@@ -4,6 +4,14 @@ pub mod raw;
 
 pub use backends::{shared, Kind, BOTH};
 
+/// One counter of `SHOW PROXY STATUS` rows (name, value); panics when it is missing.
+pub fn proxy_counter(rows: &[(String, String)], name: &str) -> u64 {
+    rows.iter()
+        .find(|(k, _)| k == name)
+        .map(|(_, v)| v.parse().expect("a count"))
+        .unwrap_or_else(|| panic!("no {name} in SHOW PROXY STATUS"))
+}
+
 /// Runs the mariadb command-line client against `addr` (TCP) with `args`, feeding `stdin`;
 /// returns success, stdout and stderr.
 pub fn mariadb_cli(addr: &str, args: &[&str], stdin: &str) -> (bool, String, String) {
