@@ -632,7 +632,7 @@ enum Checked {
 fn plan_rows(plan: &WritePlan) -> usize {
     match &plan.shape {
         write::Shape::Insert { rows, .. } => rows.len().max(1),
-        write::Shape::Dml(_) => 1,
+        write::Shape::Dml(_) | write::Shape::Assigned(_) => 1,
     }
 }
 

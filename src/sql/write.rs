@@ -489,36 +489,42 @@ pub fn check_assigned(
 }
 
 /// The plan a prepared UPDATE of `sql::assign`'s shapes keeps for its executions: the V it
-/// assigns from placeholders, checked with the bound values (only when its targets belong to
-/// one HBase table; the rows' partition stays unknown).
+/// assigns from placeholders, checked with the bound values against the table each target may
+/// belong to (an unqualified V in a join of two HBase tables, against both); the rows'
+/// partition stays unknown.
 pub fn plan_assigned(
     update: &super::assign::Update,
     schemas: &[Option<std::sync::Arc<TableSchema>>],
 ) -> Option<WritePlan> {
-    let mut schema: Option<&std::sync::Arc<TableSchema>> = None;
-    let mut at: Option<usize> = None;
-    let mut assignments = Vec::new();
+    // (index of the table, its schema) for each V target, and the first HBase table targeted
+    let mut each: Vec<(usize, std::sync::Arc<TableSchema>, Value)> = Vec::new();
+    let mut first: Option<usize> = None;
     for a in &update.assignments {
         for r in update.targets_of(a) {
             let i = update.tables.iter().position(|t| std::ptr::eq(t, r))?;
             let Some(s) = schemas.get(i).and_then(|s| s.as_ref()) else {
                 continue;
             };
-            match schema {
-                Some(k) if k.schema != s.schema || k.name != s.name => return None,
-                _ => {
-                    schema = Some(s);
-                    at.get_or_insert(i);
-                }
-            }
+            first.get_or_insert(i);
             if col_is(&a.column, "V") {
-                assignments.push((a.column.clone(), a.value.clone()));
+                each.push((i, s.clone(), a.value.clone()));
             }
         }
     }
-    let (schema, table) = (schema?, update.tables.get(at?)?);
+    let at = first?;
+    let schema = schemas.get(at)?.as_ref()?.clone();
+    let table = update.tables.get(at)?;
+    let one_table = each
+        .iter()
+        .all(|(_, s, _)| s.schema == schema.schema && s.name == schema.name);
+    if !one_table {
+        return Some(WritePlan {
+            schema,
+            shape: Shape::Assigned(each.into_iter().map(|(_, s, v)| (s, v)).collect()),
+        });
+    }
     Some(WritePlan {
-        schema: schema.clone(),
+        schema,
         shape: Shape::Dml(Box::new(Dml {
             verb: Verb::Update,
             explain: false,
@@ -528,7 +534,10 @@ pub fn plan_assigned(
             where_idents: Default::default(),
             backslash_literal: false,
             params_before_where_end: 0,
-            assignments,
+            assignments: each
+                .into_iter()
+                .map(|(_, _, v)| (b"V".to_vec(), v))
+                .collect(),
             locking: false,
         })),
     })
@@ -618,6 +627,9 @@ pub enum Shape {
     },
     /// UPDATE / DELETE / a locking SELECT.
     Dml(Box<Dml>),
+    /// An UPDATE whose targets belong to several HBase tables (a join): each V it assigns with
+    /// the table it goes to. Its rows' partition is not known.
+    Assigned(Vec<(std::sync::Arc<TableSchema>, Value)>),
 }
 
 /// Most values a prepared INSERT's plan keeps (a larger statement is checked at prepare only).
@@ -678,7 +690,7 @@ pub fn plan_insert(
 pub fn leaves_t_out(plan: &WritePlan) -> bool {
     match &plan.shape {
         Shape::Insert { columns, .. } => !columns.iter().any(|c| col_is(c, "T")),
-        Shape::Dml(_) => false,
+        Shape::Dml(_) | Shape::Assigned(_) => false,
     }
 }
 
@@ -798,6 +810,24 @@ pub fn check_execution<'a>(
             Checked {
                 findings,
                 touch: Some(touched.finish()),
+            }
+        }
+        Shape::Assigned(each) => {
+            let mut findings = Vec::new();
+            for (s, v) in each {
+                let v = match v {
+                    Value::Param(n) => seen_bound(bound(*n), conn),
+                    v => seen(v, conn, &mut false),
+                };
+                check_assigned_v(v, &s.limits, rules, &mut findings);
+            }
+            findings.truncate(MAX_FINDINGS);
+            Checked {
+                findings,
+                touch: Some(Touch::Unknown {
+                    table: schema.name.clone(),
+                    why: "an UPDATE with a join, a subquery or another shape the reader does not place",
+                }),
             }
         }
         Shape::Dml(dml) => {
@@ -1699,5 +1729,59 @@ mod tests {
         // the generated prefix column may not be loaded
         let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, T, V, K_PREFIX)");
         assert!(LoadCheck::new(&p, rules()).refused());
+    }
+
+    #[test]
+    fn a_prepared_join_checks_each_v_against_the_table_it_goes_to() {
+        let small = std::sync::Arc::new(prefixed());
+        let mut big = prefixed();
+        big.name = "g$h".into();
+        big.limits.v = Some(1 << 20);
+        let big = std::sync::Arc::new(big);
+        let plan_of = |sql: &str| {
+            let super::super::assign::Read::Update(u) =
+                super::super::assign::read(sql.as_bytes(), Dialect::default())
+            else {
+                panic!("not read: {sql}");
+            };
+            // the tables as the statement names them: g$f, g$h, then anything else
+            let schemas: Vec<_> = u
+                .tables
+                .iter()
+                .map(|t| match t.table.name.as_str() {
+                    "g$f" => Some(small.clone()),
+                    "g$h" => Some(big.clone()),
+                    _ => None,
+                })
+                .collect();
+            plan_assigned(&u, &schemas).expect("a plan")
+        };
+        let run = |plan: &WritePlan, values: &[Vec<u8>]| {
+            let bound = |n: u32| match values.get(n as usize) {
+                Some(v) => Bound::Bytes(v, true),
+                None => Bound::Other,
+            };
+            let c = check_execution(plan, &bound, &rules(), None, Some(true), 0);
+            assert!(
+                matches!(c.touch, Some(Touch::Unknown { .. })),
+                "{:?}",
+                c.touch
+            );
+            c.findings.iter().map(|f| f.rule).collect::<Vec<_>>()
+        };
+        let forty = vec![b'x'; 40];
+        let plan = plan_of("UPDATE g$f a JOIN g$h b ON a.K = b.K SET a.V = ?, b.V = ?");
+        assert!(matches!(plan.shape, Shape::Assigned(ref e) if e.len() == 2));
+        assert!(run(&plan, &[b"v".to_vec(), forty.clone()]).is_empty());
+        assert_eq!(run(&plan, &[forty.clone(), b"v".to_vec()]), ["C2"]);
+        let huge = vec![b'x'; (1 << 20) + 1];
+        assert_eq!(run(&plan, &[b"v".to_vec(), huge]), ["C2"]);
+        // an unqualified V may belong to either table: checked against both
+        let plan = plan_of("UPDATE g$h, g$f SET V = ? WHERE g$f.K = g$h.K");
+        assert_eq!(run(&plan, std::slice::from_ref(&forty)), ["C2"]);
+        // one HBase table among others keeps the one-table plan
+        let plan = plan_of("UPDATE g$f a JOIN o b ON a.K = b.k SET a.V = ?, b.v = ?");
+        assert!(matches!(plan.shape, Shape::Dml(_)));
+        assert_eq!(run(&plan, &[forty, b"v".to_vec()]), ["C2"]);
     }
 }

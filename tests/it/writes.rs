@@ -415,6 +415,51 @@ fn every_shape_of_a_write_is_checked() {
                 .any(|r| r[0].as_deref() == Some(b"k1") && r[3].as_deref() == Some(b"bound")),
             "{cells:?}"
         );
+        // a prepared join that updates two HBase tables: each V against its own table's limit
+        // (the blob table's is the proxy's cell limit, which the backend does not know)
+        let blob = &f.blob;
+        ok(
+            &mut c,
+            &format!("INSERT INTO {blob} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'b')"),
+        );
+        let (id, params) = prepare(
+            &mut c,
+            format!("UPDATE {t} a JOIN {blob} b ON a.K = b.K SET a.V = ?, b.V = ?").as_bytes(),
+        )
+        .expect("prepared");
+        assert_eq!(params, 2);
+        let (before, before_blob) = (f.cells(&t), f.cells(blob));
+        let too_long = vec![7u8; CELL_LIMIT as usize + 1];
+        let (code, message) = execute(
+            &mut c,
+            &execute_packet(
+                id,
+                false,
+                &[P::Str(b"a".to_vec()), P::Str(too_long.clone())],
+                true,
+                &[],
+            ),
+        )
+        .expect_err("a blob V past the cell limit");
+        assert_eq!(code, 1406, "{}: {message}", kind.name());
+        assert!(message.contains("OBKV-HBase rule C2"), "{message}");
+        assert_eq!((f.cells(&t), f.cells(blob)), (before, before_blob));
+        let fits = vec![7u8; CELL_LIMIT as usize];
+        execute(
+            &mut c,
+            &execute_packet(
+                id,
+                false,
+                &[P::Str(b"a".to_vec()), P::Str(fits.clone())],
+                true,
+                &[],
+            ),
+        )
+        .expect("both within their limits");
+        assert!(f
+            .cells(blob)
+            .iter()
+            .any(|r| r[0].as_deref() == Some(b"k1") && r[3].as_deref() == Some(&fits[..])));
         // a prepared ON DUPLICATE KEY UPDATE V = ?: the V bound is checked at each execution
         let (id, _) = prepare(
             &mut c,
