@@ -59,9 +59,11 @@ sql |= {
     b"CREATE OR REPLACE ALGORITHM = TEMPTABLE DEFINER = `u`@`%` VIEW v (a) AS (SELECT COUNT(*) OVER () FROM g$f GROUP BY K)",
     b"SELECT @@max_allowed_packet,@@wait_timeout,@@socket",
     b"select @@GLOBAL.socket AS `s` , @@session.Socket t, @@port;",
+    b"UPDATE g$f a JOIN g$h b ON a.K = b.K SET a.V = ?, b.V = ? WHERE a.K LIKE ?",
+    b"UPDATE g$h, g$f SET V = ?, g$h.V = 'x' WHERE g$f.K = g$h.K",
 }
 for s in sorted(sql):
-    for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C):
+    for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C, 0x61):
         put("sql_router", bytes([flags]) + s)
     put("ddl_rules", s)
     if s.lstrip().upper().startswith((b"INSERT", b"REPLACE")):

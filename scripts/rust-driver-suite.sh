@@ -1,26 +1,27 @@
 #!/usr/bin/env bash
-# A second real-client ring: mysql_async's own published test suite (the crate source cargo
-# fetched for this project's own tests, at the version in Cargo.lock; never vendored), run
-# directly against a private MariaDB and through obkv-proxy, with the driver's defaults — its
+# A second real-client ring: the published test suites of Rust's two MySQL drivers, run directly
+# against a private MariaDB and through obkv-proxy, with the drivers' defaults — their
 # `prefer_socket` included, which moves a connection to the server's Unix socket when the
-# server says where it is (docs/DESIGN.md, "A driver's socket probe"). The pass-sets are
-# compared; exits non-zero when a test that passes directly fails through the proxy. A test that
-# loses is run once more, alone, both ways, and counts as lost only if it passes directly and
-# fails through the proxy again (the suite has timing races of its own: its `should_reconnect`
-# failed 2 of 25 direct runs here). The suite runs twice: with the driver's defaults, and with
-# `compression=fast` (the compressed protocol on both legs, docs/DESIGN.md).
+# server says where it is (docs/DESIGN.md, "A driver's socket probe"):
+#   - mysql_async, at the version in Cargo.lock (the source cargo fetched for this project's
+#     own tests; never vendored);
+#   - mysql (the synchronous driver), at $MYSQL_CRATE_VERSION (default 26.0.1), fetched from
+#     crates.io into a throwaway manifest.
+# The pass-sets are compared; exits non-zero when a test that passes directly fails through the
+# proxy. A test that loses is run once more, alone, both ways, and counts as lost only if it
+# passes directly and fails through the proxy again (the suites have timing races of their own:
+# mysql_async's `should_reconnect` failed 2 of 25 direct runs here). Each suite runs twice: with
+# the driver's defaults, and compressed (the compressed protocol on both legs, docs/DESIGN.md).
 #   scripts/rust-driver-suite.sh [TEST FILTER]
-# Environment: SUITE_KEEP=1 keeps the work folder.
+# Environment: SUITE_KEEP=1 keeps the work folder; SUITE_CRATES="mysql_async mysql" chooses.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
 filter=${1:-}
 
 cargo fetch --locked --quiet
-version=$(awk '$0 == "name = \"mysql_async\"" { getline; gsub(/"/, "", $3); print $3 }' Cargo.lock)
-src=$(ls -d "${CARGO_HOME:-$HOME/.cargo}"/registry/src/*/mysql_async-"$version" 2>/dev/null | head -1)
-[[ -n $src ]] || { echo "mysql_async $version source not found in the cargo registry" >&2; exit 2; }
 cargo build --release --quiet
+registry=${CARGO_HOME:-$HOME/.cargo}/registry/src
 
 work=$(mktemp -d /tmp/obkv-rust-suite.XXXXXX)
 pids=()
@@ -30,11 +31,25 @@ cleanup() {
   [[ ${SUITE_KEEP:-} == 1 ]] || rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-
-cp -r "$src" "$work/mysql_async"
 export CARGO_TARGET_DIR="$root/target/rust-driver-suite"
-(cd "$work/mysql_async" && cargo test --tests --no-run --quiet 2>"$work/build.log") || {
-  cat "$work/build.log" >&2; exit 2; }
+
+# CRATE VERSION -> the crate's source copied to $work/CRATE, its tests built
+prepare() {
+  local crate=$1 version=$2 src
+  src=$(ls -d "$registry"/*/"$crate-$version" 2>/dev/null | head -1)
+  if [[ -z $src ]]; then
+    mkdir -p "$work/fetch-$crate/src"
+    : >"$work/fetch-$crate/src/lib.rs"
+    printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\n%s = "=%s"\n' \
+      "$crate" "$version" >"$work/fetch-$crate/Cargo.toml"
+    cargo fetch --quiet --manifest-path "$work/fetch-$crate/Cargo.toml"
+    src=$(ls -d "$registry"/*/"$crate-$version" 2>/dev/null | head -1)
+  fi
+  [[ -n $src ]] || { echo "$crate $version source not found in the cargo registry" >&2; exit 2; }
+  cp -r "$src" "$work/$crate"
+  (cd "$work/$crate" && cargo test $test_kind --no-run --quiet 2>"$work/build.log") || {
+    cat "$work/build.log" >&2; exit 2; }
+}
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); pport=$(free_port)
@@ -50,63 +65,83 @@ done
 run() { # PORT OUT [FILTER ARGS...]
   local port=$1 out=$2
   shift 2
-  (cd "$work/mysql_async" && DATABASE_URL="mysql://root@127.0.0.1:$port/mysql$url_opts" \
-    cargo test --tests --no-fail-fast -- --test-threads=2 "$@" >"$out" 2>&1) || true
+  (cd "$work/$crate" && DATABASE_URL="mysql://root@127.0.0.1:$port/mysql$url_opts" \
+    COMPRESS=$compress_env cargo test $test_kind --no-fail-fast -- --test-threads=2 "$@" \
+    >"$out" 2>&1) || true
 }
-outcomes() { # FILE -> "name outcome" lines (ok / FAILED / ignored)
-  sed -n -E 's/^test (.+) \.\.\. (ok|FAILED|ignored)$/\1 \2/p' "$1" | sort -u
+outcomes() { # FILE -> "name outcome" lines (ok / FAILED / ignored); `#[should_panic]` tests
+  # print their name with " - should panic" after it
+  sed -n -E 's/^test (.+) \.\.\. (ok|FAILED|ignored)$/\1 \2/p' "$1" |
+    sed -E 's/ - should panic / /' | sort -u
 }
 proxy_status() { # NAME -> its value in SHOW PROXY STATUS
   mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
     awk -v n="$1" '$1 == n { print $2 }'
 }
 status=0
-for url_opts in "" "?compression=fast"; do
-  mode=${url_opts:-defaults}
-  compressed_before=$(proxy_status compressed_sessions)
-  echo "== mysql_async $version suite ($mode), direct (port $mport)"
-  run "$mport" "$work/direct.out" ${filter:+"$filter"}
-  echo "== mysql_async $version suite ($mode), through the proxy (port $pport)"
-  run "$pport" "$work/proxy.out" ${filter:+"$filter"}
-  # the suite ran through the proxy: its connections' socket probes were answered there
-  probes=$(proxy_status socket_probes_answered)
-  compressed=$(( $(proxy_status compressed_sessions) - compressed_before ))
+for crate in ${SUITE_CRATES:-mysql_async mysql}; do
+  case $crate in
+    mysql_async)
+      version=$(awk '$0 == "name = \"mysql_async\"" { getline; gsub(/"/, "", $3); print $3 }' Cargo.lock)
+      test_kind=--tests min_passed=50
+      # MODE|URL OPTIONS|COMPRESS (the mysql crate's own switch for its suite)
+      modes=("defaults||" "compressed|?compression=fast|") ;;
+    mysql)
+      version=${MYSQL_CRATE_VERSION:-26.0.1}
+      test_kind=--lib min_passed=40
+      modes=("defaults||" "compressed||1") ;;
+    *) echo "unknown crate $crate" >&2; exit 2 ;;
+  esac
+  prepare "$crate" "$version"
+  for m in "${modes[@]}"; do
+    IFS='|' read -r mode url_opts compress_env <<<"$m"
+    compressed_before=$(proxy_status compressed_sessions)
+    probes_before=$(proxy_status socket_probes_answered)
+    echo "== $crate $version suite ($mode), direct (port $mport)"
+    run "$mport" "$work/direct.out" ${filter:+"$filter"}
+    echo "== $crate $version suite ($mode), through the proxy (port $pport)"
+    run "$pport" "$work/proxy.out" ${filter:+"$filter"}
+    # the suite ran through the proxy: its connections' socket probes were answered there
+    probes=$(( $(proxy_status socket_probes_answered) - probes_before ))
+    compressed=$(( $(proxy_status compressed_sessions) - compressed_before ))
 
-  outcomes "$work/direct.out" >"$work/direct.txt"
-  outcomes "$work/proxy.out" >"$work/proxy.txt"
-  passed_direct=$(awk '$2 == "ok"' "$work/direct.txt" | wc -l)
-  passed_proxy=$(awk '$2 == "ok"' "$work/proxy.txt" | wc -l)
-  echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/proxy.txt") through the proxy"
-  echo "passed: $passed_direct direct, $passed_proxy through the proxy; socket probes answered by the proxy: ${probes:-none}; compressed sessions: $compressed"
-  lost=0
-  while read -r name; do
-    # once more, alone, both ways
-    run "$mport" "$work/again-direct.out" "$name" --exact
-    run "$pport" "$work/again-proxy.out" "$name" --exact
-    d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
-    p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
-    if [[ $d == ok && $p != ok ]]; then
-      echo "LOST through the proxy: $name (again: direct $d, proxy ${p:-missing})"
-      lost=$((lost + 1))
-    else
-      echo "lost once, not again (direct ${d:-missing}, proxy ${p:-missing}): $name"
+    outcomes "$work/direct.out" >"$work/direct.txt"
+    outcomes "$work/proxy.out" >"$work/proxy.txt"
+    passed_direct=$(awk '$2 == "ok"' "$work/direct.txt" | wc -l)
+    passed_proxy=$(awk '$2 == "ok"' "$work/proxy.txt" | wc -l)
+    echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/proxy.txt") through the proxy"
+    echo "passed: $passed_direct direct, $passed_proxy through the proxy; socket probes answered by the proxy: $probes; compressed sessions: $compressed"
+    echo "not passing directly: $(awk '$2 != "ok" { printf "%s ", $1 }' "$work/direct.txt")"
+    lost=0
+    while read -r name; do
+      # once more, alone, both ways
+      run "$mport" "$work/again-direct.out" "$name" --exact
+      run "$pport" "$work/again-proxy.out" "$name" --exact
+      d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
+      p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
+      if [[ $d == ok && $p != ok ]]; then
+        echo "LOST through the proxy: $name (again: direct $d, proxy ${p:-missing})"
+        lost=$((lost + 1))
+      else
+        echo "lost once, not again (direct ${d:-missing}, proxy ${p:-missing}): $name"
+      fi
+    done < <(join -j1 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") \
+      <(awk '$2 != "ok" { print $1 }' "$work/proxy.txt"); \
+      comm -23 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") <(awk '{ print $1 }' "$work/proxy.txt"))
+    if [[ -z $filter ]] && ((passed_direct < min_passed)); then
+      echo "too few tests passed directly: the suite did not run properly"
+      exit 2
     fi
-  done < <(join -j1 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") \
-    <(awk '$2 != "ok" { print $1 }' "$work/proxy.txt"); \
-    comm -23 <(awk '$2 == "ok" { print $1 }' "$work/direct.txt") <(awk '{ print $1 }' "$work/proxy.txt"))
-  if ((passed_direct < 50)); then
-    echo "too few tests passed directly: the suite did not run properly"
-    exit 2
-  fi
-  if [[ -z $probes || $probes -lt 1 ]]; then
-    echo "the proxy answered no socket probe: the suite did not run through it"
-    exit 2
-  fi
-  if [[ -n $url_opts ]] && ((compressed < 1)); then
-    echo "no compressed session reached the proxy: the suite did not use compression"
-    exit 2
-  fi
-  echo "$mode: $((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
-  ((lost == 0)) || status=1
+    if [[ -z $filter ]] && ((probes < 1)); then
+      echo "the proxy answered no socket probe: the suite did not run through it"
+      exit 2
+    fi
+    if [[ -z $filter && $mode == compressed ]] && ((compressed < 1)); then
+      echo "no compressed session reached the proxy: the suite did not use compression"
+      exit 2
+    fi
+    echo "$crate $mode: $((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
+    ((lost == 0)) || status=1
+  done
 done
 exit $status

@@ -13,7 +13,8 @@ cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
 # the real-client ring: SQLAlchemy's own published suite, directly and through the proxy
 scripts/client-suites.sh || status=$?
-# and a driver's: mysql_async's own suite, with its defaults (prefer_socket on)
+# and Rust's two drivers': mysql_async's and mysql's own suites, with their defaults
+# (prefer_socket on) and compressed
 scripts/rust-driver-suite.sh || status=$?
 # data folders of this run's private instances (about 2 GB per seekdb)
 rm -rf target/obkv-test

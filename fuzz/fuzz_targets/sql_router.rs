@@ -12,7 +12,7 @@ use obkv_proxy::sql::dml;
 use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner};
-use obkv_proxy::sql::write::{Txn, WriteRules};
+use obkv_proxy::sql::write::{check_execution, Bound, Txn, WriteRules};
 use obkv_proxy::hbase::cells::CellLimits;
 
 fuzz_target!(|data: &[u8]| {
@@ -63,7 +63,12 @@ fuzz_target!(|data: &[u8]| {
                     columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
                 },
             };
+            // a second family, with a blob V: joins of two HBase tables
+            let mut blob = schema.clone();
+            blob.name = "g$h".into();
+            blob.limits.v = Some(1 << 20);
             c.put(key(b"hb", b"g$f", true), Some(Arc::new(schema)));
+            c.put(key(b"hb", b"g$h", true), Some(Arc::new(blob)));
             Arc::new(c)
         })
         .clone();
@@ -114,6 +119,22 @@ fuzz_target!(|data: &[u8]| {
         }
         // a write: the text sent is the user's (up to a refused statement) with insertions
         (_, Decision::Write(w)) => {
+            // a prepared write's plan, executed with values taken from the text's bytes
+            if let (Some(plan), Some(rules)) = (&w.plan, &ctx.writes) {
+                let bound = |n: u32| {
+                    let at = (n as usize).min(sql.len());
+                    let v = &sql[at..sql.len().min(at + 40)];
+                    match n % 5 {
+                        0 => Bound::Null,
+                        1 => Bound::Int(i128::from(n) - 2),
+                        2 => Bound::Length(u64::from(n) << 18),
+                        3 => Bound::Text(v),
+                        _ => Bound::Bytes(v, n % 2 == 0),
+                    }
+                };
+                let c = check_execution(plan, &bound, rules, ctx.tables.as_ref().and_then(|t| t.charset), Some(true), 0);
+                assert!(c.findings.len() <= 64, "findings past the cap");
+            }
             if let Some(text) = &w.text {
                 // the user's bytes in order, with insertions; up to a refused statement only
                 let kept = |n: usize| {
