@@ -13,6 +13,33 @@ pub enum MaybeTls<P, T> {
     Tls(Box<T>),
 }
 
+/// Where a client connected from: a TCP address, or the proxy's Unix socket (a local client,
+/// `localhost` to MySQL, as a server names a socket client's host).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Peer {
+    Tcp(std::net::SocketAddr),
+    Unix,
+}
+
+impl Peer {
+    /// The host part of `'user'@'host'` in MySQL's messages.
+    pub fn host(&self) -> String {
+        match self {
+            Peer::Tcp(a) => a.ip().to_string(),
+            Peer::Unix => "localhost".into(),
+        }
+    }
+}
+
+impl std::fmt::Display for Peer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Peer::Tcp(a) => a.fmt(f),
+            Peer::Unix => f.write_str("unix-socket"),
+        }
+    }
+}
+
 /// A client's socket: TCP, or the proxy's own Unix socket (`proxy.socket`).
 pub enum ClientSock {
     Tcp(TcpStream),

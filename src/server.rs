@@ -14,7 +14,7 @@ use tracing::{error, info, warn};
 
 use crate::admin::bump;
 use crate::config::{Config, ConfigError};
-use crate::net::ClientSock;
+use crate::net::{ClientSock, Peer};
 use crate::protocol::packets::ErrorInfo;
 use crate::session;
 use crate::shared::Shared;
@@ -70,8 +70,6 @@ pub async fn run_on(
                 Ok(sock) => {
                     bump(&shared.stats.connections_total);
                     bump(&shared.stats.socket_connections);
-                    // a Unix client has no address; it is a local one
-                    let peer = std::net::SocketAddr::from(([127, 0, 0, 1], 0));
                     match (limit.clone().try_acquire_owned(), sock.into_std()) {
                         (Ok(permit), Ok(std_sock)) => {
                             let shared = shared.clone();
@@ -79,7 +77,7 @@ pub async fn run_on(
                             next_worker = next_worker.wrapping_add(1);
                             sessions.spawn_on(async move {
                                 if let Ok(s) = UnixStream::from_std(std_sock) {
-                                    session::serve(ClientSock::Unix(s), peer, shared).await;
+                                    session::serve(ClientSock::Unix(s), Peer::Unix, shared).await;
                                 }
                                 drop(permit);
                             }, worker);
@@ -111,7 +109,7 @@ pub async fn run_on(
                                 Ok(std_tcp) => {
                                     sessions.spawn_on(async move {
                                         if let Ok(tcp) = TcpStream::from_std(std_tcp) {
-                                            session::serve(ClientSock::Tcp(tcp), peer, shared).await;
+                                            session::serve(ClientSock::Tcp(tcp), Peer::Tcp(peer), shared).await;
                                         }
                                         drop(permit);
                                     }, worker);

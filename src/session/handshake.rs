@@ -11,10 +11,9 @@
 //! from the pool when one with the same session shape is idle.
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::Arc;
 
-use crate::net::ClientSock;
+use crate::net::{ClientSock, Peer};
 use rand::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info, warn};
@@ -54,7 +53,7 @@ impl From<io::Error> for HandshakeFailure {
 
 pub async fn establish(
     tcp: ClientSock,
-    peer: SocketAddr,
+    peer: Peer,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
     match shared.config.auth.mode {
@@ -169,7 +168,7 @@ async fn reject(
 
 async fn establish_relayed(
     mut tcp: ClientSock,
-    peer: SocketAddr,
+    peer: Peer,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
     let addr = shared.config.backend.address.clone();
@@ -385,7 +384,7 @@ fn random_salt() -> [u8; 20] {
 
 async fn establish_proxy_auth(
     mut tcp: ClientSock,
-    peer: SocketAddr,
+    peer: Peer,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
     let addr = shared.config.backend.address.clone();
@@ -416,7 +415,7 @@ async fn establish_proxy_auth(
     let client_ext = response.ext_capabilities & advertised_ext;
     let (auth_data, next_seq) =
         native_auth_data(&mut client, &response, &salt, seq.wrapping_add(1)).await?;
-    let host = peer.ip().to_string();
+    let host = peer.host();
     let Some(user) = shared.check_proxy_user(&response.user, &salt, &auth_data) else {
         info!(%peer, user = %String::from_utf8_lossy(&response.user), "proxy authentication failed");
         let err = ErrorInfo::access_denied(&response.user, &host, !auth_data.is_empty());
@@ -523,7 +522,7 @@ pub async fn proxy_change_user(
         .read_frame_capped(&mut p, MAX_LOGIN_PACKET)
         .await?;
     let seq = h.seq.wrapping_add(1);
-    let host = session.peer.ip().to_string();
+    let host = session.peer.host();
     let Some(user) = session.shared.check_proxy_user(&request.user, &salt, &p) else {
         let err = ErrorInfo::access_denied(&request.user, &host, !p.is_empty());
         session.client.send_packet(seq, &err.to_packet()).await?;

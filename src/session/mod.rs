@@ -14,7 +14,6 @@ mod prepared;
 mod rewrite;
 
 use std::io;
-use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
@@ -24,7 +23,7 @@ use crate::admin::bump;
 use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
-use crate::net::{ClientIo, ClientSock};
+use crate::net::{ClientIo, ClientSock, Peer};
 use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{with_more_results, ResponseKind, ResponseTracker, Step, Summary};
@@ -53,7 +52,7 @@ enum End {
 }
 
 /// Accepts one client: handshake, then the command loop.
-pub async fn serve(sock: ClientSock, peer: SocketAddr, shared: Arc<Shared>) {
+pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     if let ClientSock::Tcp(tcp) = &sock {
         let _ = tcp.set_nodelay(true);
     }
@@ -99,7 +98,7 @@ pub async fn serve(sock: ClientSock, peer: SocketAddr, shared: Arc<Shared>) {
 
 pub struct Session {
     shared: Arc<Shared>,
-    peer: SocketAddr,
+    peer: Peer,
     client: PacketStream<ClientIo>,
     backend: BackendStream,
     /// Capabilities in force between client and backend (MariaDB's extended ones included).
@@ -156,7 +155,7 @@ struct ReadLimits {
 impl Session {
     fn new(
         shared: Arc<Shared>,
-        peer: SocketAddr,
+        peer: Peer,
         client: PacketStream<ClientIo>,
         backend: BackendStream,
         client_caps: Caps,

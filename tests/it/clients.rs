@@ -491,4 +491,28 @@ async fn the_proxys_unix_socket_serves_drivers_that_prefer_one() {
     }
     assert_eq!(std::fs::read(&file).expect("still there"), b"keep me");
     assert!(live_path.exists(), "the other listener's socket stays");
+    // proxy-auth mode over the socket: the proxy names a socket client's host as a server
+    // does, `localhost`
+    let path = dir.path().join("auth.sock");
+    let mut cfg = crate::auth_tls::proxy_auth_config(&backend.addr);
+    cfg.proxy.socket = path.to_str().expect("path").to_string();
+    let p = proxy::start(cfg);
+    let socket = ["--socket", path.to_str().expect("path")];
+    let (ok, out, err) = crate::common::mariadb_cli(
+        "localhost:0",
+        &[&["-uapp", "-papp-pass"][..], &socket[..]].concat(),
+        "SELECT CONCAT('as ', 'app')",
+    );
+    assert!(ok && out.contains("as app"), "{err}");
+    let (ok, _, err) = crate::common::mariadb_cli(
+        "localhost:0",
+        &[&["-uapp", "-pwrong"][..], &socket[..]].concat(),
+        "SELECT 1",
+    );
+    assert!(
+        !ok && err.contains("1045") && err.contains("'app'@'localhost'"),
+        "{err}"
+    );
+    let (ok, _, err) = crate::common::mariadb_cli(&p.addr, &["-uapp", "-pwrong"], "SELECT 1");
+    assert!(!ok && err.contains("'app'@'127.0.0.1'"), "{err}");
 }
