@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# The real-client ring: SQLAlchemy's own published test suite, and mysqlclient's (the C driver
-# on libmariadb, plain and with the compressed protocol) — sdists from PyPI, downloaded at run
+# The real-client ring: SQLAlchemy's own published test suite, mysqlclient's (the C driver on
+# libmariadb, plain and with the compressed protocol) and MariaDB Connector/Python's (binary
+# protocol, bulk executes) — sdists from PyPI, downloaded at run
 # time, never vendored — run directly against a private MariaDB and through obkv-proxy; the
 # pass-sets are compared. Exits non-zero when a test that passes directly fails (or errors)
 # through the proxy.
 #   scripts/client-suites.sh [PYTEST SELECTION...]
 # Default selection: SQLAlchemy's MySQL dialect tests and its core SQL/type/reflection suites.
 # Environment: SUITE_SQLALCHEMY_VERSION (default 2.0.36), SUITE_MYSQLCLIENT_VERSION (2.3.1),
-# SUITE_KEEP=1 keeps the work folder.
+# SUITE_MARIADB_PY_VERSION (1.1.14), SUITE_KEEP=1 keeps the work folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -117,6 +118,24 @@ for mode in plain compress; do
   done
   compare "$work/mc-direct-$mode.xml" "$work/mc-proxy-$mode.xml" 100 || status=$?
 done
+# MariaDB Connector/Python: the binary protocol throughout (its cursors prepare every statement
+# with parameters) and MariaDB's bulk execute (executemany), XA, pooling; its suite reads the
+# server from TEST_DB_* variables
+mp_version=${SUITE_MARIADB_PY_VERSION:-1.1.14}
+.venv/bin/pip download -q --no-deps --no-binary :all: "mariadb==$mp_version" -d "$work" >/dev/null
+tar xzf "$work/mariadb-$mp_version.tar.gz" -C "$work"
+.venv/bin/pip install -q "$work/mariadb-$mp_version.tar.gz"
+mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS testp"
+for side in direct proxy; do
+  port=$mport; [[ $side == proxy ]] && port=$pport
+  echo "== MariaDB Connector/Python $mp_version suite, $side (port $port)"
+  (cd "$work/mariadb-$mp_version/testing" && TEST_DB_HOST=127.0.0.1 TEST_DB_PORT=$port \
+    TEST_DB_DATABASE=testp LOCAL_DB=local "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
+    -q --tb=no -o addopts= --junitxml="$work/mp-$side.xml" test >"$work/mp-$side.out" 2>&1) || true
+  tail -1 "$work/mp-$side.out"
+done
+compare "$work/mp-direct.xml" "$work/mp-proxy.xml" 150 || status=$?
+
 compressed=$(mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
   awk '$1 == "compressed_sessions" { print $2 }')
 echo "compressed sessions through the proxy: ${compressed:-none}"
