@@ -665,8 +665,18 @@ fn catalog_entries_follow_the_backends_grants_and_cannot_be_forged() {
             &mut o3,
             "ALTER TABLE sg$f KV_ATTRIBUTES = '{\"Hbase\": {\"MaxVersions\": 5}}'",
         );
-        assert!(shown(&mut o3).contains("\"MaxVersions\": 5"));
-        assert!(shown(&mut owner).contains("\"MaxVersions\": 5"));
+        let by_third = shown(&mut o3);
+        assert!(
+            by_third.contains("\"MaxVersions\": 5"),
+            "{}: {by_third}",
+            kind.name()
+        );
+        let by_owner = shown(&mut owner);
+        assert!(
+            by_owner.contains("\"MaxVersions\": 5"),
+            "{}: another proxy's session sees the old definition: {by_owner}",
+            kind.name()
+        );
         ok(&mut o3, "DROP TABLE sg$f");
         ok(&mut o3, "DROP TABLEGROUP sg");
         assert!(d.query_ok("DROP USER obkv_nosy"));
