@@ -496,8 +496,8 @@ pub fn plan_assigned(
     update: &super::assign::Update,
     schemas: &[Option<std::sync::Arc<TableSchema>>],
 ) -> Option<WritePlan> {
-    // (index of the table, its schema) for each V target, and the first HBase table targeted
-    let mut each: Vec<(usize, std::sync::Arc<TableSchema>, Value)> = Vec::new();
+    // each V with the HBase table it goes to, and the first HBase table targeted
+    let mut each: Vec<(std::sync::Arc<TableSchema>, Value)> = Vec::new();
     let mut first: Option<usize> = None;
     for a in &update.assignments {
         for r in update.targets_of(a) {
@@ -507,7 +507,7 @@ pub fn plan_assigned(
             };
             first.get_or_insert(i);
             if col_is(&a.column, "V") {
-                each.push((i, s.clone(), a.value.clone()));
+                each.push((s.clone(), a.value.clone()));
             }
         }
     }
@@ -516,11 +516,11 @@ pub fn plan_assigned(
     let table = update.tables.get(at)?;
     let one_table = each
         .iter()
-        .all(|(_, s, _)| s.schema == schema.schema && s.name == schema.name);
+        .all(|(s, _)| s.schema == schema.schema && s.name == schema.name);
     if !one_table {
         return Some(WritePlan {
             schema,
-            shape: Shape::Assigned(each.into_iter().map(|(_, s, v)| (s, v)).collect()),
+            shape: Shape::Assigned(each),
         });
     }
     Some(WritePlan {
@@ -534,10 +534,7 @@ pub fn plan_assigned(
             where_idents: Default::default(),
             backslash_literal: false,
             params_before_where_end: 0,
-            assignments: each
-                .into_iter()
-                .map(|(_, _, v)| (b"V".to_vec(), v))
-                .collect(),
+            assignments: each.into_iter().map(|(_, v)| (b"V".to_vec(), v)).collect(),
             locking: false,
         })),
     })
