@@ -12,6 +12,10 @@
 //! front of the direct one); BENCH_KIND (mariadb | seekdb, for the table); BENCH_SECONDS per
 //! measurement (default 10); BENCH_CELLS (default 500000); BENCH_ROUNDS (default 1, medians).
 //! BENCH_SETUP_ONLY: create and load the table, then exit (the script lets the backend settle).
+//! BENCH_ONLY (optional, for measuring one cell in place): a comma-separated list of the cells to
+//! run, from `text1`, `text8`, `prepared1`, `prepared8` and `get` (default: all).
+//! BENCH_PROXY_OP=hand (optional): send the hand-written statement through obkv-proxy too, which
+//! separates the proxy's relay from its rewrite when compared with HAProxy.
 //! BENCH_PROXY_PID, BENCH_HAPROXY_PID (optional): with them, each hop's CPU time per query
 //! (user + system from /proc, summed over all rounds) is printed too: a measure of what the hop
 //! costs that the machine's drift in throughput does not blur.
@@ -247,8 +251,22 @@ async fn main() {
         "prx_cpu",
         "hap_cpu"
     );
+    let only = std::env::var("BENCH_ONLY").ok();
+    let wanted = |cell: &str| {
+        only.as_deref()
+            .is_none_or(|o| o.split(',').any(|c| c.trim() == cell))
+    };
+    let proxy_op = if env("BENCH_PROXY_OP", "natural") == "hand" {
+        Op::HandWritten
+    } else {
+        Op::Natural
+    };
     for prepared in [false, true] {
         for threads in [1, 8] {
+            let cell = format!("{}{threads}", if prepared { "prepared" } else { "text" });
+            if !wanted(&cell) {
+                continue;
+            }
             let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
             let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
             let mut per_round = vec![];
@@ -259,13 +277,7 @@ async fn main() {
                     match (r + k) % 3 {
                         0 => a.push(
                             measure_cpu(
-                                proxy_pid,
-                                &mut pc,
-                                &proxy,
-                                threads,
-                                secs,
-                                Op::Natural,
-                                prepared,
+                                proxy_pid, &mut pc, &proxy, threads, secs, proxy_op, prepared,
                                 prefixes,
                             )
                             .await,
@@ -298,6 +310,9 @@ async fn main() {
                 a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0, median(per_round), pc.us_per_query(), hc.us_per_query()
             );
         }
+    }
+    if !wanted("get") {
+        return;
     }
     let (mut a, mut c) = (vec![], vec![]);
     let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
