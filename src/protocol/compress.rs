@@ -16,6 +16,11 @@
 //! packets it writes the same way (`renumber`, `sync`); where it is the client, servers do not
 //! check inner ids and the proxy's own numbering stays.
 //!
+//! A server checks the frames it reads like packets: the first frame of a command has sequence id
+//! 0 and every later one the connection's counter (MariaDB's `my_real_read`; packets inside
+//! frames are not checked). On the leg where the proxy is the server the codec does the same
+//! and refuses a frame out of order with `OutOfOrder` (the session answers 1156, as MariaDB).
+//!
 //! Decoding is streamed: a frame is inflated as the reader asks for bytes, at most one read
 //! chunk at a time, so neither a large frame nor a small frame that inflates to 16 MiB makes the
 //! proxy hold more than the packets it was going to read anyway. Every frame is checked: its
@@ -35,6 +40,33 @@ pub const PIECE: usize = 64 * 1024;
 
 fn bad(what: &'static str) -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, what)
+}
+
+/// A frame read on the server leg carried another sequence id than the one due (the error
+/// inside the `io::Error` a decode returns; `found` is the frame's id).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OutOfOrder {
+    pub found: u8,
+    pub expected: u8,
+}
+
+impl std::fmt::Display for OutOfOrder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "compressed frame out of order (found {}, expected {})",
+            self.found, self.expected
+        )
+    }
+}
+
+impl std::error::Error for OutOfOrder {}
+
+impl OutOfOrder {
+    /// The `OutOfOrder` inside `e`, if that is what it is.
+    pub fn of(e: &io::Error) -> Option<OutOfOrder> {
+        e.get_ref()?.downcast_ref::<OutOfOrder>().copied()
+    }
 }
 
 /// What a decode step did.
@@ -70,6 +102,8 @@ pub struct Codec {
     server: bool,
     /// Sequence id of the next packet written (server leg).
     plain: u8,
+    /// The next frame read begins a command (server leg): its sequence id must be 0.
+    command_start: bool,
     /// Where the outgoing packet stream is: bytes of the current header seen (0 = none), the
     /// length read from it so far, payload bytes still to pass.
     hpos: u8,
@@ -97,6 +131,7 @@ impl Codec {
             out: Vec::new(),
             server: false,
             plain: 0,
+            command_start: true,
             hpos: 0,
             hlen: 0,
             left: 0,
@@ -113,6 +148,12 @@ impl Codec {
 
     pub fn is_server(&self) -> bool {
         self.server
+    }
+
+    /// The next frame read begins a command (server leg): it must be numbered 0. Frames read
+    /// afterwards, until the next call, continue the connection's count.
+    pub fn expect_command(&mut self) {
+        self.command_start = true;
     }
 
     /// A response ended (server leg): the next packet is numbered like the next frame.
@@ -218,6 +259,19 @@ impl Codec {
                 };
                 let clen = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
                 let ulen = usize::from(h[4]) | usize::from(h[5]) << 8 | usize::from(h[6]) << 16;
+                if self.server {
+                    let expected = if self.command_start { 0 } else { self.seq };
+                    if h[3] != expected {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            OutOfOrder {
+                                found: h[3],
+                                expected,
+                            },
+                        ));
+                    }
+                    self.command_start = false;
+                }
                 self.seq = h[3].wrapping_add(1);
                 self.plain = self.seq;
                 self.rpos += HEADER;
@@ -409,6 +463,46 @@ mod tests {
     }
 
     #[test]
+    fn the_server_leg_checks_frame_ids_like_a_server() {
+        let stored = |seq| frame(b"\x01\x00\x00\x00\x0e", seq, 0);
+        let fails = |c: &mut Codec| {
+            let e = decode_all(c, 64).unwrap_err();
+            OutOfOrder::of(&e).expect("an OutOfOrder error")
+        };
+        // a command's first frame is 0, the frames after it count on
+        let mut c = Codec::for_server([stored(0), stored(1), stored(2)].concat());
+        assert_eq!(decode_all(&mut c, 64).unwrap().len(), 15);
+        // an answer written moves the counter; the command's next frame follows it
+        c.encode(b"answer");
+        assert_eq!(c.seq, 4);
+        c.input_buffer(16).extend_from_slice(&stored(4));
+        assert_eq!(decode_all(&mut c, 64).unwrap().len(), 5);
+        // the next command starts again at 0, and not at the counter
+        c.expect_command();
+        c.input_buffer(16).extend_from_slice(&stored(5));
+        assert_eq!(
+            fails(&mut c),
+            OutOfOrder {
+                found: 5,
+                expected: 0
+            }
+        );
+        for (frames, found, expected) in [
+            (vec![stored(1)], 1, 0),
+            (vec![stored(0), stored(0)], 0, 1),
+            (vec![stored(0), stored(2)], 2, 1),
+        ] {
+            let mut c = Codec::for_server(frames.concat());
+            assert_eq!(fails(&mut c), OutOfOrder { found, expected });
+        }
+        // the client leg does not check: servers number their frames as they like
+        let mut c = Codec::new([stored(7), stored(3)].concat());
+        assert_eq!(decode_all(&mut c, 64).unwrap().len(), 10);
+        // a plain InvalidData error is not taken for one
+        assert_eq!(OutOfOrder::of(&bad("x")), None);
+    }
+
+    #[test]
     fn small_and_incompressible_pieces_are_stored() {
         let mut w = Codec::default();
         w.encode(b"tiny");
@@ -478,7 +572,12 @@ mod tests {
 
     #[test]
     fn the_server_leg_numbers_packets_like_a_server() {
-        let mut c = Codec::for_server(frame(b"\x01\x00\x00\x00\x03", 4, 0));
+        // a frame in the middle of a command (the counter at 4)
+        let mut c = Codec {
+            seq: 4,
+            command_start: false,
+            ..Codec::for_server(frame(b"\x01\x00\x00\x00\x03", 4, 0))
+        };
         assert_eq!(decode_all(&mut c, 100).unwrap(), b"\x01\x00\x00\x00\x03");
         // two packets, the second split across calls, then a zero-length one
         let mut a = b"\x02\x00\x00\x09ab\x03\x00".to_vec();

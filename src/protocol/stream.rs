@@ -364,6 +364,14 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.send_packet(0, payload).await
     }
 
+    /// This side is the peer's server and waits for its next command: under compression the
+    /// next frame read must be numbered 0 (`protocol::compress`).
+    pub fn expect_command(&mut self) {
+        if let Some(c) = self.comp.as_deref_mut() {
+            c.expect_command();
+        }
+    }
+
     fn begin_command(&mut self) {
         if let Some(c) = self.comp.as_deref_mut() {
             if self.wbuf.is_empty() {

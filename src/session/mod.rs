@@ -24,6 +24,7 @@ use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::net::{ClientIo, ClientSock, Peer};
+use crate::protocol::compress::OutOfOrder;
 use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{with_more_results, ResponseKind, ResponseTracker, Step, Summary};
@@ -1085,19 +1086,26 @@ async fn read_command(
     out: &mut Vec<u8>,
 ) -> Result<u8, ReadError> {
     out.clear();
+    client.expect_command();
+    // a compressed frame out of order is refused like a packet out of order; any other read
+    // error means the client is gone
+    let failed = |e: io::Error| match OutOfOrder::of(&e) {
+        Some(o) => ReadError::OutOfOrder(o.found.wrapping_add(1)),
+        None => ReadError::Closed,
+    };
     // between commands a client may wait (up to the idle timeout, when one is set)
     let first_byte = client.wait_readable();
     match limits.idle {
         Some(idle) => match tokio::time::timeout(idle, first_byte).await {
-            Ok(r) => r.map_err(|_| ReadError::Closed)?,
+            Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Idle),
         },
-        None => first_byte.await.map_err(|_| ReadError::Closed)?,
+        None => first_byte.await.map_err(failed)?,
     }
     let mut expected = 0u8;
     loop {
         let h = match tokio::time::timeout(limits.net_read, client.read_header()).await {
-            Ok(r) => r.map_err(|_: io::Error| ReadError::Closed)?,
+            Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Timeout(expected)),
         };
         if h.seq != expected {
@@ -1108,7 +1116,7 @@ async fn read_command(
             return Err(ReadError::TooLarge(expected));
         }
         match tokio::time::timeout(limits.net_read, client.read_payload_into(h.len, out)).await {
-            Ok(r) => r.map_err(|_| ReadError::Closed)?,
+            Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Timeout(expected)),
         }
         if h.len < MAX_FRAME {

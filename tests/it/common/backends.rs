@@ -227,23 +227,35 @@ pub fn shared(kind: Kind) -> &'static Backend {
         Kind::SeekDb => (&SEEKDB, "OBKV_TEST_SEEKDB"),
     };
     cell.get_or_init(|| {
-        if let Ok(addr) = std::env::var(var) {
+        let backend = if let Ok(addr) = std::env::var(var) {
             let port = addr
                 .rsplit(':')
                 .next()
                 .and_then(|p| p.parse().ok())
                 .expect("HOST:PORT");
-            return Backend {
+            Backend {
                 kind,
                 addr,
                 port,
                 pid: None,
                 dir: PathBuf::new(),
                 extra: Vec::new(),
-            };
+            }
+        } else {
+            static CLEAN: OnceLock<()> = OnceLock::new();
+            CLEAN.get_or_init(clean_stale_dirs);
+            Backend::start_private(kind, "shared")
+        };
+        if kind == Kind::SeekDb {
+            // MariaDB is started with a 64 MiB max_allowed_packet (scripts/backend.sh); seekdb
+            // takes it as a global variable. Set here, once, so no test depends on another
+            // having set it first (sessions opened from now on get it).
+            let mut root = RawConn::connect(&backend.addr, "root", "", None).expect("seekdb login");
+            assert!(
+                root.query_ok("SET GLOBAL max_allowed_packet = 67108864"),
+                "seekdb: max_allowed_packet"
+            );
         }
-        static CLEAN: OnceLock<()> = OnceLock::new();
-        CLEAN.get_or_init(clean_stale_dirs);
-        Backend::start_private(kind, "shared")
+        backend
     })
 }
