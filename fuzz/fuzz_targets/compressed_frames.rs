@@ -1,10 +1,10 @@
 //! The compressed protocol's codec: frames from a peer in any shape (split anywhere, lying
 //! lengths, broken zlib) are decoded without a panic and without giving out more than they
-//! declare; what the codec encodes decodes back to the same bytes; renumbering keeps lengths.
+//! declare (the server leg also refuses frames out of order, the client leg never); what the codec encodes decodes back to the same bytes; renumbering keeps lengths.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use obkv_proxy::protocol::compress::{Codec, Step, HEADER};
+use obkv_proxy::protocol::compress::{Codec, OutOfOrder, Step, HEADER};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&knob, rest)) = data.split_first() else {
@@ -23,10 +23,19 @@ fuzz_target!(|data: &[u8]| {
         match c.decode(&mut out, limit) {
             Ok(Step::Produced(n)) => assert!(n > 0 && n <= limit),
             Ok(Step::NeedInput) if !fed_rest => {
+                if knob & 0x40 != 0 {
+                    // the second part begins a command (its frame must be numbered 0)
+                    c.expect_command();
+                }
                 c.input_buffer(rest.len() - split).extend_from_slice(&rest[split..]);
                 fed_rest = true;
             }
-            Ok(Step::NeedInput) | Err(_) => break,
+            Ok(Step::NeedInput) => break,
+            Err(e) => {
+                // only the server leg checks frame ids
+                assert!(knob & 0x80 != 0 || OutOfOrder::of(&e).is_none());
+                break;
+            }
         }
         // a frame declares at most 16 MiB - 1 bytes; the input holds at most this many frames
         assert!(out.len() <= (rest.len() / HEADER + 1) * 0xFF_FFFF);
