@@ -36,14 +36,14 @@ export CARGO_TARGET_DIR="$root/target/rust-driver-suite"
 # CRATE VERSION -> the crate's source copied to $work/CRATE, its tests built
 prepare() {
   local crate=$1 version=$2 src
-  src=$(ls -d "$registry"/*/"$crate-$version" 2>/dev/null | head -1)
+  src=$(ls -d "$registry"/*/"$crate-$version" 2>/dev/null | head -1 || true)
   if [[ -z $src ]]; then
     mkdir -p "$work/fetch-$crate/src"
     : >"$work/fetch-$crate/src/lib.rs"
     printf '[package]\nname = "fetch"\nversion = "0.0.0"\nedition = "2021"\n[dependencies]\n%s = "=%s"\n' \
       "$crate" "$version" >"$work/fetch-$crate/Cargo.toml"
     cargo fetch --quiet --manifest-path "$work/fetch-$crate/Cargo.toml"
-    src=$(ls -d "$registry"/*/"$crate-$version" 2>/dev/null | head -1)
+    src=$(ls -d "$registry"/*/"$crate-$version" 2>/dev/null | head -1 || true)
   fi
   [[ -n $src ]] || { echo "$crate $version source not found in the cargo registry" >&2; exit 2; }
   cp -r "$src" "$work/$crate"
