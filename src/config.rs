@@ -163,7 +163,7 @@ pub struct ProxySection {
     pub idle_timeout_ms: u64,
     pub max_packet_bytes: usize,
     pub shutdown_grace_ms: u64,
-    /// Single-threaded runtimes serving sessions; 0 = auto (half the CPU cores, at least one).
+    /// Single-threaded runtimes serving sessions; 0 = auto (one per CPU core).
     pub worker_threads: usize,
     /// A Unix socket the proxy also listens on: "auto" = /tmp/obkv-proxy-<listen port>.sock,
     /// "" = none, else a path. A driver's `@@socket` probe is answered with it.

@@ -169,12 +169,13 @@ struct Workers {
 
 impl Workers {
     fn start(n: usize) -> std::io::Result<Workers> {
-        // auto: half the cores. The proxy usually shares its cores with clients or the database,
-        // and a busy event loop handles many sessions per wake-up; on the 2-core reference
-        // machine one loop used 16% less CPU per query than two (docs/PERFORMANCE.md).
+        // auto: one loop per core, as HAProxy's threads. One loop spends less CPU per query
+        // (more sessions per wake-up), but with all sessions on it, a client waits whenever that
+        // thread is preempted; on the 2-core reference machine two loops served more queries at
+        // 8 client threads in 14 of 16 rotated sysbench rounds and in 4 of 4 prefix-scan runs
+        // (docs/PERFORMANCE.md, "One event loop per core").
         let n = if n == 0 {
-            let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-            (cores / 2).max(1)
+            std::thread::available_parallelism().map_or(1, |n| n.get())
         } else {
             n
         };
