@@ -235,6 +235,25 @@ fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
     p
 }
 
+/// Reads one compressed frame: its sequence id and its plain bytes (None when the stream ends
+/// or the frame does not inflate to the length it declares).
+fn read_one_frame(s: &mut TcpStream) -> Option<(u8, Vec<u8>)> {
+    let mut h = [0u8; 7];
+    s.read_exact(&mut h).ok()?;
+    let clen = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let ulen = usize::from(h[4]) | usize::from(h[5]) << 8 | usize::from(h[6]) << 16;
+    let mut body = vec![0u8; clen];
+    s.read_exact(&mut body).ok()?;
+    if ulen == 0 {
+        return Some((h[3], body));
+    }
+    let mut out = vec![0u8; ulen];
+    let mut z = Decompress::new(true);
+    z.decompress(&body, &mut out, FlushDecompress::Finish)
+        .ok()?;
+    (z.total_out() as usize == ulen).then_some((h[3], out))
+}
+
 /// Reads compressed frames until the plain bytes hold a whole response ending in a packet that
 /// starts with one of `last` (checked only on packets after the first); returns the frames'
 /// sequence ids and the plain packets (sequence id, payload).
@@ -243,23 +262,9 @@ fn read_compressed(s: &mut TcpStream, packets_wanted: usize) -> (Vec<u8>, Vec<(u
     let mut plain = Vec::new();
     let mut packets = Vec::new();
     while packets.len() < packets_wanted {
-        let mut h = [0u8; 7];
-        s.read_exact(&mut h).expect("frame header");
-        let clen = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-        let ulen = usize::from(h[4]) | usize::from(h[5]) << 8 | usize::from(h[6]) << 16;
-        frame_ids.push(h[3]);
-        let mut body = vec![0u8; clen];
-        s.read_exact(&mut body).expect("frame body");
-        if ulen == 0 {
-            plain.extend_from_slice(&body);
-        } else {
-            let mut out = vec![0u8; ulen];
-            let mut z = Decompress::new(true);
-            z.decompress(&body, &mut out, FlushDecompress::Finish)
-                .expect("inflate");
-            assert_eq!(z.total_out() as usize, ulen);
-            plain.extend_from_slice(&out);
-        }
+        let (id, bytes) = read_one_frame(s).expect("a whole frame");
+        frame_ids.push(id);
+        plain.extend_from_slice(&bytes);
         while plain.len() >= 4 {
             let len =
                 usize::from(plain[0]) | usize::from(plain[1]) << 8 | usize::from(plain[2]) << 16;
@@ -376,21 +381,7 @@ fn answer_to_frames(addr: &str, frames: &[Vec<u8>]) -> Option<Vec<u8>> {
     for f in frames {
         c.stream.write_all(f).expect("write");
     }
-    let mut h = [0u8; 7];
-    c.stream.read_exact(&mut h).ok()?;
-    let clen = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-    let ulen = usize::from(h[4]) | usize::from(h[5]) << 8 | usize::from(h[6]) << 16;
-    let mut body = vec![0u8; clen];
-    c.stream.read_exact(&mut body).ok()?;
-    let plain = if ulen == 0 {
-        body
-    } else {
-        let mut out = vec![0u8; ulen];
-        Decompress::new(true)
-            .decompress(&body, &mut out, FlushDecompress::Finish)
-            .ok()?;
-        out
-    };
+    let (_, plain) = read_one_frame(&mut c.stream)?;
     plain.get(4..).map(<[u8]>::to_vec)
 }
 
