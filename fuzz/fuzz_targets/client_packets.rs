@@ -15,7 +15,7 @@ fuzz_target!(|data: &[u8]| {
         use obkv_proxy::protocol::execute;
         let params = usize::from(n % 8) + 1;
         if let Some(e) = execute::parse(cmd, params) {
-            let types = e.types.map(<[u8]>::to_vec).unwrap_or_else(|| vec![0xfd, 0].repeat(params));
+            let types = e.types.map(<[u8]>::to_vec).unwrap_or_else(|| [0xfd, 0].repeat(params));
             let spans = execute::value_spans(e.nulls, &types, e.values);
             if let Some(spans) = &spans {
                 for (i, s) in spans.iter().enumerate() {

@@ -80,7 +80,7 @@ fuzz_target!(|data: &[u8]| {
         settled: true,
         counters: Default::default(),
         // a table whose schema the session could not read: never taken for a plain one
-        blind: if data.len() % 3 == 0 {
+        blind: if data.len().is_multiple_of(3) {
             vec![(b"hb".to_vec(), b"g$g".to_vec())]
         } else {
             Vec::new()
@@ -129,7 +129,7 @@ fuzz_target!(|data: &[u8]| {
                         1 => Bound::Int(i128::from(n) - 2),
                         2 => Bound::Length(u64::from(n) << 18),
                         3 => Bound::Text(v),
-                        _ => Bound::Bytes(v, n % 2 == 0),
+                        _ => Bound::Bytes(v, n.is_multiple_of(2)),
                     }
                 };
                 let c = check_execution(plan, &bound, rules, ctx.tables.as_ref().and_then(|t| t.charset), Some(true), 0);

@@ -98,6 +98,11 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         !self.wbuf.is_empty()
     }
 
+    /// The output queued and not written yet (plain bytes, before any compression).
+    pub fn pending_output(&self) -> &[u8] {
+        &self.wbuf
+    }
+
     /// Memory held by the buffers (capacity), for tests and accounting.
     pub fn buffer_capacity(&self) -> usize {
         self.rbuf.capacity() + self.wbuf.capacity()
@@ -207,6 +212,24 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         out
     }
 
+    /// Takes one frame shorter than a full one into `out` when it is already read whole and
+    /// its payload is at most `max` bytes, without waiting: the usual command arrives in one
+    /// piece, and reading it needs no timer then. None leaves the stream as it was.
+    pub fn take_whole_frame(&mut self, out: &mut Vec<u8>, max: usize) -> Option<Header> {
+        let buf = self.rbuf.get(self.rpos..)?;
+        let h = buf.get(..4)?;
+        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        if len >= MAX_FRAME || len > max {
+            return None;
+        }
+        let payload = buf.get(4..4 + len)?;
+        let seq = h[3];
+        out.clear();
+        out.extend_from_slice(payload);
+        self.rpos += 4 + len;
+        Some(Header { len, seq })
+    }
+
     pub async fn read_header(&mut self) -> io::Result<Header> {
         self.fill_at_least(4).await?;
         let h = &self.rbuf[self.rpos..self.rpos + 4];
@@ -312,6 +335,109 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             }
         }
         Ok(())
+    }
+
+    /// Moves the whole packets already read (each shorter than a full frame) to `dst`'s output
+    /// in one copy, with their sequence ids shifted by `seq_delta`, without waiting for more:
+    /// the relay of a result set whose packets arrived together costs one loop over their
+    /// headers, not a read, a peek and a copy per packet. `each` sees every packet (its header,
+    /// as the backend numbered it, and its whole payload) before it moves and says whether it
+    /// moves and whether the walk goes on.
+    pub fn move_whole_packets<D, F>(
+        &mut self,
+        dst: &mut PacketStream<D>,
+        seq_delta: u8,
+        mut each: F,
+    ) where
+        D: AsyncRead + AsyncWrite + Unpin,
+        F: FnMut(Header, &[u8]) -> Flow,
+    {
+        let buf = self.rbuf.get(self.rpos..).unwrap_or_default();
+        let mut end = 0;
+        while let Some(h) = buf.get(end..end + 4) {
+            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            // a frame of 16 MiB - 1 continues in the next one: the caller streams those
+            let Some(payload) = buf.get(end + 4..end + 4 + len).filter(|_| len < MAX_FRAME) else {
+                break;
+            };
+            let flow = each(Header { len, seq: h[3] }, payload);
+            if flow == Flow::Leave {
+                break;
+            }
+            end += 4 + len;
+            if flow == Flow::TakeAndStop {
+                break;
+            }
+        }
+        if end == 0 {
+            return;
+        }
+        let start = dst.wbuf.len();
+        if start == 0 && self.rpos == 0 && dst.cuts.is_empty() {
+            // nothing queued on the other side and the packets open this buffer: the buffers
+            // trade places instead of the bytes moving; only a partial packet after them is
+            // copied back
+            std::mem::swap(&mut self.rbuf, &mut dst.wbuf);
+            self.rbuf.clear();
+            self.rbuf
+                .extend_from_slice(dst.wbuf.get(end..).unwrap_or_default());
+            dst.wbuf.truncate(end);
+        } else {
+            dst.wbuf.extend_from_slice(&buf[..end]);
+            self.rpos += end;
+        }
+        if seq_delta != 0 {
+            let out = &mut dst.wbuf[start..];
+            let mut at = 0;
+            while let Some(h) = out.get_mut(at..at + 4) {
+                let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+                h[3] = h[3].wrapping_add(seq_delta);
+                at += 4 + len;
+            }
+        }
+    }
+
+    /// Whether the next frame, of which at most a part is read, is small enough to be read
+    /// whole into the buffer (`read_some` until `move_whole_packets` takes it) rather than
+    /// streamed through.
+    pub fn next_frame_fits(&self) -> bool {
+        match self.rbuf.get(self.rpos..self.rpos + 4) {
+            Some(h) => {
+                let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+                len < MAX_FRAME && 4 + len <= READ_CHUNK
+            }
+            None => true,
+        }
+    }
+
+    /// Reads what the socket has (at least one byte); UnexpectedEof when the peer closed.
+    pub async fn read_some(&mut self) -> io::Result<()> {
+        self.fill_some().await
+    }
+
+    /// Like `read_some`, but when nothing has arrived yet, first writes out what `dst` holds,
+    /// so its peer sees a streamed result while this side waits (and nothing is written while
+    /// the bytes are already there).
+    pub async fn read_some_flushing<D>(
+        &mut self,
+        dst: &mut PacketStream<D>,
+    ) -> Result<(), CopyError>
+    where
+        D: AsyncRead + AsyncWrite + Unpin,
+    {
+        if !dst.has_pending_output() {
+            return self.fill_some().await.map_err(CopyError::Read);
+        }
+        let mut read = std::pin::pin!(self.fill_some());
+        let first = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::future::Future::poll(read.as_mut(), cx))
+        })
+        .await;
+        if let std::task::Poll::Ready(r) = first {
+            return r.map_err(CopyError::Read);
+        }
+        dst.flush_partial().await.map_err(CopyError::Write)?;
+        read.await.map_err(CopyError::Read)
     }
 
     /// Queues a frame header.
@@ -510,6 +636,17 @@ async fn write_encoded<S: AsyncWrite + Unpin>(io: &mut S, c: &mut Codec) -> io::
     Ok(())
 }
 
+/// What `move_whole_packets` does with the packet it showed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Flow {
+    /// Move it and look at the next one.
+    Next,
+    /// Move it and stop.
+    TakeAndStop,
+    /// Stop before it: it stays unread.
+    Leave,
+}
+
 /// A failed copy says which side failed, because the session reacts differently to each.
 #[derive(Debug, thiserror::Error)]
 pub enum CopyError {
@@ -590,6 +727,95 @@ mod tests {
         while r.fill_some().await.is_ok() {}
         assert_eq!(r.take_whole_frames(), vec![2, 0, 0, 0, 0xff, 1]);
         assert_eq!(r.buffered(), 0);
+    }
+
+    /// A stream that has read `bytes` (and then the peer's end).
+    async fn read_all(bytes: &[u8]) -> PacketStream<tokio::io::DuplexStream> {
+        let (mut a, b) = tokio::io::duplex(bytes.len() + 1);
+        a.write_all(bytes).await.unwrap();
+        drop(a);
+        let mut r = PacketStream::new(b);
+        while r.read_some().await.is_ok() {}
+        r
+    }
+
+    fn sink() -> PacketStream<tokio::io::DuplexStream> {
+        PacketStream::new(tokio::io::duplex(16).0)
+    }
+
+    #[tokio::test]
+    async fn whole_packets_move_in_one_piece_renumbered() {
+        // three packets and the first two bytes of a fourth
+        let input = [1, 0, 0, 5, 0xaa, 2, 0, 0, 6, 1, 2, 0, 0, 0, 7, 9, 0];
+        let mut r = read_all(&input).await;
+        let mut w = sink();
+        let mut seen = Vec::new();
+        r.move_whole_packets(&mut w, 3, |h, payload| {
+            seen.push((h.len, h.seq, payload.to_vec()));
+            Flow::Next
+        });
+        assert_eq!(
+            seen,
+            vec![(1, 5, vec![0xaa]), (2, 6, vec![1, 2]), (0, 7, vec![])]
+        );
+        assert_eq!(
+            w.pending_output(),
+            &[1, 0, 0, 8, 0xaa, 2, 0, 0, 9, 1, 2, 0, 0, 0, 10]
+        );
+        // the partial packet stays to be read
+        assert_eq!(r.buffered(), 2);
+        assert!(r.next_frame_fits());
+        assert_eq!(r.rbuf[r.rpos..], [9, 0]);
+    }
+
+    #[tokio::test]
+    async fn whole_packets_after_queued_output_are_copied_and_the_walk_stops_when_told() {
+        let input = [1, 0, 0, 0, 1, 1, 0, 0, 1, 2, 1, 0, 0, 2, 3];
+        let mut r = read_all(&input).await;
+        let mut w = sink();
+        w.queue_bytes(b"q");
+        // the second packet ends the walk; the third stays
+        let mut n = 0;
+        r.move_whole_packets(&mut w, 0, |_, _| {
+            n += 1;
+            if n == 2 {
+                Flow::TakeAndStop
+            } else {
+                Flow::Next
+            }
+        });
+        assert_eq!(w.pending_output(), b"q\x01\0\0\0\x01\x01\0\0\x01\x02");
+        assert_eq!(r.buffered(), 5);
+        // a packet left alone is not moved
+        r.move_whole_packets(&mut w, 0, |_, _| Flow::Leave);
+        assert_eq!(r.buffered(), 5);
+        assert_eq!(w.pending_output().len(), 11);
+    }
+
+    #[tokio::test]
+    async fn a_full_frame_is_never_moved_in_bulk() {
+        let mut input = vec![0xff, 0xff, 0xff, 0];
+        input.extend(std::iter::repeat_n(1u8, 100));
+        let mut r = read_all(&input).await;
+        let mut w = sink();
+        r.move_whole_packets(&mut w, 0, |_, _| Flow::Next);
+        assert!(!w.has_pending_output());
+        assert!(!r.next_frame_fits(), "streamed, not read whole");
+    }
+
+    #[tokio::test]
+    async fn a_command_read_whole_is_taken_without_waiting() {
+        let mut r = read_all(&[3, 0, 0, 0, 3, b'a', b'b', 2, 0]).await;
+        let mut out = vec![7];
+        // over the size allowed: left for the reader that reports it
+        assert_eq!(r.take_whole_frame(&mut out, 2), None);
+        assert_eq!(out, [7]);
+        let h = r.take_whole_frame(&mut out, 3).unwrap();
+        assert_eq!((h.len, h.seq), (3, 0));
+        assert_eq!(out, [3, b'a', b'b']);
+        // a frame not read whole is not taken
+        assert_eq!(r.take_whole_frame(&mut out, 100), None);
+        assert_eq!(r.buffered(), 2);
     }
 
     #[tokio::test]

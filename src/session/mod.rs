@@ -28,7 +28,7 @@ use crate::protocol::compress::OutOfOrder;
 use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{with_more_results, ResponseKind, ResponseTracker, Step, Summary};
-use crate::protocol::stream::{CopyError, PacketStream};
+use crate::protocol::stream::{CopyError, Flow, PacketStream};
 use crate::shared::Shared;
 use crate::sql::classify::{self, Class};
 use crate::sql::prefix_scan::{ConnCharset, TableView};
@@ -446,7 +446,16 @@ impl Session {
             idle: cfg.idle_timeout(),
             net_read: cfg.net_read_timeout(),
         };
+        // one wait for shutdown for the whole session, not one registered and dropped for
+        // each command
+        let stopping = self.shared.shutdown.clone();
+        let stop = shutdown.changed();
+        tokio::pin!(stop);
         loop {
+            // a client whose next command is always there still stops between commands
+            if !matches!(stopping.has_changed(), Ok(false)) {
+                return End::Shutdown;
+            }
             // an idle session keeps only small buffers, whatever its last command was
             self.client.shrink_buffers();
             self.backend.shrink_buffers();
@@ -455,11 +464,13 @@ impl Session {
             }
             // Between commands the backend has nothing to say; if it speaks, it is closing the
             // connection (KILL, wait_timeout, restart). Watching costs no system call: tokio
-            // knows the socket drained after the last short read.
+            // knows the socket drained after the last short read. The client's command is
+            // polled first: on the wake-up it brings, nothing else is.
             let read = tokio::select! {
+                biased;
                 r = read_command(&mut self.client, &limits, &mut self.command) => r,
                 _ = self.backend.wait_readable() => return self.backend_went_away().await,
-                _ = shutdown.changed() => return End::Shutdown,
+                _ = &mut stop => return End::Shutdown,
             };
             match read {
                 Ok(frames) => self.command_frames = frames,
@@ -912,7 +923,54 @@ impl Session {
         // are and not shown to the tracker.
         let mut continuing = false;
         let mut step = Step::More;
+        // a compressed client expects a frame to end with each result, as servers do
+        let compressed = self.client.is_compressed();
         loop {
+            if !continuing && !more_after {
+                // the packets already read go on in one copy; the loop below reads the rest
+                let mut failed = None;
+                let mut stopped = false;
+                self.backend
+                    .move_whole_packets(&mut self.client, seq_delta, |h, payload| {
+                        next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
+                        match tracker.feed(h.len, payload) {
+                            Err(e) => {
+                                failed = Some(e);
+                                Flow::Leave
+                            }
+                            Ok(Step::More) if !(compressed && tracker.between_results()) => {
+                                Flow::Next
+                            }
+                            Ok(s) => {
+                                step = s;
+                                stopped = true;
+                                Flow::TakeAndStop
+                            }
+                        }
+                    });
+                if let Some(e) = failed {
+                    warn!(peer = %self.peer, "{e}");
+                    return Err(self.backend_protocol_error(next_seq, e.0).await);
+                }
+                if stopped {
+                    if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
+                        return Ok((done, next_seq));
+                    }
+                    continue;
+                }
+                if self.client.flush_if_full().await.is_err() {
+                    return Err(End::ClientGone);
+                }
+                // a packet not read whole yet that fits the buffer: read on, then move it
+                // with the others; a larger one is streamed below
+                if self.backend.next_frame_fits() {
+                    match self.backend.read_some_flushing(&mut self.client).await {
+                        Ok(()) => continue,
+                        Err(CopyError::Read(_)) => return Err(self.lose_backend(next_seq).await),
+                        Err(CopyError::Write(_)) => return Err(End::ClientGone),
+                    }
+                }
+            }
             let header = match self.backend.read_header().await {
                 Ok(h) => h,
                 Err(_) => return Err(self.lose_backend(next_seq).await),
@@ -969,31 +1027,43 @@ impl Session {
             if continuing {
                 continue;
             }
-            match step {
-                // a compressed client expects a frame to end with each result, as servers do
-                Step::More if self.client.is_compressed() && tracker.between_results() => {
-                    if self.client.flush().await.is_err() {
-                        return Err(End::ClientGone);
-                    }
-                }
-                Step::More => {
-                    if self.client.flush_if_full().await.is_err() {
-                        return Err(End::ClientGone);
-                    }
-                }
-                Step::Done => {
-                    if self.client.flush().await.is_err() {
-                        return Err(End::ClientGone);
-                    }
-                    return Ok((tracker.summary, next_seq));
-                }
-                Step::LocalInfile => {
-                    if self.client.flush().await.is_err() {
-                        return Err(End::ClientGone);
-                    }
-                    self.relay_local_infile(seq_delta).await?;
+            if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
+                return Ok((done, next_seq));
+            }
+        }
+    }
+
+    /// What follows a relayed packet that ended a logical packet: the summary once the response
+    /// is complete (flushed), else None after writing out what a client must see by now.
+    async fn after_packet(
+        &mut self,
+        step: Step,
+        tracker: &ResponseTracker,
+        seq_delta: u8,
+    ) -> Result<Option<Summary>, End> {
+        let flushed = match step {
+            // a compressed client expects a frame to end with each result, as servers do
+            Step::More if self.client.is_compressed() && tracker.between_results() => {
+                self.client.flush().await
+            }
+            Step::More => self.client.flush_if_full().await,
+            Step::Done => {
+                return match self.client.flush().await {
+                    Ok(()) => Ok(Some(tracker.summary)),
+                    Err(_) => Err(End::ClientGone),
                 }
             }
+            Step::LocalInfile => {
+                if self.client.flush().await.is_err() {
+                    return Err(End::ClientGone);
+                }
+                self.relay_local_infile(seq_delta).await?;
+                Ok(())
+            }
+        };
+        match flushed {
+            Ok(()) => Ok(None),
+            Err(_) => Err(End::ClientGone),
         }
     }
 
@@ -1101,6 +1171,13 @@ async fn read_command(
             Err(_) => return Err(ReadError::Idle),
         },
         None => first_byte.await.map_err(failed)?,
+    }
+    // the usual command: one frame, already read whole
+    if let Some(h) = client.take_whole_frame(out, limits.max_bytes) {
+        if h.seq != 0 {
+            return Err(ReadError::OutOfOrder(h.seq.wrapping_add(1)));
+        }
+        return Ok(1);
     }
     let mut expected = 0u8;
     loop {
