@@ -16,6 +16,9 @@
 //! run, from `text1`, `text8`, `prepared1`, `prepared8` and `get` (default: all).
 //! BENCH_PROXY_OP=hand (optional): send the hand-written statement through obkv-proxy too, which
 //! separates the proxy's relay from its rewrite when compared with HAProxy.
+//! BENCH_COUNT=N (counting mode, for `scripts/cost.sh`): no setup and no timing; exactly N
+//! queries of BENCH_OP (natural | hand | get), text or BENCH_PREPARED=1, on one connection to
+//! BENCH_PROXY, answers checked.
 //! BENCH_PROXY_PID, BENCH_HAPROXY_PID (optional): with them, each hop's CPU time per query
 //! (user + system from /proc, summed over all rounds) is printed too: a measure of what the hop
 //! costs that the machine's drift in throughput does not blur.
@@ -148,6 +151,88 @@ async fn measure_cpu(
     r
 }
 
+/// The statement of `op`, with `?` for its values.
+fn statement(op: Op) -> String {
+    match op {
+        Op::Natural => format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ?"),
+        Op::HandWritten => {
+            format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ? AND K_PREFIX = ?")
+        }
+        Op::PointGet => format!("SELECT V FROM {TABLE} WHERE K = ?"),
+    }
+}
+
+/// One query of `op` on the next prefix of the sequence `i`, its answer checked.
+async fn run_one(
+    c: &mut Conn,
+    stmt: &mysql_async::Statement,
+    op: Op,
+    prepared: bool,
+    i: &mut usize,
+    prefixes: usize,
+    addr: &str,
+) {
+    *i = (*i * 1_103_515_245 + 12_345) % 2_147_483_648;
+    let p = prefix(*i % prefixes);
+    let rows: usize = match (op, prepared) {
+        (Op::Natural, true) => c
+            .exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(stmt, (format!("{p}%"),))
+            .await
+            .expect("run")
+            .len(),
+        (Op::HandWritten, true) => c
+            .exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(stmt, (format!("{p}%"), p.clone()))
+            .await
+            .expect("run")
+            .len(),
+        (Op::PointGet, true) => c
+            .exec::<Vec<u8>, _, _>(stmt, (format!("{p}:000"),))
+            .await
+            .expect("run")
+            .len(),
+        (Op::Natural, false) => c
+            .query::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _>(format!(
+                "SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE '{p}%'"
+            ))
+            .await
+            .expect("run")
+            .len(),
+        (Op::HandWritten, false) => c
+            .query::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _>(format!(
+                "SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE '{p}%' AND K_PREFIX = '{p}'"
+            ))
+            .await
+            .expect("run")
+            .len(),
+        (Op::PointGet, false) => c
+            .query::<Vec<u8>, _>(format!("SELECT V FROM {TABLE} WHERE K = '{p}:000'"))
+            .await
+            .expect("run")
+            .len(),
+    };
+    let want = if op == Op::PointGet {
+        1
+    } else {
+        CELLS_PER_PREFIX
+    };
+    assert_eq!(rows, want, "{addr}: wrong answer for {p}");
+}
+
+/// Exactly `n` queries of `op` on one connection to `addr` (for counting what a hop spends per
+/// query: `scripts/cost.sh`).
+async fn count_run(addr: &str, op: Op, prepared: bool, n: usize, prefixes: usize) {
+    let mut c = Conn::new(opts(addr, Some("obkv_bench")))
+        .await
+        .expect("connect");
+    let stmt = c.prep(statement(op)).await.expect("prepare");
+    let mut i = 0;
+    for _ in 0..n {
+        run_one(&mut c, &stmt, op, prepared, &mut i, prefixes, addr).await;
+    }
+    c.close(stmt).await.ok();
+    c.disconnect().await.ok();
+}
+
 /// Runs `threads` connections against `addr` for `secs`: (QPS, p95 ms).
 async fn measure(
     addr: &str,
@@ -162,30 +247,16 @@ async fn measure(
     for t in 0..threads {
         let addr = addr.to_string();
         tasks.push(tokio::spawn(async move {
-            let mut c = Conn::new(opts(&addr, Some("obkv_bench"))).await.expect("connect");
-            let sql = match op {
-                Op::Natural => format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ?"),
-                Op::HandWritten => format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ? AND K_PREFIX = ?"),
-                Op::PointGet => format!("SELECT V FROM {TABLE} WHERE K = ?"),
-            };
-            let stmt = c.prep(sql.as_str()).await.expect("prepare");
+            let mut c = Conn::new(opts(&addr, Some("obkv_bench")))
+                .await
+                .expect("connect");
+            let stmt = c.prep(statement(op)).await.expect("prepare");
             let mut lat = Vec::with_capacity(100_000);
             let mut i = t * 7919;
             while Instant::now() < deadline {
-                i = (i * 1_103_515_245 + 12_345) % 2_147_483_648;
-                let p = prefix(i % prefixes);
                 let start = Instant::now();
-                let rows: usize = match (op, prepared) {
-                    (Op::Natural, true) => c.exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(&stmt, (format!("{p}%"),)).await.expect("run").len(),
-                    (Op::HandWritten, true) => c.exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(&stmt, (format!("{p}%"), p.clone())).await.expect("run").len(),
-                    (Op::PointGet, true) => c.exec::<Vec<u8>, _, _>(&stmt, (format!("{p}:000"),)).await.expect("run").len(),
-                    (Op::Natural, false) => c.query::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _>(format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE '{p}%'")).await.expect("run").len(),
-                    (Op::HandWritten, false) => c.query::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _>(format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE '{p}%' AND K_PREFIX = '{p}'")).await.expect("run").len(),
-                    (Op::PointGet, false) => c.query::<Vec<u8>, _>(format!("SELECT V FROM {TABLE} WHERE K = '{p}:000'")).await.expect("run").len(),
-                };
+                run_one(&mut c, &stmt, op, prepared, &mut i, prefixes, &addr).await;
                 lat.push(start.elapsed().as_micros() as u32);
-                let want = if op == Op::PointGet { 1 } else { CELLS_PER_PREFIX };
-                assert_eq!(rows, want, "{addr}: wrong answer for {p}");
             }
             c.close(stmt).await.ok();
             c.disconnect().await.ok();
@@ -224,6 +295,18 @@ async fn main() {
     let haproxy_pid: Option<u32> = std::env::var("BENCH_HAPROXY_PID")
         .ok()
         .and_then(|p| p.parse().ok());
+    if let Ok(n) = std::env::var("BENCH_COUNT") {
+        // counting mode: the table is there; n queries on one connection to BENCH_PROXY
+        let n: usize = n.parse().expect("count");
+        let op = match env("BENCH_OP", "natural").as_str() {
+            "hand" => Op::HandWritten,
+            "get" => Op::PointGet,
+            _ => Op::Natural,
+        };
+        let prepared = env("BENCH_PREPARED", "0") == "1";
+        count_run(&proxy, op, prepared, n, cells / CELLS_PER_PREFIX).await;
+        return;
+    }
     let t0 = Instant::now();
     setup(&proxy, &direct, cells).await;
     eprintln!(

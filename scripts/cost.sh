@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# What each hop spends per query in user space, counted rather than timed: the instructions
+# obkv-proxy and HAProxy (TCP mode, the hop that understands nothing) execute for the same
+# queries from one client on one connection, under valgrind's callgrind. The count repeats for
+# the same binaries whatever else the machine does, so it shows what a change to the proxy
+# costs or saves where QPS on a shared 2-core machine (scripts/bench.sh) drifts by more than
+# the change. The kernel's share (the system calls, the same six per query for both hops:
+# docs/PERFORMANCE.md) is not in it.
+#
+# Per workload and hop: the hop starts under callgrind; one run of 1 query and one of N+1 are
+# counted (counters zeroed before each), and the difference divided by N is the cost per query,
+# with the connection's own cost taken out.
+#   COST_QUERIES (default 2000): N; COST_BACKEND (mariadb | seekdb, default mariadb);
+#   COST_PROXY_BIN (default target/release/obkv-proxy): another build to count, e.g. an
+#   older commit's, for a before/after comparison in one run.
+# Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
+# the natural prefix scan `K LIKE 'p%'` of examples/prefix_bench.rs as text and prepared
+# (HAProxy relays the hand-written `AND K_PREFIX = 'p'` statement: the same rows), and the
+# HBase point get by K (prepared). Everything runs on 127.0.0.1 and is stopped at the end.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+n=${COST_QUERIES:-2000}
+backend=${COST_BACKEND:-mariadb}
+bin=${COST_PROXY_BIN:-target/release/obkv-proxy}
+
+scripts/install-deps.sh test >/dev/null
+command -v valgrind >/dev/null || { apt-get update -qq && apt-get install -y -qq valgrind >/dev/null; }
+cargo build --release --quiet
+cargo build --release --quiet --example prefix_bench
+
+work=$(mktemp -d /tmp/obkv-cost.XXXXXX)
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  scripts/backend.sh stop "$work/$backend" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT INT TERM
+wait_port() { for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+mport=$(free_port)
+scripts/backend.sh start "$backend" "$work/$backend" "$mport" >/dev/null
+# the tables, made through a proxy that is not counted
+pport=$(free_port)
+target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" >"$work/setup-proxy.log" 2>&1 &
+setup_pid=$!; pids+=($setup_pid)
+wait_port "$pport"
+cells=20000
+BENCH_DIRECT="127.0.0.1:$mport" BENCH_PROXY="127.0.0.1:$pport" BENCH_KIND="$backend" BENCH_CELLS=$cells \
+  BENCH_SETUP_ONLY=1 target/release/examples/prefix_bench 2>/dev/null
+sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-password= --mysql-db=sbtest --tables=4 --table-size=10000)
+mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
+sysbench oltp_read_only "${sb[@]}" --mysql-port="$mport" prepare >/dev/null
+kill "$setup_pid"
+
+cat >"$work/haproxy.cfg" <<CFG
+global
+  maxconn 4096
+defaults
+  mode tcp
+  timeout connect 5s
+  timeout client 1h
+  timeout server 1h
+frontend mysql
+  bind 127.0.0.1:HPORT
+  default_backend db
+backend db
+  server db1 127.0.0.1:$mport
+CFG
+
+# load WORKLOAD HOP PORT COUNT -> the number of queries it sent
+load() {
+  local w=$1 hop=$2 port=$3 count=$4 op
+  case $w in
+    point_select | read_only)
+      # oltp_read_only sends 16 queries a transaction
+      local events=$count
+      [[ $w == read_only ]] && events=$(((count + 15) / 16))
+      sysbench "oltp_$w" "${sb[@]}" --mysql-port="$port" --threads=1 --events="$events" --time=0 \
+        --report-interval=0 run | awk '/queries:/ {print $2}'
+      ;;
+    *)
+      case $w in scan_text | scan_prepared) op=natural ;; get_prepared) op=get ;; esac
+      [[ $hop == haproxy && $op == natural ]] && op=hand
+      BENCH_PROXY="127.0.0.1:$port" BENCH_CELLS=$cells BENCH_COUNT="$count" BENCH_OP=$op \
+        BENCH_PREPARED=$([[ $w == *_prepared ]] && echo 1 || echo 0) target/release/examples/prefix_bench
+      echo "$count"
+      ;;
+  esac
+}
+
+# counted HOP WORKLOAD -> instructions per query
+counted() {
+  local hop=$1 w=$2 port pid out q1 qn i1 in
+  port=$(free_port)
+  out="$work/cg.$hop.$w"
+  if [[ $hop == proxy ]]; then
+    valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+      "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" >"$work/$hop.log" 2>&1 &
+  else
+    sed "s/HPORT/$port/" "$work/haproxy.cfg" >"$work/haproxy.$port.cfg"
+    valgrind --tool=callgrind --callgrind-out-file="$out.%p" haproxy -f "$work/haproxy.$port.cfg" -db >"$work/$hop.log" 2>&1 &
+  fi
+  pid=$!; pids+=($pid)
+  wait_port "$port"
+  total() { # dump the counters of PID and print the newest dump's total
+    callgrind_control -d "$pid" >/dev/null 2>&1
+    local f
+    f=$(ls -t "$out.$pid".* 2>/dev/null | head -1)
+    awk '/^(summary|totals):/ {print $2; exit}' "$f"
+  }
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  q1=$(load "$w" "$hop" "$port" 1)
+  i1=$(total)
+  callgrind_control -z "$pid" >/dev/null 2>&1
+  qn=$(load "$w" "$hop" "$port" $((n + 1)))
+  in=$(total)
+  kill "$pid" 2>/dev/null || true
+  wait "$pid" 2>/dev/null || true
+  echo "scale=0; ($in - $i1) / ($qn - $q1)" | bc
+}
+
+echo "instructions per query in user space (callgrind), $n queries, one connection, $backend, $bin"
+printf '%-14s %12s %12s %9s\n' workload obkv-proxy haproxy prx/hap
+for w in point_select read_only scan_text scan_prepared get_prepared; do
+  p=$(counted proxy "$w")
+  h=$(counted haproxy "$w")
+  printf '%-14s %12s %12s %9.3f\n' "$w" "$p" "$h" "$(echo "$p / $h" | bc -l)"
+done
