@@ -28,7 +28,7 @@ cargo build --release --quiet
 cargo build --release --quiet --example prefix_bench --example analysis_cost --example write_bench
 
 work=$(mktemp -d /tmp/obkv-bench.XXXXXX)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/hop.sh
 pids=()
 stop_all() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -69,20 +69,7 @@ echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(uname
 for backend in $backends; do
   mport=$(free_port); hport=$(free_port); pport=$(free_port)
   bpid=$(scripts/backend.sh start "$backend" "$work/$backend" "$mport" | tail -1)
-  cat >"$work/haproxy.cfg" <<CFG
-global
-  maxconn 4096
-defaults
-  mode tcp
-  timeout connect 5s
-  timeout client 1h
-  timeout server 1h
-frontend mysql
-  bind 127.0.0.1:$hport
-  default_backend db
-backend db
-  server db1 127.0.0.1:$mport
-CFG
+  haproxy_config "$hport" "$mport" >"$work/haproxy.cfg"
   haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
   hpid=$!; pids+=($hpid)
   target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" >"$work/proxy.log" 2>&1 &

@@ -29,7 +29,7 @@ cargo build --release --quiet
 cargo build --release --quiet --example prefix_bench
 
 work=$(mktemp -d /tmp/obkv-cost.XXXXXX)
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+source scripts/hop.sh
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
@@ -53,21 +53,6 @@ sb=(--db-driver=mysql --mysql-host=127.0.0.1 --mysql-user=root --mysql-password=
 mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e 'CREATE DATABASE IF NOT EXISTS sbtest'
 sysbench oltp_read_only "${sb[@]}" --mysql-port="$mport" prepare >/dev/null
 kill "$setup_pid"
-
-cat >"$work/haproxy.cfg" <<CFG
-global
-  maxconn 4096
-defaults
-  mode tcp
-  timeout connect 5s
-  timeout client 1h
-  timeout server 1h
-frontend mysql
-  bind 127.0.0.1:HPORT
-  default_backend db
-backend db
-  server db1 127.0.0.1:$mport
-CFG
 
 # load WORKLOAD HOP PORT COUNT -> the number of queries it sent
 load() {
@@ -99,7 +84,7 @@ counted() {
     valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
       "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" >"$work/$hop.log" 2>&1 &
   else
-    sed "s/HPORT/$port/" "$work/haproxy.cfg" >"$work/haproxy.$port.cfg"
+    haproxy_config "$port" "$mport" >"$work/haproxy.$port.cfg"
     valgrind --tool=callgrind --callgrind-out-file="$out.%p" haproxy -f "$work/haproxy.$port.cfg" -db >"$work/$hop.log" 2>&1 &
   fi
   pid=$!; pids+=($pid)

@@ -804,6 +804,45 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn waiting_for_more_writes_out_what_is_queued_first() {
+        let (client_end, mut client_peer) = tokio::io::duplex(1024);
+        let (mut backend_peer, backend_end) = tokio::io::duplex(1024);
+        let mut dst = PacketStream::new(client_end);
+        let mut src = PacketStream::new(backend_end);
+        dst.queue_bytes(b"rows so far");
+        let reader = tokio::spawn(async move {
+            src.read_some_flushing(&mut dst).await.unwrap();
+            (src.buffered(), dst.has_pending_output())
+        });
+        // the queued rows reach the client while the backend has sent nothing more
+        let mut got = [0u8; 11];
+        let seen = std::time::Duration::from_secs(10);
+        tokio::time::timeout(seen, client_peer.read_exact(&mut got))
+            .await
+            .expect("the queued bytes were not written before the wait")
+            .unwrap();
+        assert_eq!(&got, b"rows so far");
+        backend_peer.write_all(b"more").await.unwrap();
+        assert_eq!(reader.await.unwrap(), (4, false));
+    }
+
+    #[tokio::test]
+    async fn bytes_already_there_are_read_without_writing_anything() {
+        let (mut peer, end) = tokio::io::duplex(64);
+        peer.write_all(b"next").await.unwrap();
+        let mut src = PacketStream::new(end);
+        let mut dst = sink();
+        dst.queue_bytes(b"queued");
+        src.read_some_flushing(&mut dst).await.unwrap();
+        assert_eq!(src.buffered(), 4);
+        assert_eq!(
+            dst.pending_output(),
+            b"queued",
+            "nothing written: no wait came"
+        );
+    }
+
+    #[tokio::test]
     async fn a_command_read_whole_is_taken_without_waiting() {
         let mut r = read_all(&[3, 0, 0, 0, 3, b'a', b'b', 2, 0]).await;
         let mut out = vec![7];
