@@ -480,16 +480,37 @@ impl Session {
             return Ok(None); // not readable: the backend answers it
         };
         if let Some(t) = e.types {
-            rw.types = Some(t.to_vec());
+            // most drivers send them with every execution: the buffer is kept
+            let kept = rw.types.get_or_insert_with(Vec::new);
+            kept.clear();
+            kept.extend_from_slice(t);
         }
+        // the types in force, lent out for this execution (not copied) and given back
+        let types = rw.types.take();
+        let routed = self
+            .route_typed(id, params, columns, rw, &e, types.as_deref())
+            .await;
+        rw.types = types;
+        routed
+    }
+
+    /// `route_execution` with the parameter types in force (None: not sent yet).
+    async fn route_typed(
+        &mut self,
+        id: u32,
+        params: usize,
+        columns: u16,
+        rw: &mut Rewrite,
+        e: &Execute<'_>,
+        types: Option<&[u8]>,
+    ) -> Result<Option<Vec<u8>>, End> {
         let long_data = std::mem::take(&mut rw.long_data);
-        let types = rw.types.clone();
-        let prefixes = match (&types, long_data || rw.failed) {
-            (Some(types), false) => self.execution_prefixes(rw, &e, types).await?,
+        let prefixes = match (types, long_data || rw.failed) {
+            (Some(types), false) => self.execution_prefixes(rw, e, types).await?,
             _ => None,
         };
         let counters = self.shared.rewrite_counters.clone();
-        if let (Some((prefixes, spans)), Some(types)) = (prefixes, &types) {
+        if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
                 // a string where its bytes are certainly the prefix's (OceanBase prunes with
                 // it), else a BLOB (binary everywhere, pruned on MariaDB)
@@ -507,8 +528,7 @@ impl Session {
                     })
                     .collect();
                 let at = rw.plan.insert_at as usize;
-                if let Some(packet) = execute::rebuild(&e, variant, types, Some(&spans), at, &refs)
-                {
+                if let Some(packet) = execute::rebuild(e, variant, types, Some(&spans), at, &refs) {
                     counters.rewritten.fetch_add(1, Relaxed);
                     rw.last_target = Some(variant);
                     if e.types.is_some() {
@@ -525,10 +545,10 @@ impl Session {
             rw.original_has_types = true;
             return Ok(None);
         }
-        match (&rw.types, rw.original_has_types) {
+        match (types, rw.original_has_types) {
             (Some(types), false) => {
                 rw.original_has_types = true;
-                Ok(execute::rebuild(&e, id, types, None, 0, &[]))
+                Ok(execute::rebuild(e, id, types, None, 0, &[]))
             }
             _ => Ok(None),
         }
@@ -570,15 +590,15 @@ impl Session {
             return Ok(None);
         };
         // the table must still be partitioned as when the statement was prepared
-        let key = rw.plan.key.clone();
-        let mut found = self.shared.schemas.get(&key);
+        let key = &rw.plan.key;
+        let mut found = self.shared.schemas.get(key);
         if found == crate::hbase::schema::Lookup::Unknown {
             let need = Need {
                 tables: vec![(Some(key.0.clone()), key.1.clone())],
                 ..Need::default()
             };
             self.read_facts(&need).await?;
-            found = self.shared.schemas.get(&key);
+            found = self.shared.schemas.get(key);
         }
         let same = match found {
             crate::hbase::schema::Lookup::Known(Some(s)) => {
