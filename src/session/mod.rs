@@ -464,12 +464,14 @@ impl Session {
             }
             // Between commands the backend has nothing to say; if it speaks, it is closing the
             // connection (KILL, wait_timeout, restart). Watching costs no system call: tokio
-            // knows the socket drained after the last short read. The client's command is
-            // polled first: on the wake-up it brings, nothing else is.
+            // knows the socket drained after the last short read. The backend is looked at
+            // first: when it closed and the client's next command came before the proxy saw
+            // it (a KILL, then a ping), the client learns of the close as it would directly,
+            // instead of getting the backend's goodbye as the answer to its command.
             let read = tokio::select! {
                 biased;
-                r = read_command(&mut self.client, &limits, &mut self.command) => r,
                 _ = self.backend.wait_readable() => return self.backend_went_away().await,
+                r = read_command(&mut self.client, &limits, &mut self.command) => r,
                 _ = &mut stop => return End::Shutdown,
             };
             match read {

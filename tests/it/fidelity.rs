@@ -76,3 +76,50 @@ fn a_killed_backend_session_closes_the_client_socket_at_once() {
         "partial packet relayed: {got:?}"
     );
 }
+
+/// A command that reaches the proxy together with the backend's close (the client pinged
+/// right after a KILL, before the proxy saw the close): the client reads what it would read
+/// directly — the backend's goodbye as the backend sent it, then the close — not that goodbye
+/// relayed as the answer to its command (MariaDB Connector/Python's `test_ping` read it as a
+/// malformed packet). The proxy is stopped while the two arrive, so both are there when it
+/// runs again.
+#[test]
+fn a_command_racing_a_kill_meets_the_close_as_it_would_directly() {
+    let backend = shared(Kind::MariaDb);
+    let p = proxy::spawn_binary(&backend.addr, &[]);
+    let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+    let mut seen = Vec::new();
+    for (addr, stop) in [(&backend.addr, false), (&p.addr, true)] {
+        let mut c = RawConn::connect(addr, "root", "", None).expect("login");
+        let id = c.scalar("SELECT CONNECTION_ID()");
+        let signal = |s| {
+            // SAFETY: a signal to the proxy process this test started
+            assert_eq!(unsafe { libc::kill(p.pid as libc::pid_t, s) }, 0);
+        };
+        if stop {
+            signal(libc::SIGSTOP);
+        }
+        assert!(admin.query_ok(&format!("KILL {id}")));
+        // the backend has closed that connection once its thread is gone
+        let gone = Instant::now() + Duration::from_secs(10);
+        while admin.scalar(&format!(
+            "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE ID = {id}"
+        )) != "0"
+        {
+            assert!(Instant::now() < gone, "the killed thread did not end");
+        }
+        c.write_frame(0, &[0x0e]).expect("COM_PING sent");
+        if stop {
+            signal(libc::SIGCONT);
+        }
+        let (closed, got) = read_until_closed(&mut c.stream, Duration::from_secs(10));
+        assert!(closed, "{addr}: the socket was not closed");
+        seen.push(got);
+    }
+    let codes: Vec<_> = seen
+        .iter()
+        .map(|g| whole_packets(g).map(|ps| ps.iter().map(|p| err_of(p)).collect::<Vec<_>>()))
+        .collect();
+    assert_eq!(seen[0], seen[1], "direct vs through the proxy: {codes:?}");
+    assert!(p.alive());
+}
