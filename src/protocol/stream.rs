@@ -42,6 +42,11 @@ pub struct Header {
     pub seq: u8,
 }
 
+/// The payload length a 4-byte frame header (`h`, at least 3 bytes) announces.
+fn frame_len(h: &[u8]) -> usize {
+    usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16
+}
+
 fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, "packet larger than allowed")
 }
@@ -201,7 +206,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         let buf = &self.rbuf[self.rpos..];
         let mut end = 0;
         while let Some(h) = buf.get(end..end + 4) {
-            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            let len = frame_len(h);
             if buf.len() < end + 4 + len {
                 break;
             }
@@ -218,7 +223,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub fn take_whole_frame(&mut self, out: &mut Vec<u8>, max: usize) -> Option<Header> {
         let buf = self.rbuf.get(self.rpos..)?;
         let h = buf.get(..4)?;
-        let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+        let len = frame_len(h);
         if len >= MAX_FRAME || len > max {
             return None;
         }
@@ -234,7 +239,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         self.fill_at_least(4).await?;
         let h = &self.rbuf[self.rpos..self.rpos + 4];
         let header = Header {
-            len: usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16,
+            len: frame_len(h),
             seq: h[3],
         };
         self.rpos += 4;
@@ -355,7 +360,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         let buf = self.rbuf.get(self.rpos..).unwrap_or_default();
         let mut end = 0;
         while let Some(h) = buf.get(end..end + 4) {
-            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            let len = frame_len(h);
             // a frame of 16 MiB - 1 continues in the next one: the caller streams those
             let Some(payload) = buf.get(end + 4..end + 4 + len).filter(|_| len < MAX_FRAME) else {
                 break;
@@ -390,7 +395,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             let out = &mut dst.wbuf[start..];
             let mut at = 0;
             while let Some(h) = out.get_mut(at..at + 4) {
-                let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+                let len = frame_len(h);
                 h[3] = h[3].wrapping_add(seq_delta);
                 at += 4 + len;
             }
@@ -403,7 +408,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     pub fn next_frame_fits(&self) -> bool {
         match self.rbuf.get(self.rpos..self.rpos + 4) {
             Some(h) => {
-                let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+                let len = frame_len(h);
                 len < MAX_FRAME && 4 + len <= READ_CHUNK
             }
             None => true,
