@@ -41,9 +41,10 @@ pub enum Pinned {
 }
 
 impl Pinned {
-    pub fn prefixes(&self) -> Vec<&[u8]> {
+    /// The prefixes (one or a short list: no allocation up to four).
+    pub fn prefixes(&self) -> smallvec::SmallVec<[&[u8]; 4]> {
         match self {
-            Pinned::One(p) => vec![p.as_slice()],
+            Pinned::One(p) => smallvec::smallvec![p.as_slice()],
             Pinned::Any(ps) => ps.iter().map(Vec::as_slice).collect(),
         }
     }
@@ -107,12 +108,12 @@ fn single(p: &KeyPred, n: usize) -> Option<Pinned> {
             })
         }
         KeyPred::Like { pattern, escape } => {
-            let (lit, wildcard) = like_literal(pattern, *escape)?;
-            if !wildcard {
-                // no wildcard: the key is exactly the literal (binary LIKE does not pad)
-                Some(Pinned::One(key_prefix(&lit, n).to_vec()))
-            } else if lit.len() >= n {
-                Some(Pinned::One(lit[..n].to_vec()))
+            let (mut lit, wildcard) = like_literal(pattern, *escape)?;
+            if !wildcard || lit.len() >= n {
+                // no wildcard: the key is exactly the literal (binary LIKE does not pad), and a
+                // shorter key is its own prefix
+                lit.truncate(n);
+                Some(Pinned::One(lit))
             } else {
                 None
             }

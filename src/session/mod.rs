@@ -128,7 +128,7 @@ pub struct Session {
     txn_pin: Option<crate::sql::write::Place>,
     /// The current database as last read (None: not known; forgotten whenever a command may
     /// have changed it).
-    db_fact: Option<Option<Vec<u8>>>,
+    db_fact: Option<Option<std::sync::Arc<[u8]>>>,
     /// The connection's character set as last read (None: not known).
     charset_fact: Option<ConnCharset>,
     /// HBase tables whose definition could not be read for the statement being decided

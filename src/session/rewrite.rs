@@ -21,7 +21,7 @@ impl Session {
             let sql = "SELECT DATABASE(), @@character_set_client, @@character_set_connection";
             if let Ok(rows) = self.rows(sql).await? {
                 if let Some(r) = rows.first() {
-                    self.db_fact = Some(r.first().cloned().flatten());
+                    self.db_fact = Some(r.first().cloned().flatten().map(Into::into));
                     self.charset_fact = Some(ConnCharset::from_names(cell(r, 1), cell(r, 2)));
                 }
             }
@@ -30,7 +30,7 @@ impl Session {
             let db = match db {
                 Some(db) => db.clone(),
                 None => match &self.db_fact {
-                    Some(Some(db)) => db.clone(),
+                    Some(Some(db)) => db.to_vec(),
                     _ => continue,
                 },
             };

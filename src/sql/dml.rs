@@ -277,6 +277,9 @@ fn is_dollar_ident(sql: &[u8], t: &Token) -> bool {
     matches!(t.kind, Tok::Word | Tok::QuotedIdent) && memchr::memchr(b'$', t.text(sql)).is_some()
 }
 
+/// Token ranges of AND terms (a WHERE clause of up to eight terms needs no allocation).
+type Conjuncts = smallvec::SmallVec<[(usize, usize); 8]>;
+
 struct Reader<'a> {
     sql: &'a [u8],
     d: Dialect,
@@ -611,10 +614,10 @@ impl Reader<'_> {
 
     /// The top-level AND terms of tokens `[a, b)`, as token ranges; None when the expression is
     /// not a plain conjunction (OR, XOR, `||`, `&&`, `:=` at its top level).
-    fn conjuncts(&self, a: usize, b: usize) -> Option<Vec<(usize, usize)>> {
-        let mut out = Vec::new();
+    fn conjuncts(&self, a: usize, b: usize) -> Option<Conjuncts> {
+        let mut out = Conjuncts::new();
         // a stack of ranges to split; a range's parts are pushed on it, then reversed in place
-        let mut work = Vec::with_capacity(8);
+        let mut work = Conjuncts::new();
         work.push((a, b));
         while let Some((a, b)) = work.pop() {
             if out.len() + work.len() > 256 {

@@ -54,7 +54,8 @@ pub struct Counters {
 pub struct TableView {
     pub cache: Arc<SchemaCache>,
     /// The session's current database: None = not known yet; Some(None) = none selected.
-    pub current_db: Option<Option<Vec<u8>>>,
+    /// (shared with the session: no copy per statement)
+    pub current_db: Option<Option<Arc<[u8]>>>,
     pub charset: Option<ConnCharset>,
     pub names_ci: bool,
     /// The session has just read what was missing: what is still unknown counts as "no".
@@ -120,7 +121,7 @@ pub enum Step {
     /// Splice this predicate after the WHERE clause; it names these prefixes.
     Splice {
         text: Vec<u8>,
-        prefixes: Vec<Vec<u8>>,
+        pinned: Pinned,
     },
     /// A prepared statement whose bound values decide the prefix: decided at each execution.
     Prepared(Box<PreparedPlan>),
@@ -249,8 +250,9 @@ pub fn table(dml: &Dml, view: &TableView) -> Result<Option<Arc<TableSchema>>, Ne
 /// `table` for a table named in any statement.
 pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<TableSchema>>, Need> {
     let name = &table.raw_name;
-    let db = match (&table.raw_schema, &view.current_db) {
-        (Some(db), _) | (None, Some(Some(db))) => db,
+    let db: &[u8] = match (&table.raw_schema, &view.current_db) {
+        (Some(db), _) => db,
+        (None, Some(Some(db))) => db,
         (None, Some(None)) => return Ok(None), // no database: the backend's error
         (None, None) if view.settled => return Ok(None),
         (None, None) => {
@@ -278,7 +280,7 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
     {
         // an HBase table whose schema cannot be read now: still needed, never guessed
         return Err(Need {
-            tables: vec![(Some(db.clone()), name.clone())],
+            tables: vec![(Some(db.to_vec()), name.clone())],
             ..Need::default()
         });
     }
@@ -286,7 +288,7 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
         Lookup::Known(found) => Ok(found),
         Lookup::Unknown if view.settled => Ok(None),
         Lookup::Unknown => Err(Need {
-            tables: vec![(Some(db.clone()), name.clone())],
+            tables: vec![(Some(db.to_vec()), name.clone())],
             ..Need::default()
         }),
     }
@@ -310,7 +312,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
                 ..
             },
             Some((c, _)),
-        ) => (c.clone(), *n),
+        ) => (c.as_str(), *n),
         (
             Partitioning::Key {
                 prefix_len: None, ..
@@ -379,10 +381,8 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
     if let Some(pinned) =
         pin(&known, n).filter(|p| !matches!(p, Pinned::Any(l) if l.iter().any(Vec::is_empty)))
     {
-        let prefixes = pinned.prefixes();
-        let text = rewrite::predicate(&column, &prefixes);
-        let prefixes = prefixes.iter().map(|p| p.to_vec()).collect();
-        return Step::Splice { text, prefixes };
+        let text = rewrite::predicate(column, &pinned.prefixes());
+        return Step::Splice { text, pinned };
     }
     if need_charset && !view.settled {
         return Step::Need(Need {
@@ -399,7 +399,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
                 .raw_schema
                 .as_deref()
                 .or(match &view.current_db {
-                    Some(Some(db)) => Some(db.as_slice()),
+                    Some(Some(db)) => Some(&**db),
                     _ => None,
                 })
                 .unwrap_or_default(),
@@ -409,7 +409,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
         return Step::Prepared(Box::new(PreparedPlan {
             schema: schema.clone(),
             key,
-            column,
+            column: column.to_string(),
             n,
             preds,
             backslash_escape: reported_escape,
@@ -568,7 +568,7 @@ pub(crate) mod tests {
         cache.put(key(b"hb", b"g$f", false), Some(Arc::new(schema)));
         TableView {
             cache: Arc::new(cache),
-            current_db: Some(Some(b"hb".to_vec())),
+            current_db: Some(Some(Arc::from(&b"hb"[..]))),
             charset: Some(ConnCharset::Utf8),
             names_ci: false,
             settled: true,

@@ -512,13 +512,10 @@ fn decide_pieces_with(
     d: Dialect,
     tally: &mut Tally,
 ) -> Decision {
-    // each statement as it runs (through `SET STATEMENT … FOR`, `ANALYZE`): its read, and
-    // the part of the text it is (offsets of reads and splices are that part's)
-    let (reads, runs): (Vec<Read>, Vec<Piece>) = pieces
-        .iter()
-        .map(|p| read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept)))
-        .unzip();
-    let many = reads.len() > 1;
+    // each statement is read as the loop reaches it (a refused one ends the reading), as it
+    // runs (through `SET STATEMENT … FOR`, `ANALYZE`): its read, and the part of the text it is
+    // (offsets of reads and splices are that part's)
+    let many = pieces.len() > 1;
     let mut variables: Vec<Vec<u8>> = Vec::new();
     let mut locked: Vec<TableName> = Vec::new();
     // where each user variable is first mentioned, computed once (one pass) when needed
@@ -533,8 +530,9 @@ fn decide_pieces_with(
         txn: ctx.txn.clone(),
         ..WriteState::default()
     };
-    for (i, read) in reads.iter().enumerate() {
-        let run = runs[i];
+    for (i, p) in pieces.iter().enumerate() {
+        let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept));
+        let read = &read;
         let piece = &sql[run.start..run.end];
         if let (Some(rules), true) = (&ctx.writes, many) {
             writes.transaction_statement(piece, d, rules);
@@ -1378,7 +1376,8 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         let step = prefix_scan::plan(x, view, d.reported_backslash_escape());
         let all = || format!("all {count}");
         match step {
-            Step::Splice { text, prefixes } if rewritten => {
+            Step::Splice { text, pinned } if rewritten => {
+                let prefixes = pinned.prefixes();
                 if let Some(end) = x.where_end {
                     let mut s = Splice::new();
                     s.insert(run.start - p.start + end, text);

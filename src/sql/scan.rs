@@ -586,12 +586,15 @@ pub struct Piece {
     pub program: bool,
 }
 
+/// The statements of a text (most texts are one or two: no allocation).
+pub type Pieces = smallvec::SmallVec<[Piece; 2]>;
+
 /// Words that open a compound statement outside a stored program (MariaDB).
 const COMPOUND_OPENERS: [&str; 6] = ["BEGIN", "IF", "CASE", "LOOP", "WHILE", "REPEAT"];
 
 /// Splits a text into its statements (empty ones dropped). Fails where the backend would fail
 /// to read the text (an unterminated string or comment-free quote).
-pub fn statements(sql: &[u8], d: Dialect) -> Result<(Vec<Piece>, Ambiguity), LexError> {
+pub fn statements(sql: &[u8], d: Dialect) -> Result<(Pieces, Ambiguity), LexError> {
     statements_keeping(sql, d, &mut Kept::new(0))
 }
 
@@ -604,11 +607,23 @@ pub struct Kept {
     overflowed: bool,
 }
 
+/// Most tokens a thread's reused token buffer keeps room for between texts (24 KiB); a
+/// larger buffer is freed after its text.
+const SCRATCH_TOKENS: usize = 1024;
+
+thread_local! {
+    /// The token buffer of the last `Kept` on this thread, empty, for the next one: the hot
+    /// path of a flagged statement allocates no token list.
+    static SCRATCH: std::cell::Cell<Vec<Token>> = const { std::cell::Cell::new(Vec::new()) };
+}
+
 impl Kept {
     pub fn new(max: usize) -> Kept {
+        let mut tokens = if max > 0 { SCRATCH.take() } else { Vec::new() };
+        tokens.clear();
         Kept {
             max,
-            tokens: Vec::new(),
+            tokens,
             overflowed: max == 0,
         }
     }
@@ -650,19 +665,29 @@ impl Kept {
     }
 }
 
+impl Drop for Kept {
+    fn drop(&mut self) {
+        let mut tokens = std::mem::take(&mut self.tokens);
+        if tokens.capacity() > 0 && tokens.capacity() <= SCRATCH_TOKENS {
+            tokens.clear();
+            SCRATCH.set(tokens);
+        }
+    }
+}
+
 /// `statements`, keeping the tokens in `kept`.
 pub fn statements_keeping(
     sql: &[u8],
     d: Dialect,
     kept: &mut Kept,
-) -> Result<(Vec<Piece>, Ambiguity), LexError> {
+) -> Result<(Pieces, Ambiguity), LexError> {
     if kept.max > 0 {
         // about one token per 4 bytes
         kept.tokens
             .reserve((sql.len() / 4).max(16).min(kept.max).min(4096));
     }
     let mut sc = Scanner::new(sql, d);
-    let mut out = Vec::new();
+    let mut out = Pieces::new();
     let mut start = 0;
     let mut first: Option<Token> = None;
     let mut words_seen = 0usize;
@@ -1031,6 +1056,39 @@ mod tests {
             .expect("lexes")
             .0;
         assert_eq!(split.len(), 2);
+    }
+
+    #[test]
+    fn the_token_buffer_is_reused_and_a_large_one_freed() {
+        let d = Dialect::default();
+        // a small text's buffer goes back to the thread for the next text
+        let small = b"SELECT K FROM g$f WHERE K LIKE 'ab%'";
+        let mut kept = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        statements_keeping(small, d, &mut kept).expect("lexes");
+        let n = kept.tokens.len();
+        assert!(n > 5);
+        drop(kept);
+        let again = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        assert!(again.tokens.is_empty() && again.tokens.capacity() >= n);
+        drop(again);
+        // a large one is freed, not kept for the thread
+        let large = "SELECT 1 ".repeat(1500);
+        let mut kept = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        statements_keeping(large.as_bytes(), d, &mut kept).expect("lexes");
+        assert!(kept.tokens.capacity() > SCRATCH_TOKENS);
+        drop(kept);
+        assert!(
+            Kept::new(super::super::dml::MAX_TOKENS + 1)
+                .tokens
+                .capacity()
+                <= SCRATCH_TOKENS
+        );
+        // the tokens of a reused buffer are the text's own
+        let mut kept = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        let (pieces, _) = statements_keeping(b"SELECT 2", d, &mut kept).expect("lexes");
+        let toks = kept.of(&pieces[0]).expect("kept");
+        assert_eq!(toks.len(), 2);
+        assert_eq!(toks[1].text(b"SELECT 2"), b"2");
     }
 
     #[test]

@@ -6,7 +6,8 @@
 /// start = end).
 #[derive(Debug, Default)]
 pub struct Splice {
-    edits: Vec<(usize, usize, Vec<u8>)>,
+    /// (most statements get one or two edits: no allocation for the list)
+    edits: smallvec::SmallVec<[(usize, usize, Vec<u8>); 2]>,
 }
 
 impl Splice {
