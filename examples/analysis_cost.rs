@@ -45,7 +45,7 @@ fn main() {
     let ctx = Context {
         tables: Some(TableView {
             cache: Arc::new(cache),
-            current_db: Some(Some(b"obkv_bench".to_vec())),
+            current_db: Some(Some(std::sync::Arc::from(&b"obkv_bench"[..]))),
             charset: Some(ConnCharset::Utf8),
             names_ci: false,
             settled: false,

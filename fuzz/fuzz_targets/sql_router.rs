@@ -74,7 +74,7 @@ fuzz_target!(|data: &[u8]| {
         .clone();
     let tables = TableView {
         cache,
-        current_db: Some(Some(b"hb".to_vec())),
+        current_db: Some(Some(std::sync::Arc::from(&b"hb"[..]))),
         charset: Some(ConnCharset::Utf8),
         names_ci: true,
         settled: true,
