@@ -280,6 +280,14 @@ fn is_dollar_ident(sql: &[u8], t: &Token) -> bool {
 /// Token ranges of AND terms (a WHERE clause of up to eight terms needs no allocation).
 type Conjuncts = smallvec::SmallVec<[(usize, usize); 8]>;
 
+/// `Reader::survey`'s findings.
+#[derive(Default)]
+struct Survey {
+    dollar: bool,
+    second_block: Option<&'static str>,
+    locking: bool,
+}
+
 struct Reader<'a> {
     sql: &'a [u8],
     d: Dialect,
@@ -356,20 +364,13 @@ impl Reader<'_> {
                 Read::NotDml
             };
         };
-        if !self.names_dollar_table() {
+        let survey = self.survey(i + 1);
+        if !survey.dollar {
             return Read::NotDml;
         }
         // one query block only: no subquery, no set operation
-        for (k, t) in self.t.iter().enumerate().skip(i + 1) {
-            if t.is_word(self.sql, "SELECT") {
-                return Read::Unreadable("a subquery");
-            }
-            if ["UNION", "EXCEPT", "INTERSECT"]
-                .iter()
-                .any(|w| self.word(k, w))
-            {
-                return Read::Unreadable("a set operation");
-            }
+        if let Some(why) = survey.second_block {
+            return Read::Unreadable(why);
         }
         let at_table = match verb {
             Verb::Select => match self.depth0_word(i + 1, "FROM") {
@@ -451,7 +452,7 @@ impl Reader<'_> {
             backslash_literal: false,
             params_before_where_end: 0,
             assignments,
-            locking: verb == Verb::Select && self.locking(),
+            locking: verb == Verb::Select && survey.locking,
         };
         let Some(w) = where_kw else {
             return Read::Dml(Box::new(dml));
@@ -558,12 +559,43 @@ impl Reader<'_> {
         }
     }
 
-    /// `FOR UPDATE`, `FOR SHARE` or `LOCK IN SHARE MODE` (one query block: anywhere).
-    fn locking(&self) -> bool {
-        (0..self.t.len()).any(|i| {
-            (self.word(i, "FOR") && (self.word(i + 1, "UPDATE") || self.word(i + 1, "SHARE")))
-                || (self.word(i, "LOCK") && self.word(i + 1, "IN"))
-        })
+    /// What one pass over the tokens tells (one pass, not one per question, and a word is
+    /// compared only with the keywords of its length): whether a name has a `$`; the first
+    /// sign of a second query block from token `from` on (a SELECT: a subquery; UNION, EXCEPT,
+    /// INTERSECT: a set operation); a locking read (`FOR UPDATE`, `FOR SHARE`,
+    /// `LOCK IN SHARE MODE`; one query block: anywhere).
+    fn survey(&self, from: usize) -> Survey {
+        let mut s = Survey::default();
+        for (k, t) in self.t.iter().enumerate() {
+            let text = t.text(self.sql);
+            // (names are short: a plain loop, not memchr's setup per token; counted with
+            // scripts/cost.sh, `contains` costs 14 instructions more per token)
+            #[allow(clippy::manual_contains)]
+            let dollar = || text.iter().any(|&c| c == b'$');
+            match t.kind {
+                Tok::QuotedIdent => s.dollar = s.dollar || dollar(),
+                Tok::Word => {
+                    s.dollar = s.dollar || dollar();
+                    let is = |w: &str| text.eq_ignore_ascii_case(w.as_bytes());
+                    match text.len() {
+                        3 if is("FOR") => {
+                            s.locking |= self.word(k + 1, "UPDATE") || self.word(k + 1, "SHARE");
+                        }
+                        4 if is("LOCK") => s.locking |= self.word(k + 1, "IN"),
+                        5 | 6 | 9 if k >= from && s.second_block.is_none() => {
+                            if is("SELECT") {
+                                s.second_block = Some("a subquery");
+                            } else if is("UNION") || is("EXCEPT") || is("INTERSECT") {
+                                s.second_block = Some("a set operation");
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                _ => {}
+            }
+        }
+        s
     }
 
     /// The first `w` at parenthesis depth 0 from `from`.
