@@ -22,11 +22,14 @@ pub fn hex(bytes: &[u8]) -> String {
 /// Appends `X'…'` with `bytes` in upper-case hex digits.
 pub fn push_hex(out: &mut Vec<u8>, bytes: &[u8]) {
     const DIGITS: &[u8; 16] = b"0123456789ABCDEF";
+    // room first: the loop then writes without a capacity check per byte
+    out.reserve(3 + 2 * bytes.len());
     out.extend_from_slice(b"X'");
-    for &b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 15)]);
-    }
+    out.extend(
+        bytes
+            .iter()
+            .flat_map(|&b| [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]),
+    );
     out.push(b'\'');
 }
 

@@ -31,6 +31,9 @@ pub enum KeyPred {
     },
 }
 
+/// The predicates of one statement (most have one or two: no allocation for the list).
+pub type KeyPreds = smallvec::SmallVec<[KeyPred; 2]>;
+
 /// What the predicates pin, if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pinned {

@@ -12,7 +12,7 @@ use super::ddl::TableName;
 use super::dml::{Dml, Escape, LitCharset, Operand, Pred};
 use super::rewrite;
 use crate::hbase::partition::Partitioning;
-use crate::hbase::prefix::{pin, KeyPred, Pinned};
+use crate::hbase::prefix::{pin, KeyPred, KeyPreds, Pinned};
 use crate::hbase::schema::{self, Lookup, Placement, SchemaCache, TableSchema};
 
 /// The connection's character set, when the client's and the connection's are the same (then a
@@ -184,7 +184,7 @@ impl PreparedPlan {
             _ => None,
         };
         let mut need_charset = false;
-        let mut known: Vec<KeyPred> = Vec::new();
+        let mut known = KeyPreds::new();
         for p in &self.preds {
             let default_escape = matches!(
                 p,
@@ -366,7 +366,7 @@ pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step
         };
     // literal-only predicates decide now
     let mut need_charset = false;
-    let mut known: Vec<KeyPred> = Vec::new();
+    let mut known = KeyPreds::new();
     let mut with_params = false;
     let mut param_preds: Vec<Pred> = Vec::new();
     for p in &dml.preds {
@@ -475,7 +475,7 @@ pub fn key_preds(
     p: &Pred,
     backslash_escape: bool,
     value: &mut dyn FnMut(&Operand) -> Option<Vec<u8>>,
-    out: &mut Vec<KeyPred>,
+    out: &mut KeyPreds,
 ) -> bool {
     let mut one = || -> Option<KeyPred> {
         Some(match p {

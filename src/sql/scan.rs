@@ -499,6 +499,10 @@ pub fn string_value(sql: &[u8], t: &Token, d: Dialect) -> Vec<u8> {
     };
     let body = rest.strip_suffix(&[q]).unwrap_or(rest);
     let escapes = !d.no_backslash_escapes && q != b'`' && !(q == b'"' && d.ansi_quotes);
+    // most literals hold neither an escape nor a doubled quote: their bytes as written
+    if memchr::memchr2(b'\\', q, body).is_none() {
+        return body.to_vec();
+    }
     let mut out = Vec::with_capacity(body.len());
     let mut i = 0;
     let mut prev_high = false;

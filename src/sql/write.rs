@@ -17,7 +17,7 @@ use super::splice::Splice;
 use crate::config::Transactions;
 use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
 use crate::hbase::partition::Partitioning;
-use crate::hbase::prefix::{pin, KeyPred};
+use crate::hbase::prefix::{pin, KeyPreds};
 use crate::hbase::rules::{Enforcement, Finding, Level, ER_NOT_SUPPORTED};
 use crate::hbase::schema::TableSchema;
 
@@ -590,7 +590,7 @@ fn where_rows(
         } => *n,
         _ => WHOLE_KEY,
     };
-    let mut known: Vec<KeyPred> = Vec::new();
+    let mut known = KeyPreds::new();
     for p in &dml.preds {
         let mut value = |op: &Operand| literal_bytes(op, conn, need);
         key_preds(p, escape, &mut value, &mut known);
