@@ -32,6 +32,16 @@ mod common;
 use common::{env, median, opts};
 
 const N: usize = 8;
+/// The six orders of the targets (0: (a), 1: (b), 2: (c)), (a) and (c) swapping places from
+/// one to the next.
+const ORDERS: [[usize; 3]; 6] = [
+    [0, 1, 2],
+    [2, 1, 0],
+    [1, 0, 2],
+    [2, 0, 1],
+    [0, 2, 1],
+    [1, 2, 0],
+];
 const CELLS_PER_PREFIX: usize = 10;
 const TABLE: &str = "bench$cells";
 
@@ -354,10 +364,11 @@ async fn main() {
             let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
             let mut per_round = vec![];
             for r in 0..rounds {
-                // interleaved, and each round starts with another target, so neither drift nor a
-                // fixed order favours one of them
-                for k in 0..3 {
-                    match (r + k) % 3 {
+                // interleaved, so drift hits the three alike; the rounds go through the six
+                // orders of the targets, each round reversing (a)'s and (c)'s order of the one
+                // before, so with a multiple of six rounds no target is favoured by its place
+                for k in ORDERS[r % 6] {
+                    match k {
                         0 => a.push(
                             measure_cpu(
                                 proxy_pid, &mut pc, &proxy, threads, secs, proxy_op, prepared,

@@ -139,8 +139,14 @@ async fn main() {
     ] {
         let (mut a, mut b) = (vec![], vec![]);
         for r in 0..rounds {
-            a.push(measure(&proxy, "P", r, secs, op).await);
-            b.push(measure(&haproxy, "H", r, secs, op).await);
+            // every other round HAProxy goes first
+            if r % 2 == 0 {
+                a.push(measure(&proxy, "P", r, secs, op).await);
+                b.push(measure(&haproxy, "H", r, secs, op).await);
+            } else {
+                b.push(measure(&haproxy, "H", r, secs, op).await);
+                a.push(measure(&proxy, "P", r, secs, op).await);
+            }
         }
         let qa = median(a.iter().map(|x| x.0).collect());
         let la = median(a.iter().map(|x| x.1).collect());

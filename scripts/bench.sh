@@ -62,7 +62,8 @@ settle() {
   done
   echo "(backend settled after ${i} s)"
 }
-median() { sort -g | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+# the median (the mean of the two middle values of an even count)
+median() { sort -g | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
 echo "analysis cost per HBase statement (classify, read, plan, splice): $(target/release/examples/analysis_cost 1000000)"
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; $(uname -r); sysbench $(sysbench --version | awk '{print $2}'); $secs s per run, $rounds round(s)"
@@ -96,15 +97,18 @@ for backend in $backends; do
   sysbench oltp_read_only "${common[@]}" --mysql-port="$mport" prepare >/dev/null
   settle "$bpid"
   printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap rnd/hap p95/hap qps/direct prx_cpu hap_cpu
+  orders=("proxy direct haproxy" "haproxy direct proxy" "direct proxy haproxy"
+    "haproxy proxy direct" "proxy haproxy direct" "direct haproxy proxy")
   for workload in oltp_point_select oltp_read_only; do
     for threads in 1 8; do
       declare -A q=() l=() tk=() nq=() qr=()
       ratios=
       for ((r = 0; r < rounds; r++)); do
-        # interleaved, so drift on a shared machine hits all three alike, and each round starts
-        # with another target (a fixed order had the proxy always run right after HAProxy)
-        order=(direct haproxy proxy direct haproxy)
-        for target in "${order[@]:$((r % 3)):3}"; do
+        # interleaved, so drift on a shared machine hits all three alike; the rounds go through
+        # the six orders of the three targets, each round reversing the proxy's and HAProxy's
+        # order of the one before (a rotation of one order put HAProxy before the proxy in two
+        # rounds of three), so with a multiple of six rounds no target is favoured by its place
+        for target in ${orders[$((r % 6))]}; do
           case $target in direct) port=$mport pid= ;; haproxy) port=$hport pid=$hpid ;; proxy) port=$pport pid=$ppid ;; esac
           read -r qps p95 t n < <(run "$workload" "$threads" "$port" "$pid")
           q[$target]+="$qps "; l[$target]+="$p95 "

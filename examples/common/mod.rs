@@ -19,8 +19,15 @@ pub fn opts(addr: &str, db: Option<&str>) -> OptsBuilder {
         .prefer_socket(false)
 }
 
-/// The median of `v` (the upper one of an even count).
+/// The median of `v` (the mean of the two middle values of an even count).
 pub fn median(mut v: Vec<f64>) -> f64 {
     v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
+    let n = v.len();
+    if n == 0 {
+        f64::NAN
+    } else if n.is_multiple_of(2) {
+        (v[n / 2 - 1] + v[n / 2]) / 2.0
+    } else {
+        v[n / 2]
+    }
 }
