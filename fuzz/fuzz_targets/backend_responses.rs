@@ -101,18 +101,20 @@ fn bulk_agrees(
         while src.read_some().await.is_ok() {}
         let mut t = ResponseTracker::with_caps(kind, caps);
         let (mut moved, mut bulk_failed) = (0usize, false);
-        src.move_whole_packets(&mut dst, delta, |_, payload| match t.feed(payload.len(), payload) {
-            Err(_) => {
-                bulk_failed = true;
-                Flow::Leave
-            }
-            Ok(Step::Done) => {
-                moved += 1;
-                Flow::TakeAndStop
-            }
-            Ok(_) => {
-                moved += 1;
-                Flow::Next
+        src.move_whole_packets(&mut dst, delta, |_, payload| {
+            match t.feed(payload.len(), payload) {
+                Err(_) => {
+                    bulk_failed = true;
+                    Flow::Leave
+                }
+                Ok(Step::Done) => {
+                    moved += 1;
+                    Flow::TakeAndStop
+                }
+                Ok(_) => {
+                    moved += 1;
+                    Flow::Next
+                }
             }
         });
         assert_eq!((moved, bulk_failed), (taken, failed));

@@ -15,7 +15,10 @@ fuzz_target!(|data: &[u8]| {
         use obkv_proxy::protocol::execute;
         let params = usize::from(n % 8) + 1;
         if let Some(e) = execute::parse(cmd, params) {
-            let types = e.types.map(<[u8]>::to_vec).unwrap_or_else(|| [0xfd, 0].repeat(params));
+            let types = e
+                .types
+                .map(<[u8]>::to_vec)
+                .unwrap_or_else(|| [0xfd, 0].repeat(params));
             let spans = execute::value_spans(e.nulls, &types, e.values);
             if let Some(spans) = &spans {
                 for (i, s) in spans.iter().enumerate() {
@@ -26,9 +29,14 @@ fuzz_target!(|data: &[u8]| {
                 }
             }
             let at = usize::from(n / 8) % (params + 1);
-            if let Some(out) =
-                execute::rebuild(&e, 7, &types, spans.as_deref(), at, &[(execute::TYPE_BLOB, b"pq")])
-            {
+            if let Some(out) = execute::rebuild(
+                &e,
+                7,
+                &types,
+                spans.as_deref(),
+                at,
+                &[(execute::TYPE_BLOB, b"pq")],
+            ) {
                 // the rebuilt packet reads back with one more parameter
                 assert!(execute::parse(&out, params + 1).is_some());
             }

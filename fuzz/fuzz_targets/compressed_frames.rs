@@ -11,9 +11,17 @@ fuzz_target!(|data: &[u8]| {
         return;
     };
     let limit = usize::from(knob & 0x3f) * 97 + 1;
-    let split = if rest.is_empty() { 0 } else { usize::from(knob) % rest.len() };
+    let split = if rest.is_empty() {
+        0
+    } else {
+        usize::from(knob) % rest.len()
+    };
     // as frames read from a peer, arriving in two parts
-    let mut c = if knob & 0x80 != 0 { Codec::for_server(rest[..split].to_vec()) } else { Codec::new(rest[..split].to_vec()) };
+    let mut c = if knob & 0x80 != 0 {
+        Codec::for_server(rest[..split].to_vec())
+    } else {
+        Codec::new(rest[..split].to_vec())
+    };
     let mut out = Vec::new();
     let mut fed_rest = false;
     let mut steps = 0usize;
@@ -27,7 +35,8 @@ fuzz_target!(|data: &[u8]| {
                     // the second part begins a command (its frame must be numbered 0)
                     c.expect_command();
                 }
-                c.input_buffer(rest.len() - split).extend_from_slice(&rest[split..]);
+                c.input_buffer(rest.len() - split)
+                    .extend_from_slice(&rest[split..]);
                 fed_rest = true;
             }
             Ok(Step::NeedInput) => break,

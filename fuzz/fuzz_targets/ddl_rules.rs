@@ -5,10 +5,10 @@
 use libfuzzer_sys::fuzz_target;
 use obkv_proxy::hbase::backend::Flavor;
 use obkv_proxy::hbase::catalog::like;
-use obkv_proxy::sql::ddl::{parse, Statement};
-use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
 use obkv_proxy::hbase::marker::{self, Marker};
+use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
 use obkv_proxy::hbase::translate::{create_table, tidy_alter};
+use obkv_proxy::sql::ddl::{parse, Statement};
 
 fuzz_target!(|data: &[u8]| {
     let cfg = RuleConfig {

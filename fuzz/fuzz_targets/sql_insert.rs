@@ -56,7 +56,14 @@ fuzz_target!(|data: &[u8]| {
         } else {
             Convention::NegatedMs
         };
-        check_cell(&cell, &limits, convention, Window::default(), row.index + 1, &mut findings);
+        check_cell(
+            &cell,
+            &limits,
+            convention,
+            Window::default(),
+            row.index + 1,
+            &mut findings,
+        );
         findings.clear();
         ControlFlow::Continue(())
     });

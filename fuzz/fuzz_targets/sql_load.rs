@@ -50,17 +50,33 @@ fuzz_target!(|data: &[u8]| {
         field_term: vec![pick(sel)],
         enclosed: (sel & 0x08 != 0).then_some(b'"'),
         escaped: (sel & 0x10 != 0).then_some(b'\\'),
-        line_start: if sel & 0x20 != 0 { b"xx".to_vec() } else { Vec::new() },
-        line_term: if sel & 0x40 != 0 { b"\r\n".to_vec() } else { b"\n".to_vec() },
+        line_start: if sel & 0x20 != 0 {
+            b"xx".to_vec()
+        } else {
+            Vec::new()
+        },
+        line_term: if sel & 0x40 != 0 {
+            b"\r\n".to_vec()
+        } else {
+            b"\n".to_vec()
+        },
         charset: (sel & 0x80 != 0).then(|| "latin1".to_string()),
     };
     if format.unreadable().is_some() {
         return;
     }
     let columns = usize::from(sel % 5) + 1;
-    let whole = rows(&mut FileRows::new(format.clone(), columns, 1, 1 << 20), file, file.len());
+    let whole = rows(
+        &mut FileRows::new(format.clone(), columns, 1, 1 << 20),
+        file,
+        file.len(),
+    );
     for chunk in [1, 3, 64] {
-        let pieces = rows(&mut FileRows::new(format.clone(), columns, 1, 1 << 20), file, chunk);
+        let pieces = rows(
+            &mut FileRows::new(format.clone(), columns, 1, 1 << 20),
+            file,
+            chunk,
+        );
         assert_eq!(whole, pieces, "rows depend on where the pieces end");
     }
     // a bulk execute's rows from the same bytes

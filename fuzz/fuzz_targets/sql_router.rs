@@ -6,6 +6,7 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, OnceLock};
 
+use obkv_proxy::hbase::cells::CellLimits;
 use obkv_proxy::hbase::partition::Partitioning;
 use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::dml;
@@ -13,7 +14,6 @@ use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner};
 use obkv_proxy::sql::write::{check_execution, Bound, Txn, WriteRules};
-use obkv_proxy::hbase::cells::CellLimits;
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
@@ -27,7 +27,11 @@ fuzz_target!(|data: &[u8]| {
     ][usize::from(flags & 3)];
     let dialect = Dialect {
         flavor,
-        version: if flavor == Flavor::MariaDb { 101119 } else { 50725 },
+        version: if flavor == Flavor::MariaDb {
+            101119
+        } else {
+            50725
+        },
         no_backslash_escapes: flags & 4 != 0,
         ansi_quotes: flags & 8 != 0,
         multibyte_backslash: flags & 16 != 0,
@@ -104,18 +108,28 @@ fuzz_target!(|data: &[u8]| {
         socket: (sql.len() % 3 == 0).then(|| std::sync::Arc::from("/tmp/obkv-proxy-1.sock")),
     };
     let _ = dml::read(sql, dialect);
-    let origin = if flags & 64 != 0 { Origin::Prepare } else { Origin::Text };
+    let origin = if flags & 64 != 0 {
+        Origin::Prepare
+    } else {
+        Origin::Text
+    };
     // a rewrite only inserts: the original bytes are the rewritten text's, in order
     match decide(sql, origin, &ctx) {
         // a driver's @@socket probe: items replaced, the probe answered once and for all
         (obkv_proxy::sql::classify::Class::ServerProbe, Decision::Rewrite(text)) => {
             assert!(origin == Origin::Text && sql.len() <= 1024);
-            assert!(obkv_proxy::sql::probe::hide_socket(&text, None).is_none(), "probe left a socket");
+            assert!(
+                obkv_proxy::sql::probe::hide_socket(&text, None).is_none(),
+                "probe left a socket"
+            );
             assert!(text != sql && text.len() <= sql.len() * 16);
         }
         (_, Decision::Rewrite(text)) => {
             let mut it = text.iter();
-            assert!(sql.iter().all(|b| it.any(|x| x == b)), "a rewrite changed the user's bytes");
+            assert!(
+                sql.iter().all(|b| it.any(|x| x == b)),
+                "a rewrite changed the user's bytes"
+            );
         }
         // a write: the text sent is the user's (up to a refused statement) with insertions
         (_, Decision::Write(w)) => {
@@ -132,7 +146,14 @@ fuzz_target!(|data: &[u8]| {
                         _ => Bound::Bytes(v, n.is_multiple_of(2)),
                     }
                 };
-                let c = check_execution(plan, &bound, rules, ctx.tables.as_ref().and_then(|t| t.charset), Some(true), 0);
+                let c = check_execution(
+                    plan,
+                    &bound,
+                    rules,
+                    ctx.tables.as_ref().and_then(|t| t.charset),
+                    Some(true),
+                    0,
+                );
                 assert!(c.findings.len() <= 64, "findings past the cap");
             }
             if let Some(text) = &w.text {
@@ -142,7 +163,10 @@ fuzz_target!(|data: &[u8]| {
                     sql[..n].iter().all(|b| it.any(|x| x == b))
                 };
                 if w.refused.is_some() {
-                    assert!(!text.is_empty() && kept(1), "a shortened text lost its start");
+                    assert!(
+                        !text.is_empty() && kept(1),
+                        "a shortened text lost its start"
+                    );
                 } else {
                     assert!(kept(sql.len()), "a write splice changed the user's bytes");
                 }
@@ -166,7 +190,9 @@ fuzz_target!(|data: &[u8]| {
     if let obkv_proxy::sql::assign::Read::Update(u) = obkv_proxy::sql::assign::read(sql, dialect) {
         for a in &u.assignments {
             let of = u.targets_of(a);
-            assert!(of.iter().all(|r| u.tables.iter().any(|t| std::ptr::eq(t, *r))));
+            assert!(of
+                .iter()
+                .all(|r| u.tables.iter().any(|t| std::ptr::eq(t, *r))));
             if a.qualifier.is_none() {
                 assert_eq!(of.len(), u.tables.len(), "an unqualified target narrowed");
             }
@@ -176,12 +202,22 @@ fuzz_target!(|data: &[u8]| {
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);
-    // tokens are in order, inside the text, and never empty
+    // tokens are in order, inside the text, and never empty; a string's value is never longer
+    // than its body, and is the body itself when it holds no backslash and no quote character
     let mut last = 0;
     for t in Scanner::new(sql, dialect) {
         let Ok(t) = t else { break };
         assert!(t.start >= last && t.start < t.end && t.end <= sql.len());
         last = t.end;
+        if t.kind == obkv_proxy::sql::scan::Tok::Str {
+            let raw = &sql[t.start..t.end];
+            let body = &raw[1..raw.len() - 1];
+            let v = obkv_proxy::sql::scan::string_value(sql, &t, dialect);
+            assert!(v.len() <= body.len(), "a string's value grew");
+            if !body.iter().any(|&c| c == b'\\' || c == raw[0]) {
+                assert_eq!(v, body, "a plain string's value differs from its body");
+            }
+        }
     }
     if let Ok((pieces, _)) = statements(sql, dialect) {
         for p in &pieces {
