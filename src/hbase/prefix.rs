@@ -44,6 +44,14 @@ pub enum Pinned {
 }
 
 impl Pinned {
+    /// The prefixes, taken.
+    pub fn into_prefixes(self) -> Vec<Vec<u8>> {
+        match self {
+            Pinned::One(p) => vec![p],
+            Pinned::Any(ps) => ps,
+        }
+    }
+
     /// The prefixes (one or a short list: no allocation up to four).
     pub fn prefixes(&self) -> smallvec::SmallVec<[&[u8]; 4]> {
         match self {

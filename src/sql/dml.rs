@@ -273,8 +273,11 @@ fn has_dollar_ident(sql: &[u8], d: Dialect) -> bool {
         .any(|t| is_dollar_ident(sql, &t))
 }
 
+/// A word or quoted name holding a `$` (names are short: a plain loop, not memchr's setup per
+/// token; counted with scripts/cost.sh, `contains` costs 14 instructions more per token).
+#[allow(clippy::manual_contains)]
 fn is_dollar_ident(sql: &[u8], t: &Token) -> bool {
-    matches!(t.kind, Tok::Word | Tok::QuotedIdent) && memchr::memchr(b'$', t.text(sql)).is_some()
+    matches!(t.kind, Tok::Word | Tok::QuotedIdent) && t.text(sql).iter().any(|&c| c == b'$')
 }
 
 /// Token ranges of AND terms (a WHERE clause of up to eight terms needs no allocation).
@@ -567,32 +570,24 @@ impl Reader<'_> {
     fn survey(&self, from: usize) -> Survey {
         let mut s = Survey::default();
         for (k, t) in self.t.iter().enumerate() {
-            let text = t.text(self.sql);
-            // (names are short: a plain loop, not memchr's setup per token; counted with
-            // scripts/cost.sh, `contains` costs 14 instructions more per token)
-            #[allow(clippy::manual_contains)]
-            let dollar = || text.iter().any(|&c| c == b'$');
-            match t.kind {
-                Tok::QuotedIdent => s.dollar = s.dollar || dollar(),
-                Tok::Word => {
-                    s.dollar = s.dollar || dollar();
-                    let is = |w: &str| text.eq_ignore_ascii_case(w.as_bytes());
-                    match text.len() {
-                        3 if is("FOR") => {
-                            s.locking |= self.word(k + 1, "UPDATE") || self.word(k + 1, "SHARE");
-                        }
-                        4 if is("LOCK") => s.locking |= self.word(k + 1, "IN"),
-                        5 | 6 | 9 if k >= from && s.second_block.is_none() => {
-                            if is("SELECT") {
-                                s.second_block = Some("a subquery");
-                            } else if is("UNION") || is("EXCEPT") || is("INTERSECT") {
-                                s.second_block = Some("a set operation");
-                            }
-                        }
-                        _ => {}
+            s.dollar = s.dollar || is_dollar_ident(self.sql, t);
+            if t.kind == Tok::Word {
+                let text = t.text(self.sql);
+                let is = |w: &str| text.eq_ignore_ascii_case(w.as_bytes());
+                match text.len() {
+                    3 if is("FOR") => {
+                        s.locking |= self.word(k + 1, "UPDATE") || self.word(k + 1, "SHARE");
                     }
+                    4 if is("LOCK") => s.locking |= self.word(k + 1, "IN"),
+                    5 | 6 | 9 if k >= from && s.second_block.is_none() => {
+                        if is("SELECT") {
+                            s.second_block = Some("a subquery");
+                        } else if is("UNION") || is("EXCEPT") || is("INTERSECT") {
+                            s.second_block = Some("a set operation");
+                        }
+                    }
+                    _ => {}
                 }
-                _ => {}
             }
         }
         s

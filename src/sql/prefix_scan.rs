@@ -219,9 +219,7 @@ impl PreparedPlan {
         }
         match pin(&known, self.n) {
             Some(Pinned::Any(l)) if l.iter().any(Vec::is_empty) => Execution::Original,
-            Some(pinned) => {
-                Execution::Prefixes(pinned.prefixes().iter().map(|p| p.to_vec()).collect())
-            }
+            Some(pinned) => Execution::Prefixes(pinned.into_prefixes()),
             None if need_charset => Execution::NeedCharset,
             None => Execution::Original,
         }

@@ -532,12 +532,11 @@ fn decide_pieces_with(
     };
     for (i, p) in pieces.iter().enumerate() {
         let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept));
-        let read = &read;
         let piece = &sql[run.start..run.end];
         if let (Some(rules), true) = (&ctx.writes, many) {
             writes.transaction_statement(piece, d, rules);
         }
-        match read {
+        match &read {
             Read::Plain => {}
             Read::DmlUnreadable(why) => {
                 tracing::debug!(why, "prefix-scan rewriter: statement not read");

@@ -633,8 +633,8 @@ thread_local! {
 
 impl Kept {
     pub fn new(max: usize) -> Kept {
-        let mut tokens = if max > 0 { SCRATCH.take() } else { Vec::new() };
-        tokens.clear();
+        // (given back empty by `drop`)
+        let tokens = if max > 0 { SCRATCH.take() } else { Vec::new() };
         Kept {
             max,
             tokens,
@@ -1074,31 +1074,27 @@ mod tests {
 
     #[test]
     fn the_token_buffer_is_reused_and_a_large_one_freed() {
+        const MAX: usize = super::super::dml::MAX_TOKENS + 1;
         let d = Dialect::default();
         // a small text's buffer goes back to the thread for the next text
         let small = b"SELECT K FROM g$f WHERE K LIKE 'ab%'";
-        let mut kept = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        let mut kept = Kept::new(MAX);
         statements_keeping(small, d, &mut kept).expect("lexes");
         let n = kept.tokens.len();
         assert!(n > 5);
         drop(kept);
-        let again = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        let again = Kept::new(MAX);
         assert!(again.tokens.is_empty() && again.tokens.capacity() >= n);
         drop(again);
         // a large one is freed, not kept for the thread
         let large = "SELECT 1 ".repeat(1500);
-        let mut kept = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        let mut kept = Kept::new(MAX);
         statements_keeping(large.as_bytes(), d, &mut kept).expect("lexes");
         assert!(kept.tokens.capacity() > SCRATCH_TOKENS);
         drop(kept);
-        assert!(
-            Kept::new(super::super::dml::MAX_TOKENS + 1)
-                .tokens
-                .capacity()
-                <= SCRATCH_TOKENS
-        );
+        assert!(Kept::new(MAX).tokens.capacity() <= SCRATCH_TOKENS);
         // the tokens of a reused buffer are the text's own
-        let mut kept = Kept::new(super::super::dml::MAX_TOKENS + 1);
+        let mut kept = Kept::new(MAX);
         let (pieces, _) = statements_keeping(b"SELECT 2", d, &mut kept).expect("lexes");
         let toks = kept.of(&pieces[0]).expect("kept");
         assert_eq!(toks.len(), 2);
