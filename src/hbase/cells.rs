@@ -247,16 +247,18 @@ pub fn check_t(
         Convention::Ms => t < 0,
     };
     if wrong_sign {
-        let (want, name) = match convention {
-            Convention::NegatedMs => ("-epoch_ms (negative)", "negated-ms"),
-            Convention::Ms => ("epoch_ms (positive)", "ms"),
+        // both ways out: the value in this convention, or the other convention
+        let message = match convention {
+            Convention::NegatedMs => format!(
+                "row {row}: T = {t} is positive, but T follows the default timestamp convention 'negated-ms' (OceanBase 4.x's HBase API stores T = -epoch_ms, newer versions first); write T = -epoch_ms (here {}), or set hbase.timestamp = \"ms\" in the proxy's configuration to store T = epoch_ms",
+                -t
+            ),
+            Convention::Ms => format!(
+                "row {row}: T = {t} is negative, but T follows the timestamp convention 'ms' (T = epoch_ms); write T = epoch_ms (here {}), or set hbase.timestamp = \"negated-ms\" in the proxy's configuration to store T = -epoch_ms as OceanBase 4.x's HBase API does",
+                -t
+            ),
         };
-        out.push(error(
-            "C4",
-            ER_WRONG_VALUE,
-            "22007",
-            format!("row {row}: T = {t} contradicts the timestamp convention '{name}' (hbase.timestamp): T must be {want}, or HBase clients read the cell at the wrong time"),
-        ));
+        out.push(error("C4", ER_WRONG_VALUE, "22007", message));
         return;
     }
     let magnitude = t.unsigned_abs();
@@ -391,6 +393,24 @@ mod tests {
             ),
             ["C4"]
         );
+    }
+
+    #[test]
+    fn the_sign_rule_names_both_ways_out() {
+        let message = |t: i128, convention: Convention| {
+            let mut out = Vec::new();
+            check_t(t, convention, Window::default(), 1, &mut out);
+            assert_eq!(out.len(), 1);
+            assert_eq!((out[0].rule, out[0].code), ("C4", ER_WRONG_VALUE));
+            out.remove(0).message
+        };
+        let m = message(NOW, Convention::NegatedMs);
+        assert!(m.contains("T = -epoch_ms (here -1763700000000)"), "{m}");
+        assert!(m.contains("OceanBase 4.x"), "{m}");
+        assert!(m.contains(r#"set hbase.timestamp = "ms""#), "{m}");
+        let m = message(-NOW, Convention::Ms);
+        assert!(m.contains("T = epoch_ms (here 1763700000000)"), "{m}");
+        assert!(m.contains(r#"set hbase.timestamp = "negated-ms""#), "{m}");
     }
 
     #[test]
