@@ -59,6 +59,7 @@ fuzz_target!(|data: &[u8]| {
                 },
                 prefix_column: Some(("K_PREFIX".into(), 4)),
                 placement: Placement::OceanBase,
+                grouped: true,
                 limits: CellLimits {
                     k: Some(16),
                     q: Some(8),

@@ -180,6 +180,19 @@ pub fn marked_tables() -> String {
     )
 }
 
+/// Every base table with a `$` in its name that the connection's account may see (at most
+/// `limit`), outside the servers' own schemas and `catalog_schema`: HEX(schema), HEX(name),
+/// comment. For `SHOW OBKV TABLES`, asked by a user, never per statement.
+pub fn dollar_tables(catalog_schema: &str, limit: usize) -> String {
+    format!(
+        "SELECT HEX(TABLE_SCHEMA), HEX(TABLE_NAME), TABLE_COMMENT FROM information_schema.TABLES \
+         WHERE TABLE_TYPE = 'BASE TABLE' AND TABLE_NAME LIKE '%$%' AND TABLE_SCHEMA NOT IN \
+         ('mysql', 'information_schema', 'performance_schema', 'sys', 'oceanbase', {}) \
+         ORDER BY TABLE_SCHEMA, TABLE_NAME LIMIT {limit}",
+        client_text(catalog_schema.as_bytes())
+    )
+}
+
 /// One table, named as the client named it (the current database when unqualified), compared
 /// as the backend compares names: HEX(schema), HEX(name), comment.
 pub fn table_comment(t: &TableName) -> String {

@@ -5,6 +5,7 @@ pub mod backend;
 pub mod catalog;
 pub mod cells;
 pub mod cli;
+pub mod live;
 pub mod marker;
 pub mod partition;
 pub mod prefix;

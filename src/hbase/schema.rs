@@ -36,6 +36,9 @@ pub struct TableSchema {
     pub placement: Placement,
     /// What each cell column may hold (the write rules).
     pub limits: CellLimits,
+    /// In a table group (the proxy's marker, or the backend's own TABLEGROUP); a table in no
+    /// group is its own group for the transaction guard.
+    pub grouped: bool,
 }
 
 impl TableSchema {
@@ -81,11 +84,15 @@ impl TableSchema {
             prefix_column,
             placement,
             limits: CellLimits::from_definition(def, blob_limit),
+            grouped: true,
         })
     }
 
     /// The HBase table (the table group) this column family belongs to: the name before `$`.
     pub fn group(&self) -> &str {
+        if !self.grouped {
+            return &self.name;
+        }
         self.name
             .split_once('$')
             .map_or(self.name.as_str(), |(g, _)| g)
@@ -230,6 +237,7 @@ mod tests {
             prefix_column: None,
             placement: Placement::OceanBase,
             limits: Default::default(),
+            grouped: true,
         }))
     }
 

@@ -204,7 +204,7 @@ impl Session {
             .map_err(|_| End::ClientGone)
     }
 
-    async fn answer_raw(&mut self, packet: &[u8]) -> Result<(), End> {
+    pub(super) async fn answer_raw(&mut self, packet: &[u8]) -> Result<(), End> {
         let seq = self.command_frames;
         self.client
             .send_packet(seq, packet)

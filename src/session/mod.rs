@@ -743,6 +743,7 @@ impl Session {
                     Answer::TablegroupDdl => self.answer_tablegroup_ddl().await?,
                     Answer::Ok => self.answer_ok(0, 0).await?,
                     Answer::ExplainObkv => self.answer_explain_obkv().await?,
+                    Answer::ObkvTables => self.answer_obkv_tables().await?,
                 }
                 Ok(None)
             }

@@ -8,6 +8,7 @@ use super::hbase::cell;
 use super::{End, Session};
 use crate::hbase::backend::Flavor;
 use crate::hbase::catalog;
+use crate::hbase::live;
 use crate::hbase::marker::{self, Marker};
 use crate::hbase::schema::{self, Placement, TableSchema};
 use crate::protocol::constants::status;
@@ -70,19 +71,6 @@ impl Session {
         let Some(r) = rows.first() else {
             return Ok(Some(None));
         };
-        let Some((m, _)) = Marker::find(cell(r, 2)) else {
-            return Ok(Some(None));
-        };
-        let in_transaction = self.last_status & status::IN_TRANS != 0;
-        if in_transaction
-            && self.shared.catalog_conn.is_none()
-            && self.shared.definitions.get(&m.ddl_id).is_none()
-        {
-            return Ok(None);
-        }
-        let Some(def) = self.definition(&m.ddl_id).await? else {
-            return Ok(Some(None));
-        };
         let text = |i| String::from_utf8_lossy(cell(r, i)).into_owned();
         let count: u32 = text(3).parse().unwrap_or(0);
         let (method, expr) = (text(4), text(5));
@@ -97,10 +85,205 @@ impl Session {
             String::from_utf8_lossy(&marker::from_hex(cell(r, i)).unwrap_or_default()).into_owned()
         };
         let blob_limit = self.shared.config.hbase.cell_limit_bytes;
+        let Some((m, _)) = Marker::find(cell(r, 2)) else {
+            // made without the proxy: an HBase table by what it is
+            let (db_name, table) = (utf8(0), utf8(1));
+            let shape = self.live_shape(&db_name, &table).await?;
+            let found = match shape {
+                Some(live::Shape::Hbase { def, .. }) => {
+                    let grouped = flavor.native_tablegroups() && def.tablegroup().is_some();
+                    TableSchema::from_definition(db_name, table, &def, live, placement, blob_limit)
+                        .map(|s| Arc::new(TableSchema { grouped, ..s }))
+                }
+                _ => None,
+            };
+            return Ok(Some(found));
+        };
+        let in_transaction = self.last_status & status::IN_TRANS != 0;
+        if in_transaction
+            && self.shared.catalog_conn.is_none()
+            && self.shared.definitions.get(&m.ddl_id).is_none()
+        {
+            return Ok(None);
+        }
+        let Some(def) = self.definition(&m.ddl_id).await? else {
+            return Ok(Some(None));
+        };
         Ok(Some(
             TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement, blob_limit)
                 .map(Arc::new),
         ))
+    }
+
+    /// The shape of a table that carries no marker, from the backend's own SHOW CREATE TABLE
+    /// on the user's connection (its grants apply; metadata only, so it joins no transaction).
+    /// None: not a `group$family` name, or the backend would not show it.
+    pub(super) async fn live_shape(
+        &mut self,
+        db: &str,
+        table: &str,
+    ) -> Result<Option<live::Shape>, End> {
+        let name = crate::sql::ddl::TableName::new(Some(db), table);
+        if name.hbase_parts().is_none() {
+            return Ok(Some(live::Shape::Plain(
+                "its name is not group$family (one '$', both parts non-empty)",
+            )));
+        }
+        let sql = format!(
+            "SHOW CREATE TABLE {}.{}",
+            catalog::ident(db),
+            catalog::ident(table)
+        );
+        let rows = match self.rows(&sql).await? {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        };
+        let Some(text) = rows.first().map(|r| cell(r, 1).to_vec()) else {
+            return Ok(None);
+        };
+        // `"…"` names under ANSI_QUOTES, which the backend does not report: the other reading
+        // when the first does not parse as a table
+        let plain = self.reading();
+        let ansi = crate::sql::scan::Dialect {
+            ansi_quotes: !plain.ansi_quotes,
+            ..plain
+        };
+        for d in [plain, ansi] {
+            if let Ok(Some(crate::sql::ddl::Statement::CreateTable(def))) =
+                crate::sql::ddl::parse_with(&text, d)
+            {
+                return Ok(Some(live::recognize(&def)));
+            }
+        }
+        Ok(Some(live::Shape::Plain(
+            "obkv-proxy cannot read its definition",
+        )))
+    }
+
+    /// `SHOW OBKV TABLES`: every HBase table this user can see (information_schema on the
+    /// user's connection: the backend's grants apply), made through the proxy or not, and the
+    /// `$` tables built like one that break a rule, with their findings.
+    pub(super) async fn answer_obkv_tables(&mut self) -> Result<(), End> {
+        const LIMIT: usize = 1000;
+        let sql = catalog::dollar_tables(&self.shared.config.hbase.catalog_schema, LIMIT);
+        let listed = match self.rows(&sql).await? {
+            Ok(r) => r,
+            Err(packet) => return self.answer_raw(&packet).await,
+        };
+        let databases = self.shared.hbase_databases.clone();
+        let mut out: Vec<Vec<Option<Vec<u8>>>> = Vec::new();
+        for r in &listed {
+            let hex = |i| marker::from_hex(cell(r, i)).unwrap_or_default();
+            let (db, name) = (hex(0), hex(1));
+            let (db_s, name_s) = (
+                String::from_utf8_lossy(&db).into_owned(),
+                String::from_utf8_lossy(&name).into_owned(),
+            );
+            if !databases.is_empty() && !databases.contains(&db_s) {
+                continue;
+            }
+            let marked = Marker::find(cell(r, 2)).map(|(m, _)| m);
+            let shape = match &marked {
+                Some(_) => None,
+                None => match self.live_shape(&db_s, &name_s).await? {
+                    Some(live::Shape::Plain(_)) | None => continue,
+                    s => s,
+                },
+            };
+            let findings = match &shape {
+                Some(live::Shape::Broken(f)) | Some(live::Shape::Hbase { notes: f, .. }) => f
+                    .iter()
+                    .map(|f| format!("{}: {}", f.level.name(), f.message))
+                    .collect::<Vec<_>>()
+                    .join("; "),
+                _ => String::new(),
+            };
+            let schema = if matches!(shape, Some(live::Shape::Broken(_))) {
+                None
+            } else {
+                self.read_table_schema(&db, &name).await?.flatten()
+            };
+            let group = match (&marked, &schema) {
+                (Some(m), _) => m
+                    .group_of(&name)
+                    .map(|g| String::from_utf8_lossy(&g).into_owned()),
+                (None, Some(s)) if s.grouped => Some(s.group().to_string()),
+                _ => None,
+            };
+            let (partitioning, prefix, handled) = match &schema {
+                Some(s) => (
+                    Some(s.partitioning.describe()),
+                    s.prefix_column.as_ref().map(|(_, n)| n.to_string()),
+                    "YES",
+                ),
+                None => (None, None, "NO"),
+            };
+            let origin = if marked.is_some() {
+                "obkv-proxy"
+            } else {
+                "backend"
+            };
+            let findings = if handled == "NO" && findings.is_empty() {
+                "its definition could not be read now (inside a transaction, or it no longer \
+                 matches the backend's partitioning)"
+                    .to_string()
+            } else {
+                findings
+            };
+            out.push(vec![
+                Some(db),
+                Some(name),
+                group.map(String::into_bytes),
+                partitioning.map(String::into_bytes),
+                prefix.map(String::into_bytes),
+                Some(handled.into()),
+                Some(origin.into()),
+                Some(findings.into_bytes()),
+            ]);
+        }
+        let columns = [
+            "Database",
+            "Table",
+            "Table_group",
+            "Partitioning",
+            "Prefix_length",
+            "Handled",
+            "Made_by",
+            "Findings",
+        ];
+        self.answer_rows(&columns, &out).await
+    }
+
+    /// Why a `$` table is not handled as an HBase table (EXPLAIN OBKV).
+    async fn why_not_hbase(&mut self, db: &[u8], name: &[u8]) -> Result<String, End> {
+        let (db, name) = (String::from_utf8_lossy(db), String::from_utf8_lossy(name));
+        let databases = self.shared.hbase_databases.clone();
+        if !databases.is_empty() && !databases.iter().any(|d| *d == *db) {
+            return Ok(format!(
+                "not an HBase table: database `{db}` is not in hbase.databases"
+            ));
+        }
+        let rows = self
+            .rows(&catalog::table_partitioning(db.as_bytes(), name.as_bytes()))
+            .await?;
+        let comment = match &rows {
+            Ok(r) if !r.is_empty() => r.first().map(|r| cell(r, 2).to_vec()).unwrap_or_default(),
+            _ => return Ok("not an HBase table: no such table visible to this user".into()),
+        };
+        if Marker::find(&comment).is_some() {
+            return Ok(
+                "an HBase table made through obkv-proxy, but its definition could not be \
+                read or no longer matches the backend's partitioning"
+                    .into(),
+            );
+        }
+        Ok(match self.live_shape(&db, &name).await? {
+            Some(live::Shape::Hbase { .. }) => "an HBase table, but its partitioning as the \
+                backend reports it does not match its definition"
+                .into(),
+            Some(shape) => shape.reason(),
+            None => "not an HBase table: the backend does not show its definition".into(),
+        })
     }
 
     /// Forgets the session facts a text may change (USE, SET NAMES, a stored procedure, …);
@@ -130,7 +313,17 @@ impl Session {
         let mut ctx = self.context().await?;
         for _ in 0..2 {
             match crate::sql::router::explain_obkv(&text, &ctx) {
-                Ok(rows) => {
+                Ok(mut rows) => {
+                    for r in rows.iter_mut() {
+                        if let Some((db, name)) = r.not_hbase.take() {
+                            let why = self.why_not_hbase(&db, &name).await?;
+                            r.note = if r.note.is_empty() {
+                                why
+                            } else {
+                                format!("{why}; {}", r.note)
+                            };
+                        }
+                    }
                     let rows: Vec<Vec<Option<Vec<u8>>>> = rows
                         .into_iter()
                         .map(|r| {

@@ -12,7 +12,8 @@ pub enum Class {
     /// Mentions `$` (HBase table names are `group$family`), TABLEGROUP, PREPARE or IMMEDIATE,
     /// or is a CREATE TABLE: the router reads it.
     MaybeHbase,
-    /// `SHOW PROXY ...`, `EXPLAIN OBKV <statement>`: answered by the proxy itself.
+    /// `SHOW PROXY ...`, `SHOW OBKV ...`, `EXPLAIN OBKV <statement>`: answered by the proxy
+    /// itself.
     ProxyCommand,
     /// A SELECT naming `@@…` and `socket`: maybe a driver's probe for the server's Unix socket,
     /// which the proxy answers for itself (`sql::probe`).
@@ -109,7 +110,7 @@ fn starts_with_create_table(s: &[u8]) -> bool {
 fn is_proxy_command(s: &[u8]) -> bool {
     let second = |w: &str| leading_words(s, 2).get(1).is_some_and(|x| x == w);
     if s.len() >= 10 && s[..4].eq_ignore_ascii_case(b"show") {
-        return second("PROXY");
+        return second("PROXY") || second("OBKV");
     }
     s.len() >= 12 && s[..7].eq_ignore_ascii_case(b"explain") && second("OBKV")
 }

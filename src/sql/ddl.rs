@@ -120,6 +120,11 @@ pub struct CreateTable {
     pub primary_key_end: Option<usize>,
     pub indexes: Vec<Index>,
     pub checks: usize,
+    /// CHECK constraints of the form `(P = substring(K, 1, n))`: (P, n). This is how a backend
+    /// without generated partition keys (MariaDB, MySQL) keeps a plain prefix column.
+    pub prefix_checks: Vec<(String, u64)>,
+    /// A CHECK constraint `(length(V) <= L)`: L (a blob V with the varbinary's length kept).
+    pub value_length_check: Option<u64>,
     pub options: Vec<TableOption>,
     pub partition: Option<PartitionClause>,
     /// Offset of the closing parenthesis of the element list.
@@ -555,6 +560,8 @@ fn create_table(c: &mut Cursor) -> Result<CreateTable, ParseError> {
         primary_key_end: None,
         indexes: Vec::new(),
         checks: 0,
+        prefix_checks: Vec::new(),
+        value_length_check: None,
         options: Vec::new(),
         partition: None,
         elements_end: 0,
@@ -636,7 +643,14 @@ fn element(c: &mut Cursor, t: &mut CreateTable) -> Result<(), ParseError> {
                     return Ok(());
                 }
                 if c.kw("CHECK") {
+                    let open = c.i;
                     c.skip_group()?;
+                    let group = c.t.get(open..c.i).unwrap_or_default();
+                    if let Some(p) = prefix_check(group) {
+                        t.prefix_checks.push(p);
+                    } else if let Some(l) = value_length_check(group) {
+                        t.value_length_check = Some(l);
+                    }
                     t.checks += 1;
                     return Ok(());
                 }
@@ -809,6 +823,47 @@ fn substring_of_k(group: &[Token]) -> Option<u64> {
                 && num(one) == Some(1) =>
         {
             num(n)
+        }
+        _ => None,
+    }
+}
+
+/// `(P = substring(K, 1, n))` or `(substring(K, 1, n) = P)` → (P, n).
+fn prefix_check(group: &[Token]) -> Option<(String, u64)> {
+    let inner = group.get(1..group.len().checked_sub(1)?)?;
+    let eq = inner.iter().position(|t| t.is_punct(b'='))?;
+    let (left, right) = (inner.get(..eq)?, inner.get(eq + 1..)?);
+    let name = |side: &[Token]| match side {
+        [t] => match &t.kind {
+            Kind::Word(w) | Kind::Quoted(w) => Some(w.clone()),
+            _ => None,
+        },
+        _ => None,
+    };
+    // substring_of_k reads a parenthesised group: the side with its own parentheses around it
+    let substring = |side: &[Token]| {
+        let mut toks = Vec::with_capacity(side.len() + 2);
+        toks.push(group.first()?.clone());
+        toks.extend_from_slice(side);
+        toks.push(group.last()?.clone());
+        substring_of_k(&toks)
+    };
+    match (name(left), name(right)) {
+        (Some(p), None) => Some((p, substring(right)?)),
+        (None, Some(p)) => Some((p, substring(left)?)),
+        _ => None,
+    }
+}
+
+/// `(length(V) <= L)` → L.
+fn value_length_check(group: &[Token]) -> Option<u64> {
+    let kinds: Vec<&Kind> = group.iter().map(|t| &t.kind).collect();
+    match kinds.as_slice() {
+        [Kind::Punct(b'('), Kind::Word(f), Kind::Punct(b'('), v, Kind::Punct(b')'), Kind::Punct(b'<'), Kind::Punct(b'='), Kind::Number(n), Kind::Punct(b')')]
+            if (f.eq_ignore_ascii_case("LENGTH") || f.eq_ignore_ascii_case("OCTET_LENGTH"))
+                && matches!(v, Kind::Word(w) | Kind::Quoted(w) if w.eq_ignore_ascii_case("V")) =>
+        {
+            n.parse().ok()
         }
         _ => None,
     }

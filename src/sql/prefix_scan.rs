@@ -555,6 +555,7 @@ pub(crate) mod tests {
             },
             prefix_column: Some(("K_PREFIX".into(), 4)),
             placement,
+            grouped: true,
             limits: crate::hbase::cells::CellLimits {
                 k: Some(16),
                 q: Some(8),

@@ -122,6 +122,9 @@ pub enum Answer {
     Ok,
     /// `EXPLAIN OBKV <statement>`: what the proxy does with the statement (`explain_obkv`).
     ExplainObkv,
+    /// `SHOW OBKV TABLES`: every HBase table this user can see, with its group, partitioning,
+    /// prefix length and the rules' findings (also `$` tables that break them).
+    ObkvTables,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1267,6 +1270,9 @@ pub struct Explained {
     /// Where OceanBase places the same keys (the model's placement, on every backend).
     pub oceanbase_partitions: Option<String>,
     pub note: String,
+    /// A `$` table (database, name) that the proxy does not handle as an HBase table: the
+    /// session says why (it reads the table's definition).
+    pub not_hbase: Option<(Vec<u8>, Vec<u8>)>,
 }
 
 /// What the proxy would do with `sql` (the text after `EXPLAIN OBKV`), statement by statement,
@@ -1286,6 +1292,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             partitioning: None,
             partitions: None,
             oceanbase_partitions: None,
+            not_hbase: None,
             note: "a driver's probe for the server's Unix socket: @@socket is answered empty \
                    (the proxy has none, and the backend's would take the client past the proxy)"
                 .into(),
@@ -1337,6 +1344,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             partitioning: None,
             partitions: None,
             oceanbase_partitions: None,
+            not_hbase: None,
             note: overall,
         }]);
     };
@@ -1349,6 +1357,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             partitioning: None,
             partitions: None,
             oceanbase_partitions: None,
+            not_hbase: None,
             note: overall.clone(),
         };
         let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), None);
@@ -1360,6 +1369,19 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             continue;
         };
         let Ok(Some(schema)) = prefix_scan::table(x, view) else {
+            let db = match (&x.table.raw_schema, &view.current_db) {
+                (Some(db), _) => Some(db.clone()),
+                (None, Some(Some(db))) => Some(db.to_vec()),
+                _ => None,
+            };
+            if let (Some(db), true) = (db, x.table.is_hbase_name()) {
+                row.table = Some(format!(
+                    "`{}`.`{}`",
+                    String::from_utf8_lossy(&db),
+                    x.table.name
+                ));
+                row.not_hbase = Some((db, x.table.raw_name.clone()));
+            }
             out.push(row);
             continue;
         };
@@ -2065,6 +2087,16 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
     if words.first().is_some_and(|w| w == "EXPLAIN") {
         return Decision::Answer(Answer::ExplainObkv);
     }
+    if words.get(1).is_some_and(|w| w == "OBKV") {
+        return match (words.get(2).map(String::as_str), words.len()) {
+            (Some("TABLES"), 3) => Decision::Answer(Answer::ObkvTables),
+            _ => Decision::Answer(Answer::Error(ErrorInfo::new(
+                1064,
+                "42000",
+                "obkv-proxy: unknown OBKV command; supported: SHOW OBKV TABLES",
+            ))),
+        };
+    }
     match words.get(2).map(String::as_str) {
         Some("STATUS") if words.len() == 3 => Decision::Answer(Answer::ProxyStatus),
         Some("CREATE") if words.len() == 4 && words[3] == "TABLEGROUPS" => {
@@ -2074,7 +2106,7 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
             1064,
             "42000",
             "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS, SHOW PROXY CREATE TABLEGROUPS, \
-             EXPLAIN OBKV <statement>",
+             SHOW OBKV TABLES, EXPLAIN OBKV <statement>",
         ))),
     }
 }

@@ -1339,6 +1339,7 @@ mod tests {
             partitioning,
             prefix_column,
             placement: Placement::MySqlFamily,
+            grouped: true,
             limits: cells::CellLimits {
                 k: Some(16),
                 q: Some(8),
