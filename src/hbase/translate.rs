@@ -79,20 +79,12 @@ pub fn create_table(
             // names with the exact bytes the client sent: a name in another character set
             // must reach the backend as it came, or the trigger lands on no table
             let table = qualified_bytes(Some(current_db), &t.name);
-            let db = ident_bytes(t.name.raw_schema.as_deref().unwrap_or(current_db));
-            for (suffix, event) in [("bi", "INSERT"), ("bu", "UPDATE")] {
-                let trigger = ident(&derived_name(&t.name.name, suffix));
-                let mut stmt = b"CREATE TRIGGER ".to_vec();
-                stmt.extend_from_slice(&db);
-                stmt.push(b'.');
-                stmt.extend_from_slice(trigger.as_bytes());
-                stmt.extend_from_slice(format!(" BEFORE {event} ON ").as_bytes());
-                stmt.extend_from_slice(&table);
-                stmt.extend_from_slice(
-                    format!(" FOR EACH ROW SET NEW.{name} = substring(NEW.`K`, 1, {n})").as_bytes(),
-                );
-                after.push(stmt);
-            }
+            let db = t.name.raw_schema.as_deref().unwrap_or(current_db);
+            after.extend(
+                prefix_triggers(db, &table, &t.name.name, &col.name, n)
+                    .into_iter()
+                    .map(|(_, stmt)| stmt),
+            );
         }
     }
     Translation {
@@ -206,6 +198,37 @@ fn kept_options(t: &CreateTable) -> String {
 pub fn derived_name(table: &str, suffix: &str) -> String {
     let base: String = format!("obkv_{table}").chars().take(58).collect();
     format!("{base}_{suffix}")
+}
+
+/// The two triggers that keep a plain prefix column equal to `substring(K, 1, n)` on MariaDB /
+/// MySQL (which cannot partition by a generated column in the primary key): (trigger name,
+/// CREATE TRIGGER). `db` and `table` are the exact bytes of the database and the qualified
+/// table, `name` the table's name for the triggers' names.
+pub fn prefix_triggers(
+    db: &[u8],
+    table: &[u8],
+    name: &str,
+    column: &str,
+    n: u64,
+) -> Vec<(String, Vec<u8>)> {
+    let col = ident(column);
+    let db = ident_bytes(db);
+    [("bi", "INSERT"), ("bu", "UPDATE")]
+        .into_iter()
+        .map(|(suffix, event)| {
+            let trigger = derived_name(name, suffix);
+            let mut stmt = b"CREATE TRIGGER ".to_vec();
+            stmt.extend_from_slice(&db);
+            stmt.push(b'.');
+            stmt.extend_from_slice(ident(&trigger).as_bytes());
+            stmt.extend_from_slice(format!(" BEFORE {event} ON ").as_bytes());
+            stmt.extend_from_slice(table);
+            stmt.extend_from_slice(
+                format!(" FOR EACH ROW SET NEW.{col} = substring(NEW.`K`, 1, {n})").as_bytes(),
+            );
+            (trigger, stmt)
+        })
+        .collect()
 }
 
 /// ALTER TABLE on a backend without the option: cut TABLEGROUP / KV_ATTRIBUTES out.

@@ -20,6 +20,7 @@ use super::{End, Session};
 use crate::backend::{self, QueryError};
 use crate::hbase::backend::{BackendFacts, Flavor};
 use crate::hbase::catalog::{self, like, Catalog, Definition};
+use crate::hbase::live;
 use crate::hbase::marker::{self, Marker};
 use crate::hbase::rules::{
     self, check_alter, check_create, check_rename, Finding, GroupState, RuleConfig,
@@ -584,7 +585,7 @@ impl Session {
             Statement::CreateIndex { table, kind } => {
                 match self.judge(rules::check_create_index(&table, &kind)) {
                     Some(e) => self.answer_error(e).await,
-                    None => self.forward(ResponseKind::Query).await.map(drop),
+                    None => self.forward_counting_warnings().await,
                 }
             }
             Statement::ShowCreateTable(t) => self.show_create_table(&t).await,
@@ -975,11 +976,25 @@ impl Session {
             return self.answer_error(e).await;
         }
         // the marker moves with the table, across databases too
+        self.forward_counting_warnings().await
+    }
+
+    /// Forwards the statement, its OK counting the rules' warnings (warn mode) with the
+    /// backend's.
+    async fn forward_counting_warnings(&mut self) -> Result<(), End> {
+        self.count_own_warnings(self.pending_warnings.len());
         self.forward(ResponseKind::Query).await.map(drop)
     }
 
     async fn alter_table(&mut self, table: &TableName, actions: &[AlterAction]) -> Result<(), End> {
         let Some(entry) = self.catalog_entry(table).await? else {
+            let tablegroup = actions.iter().find_map(|a| match a {
+                AlterAction::Option(o) if o.name == "TABLEGROUP" => Some(o.value.clone()),
+                _ => None,
+            });
+            if let Some(g) = tablegroup {
+                return self.adopt_table(table, actions, &g).await;
+            }
             return self.forward(ResponseKind::Query).await.map(drop);
         };
         let lock = match self.lock_group(&entry.group_key, &entry.group).await? {
@@ -1178,6 +1193,215 @@ impl Session {
             Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
             Internal::Rows(_) => {}
         }
+        let n = self.pending_warnings.len() as u16;
+        self.answer_ok(0, n).await
+    }
+
+    /// `ALTER TABLE g$f TABLEGROUP = g` on a table the proxy did not create: the table is put
+    /// in the group after the group rules (R1, R8), its definition (as the backend reports it,
+    /// in the model's terms) is recorded like a created table's, and on MariaDB/MySQL the
+    /// prefix column's triggers are created where missing. Anything else in the same ALTER is
+    /// refused: adopt first, then alter.
+    async fn adopt_table(
+        &mut self,
+        table: &TableName,
+        actions: &[AlterAction],
+        group_option: &str,
+    ) -> Result<(), End> {
+        let rows = match self.rows(&catalog::table_comment(table)).await? {
+            Ok(r) => r,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let Some(r) = rows.first() else {
+            // no such table for this user: the backend's own answer
+            return self.forward(ResponseKind::Query).await.map(drop);
+        };
+        let (schema, name) = (hex_cell(r, 0), hex_cell(r, 1));
+        let comment = cell(r, 2).to_vec();
+        let (shape, source) = match self.live_read(&lossy(&schema), &lossy(&name)).await? {
+            Some((shape, source)) => (Some(shape), source),
+            None => (None, Vec::new()),
+        };
+        let def = match shape {
+            Some(live::Shape::Hbase { def, .. }) => def,
+            Some(live::Shape::Broken(findings)) => {
+                // the table itself breaks a rule: it cannot join a group as it is
+                let errors: Vec<Finding> = findings
+                    .into_iter()
+                    .filter(|f| f.level == rules::Level::Error)
+                    .collect();
+                if let Some(e) = self.judge(errors) {
+                    return self.answer_error(e).await;
+                }
+                return self.forward(ResponseKind::Query).await.map(drop);
+            }
+            _ => return self.forward(ResponseKind::Query).await.map(drop),
+        };
+        if actions
+            .iter()
+            .any(|a| !matches!(a, AlterAction::Option(o) if o.name == "TABLEGROUP"))
+        {
+            let e = ErrorInfo::new(
+                rules::ER_NOT_SUPPORTED,
+                "42000",
+                format!(
+                    "OBKV-HBase rule R1: put '{}' in its table group with ALTER TABLE … TABLEGROUP = {} alone, then alter it",
+                    lossy(&name),
+                    group_option
+                ),
+            );
+            return self.answer_error(e).await;
+        }
+        let Some(dollar) = memchr::memchr(b'$', &name) else {
+            return self.forward(ResponseKind::Query).await.map(drop);
+        };
+        let group = name.get(..dollar).unwrap_or_default().to_vec();
+        if !group_option.as_bytes().eq_ignore_ascii_case(&group) {
+            let e = ErrorInfo::new(
+                rules::ER_NOT_SUPPORTED,
+                "42000",
+                format!(
+                    "OBKV-HBase rule R1: TABLEGROUP = {group_option} does not match the group part of '{}'; write TABLEGROUP = {}",
+                    lossy(&name),
+                    lossy(&group)
+                ),
+            );
+            return self.answer_error(e).await;
+        }
+        let key = marker::fold(&group, self.names_ci);
+        let lock = match self.lock_group(&key, &group).await? {
+            Ok(l) => l,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let done = self
+            .adopt_table_locked((schema, name), comment, (*def, source), (group, key))
+            .await;
+        let unlocked = self.unlock(&lock).await;
+        done?;
+        unlocked
+    }
+
+    async fn adopt_table_locked(
+        &mut self,
+        (schema, name): (Vec<u8>, Vec<u8>),
+        comment: Vec<u8>,
+        (mut def, source): (CreateTable, Vec<u8>),
+        (group, key): (Vec<u8>, Vec<u8>),
+    ) -> Result<(), End> {
+        if !self.own_catalog() {
+            self.implicit_commit().await?;
+        }
+        let flavor = self.flavor().await?;
+        // the definition as the proxy records a created table's: the model's form, in the group
+        def.options.retain(|o| o.name != "TABLEGROUP");
+        def.options.push(crate::sql::ddl::TableOption {
+            name: "TABLEGROUP".into(),
+            value: lossy(&group),
+            span: (0, 0),
+            value_span: (0, 0),
+            value_is_string: true,
+        });
+        let model_ddl = translate::canonical_create(&def, &source).into_bytes();
+        let model = match ddl::parse(&model_ddl) {
+            Ok(Some(Statement::CreateTable(t))) => *t,
+            _ => {
+                let e = ErrorInfo::internal("while recording the table's definition");
+                return self.answer_error(e).await;
+            }
+        };
+        let (state, _) = match self.group_state(&key, Some((&schema, &name))).await? {
+            Ok(s) => s,
+            Err(e) => return self.answer_raw(&e).await,
+        };
+        let findings = check_create(&model, self.rule_config(), &state);
+        if let Some(e) = self.judge(findings) {
+            return self.answer_error(e).await;
+        }
+        // MariaDB / MySQL: the prefix column is kept by the proxy's triggers
+        if flavor == Flavor::MySqlFamily {
+            if let Some((col, n)) = model.prefix_column() {
+                let qualified = [
+                    catalog::ident_bytes(&schema),
+                    b".".to_vec(),
+                    catalog::ident_bytes(&name),
+                ]
+                .concat();
+                let triggers =
+                    translate::prefix_triggers(&schema, &qualified, &lossy(&name), col, n);
+                for (trigger, stmt) in triggers {
+                    let q = format!(
+                        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND TRIGGER_NAME = {}",
+                        catalog::client_text(&schema),
+                        catalog::client_text(trigger.as_bytes())
+                    );
+                    let exists = match self.rows(&q).await? {
+                        Ok(rows) => rows.first().is_some_and(|r| cell(r, 0) != b"0"),
+                        Err(e) => return self.answer_raw(&e).await,
+                    };
+                    if exists {
+                        continue;
+                    }
+                    if let Internal::Err(e) = self.internal(&stmt).await? {
+                        return self.answer_raw(&e).await;
+                    }
+                }
+            }
+        }
+        if let Err(e) = self.ensure_catalog().await? {
+            return self.answer_raw(&e).await;
+        }
+        let new_marker = Marker {
+            ddl_id: marker::ddl_id(&model_ddl),
+            group: None,
+        };
+        let ins = self.catalog().insert_ddl(&new_marker.ddl_id, &model_ddl);
+        if let Internal::Err(e) = self.catalog_write(&ins).await? {
+            return self.answer_raw(&e).await;
+        }
+        // the marker goes into the table's comment; the TABLEGROUP option stays only where the
+        // backend has table groups
+        let sql = self.command.get(1..).unwrap_or_default().to_vec();
+        let user_comment = marker::user_comment(&comment).to_vec();
+        let mbb = self.dialect.multibyte_backslash;
+        let actions: Vec<AlterAction> = match ddl::parse_with(&sql, self.reading()) {
+            Ok(Some(Statement::AlterTable { actions, .. })) => actions,
+            _ => Vec::new(),
+        };
+        let marks = match marker::alter_edits(
+            &actions,
+            &new_marker,
+            &user_comment,
+            true,
+            mbb,
+            statement_end(&sql, self.dialect),
+        ) {
+            Ok(m) => m,
+            Err(marker::CannotMark(why)) => {
+                return self
+                    .answer_error(ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why))
+                    .await
+            }
+        };
+        let mut edits = Splice::new();
+        if !flavor.native_tablegroups() {
+            for a in &actions {
+                if let AlterAction::Option(o) = a {
+                    if o.name == "TABLEGROUP" {
+                        edits.replace(o.span.0, o.span.1, "");
+                    }
+                }
+            }
+        }
+        for (at, text) in marks {
+            edits.insert(at, text);
+        }
+        let to_run = translate::tidy_alter(&edits.apply(&sql));
+        match self.internal(&to_run).await? {
+            Internal::Err(e) => return self.answer_raw(&e).await,
+            Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
+            Internal::Rows(_) => {}
+        }
+        self.shared.schemas.clear();
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
     }

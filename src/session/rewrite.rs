@@ -123,10 +123,20 @@ impl Session {
         db: &str,
         table: &str,
     ) -> Result<Option<live::Shape>, End> {
+        Ok(self.live_read(db, table).await?.map(|(s, _)| s))
+    }
+
+    /// `live_shape`, with the backend's SHOW CREATE TABLE text it was read from.
+    pub(super) async fn live_read(
+        &mut self,
+        db: &str,
+        table: &str,
+    ) -> Result<Option<(live::Shape, Vec<u8>)>, End> {
         let name = crate::sql::ddl::TableName::new(Some(db), table);
         if name.hbase_parts().is_none() {
-            return Ok(Some(live::Shape::Plain(
-                "its name is not group$family (one '$', both parts non-empty)",
+            return Ok(Some((
+                live::Shape::Plain("its name is not group$family (one '$', both parts non-empty)"),
+                Vec::new(),
             )));
         }
         let sql = format!(
@@ -152,11 +162,12 @@ impl Session {
             if let Ok(Some(crate::sql::ddl::Statement::CreateTable(def))) =
                 crate::sql::ddl::parse_with(&text, d)
             {
-                return Ok(Some(live::recognize(&def)));
+                return Ok(Some((live::recognize(&def), text)));
             }
         }
-        Ok(Some(live::Shape::Plain(
-            "obkv-proxy cannot read its definition",
+        Ok(Some((
+            live::Shape::Plain("obkv-proxy cannot read its definition"),
+            text,
         )))
     }
 

@@ -11,6 +11,7 @@ mod common;
 mod compression;
 mod corpus;
 mod dump;
+mod existing;
 mod false_alarms;
 mod fidelity;
 mod hardening;
