@@ -353,6 +353,36 @@ pub fn with_more_results(payload: &[u8], deprecate_eof: bool) -> Option<Vec<u8>>
     Some(out)
 }
 
+/// A relayed packet with `extra` added to its warning count (saturating at u16::MAX): the
+/// proxy's own warnings and notes about the statement, which the next SHOW WARNINGS lists with
+/// the backend's, counted where a client reads the count. `prepare_ok`: the packet is the first
+/// of a COM_STMT_PREPARE response (statement id, columns, parameters, filler, warnings); else it
+/// is the last status packet of a response: an OK (header 0x00, or 0xFE under DEPRECATE_EOF:
+/// affected rows, last insert id, status, warnings) or a classic EOF (warnings, status). These
+/// layouts are the CLIENT_PROTOCOL_41 ones; the caller edits nothing without it. None when the
+/// packet is none of these (it is relayed as it is); every other byte stays as it was.
+pub fn with_warnings_added(
+    payload: &[u8],
+    extra: u16,
+    prepare_ok: bool,
+    deprecate_eof: bool,
+) -> Option<Vec<u8>> {
+    let at = match payload.first()? {
+        0x00 if prepare_ok => 10,
+        _ if prepare_ok => return None,
+        0x00 => ok_status_offset(payload)? + 2,
+        0xFE if deprecate_eof => ok_status_offset(payload)? + 2,
+        0xFE if payload.len() >= 5 => 1,
+        _ => return None,
+    };
+    let bytes = payload.get(at..at + 2)?;
+    let warnings = u16::from_le_bytes([bytes[0], bytes[1]]).saturating_add(extra);
+    let mut out = payload.to_vec();
+    out.get_mut(at..at + 2)?
+        .copy_from_slice(&warnings.to_le_bytes());
+    Some(out)
+}
+
 /// Where an OK packet's status flags are: after the header, affected rows and last insert id.
 fn ok_status_offset(payload: &[u8]) -> Option<usize> {
     let mut r = Reader::new(payload);
@@ -581,5 +611,56 @@ mod tests {
         // an error, or a truncated packet: nothing
         assert!(with_more_results(&[0xFF, 0x10, 0x04], false).is_none());
         assert!(with_more_results(&[0x00, 0x01], false).is_none());
+    }
+
+    #[test]
+    fn the_proxys_warnings_are_added_to_the_count() {
+        let add =
+            |p: &[u8], n: u16, deprecate_eof: bool| with_warnings_added(p, n, false, deprecate_eof);
+        // OK with 3-byte affected rows (0xFC 0x10 0x27 = 10000), insert id 7, status
+        // AUTOCOMMIT, 1 warning, then the info string: only the warning count changes
+        let info = b"Records: 2  Duplicates: 0  Warnings: 1";
+        let mut ok = ok_packet(10_000, 7, 2, 1);
+        ok.extend_from_slice(info);
+        let out = add(&ok, 2, false).expect("an OK");
+        let parsed = parse_ok(&out).expect("still an OK");
+        assert_eq!(
+            (parsed.affected_rows, parsed.last_insert_id, parsed.status),
+            (10_000, 7, 2)
+        );
+        assert_eq!(parsed.warnings, 3);
+        assert_eq!(out.len(), ok.len());
+        let at = ok.len() - info.len() - 2;
+        assert_eq!(out[..at], ok[..at]);
+        assert_eq!(out[at + 2..], ok[at + 2..]);
+        // the classic EOF (warnings before status) and the OK-format terminator
+        assert_eq!(
+            add(&end_of_rows_packet(false, 0x22, 0), 1, false).unwrap(),
+            end_of_rows_packet(false, 0x22, 1)
+        );
+        assert_eq!(
+            add(&end_of_rows_packet(true, 0x22, 4), 1, true).unwrap(),
+            end_of_rows_packet(true, 0x22, 5)
+        );
+        // saturating
+        assert_eq!(
+            parse_ok(&add(&ok_packet(1, 0, 2, 65_000), 1_000, false).unwrap())
+                .unwrap()
+                .warnings,
+            u16::MAX
+        );
+        // a prepare OK: id 1, 2 columns, 1 parameter, filler, 0 warnings
+        let prepare = [0x00, 1, 0, 0, 0, 2, 0, 1, 0, 0, 0, 0];
+        assert_eq!(
+            with_warnings_added(&prepare, 2, true, false).unwrap(),
+            [0x00, 1, 0, 0, 0, 2, 0, 1, 0, 0, 2, 0]
+        );
+        // nothing to count in: an error, a row, a packet too short for the field
+        assert!(add(&ErrorInfo::new(1064, "42000", "x").to_packet(), 1, false).is_none());
+        assert!(add(&[0x03, b'a', b'b', b'c'], 1, false).is_none());
+        assert!(add(&[0x00, 0x01, 0x00, 0x02, 0x00], 1, false).is_none());
+        assert!(add(&[0xFE, 0x00, 0x00], 1, false).is_none());
+        assert!(with_warnings_added(&prepare[..10], 1, true, false).is_none());
+        assert!(with_warnings_added(&[0xFF, 0x10, 0x04], 1, true, false).is_none());
     }
 }

@@ -110,16 +110,17 @@ impl Session {
                 .answer_load_error(next, ErrorInfo::internal("(the LOAD DATA spool is gone)"))
                 .await;
         };
+        // counted in the answer the backend's OK becomes
+        self.keep_findings(out.warnings);
         let summary = self.run_load(spool, next, &mut reserved).await?;
         let failed = summary.error_code.is_some();
         self.after_response(&summary);
-        if !failed {
-            if let (Some(p), true) = (out.pin, self.last_status & status::IN_TRANS != 0) {
-                if self.txn_pin.is_none() {
-                    self.txn_pin = Some(p);
-                }
+        if failed {
+            self.pending_notes.clear();
+        } else if let (Some(p), true) = (out.pin, self.last_status & status::IN_TRANS != 0) {
+            if self.txn_pin.is_none() {
+                self.txn_pin = Some(p);
             }
-            self.keep_findings(out.warnings);
         }
         Ok(Some(summary))
     }

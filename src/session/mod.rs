@@ -27,7 +27,9 @@ use crate::net::{ClientIo, ClientSock, Peer};
 use crate::protocol::compress::OutOfOrder;
 use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
-use crate::protocol::response::{with_more_results, ResponseKind, ResponseTracker, Step, Summary};
+use crate::protocol::response::{
+    with_more_results, with_warnings_added, ResponseKind, ResponseTracker, Step, Summary,
+};
 use crate::protocol::stream::{CopyError, Flow, PacketStream};
 use crate::shared::Shared;
 use crate::sql::classify::{self, Class};
@@ -124,6 +126,10 @@ pub struct Session {
     /// The proxy's notes and warnings about the last statement, added to the backend's
     /// warnings by the next SHOW WARNINGS.
     pending_notes: Vec<hbase::Warning>,
+    /// How many warnings and notes the proxy adds to the statement being carried out: the
+    /// response relayed next counts them in its warning count (with the backend's own), as the
+    /// next SHOW WARNINGS lists them. Taken by the relay; cleared before each command.
+    own_warnings: u16,
     /// The partition the open transaction's first write to an HBase table fixed.
     txn_pin: Option<crate::sql::write::Place>,
     /// The current database as last read (None: not known; forgotten whenever a command may
@@ -181,6 +187,7 @@ impl Session {
             charset_fact: None,
             blind: Vec::new(),
             pending_notes: Vec::new(),
+            own_warnings: 0,
             txn_pin: None,
         }
     }
@@ -270,14 +277,28 @@ impl Session {
 
     /// The write rules in force (None: cell rules and the transaction guard both off), with
     /// this statement's time for a T the proxy fills in.
-    /// The write rules' warnings and notes for the statement that ran (SHOW WARNINGS).
+    /// The write rules' warnings and notes for the statement about to run: listed by the next
+    /// SHOW WARNINGS and counted in the warning count of the response relayed next.
     fn keep_findings(&mut self, findings: Vec<crate::hbase::rules::Finding>) {
         if !findings.is_empty() {
-            self.pending_notes = findings
-                .into_iter()
-                .map(|f| (f.level.name().to_string(), f.code, f.message))
-                .collect();
+            self.keep_notes(
+                findings
+                    .into_iter()
+                    .map(|f| (f.level.name().to_string(), f.code, f.message))
+                    .collect(),
+            );
         }
+    }
+
+    /// The proxy's warnings and notes for the statement about to run (`keep_findings`).
+    fn keep_notes(&mut self, notes: Vec<hbase::Warning>) {
+        self.count_own_warnings(notes.len());
+        self.pending_notes = notes;
+    }
+
+    /// The response relayed next counts `n` warnings of the proxy's besides the backend's.
+    fn count_own_warnings(&mut self, n: usize) {
+        self.own_warnings = u16::try_from(n).unwrap_or(u16::MAX);
     }
 
     fn write_rules(&self) -> Option<crate::sql::write::WriteRules> {
@@ -498,6 +519,7 @@ impl Session {
                 }
             }
             bump(&self.shared.stats.commands_total);
+            self.own_warnings = 0;
             let result = match self.command.first().copied() {
                 None => {
                     self.answer_error(ErrorInfo::new(
@@ -675,8 +697,11 @@ impl Session {
                 self.forward(kind).await.map(Some)
             }
             Decision::ForwardWithNote(note) => {
+                self.keep_notes(vec![("Note".into(), 1105, note)]);
                 let summary = self.forward(kind).await?;
-                self.pending_notes = vec![("Note".into(), 1105, note)];
+                if summary.error_code.is_some() {
+                    self.pending_notes.clear();
+                }
                 Ok(Some(summary))
             }
             Decision::Write(mut w) => match (w.load.is_some(), self.write_rules()) {
@@ -880,18 +905,23 @@ impl Session {
             self.command.extend_from_slice(&text);
         }
         let refused = w.refused;
+        if !w.warnings.is_empty() {
+            self.keep_notes(
+                w.warnings
+                    .into_iter()
+                    .map(|(l, c, m)| (l.to_string(), c, m))
+                    .collect(),
+            );
+        }
         let (summary, next_seq) = self.send_and_relay(kind, refused.is_some()).await?;
         let failed = summary.error_code.is_some();
         if let (Some(after), false) = (w.txn_after, failed) {
             self.txn_pin = after;
         }
         self.after_response(&summary);
-        if !w.warnings.is_empty() && !failed {
-            self.pending_notes = w
-                .warnings
-                .into_iter()
-                .map(|(l, c, m)| (l.to_string(), c, m))
-                .collect();
+        if failed {
+            // the backend's error is the statement's answer; the proxy's findings go with it
+            self.pending_notes.clear();
         }
         match refused {
             // a statement before the refused one failed: the backend's error ends the text
@@ -922,6 +952,15 @@ impl Session {
     ) -> Result<(Summary, u8), End> {
         let mut tracker = ResponseTracker::with_caps(kind, self.client_caps);
         let mut next_seq = self.command_frames;
+        // the proxy's own warnings about the statement join the backend's count (the packets
+        // carry it only under CLIENT_PROTOCOL_41)
+        let own_warnings = match std::mem::take(&mut self.own_warnings) {
+            n if self.client_caps.has(cap::PROTOCOL_41) => n,
+            _ => 0,
+        };
+        // the last status packet (or a prepare's first) is edited: the packets are looked at
+        // one by one
+        let edit = more_after || own_warnings > 0;
         // A packet of 16 MiB - 1 or more continues in further frames, which are relayed as they
         // are and not shown to the tracker.
         let mut continuing = false;
@@ -929,7 +968,7 @@ impl Session {
         // a compressed client expects a frame to end with each result, as servers do
         let compressed = self.client.is_compressed();
         loop {
-            if !continuing && !more_after {
+            if !continuing && !edit {
                 // the packets already read go on in one copy; the loop below reads the rest
                 let mut failed = None;
                 let mut stopped = false;
@@ -1002,14 +1041,9 @@ impl Session {
                         }
                     };
                     self.client.queue_header(header.len, seq);
-                    let last =
-                        more_after && step == Step::Done && tracker.summary.error_code.is_none();
-                    match last
-                        .then(|| {
-                            with_more_results(payload, self.client_caps.has(cap::DEPRECATE_EOF))
-                        })
-                        .flatten()
-                    {
+                    let last = step == Step::Done && tracker.summary.error_code.is_none();
+                    let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
+                    match edited(payload, last, kind, more_after, own_warnings, deprecate_eof) {
                         Some(patched) => self.client.queue_bytes(&patched),
                         None => self.client.queue_bytes(payload),
                     }
@@ -1148,6 +1182,32 @@ impl Session {
         let _ = self.client.send_packet(seq, &e.to_packet()).await;
         End::ClientGone
     }
+}
+
+/// A whole relayed packet as the client gets it, when the proxy edits it (None: as it is): the
+/// last status packet of a response with SERVER_MORE_RESULTS_EXISTS when the proxy answers
+/// more after it (`more_after`), and with the proxy's own warnings added to the warning count
+/// (of a prepare's first packet, for COM_STMT_PREPARE). Nothing else of the backend's bytes is
+/// ever changed. `last`: the packet ended the response without an error.
+fn edited(
+    payload: &[u8],
+    last: bool,
+    kind: ResponseKind,
+    more_after: bool,
+    own_warnings: u16,
+    deprecate_eof: bool,
+) -> Option<Vec<u8>> {
+    let more = if more_after && last {
+        with_more_results(payload, deprecate_eof)
+    } else {
+        None
+    };
+    let prepare_ok = kind == ResponseKind::Prepare && payload.first() == Some(&0x00);
+    if own_warnings == 0 || !(prepare_ok || (last && kind != ResponseKind::Prepare)) {
+        return more;
+    }
+    let base = more.as_deref().unwrap_or(payload);
+    with_warnings_added(base, own_warnings, prepare_ok, deprecate_eof).or(more)
 }
 
 /// Reads one command, joining 16 MiB frames; returns the number of frames it used. The wait for

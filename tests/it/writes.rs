@@ -188,6 +188,14 @@ fn each_cell_rule_refuses_and_accepts() {
             let (got, message) = refused(&mut c, bad);
             assert_eq!(got, *code, "{}: {rule}: {message}", kind.name());
             assert!(message.contains("OBKV-HBase rule"), "{rule}: {message}");
+            if rule.starts_with("C4") {
+                // both ways out: the value in the default convention, or the other convention
+                assert!(
+                    message.contains(&format!("write T = -epoch_ms (here {now})"))
+                        && message.contains(r#"set hbase.timestamp = "ms""#),
+                    "{message}"
+                );
+            }
             assert_eq!(
                 f.cells(table),
                 before,
@@ -225,6 +233,91 @@ fn each_cell_rule_refuses_and_accepts() {
                     .contains("not checked")
             ),
             "{notes:?}"
+        );
+    }
+}
+
+/// The proxy's own warnings and notes about a write (C5, C8, X3) are counted in the OK packet
+/// the client gets, with the backend's: drivers read the count there, and the mariadb CLI
+/// prints it ("1 row affected, 1 warning").
+#[test]
+fn the_proxys_warnings_are_counted_in_the_ok_packet() {
+    let (a, b, _) = keys();
+    for kind in BOTH {
+        let name = kind.name();
+        let tag = format!("w{name}");
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        // a clean write: nothing added
+        let w = ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('ok1', 'q', {now}, 'v')"),
+        );
+        assert_eq!(w, 0, "{name}");
+        // C5: a T in seconds
+        let w = ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('s1', 'q', -1763700000, 'v')"),
+        );
+        assert!(w >= 1, "{name}: C5 counted {w}");
+        assert_eq!(c.rows("SHOW WARNINGS").len(), usize::from(w), "{name}");
+        // C8: a value the proxy cannot see (a note)
+        let w = ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('e1', 'q', {now}, CONCAT('a', 'b'))"),
+        );
+        assert!(w >= 1, "{name}: C8 counted {w}");
+        assert_eq!(c.rows("SHOW WARNINGS").len(), usize::from(w), "{name}");
+        // X3: one statement's rows in two partitions, and a C5 in it
+        let w = ok(
+            &mut c,
+            &format!(
+                "INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v'), (X'{}', 'q', -1763700000, 'v')",
+                hex(&a),
+                hex(&b)
+            ),
+        );
+        assert!(w >= 2, "{name}: X3 and C5 counted {w}");
+        assert_eq!(c.rows("SHOW WARNINGS").len(), usize::from(w), "{name}");
+        // prepared: the execution's OK counts the C5 of the values it binds
+        let (id, _) = prepare(
+            &mut c,
+            format!("INSERT INTO {t} (K, Q, T, V) VALUES (?, 'q', ?, 'v')").as_bytes(),
+        )
+        .expect("prepared");
+        let frames = c
+            .command(
+                &execute_packet(
+                    id,
+                    false,
+                    &[P::Str(b"p1".to_vec()), P::Int(-1_763_700_000)],
+                    true,
+                    &[],
+                ),
+                ResponseKind::Execute,
+            )
+            .expect("executed");
+        let w = obkv_proxy::protocol::packets::parse_ok(&frames[0].1)
+            .unwrap_or_else(|| panic!("{name}: not an OK: {frames:?}"))
+            .warnings;
+        assert!(w >= 1, "{name}: prepared C5 counted {w}");
+        // the mariadb CLI reads the count from the OK packet
+        let (done, out, err) = crate::common::mariadb_cli(
+            &f.proxy.addr,
+            &["-uroot", "-vvv", &f.db],
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('cli1', 'q', -1763700000, 'v');\n"),
+        );
+        assert!(done, "{name}: {err}");
+        let counted = out
+            .lines()
+            .find_map(|l| l.strip_prefix("Query OK, 1 row affected, "))
+            .and_then(|rest| rest.split(' ').next())
+            .and_then(|n| n.parse::<u32>().ok());
+        assert!(
+            counted >= Some(1),
+            "{name}: the CLI shows no warning: {out}"
         );
     }
 }
