@@ -118,7 +118,32 @@ impl Catalog<'_> {
             format!(
                 "CREATE TABLE IF NOT EXISTS {s}.hbase_ddl (id CHAR(64) NOT NULL PRIMARY KEY, ddl LONGBLOB NOT NULL)"
             ),
+            format!(
+                "CREATE TABLE IF NOT EXISTS {s}.lock_epochs (lock_name VARCHAR(64) NOT NULL PRIMARY KEY, epoch BIGINT NOT NULL)"
+            ),
         ]
+    }
+
+    /// The epoch of a table group's DDL lock (no row: 0). On a backend whose named locks
+    /// outlive their holder (OceanBase keeps a dead session's lock for minutes) the lock moves
+    /// to a new name, `lock_name:epoch`, once its holder is seen gone.
+    pub fn lock_epoch(&self, lock_name: &str) -> String {
+        format!(
+            "SELECT epoch FROM {}.lock_epochs WHERE lock_name = '{}'",
+            ident(self.schema),
+            lock_name.replace('\'', "")
+        )
+    }
+
+    /// Moves the lock from epoch `from` to the next one, unless another proxy already did.
+    pub fn bump_lock_epoch(&self, lock_name: &str, from: u64) -> String {
+        let name = lock_name.replace('\'', "");
+        format!(
+            "INSERT INTO {}.lock_epochs (lock_name, epoch) VALUES ('{name}', {next}) \
+             ON DUPLICATE KEY UPDATE epoch = IF(epoch = {from}, {next}, epoch)",
+            ident(self.schema),
+            next = from + 1
+        )
     }
 
     /// HEX(name) of the group with this key (no row: no such group).

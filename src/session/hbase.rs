@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use tracing::{info, warn};
 
@@ -362,28 +363,138 @@ impl Session {
 
     /// Takes the table group's lock on the user's connection (named locks are not
     /// transactional: the user's transaction neither sees nor holds it). Err: the ERR packet.
+    ///
+    /// The wait is cut into slices of at most a second, far below any statement timeout of
+    /// the backend's (seekdb stops a statement after 10 s with 1317), so a waiter gets 1205
+    /// after `hbase.ddl_lock_timeout_ms` and nothing else. On OceanBase, whose named locks
+    /// outlive their holder (a restarted backend, a proxy killed mid-DDL, a vanished client
+    /// keep them for minutes), a lock whose holder is seen gone twice, a slice apart, is moved
+    /// to the next epoch's name (`lock_epochs` in the catalog, advanced once by
+    /// compare-and-set), which every proxy reads before each slice.
     async fn lock_group(
         &mut self,
         key: &[u8],
         shown: &[u8],
     ) -> Result<Result<String, Vec<u8>>, End> {
-        let name = marker::lock_name(&self.shared.config.hbase.catalog_schema, key);
+        let base = marker::lock_name(&self.shared.config.hbase.catalog_schema, key);
         let ms = self.shared.config.hbase.ddl_lock_timeout_ms;
-        let secs = ms.div_ceil(1000).max(1);
-        let sql = format!("SELECT GET_LOCK('{name}', {secs})");
-        match self.rows(&sql).await? {
-            Ok(rows) if rows.first().is_some_and(|r| cell(r, 0) == b"1") => Ok(Ok(name)),
-            Ok(_) => Ok(Err(ErrorInfo::new(
-                ER_LOCK_WAIT_TIMEOUT,
-                "HY000",
-                format!(
-                    "obkv-proxy: another DDL on table group '{}' did not finish within {secs} s (hbase.ddl_lock_timeout_ms); try again",
-                    lossy(shown)
-                ),
-            )
-            .to_packet())),
-            Err(e) => Ok(Err(e)),
+        let deadline = Instant::now() + Duration::from_millis(ms);
+        let flavor = self.flavor().await?;
+        let outliving = matches!(flavor, Flavor::OceanBase | Flavor::SeekDb);
+        if outliving && !self.own_catalog() {
+            // the epoch is read on this connection: not inside the user's transaction (the
+            // DDL commits it anyway)
+            self.implicit_commit().await?;
         }
+        let mut suspect: Option<(u64, Vec<u8>)> = None;
+        loop {
+            let epoch = if outliving {
+                match self.lock_epoch(&base).await? {
+                    Ok(e) => e,
+                    Err(e) => return Ok(Err(e)),
+                }
+            } else {
+                0
+            };
+            let name = if epoch == 0 {
+                base.clone()
+            } else {
+                format!("{base}:{epoch}")
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            let slice = left.min(Duration::from_secs(1)).as_secs_f64();
+            let sql = format!("SELECT GET_LOCK('{name}', {slice:.3})");
+            let got = match self.rows(&sql).await? {
+                Ok(rows) => rows.first().is_some_and(|r| cell(r, 0) == b"1"),
+                Err(e) => return Ok(Err(e)),
+            };
+            if got {
+                // the epoch may have moved while this slice waited
+                let moved = outliving
+                    && match self.lock_epoch(&base).await? {
+                        Ok(now) => now != epoch,
+                        Err(e) => {
+                            self.unlock(&name).await?;
+                            return Ok(Err(e));
+                        }
+                    };
+                if !moved {
+                    return Ok(Ok(name));
+                }
+                self.unlock(&name).await?;
+                continue;
+            }
+            if left.is_zero() {
+                let secs = ms.div_ceil(1000).max(1);
+                return Ok(Err(ErrorInfo::new(
+                    ER_LOCK_WAIT_TIMEOUT,
+                    "HY000",
+                    format!(
+                        "obkv-proxy: another DDL on table group '{}' did not finish within {secs} s (hbase.ddl_lock_timeout_ms); try again",
+                        lossy(shown)
+                    ),
+                )
+                .to_packet()));
+            }
+            if !outliving {
+                continue;
+            }
+            match self.lock_holder_gone(&name).await? {
+                Some(holder) if suspect.as_ref() == Some(&(epoch, holder.clone())) => {
+                    if let Err(e) = self.ensure_catalog().await? {
+                        return Ok(Err(e));
+                    }
+                    let bump = self.catalog().bump_lock_epoch(&base, epoch);
+                    if let Internal::Err(e) = self.catalog_write(&bump).await? {
+                        return Ok(Err(e));
+                    }
+                    warn!(
+                        lock = %name,
+                        "a table group's DDL lock was held by a session that is gone; moved to the next epoch"
+                    );
+                    suspect = None;
+                }
+                Some(holder) => suspect = Some((epoch, holder)),
+                None => suspect = None,
+            }
+        }
+    }
+
+    /// The epoch of a table group's lock (0 before any move).
+    async fn lock_epoch(&mut self, base: &str) -> Result<Result<u64, Vec<u8>>, End> {
+        Ok(self
+            .catalog_rows(&self.catalog().lock_epoch(base))
+            .await?
+            .map(|rows| {
+                rows.first()
+                    .and_then(|r| lossy(cell(r, 0)).parse().ok())
+                    .unwrap_or(0)
+            }))
+    }
+
+    /// The holder of a named lock, when it is a session the backend no longer has. None when
+    /// the lock is free, its holder is alive, or this account cannot see every session (no
+    /// PROCESS privilege: another user's live session would look gone).
+    async fn lock_holder_gone(&mut self, name: &str) -> Result<Option<Vec<u8>>, End> {
+        let sql = format!(
+            "SELECT h.id, (SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE p.ID = h.id), \
+             (SELECT COUNT(*) FROM information_schema.USER_PRIVILEGES WHERE PRIVILEGE_TYPE = 'PROCESS' \
+             AND GRANTEE = CONCAT('''', SUBSTRING_INDEX(CURRENT_USER(), '@', 1), '''@''', \
+             SUBSTRING_INDEX(CURRENT_USER(), '@', -1), '''')) \
+             FROM (SELECT IS_USED_LOCK('{name}') id) h"
+        );
+        let rows = match self.rows(&sql).await? {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        };
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        let (holder, alive, sees_all) = (cell(r, 0), cell(r, 1), cell(r, 2));
+        if r.first().is_none_or(Option::is_none) || alive != b"0" || sees_all == b"0" {
+            return Ok(None);
+        }
+        Ok(Some(holder.to_vec()))
     }
 
     async fn unlock(&mut self, name: &str) -> Result<(), End> {

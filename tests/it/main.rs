@@ -10,6 +10,7 @@ mod commands;
 mod common;
 mod compression;
 mod corpus;
+mod ddl_locks;
 mod dump;
 mod existing;
 mod false_alarms;

@@ -1,0 +1,159 @@
+//! The per-group DDL lock: a waiter gets 1205 after `hbase.ddl_lock_timeout_ms` (never the
+//! backend's own statement timeout: seekdb stops a statement after 10 s), and a lock left by a
+//! session that is gone (a vanished client, a proxy killed mid-DDL, a backend restarted while
+//! it was held: OceanBase keeps such locks for minutes) blocks the group no longer than that.
+
+use std::time::{Duration, Instant};
+
+use obkv_proxy::hbase::marker;
+
+use crate::common::backends::Backend;
+use crate::common::proxy;
+use crate::common::raw::RawConn;
+use crate::common::{shared, Kind, BOTH};
+
+const DB: &str = "hb_locks";
+
+fn ok(c: &mut RawConn, sql: &str) {
+    if let Err(e) = c.warnings_or_error(sql) {
+        panic!("{sql}: {e:?}");
+    }
+}
+
+/// The name the proxy locks for `group` now (its epoch read from the catalog).
+fn current_lock_name(direct: &mut RawConn, group: &str) -> String {
+    let base = marker::lock_name("obkv_meta", group.as_bytes());
+    let epoch = direct
+        .rows(&format!(
+            "SELECT epoch FROM obkv_meta.lock_epochs WHERE lock_name = '{base}'"
+        ))
+        .first()
+        .and_then(|r| {
+            r[0].as_deref()
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+        })
+        .unwrap_or_else(|| "0".into());
+    if epoch == "0" {
+        base
+    } else {
+        format!("{base}:{epoch}")
+    }
+}
+
+/// A direct session that takes the group's lock and keeps it.
+fn hold(addr: &str, group: &str) -> RawConn {
+    let mut d = RawConn::connect(addr, "root", "", None).expect("direct");
+    let name = current_lock_name(&mut d, group);
+    assert_eq!(d.scalar(&format!("SELECT GET_LOCK('{name}', 5)")), "1");
+    d
+}
+
+fn table_ddl(group: &str) -> String {
+    format!("CREATE TABLE {group}$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = {group} PARTITION BY KEY(K) PARTITIONS 3")
+}
+
+#[test]
+fn a_waiter_gets_1205_after_the_configured_wait_not_the_backends_timeout() {
+    for kind in BOTH {
+        let backend = shared(kind).addr.clone();
+        let mut config = proxy::config_for(&backend);
+        // longer than seekdb's own 10 s statement timeout
+        config.hbase.ddl_lock_timeout_ms = 11_500;
+        let p = proxy::start(config);
+        let group = "lkwait";
+        let mut c = RawConn::connect(&p.addr, "root", "", None).expect("through the proxy");
+        ok(&mut c, &format!("CREATE DATABASE IF NOT EXISTS {DB}"));
+        ok(&mut c, &format!("USE {DB}"));
+        let _ = c.warnings_or_error(&format!("DROP TABLE IF EXISTS {group}$f"));
+        ok(&mut c, &format!("CREATE TABLEGROUP IF NOT EXISTS {group}"));
+        let holder = hold(&backend, group);
+        let started = Instant::now();
+        let err = c
+            .warnings_or_error(&table_ddl(group))
+            .expect_err("the group is locked");
+        let waited = started.elapsed();
+        assert_eq!(err.0, 1205, "{}: {err:?}", kind.name());
+        assert!(
+            waited >= Duration::from_millis(11_000) && waited < Duration::from_secs(25),
+            "{}: waited {waited:?}",
+            kind.name()
+        );
+        drop(holder);
+        // once the holder is gone the DDL runs
+        ok(&mut c, &table_ddl(group));
+        ok(&mut c, &format!("DROP TABLE {group}$f"));
+        ok(&mut c, &format!("DROP TABLEGROUP {group}"));
+    }
+}
+
+/// The DDL runs within the configured wait although a gone session holds the lock.
+fn ddl_gets_through(addr: &str, proxy_addr: &str, group: &str, timeout_ms: u64) {
+    let mut c = RawConn::connect(proxy_addr, "root", "", None).expect("through the proxy");
+    ok(&mut c, &format!("CREATE DATABASE IF NOT EXISTS {DB}"));
+    ok(&mut c, &format!("USE {DB}"));
+    let started = Instant::now();
+    let r = c.warnings_or_error(&table_ddl(group));
+    assert!(r.is_ok(), "{addr}: {r:?}");
+    assert!(
+        started.elapsed() < Duration::from_millis(timeout_ms),
+        "{addr}: took {:?}",
+        started.elapsed()
+    );
+    ok(&mut c, &format!("DROP TABLE {group}$f"));
+}
+
+#[test]
+fn a_lock_left_by_a_gone_session_or_a_restarted_backend_does_not_block_the_group() {
+    for kind in BOTH {
+        let mut backend = Backend::start_private(kind, "locks");
+        let mut config = proxy::config_for(&backend.addr);
+        let timeout_ms = 8_000;
+        config.hbase.ddl_lock_timeout_ms = timeout_ms;
+        let group = "lkgone";
+        {
+            let p = proxy::start(config.clone());
+            let mut c = RawConn::connect(&p.addr, "root", "", None).expect("through the proxy");
+            ok(&mut c, &format!("CREATE TABLEGROUP {group}"));
+        }
+        // a client that held the lock and vanished (as a proxy killed mid-DDL: its backend
+        // connections close)
+        let holder = hold(&backend.addr, group);
+        let name = current_lock_name(
+            &mut RawConn::connect(&backend.addr, "root", "", None).expect("direct"),
+            group,
+        );
+        drop(holder);
+        if kind == Kind::SeekDb {
+            // the scenario is real: OceanBase keeps the lock of a session that is gone
+            let mut d = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+            assert_ne!(
+                d.scalar(&format!("SELECT IS_USED_LOCK('{name}')")),
+                "NULL",
+                "{name}"
+            );
+        }
+        {
+            let p = proxy::start(config.clone());
+            ddl_gets_through(&backend.addr, &p.addr, group, timeout_ms);
+        }
+        // held when the backend is killed and restarted
+        let holder = hold(&backend.addr, group);
+        let pid = backend.pid.take().expect("running");
+        unsafe {
+            libc::kill(pid as i32, libc::SIGKILL);
+        }
+        while crate::common::backends::process_alive(pid) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        drop(holder);
+        backend.start();
+        let p = proxy::start(config.clone());
+        ddl_gets_through(&backend.addr, &p.addr, group, timeout_ms);
+        // and a live holder is still waited for: exclusion holds after the lock moved
+        let holder = hold(&backend.addr, group);
+        let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("through the proxy");
+        let err = c.warnings_or_error(&table_ddl(group)).expect_err("locked");
+        assert_eq!(err.0, 1205, "{}: {err:?}", kind.name());
+        drop(holder);
+    }
+}
