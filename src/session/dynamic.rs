@@ -15,6 +15,24 @@ use crate::sql::write::{self, Bound, Place, WritePlan};
 use super::prepared::{SqlPlan, MAX_SQL_PLANS};
 use super::{End, Session};
 
+/// The text a dynamic statement runs, as the session read it.
+pub(super) enum SourceText {
+    Text(Vec<u8>),
+    /// Its expression failed on the backend: the backend's error.
+    Unread(ErrorInfo),
+}
+
+/// The error of a backend's ERR packet (`0xff`, code, `#` and SQLSTATE, message).
+fn error_of(packet: &[u8]) -> ErrorInfo {
+    let code = crate::protocol::packets::parse_err_code(packet).unwrap_or(1105);
+    let rest = packet.get(3..).unwrap_or_default();
+    let (state, message) = match rest.strip_prefix(b"#") {
+        Some(r) if r.len() >= 5 => (String::from_utf8_lossy(&r[..5]).into_owned(), &r[5..]),
+        _ => ("HY000".to_string(), rest),
+    };
+    ErrorInfo::new(code, &state, String::from_utf8_lossy(message))
+}
+
 /// What `on_sql_executions` did with a text.
 pub(super) enum SqlExecutions {
     /// The command is done (checked and forwarded, or refused).
@@ -30,23 +48,41 @@ enum Verdict {
 }
 
 impl Session {
-    /// The text of a user variable (`@name` as written), as the backend holds it; empty when it
-    /// has none (the backend's own error for the statement follows).
-    pub(super) async fn variable_text(&mut self, name: &[u8]) -> Result<Vec<u8>, End> {
-        let sql = [b"SELECT ".as_slice(), name].concat();
+    /// The text a PREPARE / EXECUTE IMMEDIATE takes from an expression (`@name`, or a
+    /// computation `dynamic::Source::Computed` allows, as written), read with a SELECT of its
+    /// own just before the statement: no side effects, and the value the statement gets. Empty
+    /// when it is NULL (the backend's own error for the statement follows).
+    pub(super) async fn variable_text(&mut self, expr: &[u8]) -> Result<SourceText, End> {
+        let sql = [b"SELECT ".as_slice(), expr].concat();
         Ok(match self.internal(&sql).await? {
-            crate::backend::QueryResult::Rows(rows) => rows
-                .into_iter()
-                .next()
-                .and_then(|r| r.into_iter().next().flatten())
-                .unwrap_or_default(),
-            _ => Vec::new(),
+            crate::backend::QueryResult::Rows(rows) => SourceText::Text(
+                rows.into_iter()
+                    .next()
+                    .and_then(|r| r.into_iter().next().flatten())
+                    .unwrap_or_default(),
+            ),
+            // the same expression fails the same way in the statement; and a failure of the
+            // SELECT alone (a time limit the statement does not have) must not let an unread
+            // text through
+            crate::backend::QueryResult::Err(packet) => SourceText::Unread(error_of(&packet)),
+            crate::backend::QueryResult::Ok(_) => SourceText::Unread(ErrorInfo::internal(
+                "while reading the text of a PREPARE / EXECUTE IMMEDIATE",
+            )),
         })
     }
 
     /// `router::check_dynamic` on a text, reading the facts it needs first (a large text is
-    /// read off the event loop).
-    pub(super) async fn check_dynamic_text(&mut self, text: Vec<u8>) -> Result<DynamicCheck, End> {
+    /// read off the event loop). A text that could not be read is refused with the backend's
+    /// error in strict mode.
+    pub(super) async fn check_dynamic_text(
+        &mut self,
+        text: SourceText,
+    ) -> Result<DynamicCheck, End> {
+        let text = match text {
+            SourceText::Text(t) => t,
+            SourceText::Unread(e) if self.strict() => return Ok(DynamicCheck::Refused(e)),
+            SourceText::Unread(_) => return Ok(DynamicCheck::Runs),
+        };
         let text = std::sync::Arc::new(text);
         self.blind.clear();
         let mut ctx = self.context().await?;
@@ -84,8 +120,8 @@ impl Session {
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         let text = match d.source {
-            DynamicSource::Literal(t) => t,
-            DynamicSource::Variable(v) => self.variable_text(&v).await?,
+            DynamicSource::Literal(t) => SourceText::Text(t),
+            DynamicSource::Computed(expr) => self.variable_text(&expr).await?,
         };
         // a refused PREPARE leaves the backend's statement of that name, and its plan, as
         // they were

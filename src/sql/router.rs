@@ -21,9 +21,10 @@ use std::collections::HashMap;
 
 use super::classify::{classify, leading_words, Class};
 use super::dml;
+use super::dynamic::Source;
 use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::rewrite;
-use super::scan::{self, hex_value, statements, string_value, Dialect, Piece, Scanner, Tok};
+use super::scan::{self, statements, Dialect, Piece, Scanner, Tok};
 use super::splice::Splice;
 use super::write::{self, Touch, Txn, WriteRules};
 use crate::protocol::packets::ErrorInfo;
@@ -36,8 +37,9 @@ pub enum Decision {
     Answer(Answer),
     /// HBase DDL: the session checks it against the rules and the catalog and carries it out.
     Hbase(Box<Statement>),
-    /// Forward only once the text held by each of these user variables (`@name` as written)
-    /// passes `decide_dynamic`.
+    /// Forward only once the text each of these expressions gives (a user variable, or a
+    /// computation `dynamic::Source::Computed` allows, as written) passes `decide_dynamic`: the
+    /// session reads them with a SELECT of its own.
     CheckVariables(Vec<Vec<u8>>),
     /// LOCK TABLES naming HBase tables: read their catalog entries, then forward (the catalog
     /// cannot be read on the connection while they are locked).
@@ -69,8 +71,9 @@ pub struct DynamicSql {
 pub enum DynamicSource {
     /// The text, from a string or hex literal.
     Literal(Vec<u8>),
-    /// The user variable holding it, `@name` as written.
-    Variable(Vec<u8>),
+    /// The expression giving it (a user variable, or a computation of literals and user
+    /// variables, `dynamic::Source::Computed`), as written: the session reads its value.
+    Computed(Vec<u8>),
 }
 
 /// The write rules' answer on the text of a SQL-level dynamic statement.
@@ -237,6 +240,11 @@ pub fn decide_probe(sql: &[u8], origin: Origin, socket: Option<&str>) -> Decisio
 /// The text a SQL-level PREPARE or EXECUTE IMMEDIATE will run (read from a user variable by
 /// the session): None when it may run, else the refusal.
 pub fn decide_dynamic(text: &[u8], ctx: &Context) -> Option<ErrorInfo> {
+    // no `$` and no TABLEGROUP in any reading (not even one the proxy cannot lex: the
+    // backend's own syntax error follows)
+    if classify(text) == Class::Plain {
+        return None;
+    }
     let reading = |d: Dialect| -> Result<Vec<Read>, ErrorInfo> {
         let (pieces, _) = statements(text, d).map_err(|_| unreadable_dynamic())?;
         Ok(pieces
@@ -317,7 +325,7 @@ enum Read {
     /// DDL naming an HBase table or a table group that the reader cannot parse.
     Unreadable(String),
     /// PREPARE … FROM / EXECUTE IMMEDIATE: the text it will run.
-    Dynamic(DynamicText),
+    Dynamic(super::dynamic::Source),
     /// A stored program or compound statement with HBase DDL inside.
     ProgramWithHbaseDdl,
     /// A stored program or compound statement that writes HBase tables.
@@ -348,15 +356,6 @@ enum Read {
     WrappedUnsure,
 }
 
-#[derive(Debug, Clone, PartialEq)]
-enum DynamicText {
-    Literal(Vec<u8>),
-    /// `@name` as written.
-    Variable(Vec<u8>),
-    /// Any other expression (MariaDB): the proxy cannot know its value without running it.
-    Expression,
-}
-
 fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     let (primary, ambiguity, tally) = decide_reading(sql, origin, ctx, ctx.dialect);
     if matches!(primary, Decision::NeedFacts(_)) {
@@ -381,6 +380,11 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     };
     let mut other_needs: Option<Need> = None;
     for other in others.into_iter().skip(1) {
+        // a reading in which the backend refuses the first statement by itself runs nothing of
+        // the text, so it cannot disagree (`PREPARE s FROM "…"`: a name under ANSI_QUOTES)
+        if fails_first(sql, other, &ctx.scope) {
+            continue;
+        }
         let (decision, _, _) = decide_reading(sql, origin, ctx, other);
         if let Decision::NeedFacts(n) = decision {
             // another reading needs facts too: read them, then compare the readings' decisions
@@ -432,6 +436,36 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         tally.add_to(&view.counters);
     }
     primary
+}
+
+/// Whether, in reading `d`, the first statement of a text is dynamic SQL the backend refuses
+/// by itself (`dynamic::Source::Fails`, or a PREPARE / EXECUTE that does not lex before its
+/// end: `PREPARE s FROM "a\"b"` under ANSI_QUOTES): then nothing of the text runs in that
+/// reading.
+fn fails_first(sql: &[u8], d: Dialect, scope: &Scope) -> bool {
+    if !super::dynamic::mentions_prepared(sql) {
+        return false;
+    }
+    let Ok((pieces, _)) = statements(sql, d) else {
+        let mut toks = Scanner::new(sql, d);
+        let Some(Ok(first)) = toks.next() else {
+            return false;
+        };
+        if !(first.is_word(sql, "PREPARE") || first.is_word(sql, "EXECUTE")) {
+            return false;
+        }
+        for t in toks {
+            match t {
+                Ok(t) if t.is_punct(b';') => return false,
+                Ok(_) => {}
+                Err(_) => return true,
+            }
+        }
+        return false;
+    };
+    pieces.first().is_some_and(|p| {
+        read_executed(sql, *p, d, scope, false, None).0 == Read::Dynamic(Source::Fails)
+    })
 }
 
 /// Whether two readings' decisions do the same to the text and the session: the same text
@@ -519,7 +553,8 @@ fn decide_pieces_with(
     // runs (through `SET STATEMENT … FOR`, `ANALYZE`): its read, and the part of the text it is
     // (offsets of reads and splices are that part's)
     let many = pieces.len() > 1;
-    let mut variables: Vec<Vec<u8>> = Vec::new();
+    // the expressions whose values the session reads before the text runs
+    let mut computed: Vec<Vec<u8>> = Vec::new();
     let mut locked: Vec<TableName> = Vec::new();
     // where each user variable is first mentioned, computed once (one pass) when needed
     let mut first_mentions: Option<HashMap<Vec<u8>, usize>> = None;
@@ -860,20 +895,20 @@ fn decide_pieces_with(
                     );
                 }
             }
-            Read::Dynamic(t @ (DynamicText::Literal(_) | DynamicText::Variable(_)))
+            Read::Dynamic(t @ (Source::Literal(_) | Source::Computed { .. }))
                 if !many && origin == Origin::Text && ctx.writes.is_some() =>
             {
                 let Some(head) = super::dynamic::head(piece, d) else {
                     return Decision::Answer(Answer::Error(unreadable_dynamic()));
                 };
                 let source = match t {
-                    DynamicText::Literal(text) => DynamicSource::Literal(text.clone()),
-                    DynamicText::Variable(v) => DynamicSource::Variable(v.clone()),
-                    DynamicText::Expression => continue,
+                    Source::Literal(text) => DynamicSource::Literal(text.clone()),
+                    Source::Computed { expr, .. } => DynamicSource::Computed(expr.clone()),
+                    Source::Fails | Source::Expression => continue,
                 };
                 return Decision::Dynamic(Box::new(DynamicSql { source, head }));
             }
-            Read::Dynamic(DynamicText::Literal(text)) => {
+            Read::Dynamic(Source::Literal(text)) => {
                 let inner = Context {
                     dialect: d,
                     ..ctx.clone()
@@ -899,12 +934,14 @@ fn decide_pieces_with(
                     }
                 }
             }
-            Read::Dynamic(DynamicText::Variable(name)) => {
+            Read::Dynamic(Source::Computed { expr, variables }) => {
                 // a value assigned earlier in the same text is not known before the text runs
                 let firsts = first_mentions.get_or_insert_with(|| variable_first_mentions(sql, d));
-                let set_earlier = firsts
-                    .get(&normalize_variable(name))
-                    .is_some_and(|at| *at < pieces[i].start);
+                let set_earlier = variables.iter().any(|v| {
+                    firsts
+                        .get(&normalize_variable(v))
+                        .is_some_and(|at| *at < pieces[i].start)
+                });
                 if ctx.strict && set_earlier {
                     return refuse(
                         1235,
@@ -912,16 +949,19 @@ fn decide_pieces_with(
                          is set in the same multi-statement; send the PREPARE as a statement of its own",
                     );
                 }
-                if !variables.contains(name) {
-                    variables.push(name.clone());
+                if !computed.contains(expr) {
+                    computed.push(expr.clone());
                 }
             }
-            Read::Dynamic(DynamicText::Expression) => {
+            // the backend refuses it by itself: nothing of it runs
+            Read::Dynamic(Source::Fails) => {}
+            Read::Dynamic(Source::Expression) => {
                 if ctx.strict {
                     return refuse(
                         1235,
                         "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
-                         string literal or a user variable",
+                         string literal, a user variable, or an expression of those and built-in string \
+                         functions (CONCAT, REPLACE, IF, …)",
                     );
                 }
             }
@@ -930,7 +970,7 @@ fn decide_pieces_with(
     if needs {
         return Decision::NeedFacts(need);
     }
-    match (variables.is_empty(), locked.is_empty()) {
+    match (computed.is_empty(), locked.is_empty()) {
         (true, true) if writes.matters() => Decision::Write(Box::new(Write {
             text: (!splice.is_empty()).then(|| splice.apply(sql)),
             refused: None,
@@ -951,7 +991,7 @@ fn decide_pieces_with(
                 Decision::Forward
             }
         }
-        (false, _) => Decision::CheckVariables(variables),
+        (false, _) => Decision::CheckVariables(computed),
         (true, false) => Decision::ReadCatalogThenForward(locked),
     }
 }
@@ -1560,8 +1600,9 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
         Read::WrappedUnsure => ctx.strict.then(unreadable_dynamic),
         Read::View => (ctx.strict && ctx.writes.is_some())
             .then(|| ErrorInfo::new(1235, "42000", UPDATABLE_VIEW)),
-        // PREPARE inside a prepared text is refused by the backend itself
-        Read::Dynamic(_) => ctx.strict.then(unreadable_dynamic),
+        // PREPARE / EXECUTE IMMEDIATE inside a dynamic text is refused by the backend itself
+        // (MariaDB 1295, seekdb 1064), whatever it would run
+        Read::Dynamic(_) => None,
     }
 }
 
@@ -1737,7 +1778,7 @@ fn read_piece(
         };
     }
     if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
-        return read_dynamic(piece, d).map_or(Read::Plain, Read::Dynamic);
+        return super::dynamic::source(piece, d).map_or(Read::Plain, Read::Dynamic);
     }
     if first.is_word(piece, "LOCK") {
         let tables = locked_hbase_tables(piece, d, scope);
@@ -1818,50 +1859,6 @@ const OBJECTS: [&str; 14] = [
 ];
 /// Objects whose DDL on an HBase name must be read (or refused).
 const TABLE_LIKE: [&str; 5] = ["TABLE", "TABLES", "INDEX", "TABLEGROUP", "TABLEGROUPS"];
-
-/// PREPARE name FROM <text> / EXECUTE IMMEDIATE <text> [USING …].
-fn read_dynamic(piece: &[u8], d: Dialect) -> Option<DynamicText> {
-    let tokens: Vec<scan::Token> = Scanner::new(piece, d)
-        .map_while(Result::ok)
-        .take(64)
-        .collect();
-    let first = tokens.first()?;
-    let rest = if first.is_word(piece, "PREPARE") {
-        // PREPARE name FROM …
-        let from = tokens.iter().position(|t| t.is_word(piece, "FROM"))?;
-        &tokens[from + 1..]
-    } else if tokens.get(1).is_some_and(|t| t.is_word(piece, "IMMEDIATE")) {
-        &tokens[2..]
-    } else {
-        return None; // EXECUTE name [USING …]: runs a text checked at its PREPARE
-    };
-    // the expression ends at USING (EXECUTE IMMEDIATE) or the end of the statement
-    let expr: Vec<&scan::Token> = rest
-        .iter()
-        .take_while(|t| !t.is_word(piece, "USING"))
-        .collect();
-    Some(match expr.as_slice() {
-        [t] if t.kind == Tok::Str => DynamicText::Literal(string_value(piece, t, d)),
-        [t] if t.kind == Tok::Hex => match hex_value(piece, t) {
-            Some(v) => DynamicText::Literal(v),
-            None => DynamicText::Expression,
-        },
-        // a charset introducer: _utf8mb4'…', _binary X'…'
-        [intro, t] if intro.kind == Tok::Word && intro.text(piece).starts_with(b"_") => {
-            match t.kind {
-                Tok::Str => DynamicText::Literal(string_value(piece, t, d)),
-                Tok::Hex => {
-                    hex_value(piece, t).map_or(DynamicText::Expression, DynamicText::Literal)
-                }
-                _ => DynamicText::Expression,
-            }
-        }
-        [t] if t.kind == Tok::Var && !t.text(piece).starts_with(b"@@") => {
-            DynamicText::Variable(t.text(piece).to_vec())
-        }
-        _ => DynamicText::Expression,
-    })
-}
 
 /// A user variable as the backend compares names: without `@` and quotes, case-insensitive.
 fn normalize_variable(v: &[u8]) -> Vec<u8> {
@@ -2306,10 +2303,16 @@ mod tests {
             Decision::CheckVariables(vec![b"@stmt".to_vec()])
         );
         assert!(refused(&text("SET @s = 'x'; PREPARE s FROM @s"), 1235));
-        assert!(refused(
-            &text("EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')"),
-            1235
-        ));
+        // MariaDB computes an expression: the session reads its value (and refuses this one)
+        assert_eq!(
+            maria("EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')"),
+            Decision::CheckVariables(vec![b"CONCAT('ALTER TABLE g', '$f ADD X int')".to_vec()])
+        );
+        // MySQL and OceanBase take none: their own syntax error
+        assert_eq!(
+            text("EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')"),
+            Decision::Forward
+        );
         assert_eq!(text("EXECUTE s USING @a"), Decision::Forward);
         // a variable mentioned only after its PREPARE is read before the text runs
         assert_eq!(
@@ -2327,6 +2330,93 @@ mod tests {
             &Context::default()
         )
         .is_none());
+    }
+
+    #[test]
+    fn dynamic_sql_naming_no_hbase_table_or_refused_by_the_backend_is_forwarded() {
+        // a "…" is a string, or under ANSI_QUOTES a name the backend refuses (1054, 1064)
+        for sql in [
+            "PREPARE s FROM \"select * from t1 where a=?\"",
+            "EXECUTE IMMEDIATE \"select 'x'\"",
+            "PREPARE s FROM 'select ' \"1\"",
+            "PREPARE s FROM \"select \\\" 1\"",
+            "PREPARE s FROM \"select 'a\\\"b', \\\"c\\\"\"",
+        ] {
+            assert_eq!(text(sql), Decision::Forward, "{sql}");
+            assert_eq!(maria(sql), Decision::Forward, "{sql}");
+        }
+        // … and one that names HBase DDL as a string is refused all the same
+        for sql in [
+            "PREPARE s FROM \"DROP TABLE g$f\"",
+            "EXECUTE IMMEDIATE \"ALTER TABLE g$f ADD X int\"",
+            "PREPARE s FROM 'ALTER TABLE g' \"$f ADD X int\"",
+        ] {
+            assert!(refused(&text(sql), 1295), "{sql}: {:?}", text(sql));
+            assert!(refused(&maria(sql), 1295), "{sql}: {:?}", maria(sql));
+        }
+        // with the write rules a statement of its own goes to the session with its text
+        let ctx = checked_ctx();
+        let Decision::Dynamic(x) = decide(b"PREPARE s FROM \"select ?\"", Origin::Text, &ctx).1
+        else {
+            panic!("not dynamic")
+        };
+        assert_eq!(x.source, DynamicSource::Literal(b"select ?".to_vec()));
+        // what the backend refuses as syntax, a subquery or a column: its own error
+        for sql in [
+            "PREPARE s FROM SELECT 1",
+            "PREPARE s FROM",
+            "prepare stmt1 from ;",
+            "PREPARE s FROM ?",
+            "PREPARE ? FROM 'DROP TABLE g$f'",
+            "PREPARE s FROM 'select 1', 'x'",
+            "PREPARE s FROM (SELECT 'DROP TABLE g$f')",
+            "EXECUTE IMMEDIATE CONCAT((SELECT t FROM x), 'y')",
+            "PREPARE s FROM `DROP TABLE g$f`",
+            "EXECUTE IMMEDIATE CONCAT(`c`, 'x')",
+        ] {
+            assert_eq!(maria(sql), Decision::Forward, "{sql}");
+            assert_eq!(text(sql), Decision::Forward, "{sql}");
+        }
+        // MariaDB computes an expression of literals, variables and pure built-in functions
+        for (sql, expr) in [
+            (
+                "PREPARE s FROM concat('select ', @a)",
+                "concat('select ', @a)",
+            ),
+            (
+                "EXECUTE IMMEDIATE CONVERT(@q USING utf8mb4) USING @a",
+                "CONVERT(@q USING utf8mb4)",
+            ),
+            (
+                "EXECUTE IMMEDIATE IF(@x IS NULL, 'DO 0', REPLACE(@y, 'a', \"b\"))",
+                "IF(@x IS NULL, 'DO 0', REPLACE(@y, 'a', \"b\"))",
+            ),
+        ] {
+            assert_eq!(
+                maria(sql),
+                Decision::CheckVariables(vec![expr.as_bytes().to_vec()]),
+                "{sql}"
+            );
+        }
+        assert!(refused(
+            &maria("SET @a = 'x'; PREPARE s FROM CONCAT('select ', @a)"),
+            1235
+        ));
+        // values it cannot compute without running something: refused in strict mode
+        for sql in [
+            "PREPARE s FROM CONCAT('select ', RAND())",
+            "EXECUTE IMMEDIATE CONCAT(@a := 'DROP TABLE g', CHAR(36), 'f')",
+            "PREPARE s FROM NEXT VALUE FOR sq",
+            "PREPARE s FROM f()",
+            "PREPARE s FROM CONCAT(@@sql_mode)",
+            "PREPARE s FROM CONCAT('x' /*!, 'y' */)",
+            "PREPARE s FROM current_user",
+        ] {
+            assert!(refused(&maria(sql), 1235), "{sql}: {:?}", maria(sql));
+        }
+        // dynamic SQL inside dynamic SQL: the backend refuses it (1295, 1064)
+        let inner = b"PREPARE t FROM CONCAT(@a)";
+        assert!(decide_dynamic(inner, &Context::default()).is_none());
     }
 
     #[test]
@@ -2367,7 +2457,7 @@ mod tests {
         let Decision::Dynamic(x) = d(b"EXECUTE IMMEDIATE @s USING @k, 'q'") else {
             panic!("not dynamic")
         };
-        assert_eq!(x.source, DynamicSource::Variable(b"@s".to_vec()));
+        assert_eq!(x.source, DynamicSource::Computed(b"@s".to_vec()));
         assert_eq!(x.head.using, Some(vec![b"@k".to_vec(), b"'q'".to_vec()]));
         // values whose extent depends on the character set: refused, not guessed
         let ambiguous: &[u8] =

@@ -412,8 +412,14 @@ fn executable_comments_multi_statements_and_dynamic_sql_cannot_bypass_the_rules(
                 "EXECUTE IMMEDIATE 'ALTER TABLE byp$f ADD COLUMN X int'",
                 1295,
             ));
+            // the proxy computes the text first, as MariaDB will (CHAR(36) is `$`)
             attempts.push((
-                "EXECUTE IMMEDIATE CONCAT('ALTER TABLE byp', '$f ADD COLUMN X int')",
+                "EXECUTE IMMEDIATE CONCAT('ALTER TABLE byp', CHAR(36), 'f ADD COLUMN X int')",
+                1295,
+            ));
+            // one it cannot compute without running something is not run
+            attempts.push((
+                "EXECUTE IMMEDIATE CONCAT('ALTER TABLE byp', CHAR(36), 'f ADD COLUMN X int', IF(RAND() < 2, '', 'x'))",
                 1235,
             ));
             attempts.push((
@@ -501,4 +507,190 @@ fn a_name_in_another_case_cannot_escape_the_rules() {
     assert!(shown.contains("TABLEGROUP = 'cas'"), "{shown}");
     ok(&mut c, "DROP TABLE CAS$F");
     ok(&mut c, "DROP TABLEGROUP cas");
+}
+
+/// What a statement gave: its text rows (none for an OK), or its error code.
+type Outcome = Result<Vec<Vec<Option<Vec<u8>>>>, u16>;
+
+fn outcome(c: &mut RawConn, sql: &str) -> Outcome {
+    let frames = c.query(sql.as_bytes()).expect("answered");
+    let first = &frames[0].1;
+    if let Some((code, _)) = err_of(first) {
+        return Err(code);
+    }
+    if first.first() == Some(&0x00) {
+        return Ok(Vec::new());
+    }
+    let ncols = first[0] as usize;
+    let skip =
+        1 + ncols + usize::from(c.caps & obkv_proxy::protocol::constants::cap::DEPRECATE_EOF == 0);
+    let mut rows = Vec::new();
+    for (_, p) in &frames[skip..frames.len() - 1] {
+        if let Some((code, _)) = err_of(p) {
+            return Err(code);
+        }
+        let mut r = obkv_proxy::protocol::wire::Reader::new(p);
+        let mut row = Vec::new();
+        for _ in 0..ncols {
+            if r.remaining().first() == Some(&0xfb) {
+                r.u8();
+                row.push(None);
+            } else {
+                row.push(Some(r.lenenc_bytes().expect("value").to_vec()));
+            }
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// COM_STMT_PREPARE of a text: Ok, or its error code.
+fn prepare_outcome(c: &mut RawConn, sql: &str) -> Result<(), u16> {
+    let mut cmd = vec![obkv_proxy::protocol::constants::com::STMT_PREPARE];
+    cmd.extend_from_slice(sql.as_bytes());
+    let frames = c
+        .command(&cmd, obkv_proxy::protocol::response::ResponseKind::Prepare)
+        .expect("answered");
+    err_of(&frames[0].1).map_or(Ok(()), |(code, _)| Err(code))
+}
+
+#[test]
+fn dynamic_sql_that_cannot_touch_an_hbase_table_answers_as_direct() {
+    // issue 29: MariaDB's own test suites through the proxy (ps_1general, ctype_utf8mb4, …)
+    for kind in BOTH {
+        let backend = shared(kind);
+        let p = proxy::start(proxy::config_for(&backend.addr));
+        let mut direct = root(&backend.addr);
+        let mut proxied = root(&p.addr);
+        for (c, db) in [(&mut direct, "obkv_dyn_d"), (&mut proxied, "obkv_dyn_p")] {
+            ok(c, &format!("DROP DATABASE IF EXISTS {db}"));
+            ok(c, &format!("CREATE DATABASE {db}"));
+            ok(c, &format!("USE {db}"));
+            ok(c, "CREATE TABLE t1 (a int)");
+            ok(c, "INSERT INTO t1 VALUES (1), (2), (3)");
+            ok(c, "SET @a = 1, @m = @@sql_mode");
+        }
+        let plain = [
+            "PREPARE s FROM \"select * from t1 where a=?\"",
+            "EXECUTE s USING @a",
+            "PREPARE s FROM \"select a from t1 where a > ? order by a\"",
+            "EXECUTE s USING @a",
+            "EXECUTE IMMEDIATE \"select a from t1 order by a\"",
+            "EXECUTE IMMEDIATE \"select ?\" USING 5",
+            "PREPARE s FROM 'select ' \"1\"",
+            "EXECUTE s",
+            "PREPARE s FROM \"select 'a\\\"b', \\\"c\\\"\"",
+            "EXECUTE s",
+            // not a literal or a variable: MariaDB computes it, seekdb refuses the syntax
+            "PREPARE stmt1 FROM SELECT 1",
+            "PREPARE stmt1 FROM concat('select ', 1)",
+            "EXECUTE stmt1",
+            "EXECUTE IMMEDIATE concat('select a from t1 where a = ', @a)",
+            "EXECUTE IMMEDIATE CONVERT('select ?' USING utf8mb4) USING 7",
+            "PREPARE s FROM concat('select * from t1 where a=', CHAR(50))",
+            "EXECUTE s",
+            "PREPARE s FROM (select 'select 1')",
+            "PREPARE s FROM",
+            "prepare stmt1 from ;",
+            "PREPARE ? FROM 'select 1'",
+            "prepare stmt1 from_garbage ' select 1 '",
+            "PREPARE s FROM 'select 1', 'x'",
+            "PREPARE s FROM `x`",
+            "EXECUTE IMMEDIATE CONCAT_WS()",
+            "PREPARE s FROM 'PREPARE t FROM ''select 1'''",
+            "EXECUTE IMMEDIATE 'EXECUTE IMMEDIATE ''select 1'''",
+            // under ANSI_QUOTES a "…" is a name: a column (1054) or a syntax error
+            "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')",
+            "PREPARE s FROM \"select 1\"",
+            "EXECUTE IMMEDIATE \"select 1\"",
+            "EXECUTE IMMEDIATE CONCAT(\"select 1\")",
+            "SET sql_mode = @m",
+            "DEALLOCATE PREPARE s",
+        ];
+        for sql in plain {
+            let want = outcome(&mut direct, sql);
+            let got = outcome(&mut proxied, sql);
+            assert_eq!(got, want, "{}: {sql}", kind.name());
+        }
+        // the binary protocol: the backend's answer, whatever it is
+        for sql in [
+            "PREPARE s FROM 'select 1'",
+            "PREPARE s FROM \"select 1\"",
+            "EXECUTE IMMEDIATE concat('select ', 1)",
+            "PREPARE s FROM SELECT 1",
+        ] {
+            let want = prepare_outcome(&mut direct, sql);
+            let got = prepare_outcome(&mut proxied, sql);
+            assert_eq!(got, want, "{} (COM_STMT_PREPARE): {sql}", kind.name());
+        }
+
+        // the same shapes naming an HBase table are still refused, and change nothing
+        let c = &mut proxied;
+        ok(c, "DROP TABLE IF EXISTS dyn$f");
+        ok(c, "DROP TABLEGROUP IF EXISTS dyn");
+        ok(c, "CREATE TABLEGROUP dyn");
+        ok(
+            c,
+            &format!("CREATE TABLE dyn$f {}", TABLE.replace("byp", "dyn")),
+        );
+        let shape = columns(&backend.addr, "obkv_dyn_p", "dyn$f");
+        ok(c, "SET @q = 'ALTER TABLE dyn$f ADD COLUMN X int'");
+        let mut refused = vec![
+            (
+                "PREPARE s FROM \"ALTER TABLE dyn$f ADD COLUMN X int\"",
+                1295,
+            ),
+            (
+                "PREPARE s FROM 'ALTER TABLE dyn' \"$f ADD COLUMN X int\"",
+                1295,
+            ),
+            ("PREPARE s FROM @q", 1295),
+            // seekdb has no EXECUTE IMMEDIATE; its text is checked all the same
+            (
+                "EXECUTE IMMEDIATE \"ALTER TABLE dyn$f ADD COLUMN X int\"",
+                1295,
+            ),
+        ];
+        if kind == Kind::MariaDb {
+            refused.extend([
+                ("PREPARE s FROM CONCAT(@q, '')", 1295),
+                (
+                    "EXECUTE IMMEDIATE concat('ALTER TABLE dyn', CHAR(36), 'f ADD COLUMN X int')",
+                    1295,
+                ),
+                (
+                    "EXECUTE IMMEDIATE concat(@q, IF(RAND() < 2, '', ' x'))",
+                    1235,
+                ),
+            ]);
+        }
+        for (sql, code) in refused {
+            assert_eq!(
+                run(c, sql).expect_err(sql).0,
+                code,
+                "{}: {sql}",
+                kind.name()
+            );
+        }
+        // under ANSI_QUOTES the backend would read a name; the string reading is still refused
+        ok(c, "SET sql_mode = CONCAT(@@sql_mode, ',ANSI_QUOTES')");
+        let sql = "PREPARE s FROM \"ALTER TABLE dyn$f ADD COLUMN X int\"";
+        assert_eq!(run(c, sql).expect_err(sql).0, 1295, "{}", kind.name());
+        ok(c, "SET sql_mode = @m");
+        assert_eq!(
+            columns(&backend.addr, "obkv_dyn_p", "dyn$f"),
+            shape,
+            "{}",
+            kind.name()
+        );
+        // a computed text is read on seekdb's terms too: its own syntax error, nothing runs
+        if kind == Kind::SeekDb {
+            let sql = "PREPARE s FROM concat('ALTER TABLE dyn', CHAR(36), 'f ADD COLUMN X int')";
+            assert_eq!(run(c, sql).expect_err(sql).0, 1064);
+        }
+        ok(c, "DROP TABLE dyn$f");
+        ok(c, "DROP TABLEGROUP dyn");
+        ok(c, "DROP DATABASE obkv_dyn_p");
+        ok(&mut direct, "DROP DATABASE obkv_dyn_d");
+    }
 }
