@@ -17,6 +17,7 @@ mod false_alarms;
 mod fidelity;
 mod hardening;
 mod hbase;
+mod loopback;
 mod mariadb_ext;
 mod prefix;
 mod resilience;
