@@ -293,6 +293,19 @@ pub fn check_prefix_column_written(columns: &[Vec<u8>], limits: &CellLimits) -> 
         })
 }
 
+/// C6: a row gives the prefix column a value other than its rowkey's prefix (a value equal
+/// to it is what the backend derives, and is left to the backend).
+pub fn prefix_value_mismatch(column: &str, n: usize, row: usize) -> Finding {
+    error(
+        "C6",
+        ER_GENERATED_COLUMN,
+        "HY000",
+        format!(
+            "row {row}: the prefix column {column} is given a value that is not substring(K, 1, {n}); the database derives it from K (leave it out, write DEFAULT, or the rowkey's first {n} bytes)"
+        ),
+    )
+}
+
 /// C7: an UPDATE (or ON DUPLICATE KEY UPDATE) that assigns K, Q or T.
 pub fn check_cell_address_changed(assigned: &[Vec<u8>]) -> Option<Finding> {
     let changed: Vec<&str> = ["K", "Q", "T"]

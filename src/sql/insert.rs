@@ -70,6 +70,9 @@ pub struct Insert {
 pub struct Row<'v> {
     pub index: usize,
     pub values: &'v [Value],
+    /// Where each value is in the text (its first token's start, its last token's end), for a
+    /// VALUES row; empty for a SET list.
+    pub spans: &'v [(usize, usize)],
     pub close: usize,
 }
 
@@ -120,6 +123,7 @@ pub fn read(
     let mut rows = 0usize;
     let mut stopped = false;
     let mut values: Vec<Value> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     match head.source {
         Source::Query => {}
         Source::Set => {
@@ -133,19 +137,22 @@ pub fn read(
             let row = Row {
                 index: 0,
                 values: &values,
+                spans: &[],
                 close,
             };
             stopped = on_row(&head, row).is_break();
         }
         Source::Values => loop {
             values.clear();
-            let close = match r.row(&mut values) {
+            spans.clear();
+            let close = match r.row(&mut values, &mut spans) {
                 Ok(c) => c,
                 Err(why) => return Read::Unreadable(why),
             };
             let row = Row {
                 index: rows,
                 values: &values,
+                spans: &spans,
                 close,
             };
             rows += 1;
@@ -396,7 +403,7 @@ impl Reader<'_> {
     }
 
     /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
-    fn row(&mut self, out: &mut Vec<Value>) -> Step<usize> {
+    fn row(&mut self, out: &mut Vec<Value>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
         let mut t = self.tok()?;
         if self.word_is(&t, "ROW") {
             t = self.tok()?;
@@ -418,8 +425,9 @@ impl Reader<'_> {
             if out.len() >= MAX_ROW_VALUES {
                 return Err("too many values in a row");
             }
-            let (v, end) = self.value()?;
+            let (v, end, span) = self.value()?;
             out.push(v);
+            spans.push(span);
             match end {
                 End::Comma => {}
                 End::Close(at) => return Ok(at),
@@ -514,14 +522,16 @@ impl Reader<'_> {
     }
 
     /// One value of a row: up to the `,` or `)` that ends it at depth 0.
-    fn value(&mut self) -> Step<(Value, End)> {
+    fn value(&mut self) -> Step<(Value, End, (usize, usize))> {
         // a literal value is at most a few tokens; longer ones are expressions
         let mut toks: Vec<Token> = Vec::new();
         let mut too_long = false;
         let mut depth = 0usize;
+        let mut span: Option<(usize, usize)> = None;
         loop {
             let t = self.tok()?.ok_or("an unterminated VALUES row")?;
             if depth == 0 && (t.is_punct(b',') || t.is_punct(b')')) {
+                let span = span.unwrap_or((t.start, t.start));
                 let v = if too_long {
                     Value::Unknown
                 } else {
@@ -532,8 +542,9 @@ impl Reader<'_> {
                 } else {
                     End::Close(t.start)
                 };
-                return Ok((v, end));
+                return Ok((v, end, span));
             }
+            span = Some((span.map_or(t.start, |(a, _)| a), t.end));
             if t.is_punct(b'(') {
                 depth += 1;
             } else if t.is_punct(b')') {

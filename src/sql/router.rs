@@ -357,9 +357,30 @@ enum Read {
 }
 
 fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
-    let (primary, ambiguity, tally) = decide_reading(sql, origin, ctx, ctx.dialect);
+    let (primary, mut ambiguity, tally) = decide_reading(sql, origin, ctx, ctx.dialect);
     if matches!(primary, Decision::NeedFacts(_)) {
         return primary;
+    }
+    // a backslash after a byte >= 0x80 reads another way only where the client's character
+    // set has such characters (gbk, big5, sjis, cp932): not when the session's is known to be
+    // UTF-8, latin1 or binary (a backup of binary rowkeys restored under SET NAMES utf8mb4)
+    if ambiguity.multibyte && !ctx.dialect.multibyte_backslash {
+        if let Some(view) = &ctx.tables {
+            match view.charset {
+                Some(
+                    prefix_scan::ConnCharset::Utf8
+                    | prefix_scan::ConnCharset::Latin1
+                    | prefix_scan::ConnCharset::Binary,
+                ) => ambiguity.multibyte = false,
+                None if !view.settled => {
+                    return Decision::NeedFacts(Need {
+                        charset: true,
+                        ..Need::default()
+                    })
+                }
+                _ => {}
+            }
+        }
     }
     // the rewriter's decisions are forwards as far as the rules are concerned
     let plain = |d: &Decision| match d {
@@ -2488,12 +2509,35 @@ mod tests {
         // then the readings agree (a read is forwarded, only not rewritten)
         let mut view = crate::sql::prefix_scan::tests::view();
         view.settled = false;
+        // the session's character set not known yet: it may be one with such characters
+        view.charset = None;
         let ctx = Context {
             tables: Some(view),
             writes: Some(WriteRules::default()),
             ..Context::default()
         };
         let read: &[u8] = b"SELECT K FROM x$f WHERE K = _binary'\xff\\' AND Q = 'q'";
+        assert_eq!(
+            decide(read, Origin::Text, &ctx).1,
+            Decision::NeedFacts(Need {
+                charset: true,
+                ..Need::default()
+            })
+        );
+        // under a UTF-8 session the backslash is an escape whatever came before it: one
+        // reading, one unterminated string, and the backend's own error answers it
+        let utf8 = Context {
+            tables: ctx.tables.clone().map(|t| TableView {
+                charset: Some(crate::sql::prefix_scan::ConnCharset::Utf8),
+                settled: true,
+                ..t
+            }),
+            ..ctx.clone()
+        };
+        assert!(matches!(
+            decide(sql, Origin::Text, &utf8).1,
+            Decision::Forward
+        ));
         assert!(matches!(
             decide(read, Origin::Text, &ctx).1,
             Decision::NeedFacts(_)

@@ -245,6 +245,9 @@ pub fn check_insert(
     let mut positions: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut head_checked = false;
     let mut columns: Vec<Vec<u8>> = Vec::new();
+    // where a row's prefix column value is, and the prefix length
+    let mut prefix_at: Option<(usize, usize)> = None;
+    let mut defaults: Vec<(usize, usize)> = Vec::new();
     let read = insert::read(piece, d, |head, row| {
         if !head_checked {
             head_checked = true;
@@ -256,10 +259,20 @@ pub fn check_insert(
                     .map(|c| c.as_bytes().to_vec())
                     .collect(),
             };
-            findings.extend(cells::check_prefix_column_written(
-                head.columns.as_deref().unwrap_or_default(),
-                limits,
-            ));
+            // a VALUES row may carry the prefix column's value (a backup restores it): checked
+            // row by row below; any other source or form writes it unchecked
+            if head.source != Source::Values {
+                findings.extend(cells::check_prefix_column_written(
+                    head.columns.as_deref().unwrap_or_default(),
+                    limits,
+                ));
+            }
+            prefix_at = schema.prefix_column.as_ref().and_then(|(p, n)| {
+                columns
+                    .iter()
+                    .position(|c| c.eq_ignore_ascii_case(p.as_bytes()))
+                    .map(|i| (i, *n))
+            });
             let has_t = columns.iter().any(|c| col_is(c, "T"));
             if !has_t && head.columns.is_some() {
                 let t = match fill {
@@ -305,6 +318,54 @@ pub fn check_insert(
                 row.index + 1,
                 &mut findings,
             );
+        }
+        if let Some((i, n)) = prefix_at {
+            let named = head.columns.is_some();
+            let prefix_of = |k: &[u8]| k.get(..n.min(k.len())).unwrap_or(k).to_vec();
+            let given = row.values.get(i).map(|v| seen(v, conn, &mut need_charset));
+            // both literals in the same uncertain form (bytes that are not valid in the
+            // connection's character set, as a backup of binary keys has them): whatever the
+            // backend makes of them it makes of both alike, and the value is left to the
+            // backend anyway, so their bytes as written are compared
+            let k_at = columns.iter().position(|c| col_is(c, "K"));
+            let same_form = match (row.values.get(i), k_at.and_then(|k| row.values.get(k))) {
+                (
+                    Some(Value::Bytes {
+                        bytes: p,
+                        charset: pc,
+                    }),
+                    Some(Value::Bytes {
+                        bytes: k,
+                        charset: kc,
+                    }),
+                ) if pc == kc => Some(*p == prefix_of(k)),
+                _ => None,
+            };
+            let matches = match (given, cell.k) {
+                (Some(Seen::Bytes(p)), Seen::Bytes(k)) => Some(p == prefix_of(k).as_slice()),
+                _ => same_form,
+            };
+            match (given, matches) {
+                (None | Some(Seen::Absent), _) => {}
+                // the value the backend would derive: it derives it (DEFAULT), so a restore
+                // of a backup that carries it works where the column is generated
+                (_, Some(true)) => {
+                    if let Some(span) = row.spans.get(i) {
+                        defaults.push(*span);
+                    }
+                }
+                // a placeholder or expression in a row without a column list: the backend
+                // derives the column (a trigger or the generation), as before
+                (Some(Seen::Unknown), None) if !named => {}
+                (Some(_), _) if findings.len() < MAX_FINDINGS => {
+                    findings.push(cells::prefix_value_mismatch(
+                        limits.prefix_column.as_deref().unwrap_or("K_PREFIX"),
+                        n,
+                        row.index + 1,
+                    ));
+                }
+                _ => {}
+            }
         }
         rows.row(cell.k);
         if let Some(t) = &auto_t {
@@ -368,6 +429,9 @@ pub fn check_insert(
     }
     for (at, text) in positions {
         splice.insert(base + at, text);
+    }
+    for (a, b) in defaults {
+        splice.replace(base + a, base + b, "DEFAULT");
     }
     Ok(Checked {
         findings,
@@ -1399,7 +1463,7 @@ mod tests {
             ["C3", "C4"],
             "strict stops after the first row with an error"
         );
-        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('row1', 'q', -1763700000000, 'v', 'row1')");
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('row1', 'q', -1763700000000, 'v', 'rowX')");
         assert_eq!(rules_of(&c), ["C6"]);
         let (c, _) = insert(
             "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, CONCAT('a', 'b'))",
@@ -1497,6 +1561,41 @@ mod tests {
             rules_of(&check("UPDATE g$f SET K_PREFIX = 'x' WHERE K = 'a'", &s)),
             ["C6"]
         );
+    }
+
+    #[test]
+    fn a_prefix_value_equal_to_the_rowkeys_prefix_is_left_to_the_backend() {
+        // what mariadb-dump writes for a table with a generated prefix column: every column's
+        // value, the generated one too (seekdb refuses it with 3105)
+        let sql = "INSERT INTO `g$f` VALUES ('row1xyz','q',-1763700000000,'v','row1'),(X'00FF01','q',-1763700000000,'v',X'00FF01')";
+        let (c, sent) = insert(sql);
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert_eq!(
+            String::from_utf8_lossy(&sent),
+            "INSERT INTO `g$f` VALUES ('row1xyz','q',-1763700000000,'v',DEFAULT),(X'00FF01','q',-1763700000000,'v',DEFAULT)"
+        );
+        // named, as --complete-insert writes it
+        let (c, sent) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', _binary 'abcd')");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert!(
+            sent.ends_with(b"'v', DEFAULT)"),
+            "{}",
+            String::from_utf8_lossy(&sent)
+        );
+        // a value that is not the prefix is refused, named or not; DEFAULT is fine
+        for sql in [
+            "INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', 'abce')",
+            "INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', 'abcdef')",
+            "INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', NULL)",
+            "INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', CONCAT('ab', 'cd'))",
+        ] {
+            let (c, _) = insert(sql);
+            assert_eq!(rules_of(&c), ["C6"], "{sql}");
+        }
+        let (c, sent) =
+            insert("INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', DEFAULT)");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert!(sent.ends_with(b"'v', DEFAULT)"));
     }
 
     #[test]
