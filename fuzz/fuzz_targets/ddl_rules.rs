@@ -7,7 +7,8 @@ use obkv_proxy::hbase::backend::Flavor;
 use obkv_proxy::hbase::catalog::like;
 use obkv_proxy::hbase::marker::{self, Marker};
 use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
-use obkv_proxy::hbase::translate::{create_table, tidy_alter};
+use obkv_proxy::hbase::live::{self, Shape};
+use obkv_proxy::hbase::translate::{canonical_create, create_table, tidy_alter};
 use obkv_proxy::sql::ddl::{parse, Statement};
 
 fuzz_target!(|data: &[u8]| {
@@ -41,6 +42,18 @@ fuzz_target!(|data: &[u8]| {
                     assert!(!tr.create.is_empty() || data.is_empty());
                 }
                 let _ = t.model_partitioning();
+                // a table made without the proxy: what adoption records must read back as the
+                // same HBase table
+                if let Shape::Hbase { def, .. } = live::recognize(t) {
+                    let shown = canonical_create(&def, data);
+                    match parse(shown.as_bytes()) {
+                        Ok(Some(Statement::CreateTable(back))) => {
+                            assert_eq!(back.model_partitioning(), def.model_partitioning(), "{shown}");
+                            assert_eq!(back.prefix_column(), def.prefix_column(), "{shown}");
+                        }
+                        other => panic!("{shown}: {other:?}"),
+                    }
+                }
             }
             Statement::AlterTable { actions, .. } => {
                 if let Ok(Some(Statement::CreateTable(base))) = parse(

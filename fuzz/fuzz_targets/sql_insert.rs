@@ -42,6 +42,13 @@ fuzz_target!(|data: &[u8]| {
     let mut findings = Vec::new();
     let r = read(sql, d, |head, row| {
         assert!(row.close <= sql.len());
+        // every value's span lies before the row's close, in order, one per value
+        assert!(row.spans.is_empty() || row.spans.len() == row.values.len());
+        let mut last = 0;
+        for &(a, b) in row.spans {
+            assert!(a <= b && b <= row.close && a >= last, "{a} {b} {}", row.close);
+            last = b;
+        }
         if head.source == Source::Values {
             assert_eq!(sql.get(row.close), Some(&b')'));
         }
