@@ -15,6 +15,17 @@ use crate::protocol::constants::status;
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::prefix_scan::{ConnCharset, Need};
 
+/// What reading a table's schema found.
+enum TableRead {
+    /// The table as it is now: an HBase table's schema, or None for any other table.
+    Known(Option<Arc<TableSchema>>),
+    /// No such table (for this user).
+    Absent,
+    /// An HBase table whose definition cannot be read now: not cached, and reading it on the
+    /// user's connection (no catalog account) would join the user's open transaction.
+    Blind,
+}
+
 impl Session {
     /// Reads what the rewriter asked for.
     pub(super) async fn read_facts(&mut self, need: &Need) -> Result<(), End> {
@@ -38,14 +49,17 @@ impl Session {
             if !db.is_ascii() || !name.is_ascii() {
                 continue;
             }
-            // None: an HBase table not readable now (inside the user's transaction): nothing
-            // cached, and the statement must not take it for a plain table
             match self.read_table_schema(&db, name).await? {
-                Some(found) => {
+                TableRead::Known(found) => {
                     let key = schema::key(&db, name, self.names_ci);
                     self.shared.schemas.put(key, found);
                 }
-                None => {
+                // not remembered: a table made directly on the backend a moment later is an
+                // HBase table at its first statement
+                TableRead::Absent => {}
+                // an HBase table not readable now (inside the user's transaction): nothing
+                // cached, and the statement must not take it for a plain table
+                TableRead::Blind => {
                     if !self.blind.iter().any(|(d, n)| *d == db && n == name) {
                         self.blind.push((db, name.clone()));
                     }
@@ -55,21 +69,15 @@ impl Session {
         Ok(())
     }
 
-    /// A table's schema as the backend has it now, if it is an HBase table this user can see;
-    /// None when it cannot be read now: its definition is not cached and reading it on the
-    /// user's connection (no catalog account) would join the user's open transaction.
-    async fn read_table_schema(
-        &mut self,
-        db: &[u8],
-        name: &[u8],
-    ) -> Result<Option<Option<Arc<TableSchema>>>, End> {
+    /// A table's schema as the backend has it now, if it is an HBase table this user can see.
+    async fn read_table_schema(&mut self, db: &[u8], name: &[u8]) -> Result<TableRead, End> {
         let flavor = self.flavor().await?;
         let rows = match self.rows(&catalog::table_partitioning(db, name)).await? {
             Ok(r) => r,
-            Err(_) => return Ok(Some(None)),
+            Err(_) => return Ok(TableRead::Known(None)),
         };
         let Some(r) = rows.first() else {
-            return Ok(Some(None));
+            return Ok(TableRead::Absent);
         };
         let text = |i| String::from_utf8_lossy(cell(r, i)).into_owned();
         let count: u32 = text(3).parse().unwrap_or(0);
@@ -97,19 +105,19 @@ impl Session {
                 }
                 _ => None,
             };
-            return Ok(Some(found));
+            return Ok(TableRead::Known(found));
         };
         let in_transaction = self.last_status & status::IN_TRANS != 0;
         if in_transaction
             && self.shared.catalog_conn.is_none()
             && self.shared.definitions.get(&m.ddl_id).is_none()
         {
-            return Ok(None);
+            return Ok(TableRead::Blind);
         }
         let Some(def) = self.definition(&m.ddl_id).await? else {
-            return Ok(Some(None));
+            return Ok(TableRead::Known(None));
         };
-        Ok(Some(
+        Ok(TableRead::Known(
             TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement, blob_limit)
                 .map(Arc::new),
         ))
@@ -212,7 +220,10 @@ impl Session {
             let schema = if matches!(shape, Some(live::Shape::Broken(_))) {
                 None
             } else {
-                self.read_table_schema(&db, &name).await?.flatten()
+                match self.read_table_schema(&db, &name).await? {
+                    TableRead::Known(s) => s,
+                    TableRead::Absent | TableRead::Blind => None,
+                }
             };
             let group = match (&marked, &schema) {
                 (Some(m), _) => m

@@ -398,3 +398,32 @@ fn adoption_creates_the_prefix_triggers_mariadb_needs() {
     ok(&mut c, &format!("DROP TABLE `{t}`"));
     ok(&mut c, "DROP TABLEGROUP extrig");
 }
+
+#[test]
+fn a_table_made_on_the_backend_right_after_the_proxy_missed_it_is_checked_at_once() {
+    for kind in BOTH {
+        let f = Fixture::new(kind, |_| {});
+        let t = "exlate$f";
+        let mut d = f.direct();
+        ok(&mut d, &format!("DROP TABLE IF EXISTS `{t}`"));
+        let mut c = f.via();
+        // the proxy looks the name up and finds no table
+        let (code, _) = refused(
+            &mut c,
+            &format!("INSERT INTO `{t}` (K, Q, T, V) VALUES ('', 'q', -1, 'v')"),
+        );
+        assert_eq!(code, 1146, "{}", kind.name());
+        let v = if kind == Kind::MariaDb {
+            "longblob"
+        } else {
+            "varbinary(1024)"
+        };
+        ok(&mut d, &format!("CREATE TABLE `{t}` (K varbinary(1024), Q varbinary(256), T bigint, V {v} NOT NULL, PRIMARY KEY (K, Q, T)) PARTITION BY KEY(K) PARTITIONS 3"));
+        let (_, message) = refused(
+            &mut c,
+            &format!("INSERT INTO `{t}` (K, Q, T, V) VALUES ('', 'q', -1, 'v')"),
+        );
+        assert!(message.contains("C1"), "{}: {message}", kind.name());
+        assert_eq!(f.count(t), "0");
+    }
+}
