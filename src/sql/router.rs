@@ -464,15 +464,17 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
 /// end: `PREPARE s FROM "a\"b"` under ANSI_QUOTES): then nothing of the text runs in that
 /// reading.
 fn fails_first(sql: &[u8], d: Dialect, scope: &Scope) -> bool {
-    if !super::dynamic::mentions_prepared(sql) {
+    // one token decides for every other text (`SET STATEMENT … FOR PREPARE …` is read through)
+    let mut toks = Scanner::new(sql, d);
+    let Some(Ok(first)) = toks.next() else {
+        return false;
+    };
+    let dynamic = first.is_word(sql, "PREPARE") || first.is_word(sql, "EXECUTE");
+    if !dynamic && !first.is_word(sql, "SET") {
         return false;
     }
     let Ok((pieces, _)) = statements(sql, d) else {
-        let mut toks = Scanner::new(sql, d);
-        let Some(Ok(first)) = toks.next() else {
-            return false;
-        };
-        if !(first.is_word(sql, "PREPARE") || first.is_word(sql, "EXECUTE")) {
+        if !dynamic {
             return false;
         }
         for t in toks {
@@ -1369,9 +1371,9 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         Decision::Hbase(_) => {
             "HBase DDL: checked against the rules and carried out by the proxy".into()
         }
-        Decision::CheckVariables(_) => {
-            "dynamic SQL: the text of its variables is checked before it runs".into()
-        }
+        Decision::CheckVariables(_) => "dynamic SQL: the text its variables (or expression) \
+            give is read and checked before it runs"
+            .into(),
         Decision::Dynamic(_) => "dynamic SQL: its text is checked before it is prepared, and \
             each execution with the values it binds"
             .into(),
