@@ -23,41 +23,68 @@ if [[ ! -x $mtr_dir/mtr ]]; then
 fi
 cargo build --release --quiet
 
-# One folder holds the server, mtr's var folder and the links the tests' relative paths need:
-# the server's data is work/srv/data, so '../../tmp' and '../../std_data' (how the tests name
-# mtr's files, relative to the data folder) are work/tmp and work/std_data, which point into
-# mtr's var folder; secure_file_priv is the whole folder.
+# Each pass gets a fresh server (with --extern mtr cannot restart one, so what a failed test
+# leaves behind stays for the tests after it: the passes must not share it). One folder per
+# pass holds the server, mtr's var folder and the links the tests' relative paths need: the
+# server's data is PASS/srv/data, so '../../tmp' and '../../std_data' (how the tests name
+# mtr's files, relative to the data folder) are PASS/tmp and PASS/std_data, which point into
+# mtr's var folder; secure_file_priv is the pass's folder.
 work=$(mktemp -d /tmp/obkv-mtr.XXXXXX)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  scripts/backend.sh stop "$work/srv" >/dev/null 2>&1 || true
+  for pass in direct proxy; do
+    scripts/backend.sh stop "$work/$pass/srv" >/dev/null 2>&1 || true
+  done
   [[ ${MTR_KEEP:-} == 1 ]] || rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-ln -s var/tmp "$work/tmp"
-ln -s var/std_data "$work/std_data"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mport=$(free_port); pport=$(free_port)
-# the options of mtr's include/default_mysqld.cnf that the results depend on
-server() {
-  scripts/backend.sh start mariadb "$work/srv" "$mport" \
+sql() { local port=$1; shift; mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uroot "$@"; }
+
+server() { # PASS PORT: start (or start again) the pass's server
+  # the options of mtr's include/default_mysqld.cnf that the results depend on
+  scripts/backend.sh start mariadb "$work/$1/srv" "$2" \
     --character-set-server=latin1 --collation-server=latin1_swedish_ci --local-infile \
     --log-bin-trust-function-creators=1 --max-heap-table-size=1M --sort-buffer-size=256K \
     --key-buffer-size=1M --default-storage-engine=myisam --use-stat-tables=preferably \
-    --histogram-type=json_hb --secure-file-priv="$work" --open-files-limit=1024 >/dev/null
+    --histogram-type=json_hb --secure-file-priv="$work/$1" --open-files-limit=1024 >/dev/null
 }
-server
-sql() { mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot "$@"; }
-sql -e "CREATE DATABASE test; CREATE DATABASE mtr CHARSET=latin1"
-# mtr's own warning tables and check procedures, as its bootstrap installs them (its
-# sql_to_bootstrap: mysqltest's delimiter command, `--` lines dropped, @HOSTNAME@)
-for f in mtr_warnings.sql mtr_check.sql; do
-  sed -e 's/^delimiter ||;$/DELIMITER ||/' -e '/^[[:space:]]*--/d' \
-    -e "s/'@HOSTNAME@'/localhost/" "$mtr_dir/include/$f" | sql mtr
-done
 
+prepare() { # PASS PORT
+  mkdir -p "$work/$1"
+  ln -s var/tmp "$work/$1/tmp"
+  ln -s var/std_data "$work/$1/std_data"
+  server "$1" "$2"
+  sql "$2" -e "CREATE DATABASE test; CREATE DATABASE mtr CHARSET=latin1"
+  # mtr's own warning tables and check procedures, as its bootstrap installs them (its
+  # sql_to_bootstrap: mysqltest's delimiter command, `--` lines dropped, @HOSTNAME@)
+  for f in mtr_warnings.sql mtr_check.sql; do
+    sed -e 's/^delimiter ||;$/DELIMITER ||/' -e '/^[[:space:]]*--/d' \
+      -e "s/'@HOSTNAME@'/localhost/" "$mtr_dir/include/$f" | sql "$2" mtr
+  done
+}
+
+run() { # PASS PORT SOCKET SERVER_PORT
+  echo "== mysql-test-run ${tests[*]}, $1 (port $2)"
+  local t0=$SECONDS
+  # `connect c,localhost,…` in a test uses the socket: the server's, or the proxy's own
+  (cd "$mtr_dir" && ./mtr --extern host=127.0.0.1 --extern port="$2" --extern socket="$3" \
+    --extern user=root --vardir="$work/$1/var" --force --max-test-fail=0 \
+    --parallel="${MTR_PARALLEL:-1}" --retry=0 "${tests[@]}" >"$work/$1.log" 2>&1) || true
+  { grep -E '\[ (pass|fail|skipped|disabled) \]' "$work/$1.log" || true; } |
+    sed -E 's/^([^ ]+) .*\[ (pass|fail|skipped|disabled) \].*/\1 \2/' | sort >"$work/$1.outcomes"
+  echo "   $(grep -c ' pass$' "$work/$1.outcomes" || true) passed," \
+    "$(grep -c ' fail$' "$work/$1.outcomes" || true) failed," \
+    "$(grep -cE ' (skipped|disabled)$' "$work/$1.outcomes" || true) skipped ($((SECONDS - t0)) s)"
+  # a test that restarts the server (restart_mysqld.inc) cannot with --extern: it stays down
+  sql "$4" -e 'select 1' >/dev/null 2>&1 || echo "   (a test stopped the server: the tests after it failed)"
+}
+
+dport=$(free_port); mport=$(free_port); pport=$(free_port)
+prepare direct "$dport"
+prepare proxy "$mport"
 target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" \
   2>"$work/obkv-proxy.log" &
 pids+=($!)
@@ -66,29 +93,8 @@ for _ in $(seq 100); do
   sleep 0.1
 done
 
-run() { # NAME PORT SOCKET
-  echo "== mysql-test-run ${tests[*]}, $1 (port $2)"
-  # a test that restarts the server (restart_mysqld.inc) cannot with --extern: it stays down
-  if ! sql -e 'select 1' >/dev/null 2>&1; then
-    echo "   (the server had stopped: started again)"
-    server
-  fi
-  local t0=$SECONDS
-  # `connect c,localhost,…` in a test uses the socket: the server's, or the proxy's own
-  (cd "$mtr_dir" && ./mtr --extern host=127.0.0.1 --extern port="$2" --extern socket="$3" \
-    --extern user=root \
-    --vardir="$work/var" --force --max-test-fail=0 --parallel="${MTR_PARALLEL:-1}" \
-    --retry=0 "${tests[@]}" >"$work/$1.log" 2>&1) || true
-  # the var folder is emptied by the next run: keep what failed
-  [[ -d $work/var/log ]] && cp -r "$work/var/log" "$work/$1-log"
-  { grep -E '\[ (pass|fail|skipped|disabled) \]' "$work/$1.log" || true; } |
-    sed -E 's/^([^ ]+) .*\[ (pass|fail|skipped|disabled) \].*/\1 \2/' | sort >"$work/$1.outcomes"
-  echo "   $(grep -c ' pass$' "$work/$1.outcomes" || true) passed," \
-    "$(grep -c ' fail$' "$work/$1.outcomes" || true) failed," \
-    "$(grep -cE ' (skipped|disabled)$' "$work/$1.outcomes" || true) skipped ($((SECONDS - t0)) s)"
-}
-run direct "$mport" "$work/srv/mariadb.sock"
-run proxy "$pport" "/tmp/obkv-proxy-$pport.sock"
+run direct "$dport" "$work/direct/srv/mariadb.sock" "$dport"
+run proxy "$pport" "/tmp/obkv-proxy-$pport.sock" "$mport"
 
 passed() { awk '$2 == "pass" {print $1}' "$work/$1.outcomes"; }
 lost=$(comm -23 <(passed direct) <(passed proxy))
