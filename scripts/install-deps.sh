@@ -16,6 +16,8 @@ if [[ $what == test ]]; then
   # to build mysqlclient (the real-client ring runs its suite): libmariadb's headers
   command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
   [[ -e /usr/include/mariadb/mysql.h ]] || need_apt+=(libmariadb-dev)
+  # MariaDB's mysql-test-run (scripts/mtr-suites.sh)
+  [[ -x /usr/share/mysql/mysql-test/mtr ]] || need_apt+=(mariadb-test)
 fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
 if ((${#need_apt[@]})); then

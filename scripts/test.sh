@@ -16,6 +16,8 @@ scripts/client-suites.sh || status=$?
 # and Rust's two drivers': mysql_async's and mysql's own suites, with their defaults
 # (prefer_socket on) and compressed
 scripts/rust-driver-suite.sh || status=$?
+# MariaDB's own mysql-test-run suites that use dynamic SQL, directly and through the proxy
+scripts/mtr-suites.sh || status=$?
 # data folders of this run's private instances (about 2 GB per seekdb)
 rm -rf target/obkv-test
 exit $status
