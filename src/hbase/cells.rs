@@ -13,16 +13,17 @@
 //! - C8 a value the proxy cannot see is noted, not checked.
 
 use super::rules::{Finding, Level, ER_NOT_SUPPORTED};
+use crate::protocol::constants::er;
 use crate::sql::ddl::CreateTable;
 
 /// 1406 ER_DATA_TOO_LONG ("Data too long for column"), SQLSTATE 22001.
-pub const ER_DATA_TOO_LONG: u16 = 1406;
+pub const ER_DATA_TOO_LONG: u16 = er::DATA_TOO_LONG;
 /// 1048 ER_BAD_NULL_ERROR ("Column cannot be null"), SQLSTATE 23000.
-pub const ER_BAD_NULL: u16 = 1048;
+pub const ER_BAD_NULL: u16 = er::BAD_NULL_ERROR;
 /// 1292 ER_TRUNCATED_WRONG_VALUE: a value the column's convention cannot hold, SQLSTATE 22007.
-pub const ER_WRONG_VALUE: u16 = 1292;
+pub const ER_WRONG_VALUE: u16 = er::TRUNCATED_WRONG_VALUE;
 /// 3105 ER_NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN, SQLSTATE HY000.
-pub const ER_GENERATED_COLUMN: u16 = 3105;
+pub const ER_GENERATED_COLUMN: u16 = er::NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN;
 
 /// `hbase.timestamp`: how T encodes a cell's time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]

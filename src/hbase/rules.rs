@@ -2,6 +2,7 @@
 //! code). OceanBase itself only checks that K, Q, T, V sit at positions 0–3, so a wrong table
 //! would otherwise be found late, by an HBase client.
 
+use crate::protocol::constants::er;
 use crate::sql::ddl::{AlterAction, CreateTable, PartitionClause, TableName};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -68,12 +69,12 @@ impl Finding {
 }
 
 /// 1235 ER_NOT_SUPPORTED_YET: "not supported", the code drivers map to feature errors.
-pub const ER_NOT_SUPPORTED: u16 = 1235;
-pub const ER_WRONG_TABLE_NAME: u16 = 1103;
-pub const ER_NO_SUCH_TABLEGROUP: u16 = 1146;
-pub const ER_WRONG_COLUMN_NAME: u16 = 1166;
-pub const ER_TOO_BIG_FIELDLENGTH: u16 = 1074;
-pub const ER_WRONG_ARGUMENTS: u16 = 1210;
+pub const ER_NOT_SUPPORTED: u16 = er::NOT_SUPPORTED_YET;
+pub const ER_WRONG_TABLE_NAME: u16 = er::WRONG_TABLE_NAME;
+pub const ER_NO_SUCH_TABLEGROUP: u16 = er::NO_SUCH_TABLE;
+pub const ER_WRONG_COLUMN_NAME: u16 = er::WRONG_COLUMN_NAME;
+pub const ER_TOO_BIG_FIELDLENGTH: u16 = er::TOO_BIG_FIELDLENGTH;
+pub const ER_WRONG_ARGUMENTS: u16 = er::WRONG_ARGUMENTS;
 
 pub const RECOMMENDED_PARTITIONS: [u32; 6] = [23, 59, 97, 193, 389, 997];
 pub const MAX_ROWKEY: u64 = 1024;

@@ -167,3 +167,51 @@ pub const CHARSET_UTF8MB4_GENERAL_CI: u8 = 45;
 /// Field types used by result sets the proxy builds itself.
 pub const MYSQL_TYPE_LONGLONG: u8 = 0x08;
 pub const MYSQL_TYPE_VAR_STRING: u8 = 0xfd;
+
+/// Every MySQL / MariaDB error code the proxy sends or reads, by its server's name (server
+/// errors `ER_*`, client errors `CR_*` without the prefix). The one place these numbers are
+/// written: a check in the test command (tests/source_rules.rs) fails on an error code written
+/// as a number anywhere else.
+pub mod er {
+    /// Too many connections.
+    pub const CON_COUNT_ERROR: u16 = 1040;
+    /// Out of memory / resources (a LOAD DATA spool over its limit).
+    pub const OUT_OF_RESOURCES: u16 = 1041;
+    pub const HANDSHAKE_ERROR: u16 = 1043;
+    pub const ACCESS_DENIED_ERROR: u16 = 1045;
+    pub const NO_DB_ERROR: u16 = 1046;
+    pub const UNKNOWN_COM_ERROR: u16 = 1047;
+    pub const BAD_NULL_ERROR: u16 = 1048;
+    pub const BAD_DB_ERROR: u16 = 1049;
+    pub const TABLE_EXISTS_ERROR: u16 = 1050;
+    /// Syntax error: also what the proxy answers for a text it cannot read as the backend does.
+    pub const PARSE_ERROR: u16 = 1064;
+    pub const TOO_BIG_FIELDLENGTH: u16 = 1074;
+    pub const WRONG_TABLE_NAME: u16 = 1103;
+    pub const UNKNOWN_ERROR: u16 = 1105;
+    /// No such table (and, for HBase table groups, no such table group).
+    pub const NO_SUCH_TABLE: u16 = 1146;
+    pub const NET_PACKET_TOO_LARGE: u16 = 1153;
+    pub const NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
+    pub const NET_READ_INTERRUPTED: u16 = 1159;
+    pub const WRONG_COLUMN_NAME: u16 = 1166;
+    pub const LOCK_WAIT_TIMEOUT: u16 = 1205;
+    pub const WRONG_ARGUMENTS: u16 = 1210;
+    /// "This version doesn't yet support …": what drivers and ORMs treat as a feature error.
+    pub const NOT_SUPPORTED_YET: u16 = 1235;
+    pub const TRUNCATED_WRONG_VALUE: u16 = 1292;
+    /// "This command is not supported in the prepared statement protocol yet".
+    pub const UNSUPPORTED_PS: u16 = 1295;
+    pub const NO_DEFAULT_FOR_FIELD: u16 = 1364;
+    pub const DATA_TOO_LONG: u16 = 1406;
+    pub const MAX_PREPARED_STMT_COUNT_REACHED: u16 = 1461;
+    pub const MALFORMED_PACKET: u16 = 1835;
+    /// Client: can't connect to the server.
+    pub const CR_CONN_HOST_ERROR: u16 = 2003;
+    /// Client: lost connection to the server during a query.
+    pub const CR_SERVER_LOST: u16 = 2013;
+    pub const CR_SSL_CONNECTION_ERROR: u16 = 2026;
+    pub const CR_MALFORMED_PACKET: u16 = 2027;
+    /// A value given for a generated column.
+    pub const NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN: u16 = 3105;
+}

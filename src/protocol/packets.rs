@@ -1,6 +1,7 @@
 //! Builders for the few packets the proxy writes itself (errors, OK, EOF, small result sets)
 //! and parsers for the status packets it must understand.
 
+use super::constants::er;
 use super::constants::{cap, ext, Caps, CHARSET_UTF8MB4_GENERAL_CI, MYSQL_TYPE_VAR_STRING};
 use super::wire::{put_lenenc_bytes, put_lenenc_int, Reader};
 
@@ -28,7 +29,7 @@ impl ErrorInfo {
     /// Backend could not be reached (client-library code 2003, as a MySQL client would report).
     pub fn backend_unreachable(addr: &str, reason: &str) -> Self {
         Self::new(
-            2003,
+            er::CR_CONN_HOST_ERROR,
             "HY000",
             format!("obkv-proxy: can't connect to backend MySQL server on '{addr}' ({reason})"),
         )
@@ -37,7 +38,7 @@ impl ErrorInfo {
     /// Backend connection lost while a command was in flight (2013-style).
     pub fn backend_lost(addr: &str) -> Self {
         Self::new(
-            2013,
+            er::CR_SERVER_LOST,
             "HY000",
             format!("obkv-proxy: lost connection to backend MySQL server on '{addr}' during query"),
         )
@@ -45,7 +46,7 @@ impl ErrorInfo {
 
     pub fn unknown_command(cmd: u8) -> Self {
         Self::new(
-            1047,
+            er::UNKNOWN_COM_ERROR,
             "08S01",
             format!("Unknown command (0x{cmd:02x} is not supported by obkv-proxy)"),
         )
@@ -53,7 +54,7 @@ impl ErrorInfo {
 
     pub fn packet_too_large(limit: usize) -> Self {
         Self::new(
-            1153,
+            er::NET_PACKET_TOO_LARGE,
             "08S01",
             format!(
                 "Got a packet bigger than 'max_allowed_packet' bytes (obkv-proxy limit {limit})"
@@ -63,28 +64,40 @@ impl ErrorInfo {
 
     /// The proxy failed on its side (never the client's or the backend's fault).
     pub fn internal(what: &str) -> Self {
-        Self::new(1105, "HY000", format!("obkv-proxy: internal error {what}"))
+        Self::new(
+            er::UNKNOWN_ERROR,
+            "HY000",
+            format!("obkv-proxy: internal error {what}"),
+        )
     }
 
     pub fn net_read_timeout() -> Self {
-        Self::new(1159, "08S01", "Got timeout reading communication packets")
+        Self::new(
+            er::NET_READ_INTERRUPTED,
+            "08S01",
+            "Got timeout reading communication packets",
+        )
     }
 
     pub fn out_of_order() -> Self {
-        Self::new(1156, "08S01", "Got packets out of order")
+        Self::new(
+            er::NET_PACKETS_OUT_OF_ORDER,
+            "08S01",
+            "Got packets out of order",
+        )
     }
 
     pub fn bad_handshake() -> Self {
-        Self::new(1043, "08S01", "Bad handshake")
+        Self::new(er::HANDSHAKE_ERROR, "08S01", "Bad handshake")
     }
 
     pub fn too_many_connections() -> Self {
-        Self::new(1040, "08004", "Too many connections")
+        Self::new(er::CON_COUNT_ERROR, "08004", "Too many connections")
     }
 
     pub fn access_denied(user: &[u8], host: &str, with_password: bool) -> Self {
         Self::new(
-            1045,
+            er::ACCESS_DENIED_ERROR,
             "28000",
             format!(
                 "Access denied for user '{}'@'{}' (using password: {})",
@@ -97,7 +110,7 @@ impl ErrorInfo {
 
     pub fn malformed_backend_packet(what: &str) -> Self {
         Self::new(
-            2027,
+            er::CR_MALFORMED_PACKET,
             "HY000",
             format!("obkv-proxy: malformed packet from backend ({what})"),
         )
@@ -105,7 +118,7 @@ impl ErrorInfo {
 
     pub fn unsupported_in_prepared() -> Self {
         Self::new(
-            1295,
+            er::UNSUPPORTED_PS,
             "HY000",
             "This command is not supported in the prepared statement protocol yet",
         )

@@ -5,6 +5,7 @@
 //! side effects), and placed by the transaction guard.
 
 use crate::admin::bump;
+use crate::protocol::constants::er;
 use crate::protocol::constants::status;
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{ResponseKind, Summary};
@@ -24,7 +25,7 @@ pub(super) enum SourceText {
 
 /// The error of a backend's ERR packet (`0xff`, code, `#` and SQLSTATE, message).
 fn error_of(packet: &[u8]) -> ErrorInfo {
-    let code = crate::protocol::packets::parse_err_code(packet).unwrap_or(1105);
+    let code = crate::protocol::packets::parse_err_code(packet).unwrap_or(er::UNKNOWN_ERROR);
     let rest = packet.get(3..).unwrap_or_default();
     let (state, message) = match rest.strip_prefix(b"#") {
         Some(r) if r.len() >= 5 => (String::from_utf8_lossy(&r[..5]).into_owned(), &r[5..]),
@@ -145,7 +146,7 @@ impl Session {
                 if !room && self.strict() {
                     return self
                         .refuse(ErrorInfo::new(
-                            1461,
+                            er::MAX_PREPARED_STMT_COUNT_REACHED,
                             "42000",
                             format!(
                                 "obkv-proxy keeps the checks of at most {MAX_SQL_PLANS} SQL-level \
@@ -173,7 +174,7 @@ impl Session {
                 if self.strict() {
                     return self
                         .refuse(ErrorInfo::new(
-                            1064,
+                            er::PARSE_ERROR,
                             "42000",
                             "obkv-proxy cannot read the name of this PREPARE, so it cannot check its executions",
                         ))
@@ -245,7 +246,7 @@ impl Session {
                 router::dynamic_write_in_text()
             } else {
                 ErrorInfo::new(
-                    1064,
+                    er::PARSE_ERROR,
                     "42000",
                     "obkv-proxy cannot tell how the backend reads the values of this EXECUTE (a \
                      backslash in a \"…\" literal or after a multibyte character, a placeholder \
@@ -354,7 +355,7 @@ impl Session {
 /// The values of an EXECUTE the proxy could not read.
 fn unread_values() -> ErrorInfo {
     ErrorInfo::new(
-        1235,
+        er::NOT_SUPPORTED_YET,
         "42000",
         "obkv-proxy checks the values of an EXECUTE on an HBase table: give them as user \
          variables or literals",

@@ -24,7 +24,7 @@ use crate::admin::bump;
 use crate::backend::{self, BackendError, BackendStream, LoginSpec};
 use crate::config::AuthMode;
 use crate::net::ClientIo;
-use crate::protocol::constants::{cap, ext, Caps, MAX_FRAME};
+use crate::protocol::constants::{cap, er, ext, Caps, MAX_FRAME};
 use crate::protocol::handshake::{
     build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response,
     set_greeting_capabilities, set_response_capabilities, HandshakeResponse,
@@ -274,8 +274,14 @@ async fn backend_tls_for(
         return Ok((backend, client_caps, 1));
     };
     let offered = greeting.capabilities & cap::SSL != 0;
-    let wanted = BackendTls::wanted(tls.mode, client.get_ref().is_tls(), offered)
-        .map_err(|why| ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {why}")))?;
+    let wanted =
+        BackendTls::wanted(tls.mode, client.get_ref().is_tls(), offered).map_err(|why| {
+            ErrorInfo::new(
+                er::CR_SSL_CONNECTION_ERROR,
+                "HY000",
+                format!("obkv-proxy: {why}"),
+            )
+        })?;
     if !wanted {
         return Ok((backend, client_caps, 1));
     }
@@ -292,7 +298,11 @@ async fn backend_tls_for(
         Ok(b) => Ok((b, client_caps | cap::SSL, 2)),
         Err(e) => {
             warn!(backend = %shared.config.backend.address, "{e}");
-            Err(ErrorInfo::new(2026, "HY000", format!("obkv-proxy: {e}")))
+            Err(ErrorInfo::new(
+                er::CR_SSL_CONNECTION_ERROR,
+                "HY000",
+                format!("obkv-proxy: {e}"),
+            ))
         }
     }
 }

@@ -10,6 +10,7 @@
 //!   the user's connection for the length of the statement.
 //! - Nothing is half-done: if the backend refuses a step, the steps before it are undone.
 
+use crate::protocol::constants::er;
 use std::collections::HashSet;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -63,10 +64,10 @@ fn lossy(b: &[u8]) -> String {
 }
 
 /// ER_DUP_ENTRY-free answers: the documented errors of table-group DDL.
-const ER_TABLE_EXISTS: u16 = 1050;
-const ER_LOCK_WAIT_TIMEOUT: u16 = 1205;
-const ER_BAD_DB: u16 = 1049;
-const ER_NO_SUCH_TABLE: u16 = 1146;
+const ER_TABLE_EXISTS: u16 = er::TABLE_EXISTS_ERROR;
+const ER_LOCK_WAIT_TIMEOUT: u16 = er::LOCK_WAIT_TIMEOUT;
+const ER_BAD_DB: u16 = er::BAD_DB_ERROR;
+const ER_NO_SUCH_TABLE: u16 = er::NO_SUCH_TABLE;
 
 /// A group's UTF-8 name and its tables, (database, table) as the client reads them.
 type GroupListing = (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
@@ -267,7 +268,7 @@ impl Session {
                 Ok(x) => x,
                 Err(msg) => Internal::Err(
                     ErrorInfo::new(
-                        2013,
+                        er::CR_SERVER_LOST,
                         "HY000",
                         format!("obkv-proxy: the catalog connection failed ({msg}); nothing was changed"),
                     )
@@ -949,7 +950,11 @@ impl Session {
         };
         if row.first().is_none_or(Option::is_none) {
             return self
-                .answer_error(ErrorInfo::new(1046, "3D000", "No database selected"))
+                .answer_error(ErrorInfo::new(
+                    er::NO_DB_ERROR,
+                    "3D000",
+                    "No database selected",
+                ))
                 .await;
         }
         let (schema, name) = (hex_cell(&row, 0), hex_cell(&row, 1));

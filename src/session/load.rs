@@ -9,6 +9,7 @@
 //! slow client. The spool is bounded (`hbase.load_data_max_bytes`); memory holds one row at a
 //! time and one 64 KiB chunk.
 
+use crate::protocol::constants::er;
 use std::sync::atomic::Ordering;
 
 use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
@@ -152,7 +153,7 @@ impl Session {
                 "obkv-proxy cannot hold the LOAD DATA file to check it ({}: {e})",
                 dir.display()
             );
-            ErrorInfo::new(1105, "HY000", msg)
+            ErrorInfo::new(er::UNKNOWN_ERROR, "HY000", msg)
         };
         // the proxy could not hold the file (too large, or the spool failed)
         let mut stop: Option<ErrorInfo> = None;
@@ -193,7 +194,7 @@ impl Session {
                 }
                 if total > max {
                     stop = Some(ErrorInfo::new(
-                        1153,
+                        er::NET_PACKET_TOO_LARGE,
                         "08S01",
                         format!(
                             "obkv-proxy checks a LOAD DATA file on an HBase table before it runs, and \
@@ -214,7 +215,7 @@ impl Session {
                 if spool.is_some() && !reserved.grow(n as u64) {
                     let limit = self.shared.config.hbase.load_data_spool_total_bytes;
                     stop = Some(ErrorInfo::new(
-                        1041,
+                        er::OUT_OF_RESOURCES,
                         "HY000",
                         format!(
                             "obkv-proxy holds at most hbase.load_data_spool_total_bytes = {limit} bytes \

@@ -25,7 +25,7 @@ use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::net::{ClientIo, ClientSock, Peer};
 use crate::protocol::compress::OutOfOrder;
-use crate::protocol::constants::{cap, com, status, Caps, MAX_FRAME};
+use crate::protocol::constants::{cap, com, er, status, Caps, MAX_FRAME};
 use crate::protocol::packets::{text_result_set, ErrorInfo};
 use crate::protocol::response::{
     with_more_results, with_warnings_added, ResponseKind, ResponseTracker, Step, Summary,
@@ -71,7 +71,7 @@ pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
             bump(&shared.stats.connections_refused);
             debug!(%peer, "no login slot within {} ms", timeout.as_millis());
             let e = ErrorInfo::new(
-                1040,
+                er::CON_COUNT_ERROR,
                 "08004",
                 "Too many connections (obkv-proxy: too many clients logging in at once)",
             );
@@ -390,14 +390,14 @@ impl Session {
     fn facts_missing(&self) -> ErrorInfo {
         if self.blind.is_empty() {
             ErrorInfo::new(
-                1064,
+                er::PARSE_ERROR,
                 "42000",
                 "obkv-proxy could not learn what it needs to check this statement (a table's \
                  schema, the current database or the character set); send it again",
             )
         } else {
             ErrorInfo::new(
-                1235,
+                er::NOT_SUPPORTED_YET,
                 "42000",
                 "obkv-proxy has not read this HBase table's definition yet and does not read it \
                  inside your transaction; run a statement on the table outside a transaction \
@@ -523,7 +523,7 @@ impl Session {
             let result = match self.command.first().copied() {
                 None => {
                     self.answer_error(ErrorInfo::new(
-                        1835,
+                        er::MALFORMED_PACKET,
                         "08S01",
                         "Malformed communication packet",
                     ))
@@ -697,7 +697,7 @@ impl Session {
                 self.forward(kind).await.map(Some)
             }
             Decision::ForwardWithNote(note) => {
-                self.keep_notes(vec![("Note".into(), 1105, note)]);
+                self.keep_notes(vec![("Note".into(), er::UNKNOWN_ERROR, note)]);
                 let summary = self.forward(kind).await?;
                 if summary.error_code.is_some() {
                     self.pending_notes.clear();

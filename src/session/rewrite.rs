@@ -2,6 +2,7 @@
 //! connection (current database, character set, a table's schema — as this user sees them, so
 //! the backend's grants apply), and when they must be forgotten.
 
+use crate::protocol::constants::er;
 use std::sync::Arc;
 
 use super::hbase::cell;
@@ -329,7 +330,11 @@ impl Session {
         let sql = self.command.get(1..).unwrap_or_default();
         let text = crate::sql::classify::after_words(sql, 2).to_vec();
         if text.len() > crate::sql::router::LARGE_TEXT {
-            let e = ErrorInfo::new(1105, "HY000", "obkv-proxy: statement too long to explain");
+            let e = ErrorInfo::new(
+                er::UNKNOWN_ERROR,
+                "HY000",
+                "obkv-proxy: statement too long to explain",
+            );
             return self.answer_error(e).await;
         }
         let mut ctx = self.context().await?;

@@ -17,6 +17,7 @@
 //! the proxy can read in more than one way (`scan::Ambiguity`) is read every way, and where the
 //! readings disagree the statement is refused rather than guessed at.
 
+use crate::protocol::constants::er;
 use std::collections::HashMap;
 
 use super::classify::{classify, leading_words, Class};
@@ -293,7 +294,7 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
         && rules.cells == crate::config::Enforcement::Strict
     {
         return DynamicCheck::Refused(ErrorInfo::new(
-            1364,
+            er::NO_DEFAULT_FOR_FIELD,
             "HY000",
             "obkv-proxy fills in a missing T only in statements it sends itself; inside PREPARE / \
              EXECUTE IMMEDIATE give T explicitly (e.g. -CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED))",
@@ -308,7 +309,7 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
 /// A dynamic write inside a multi-statement text: its executions could not be checked.
 pub fn dynamic_write_in_text() -> ErrorInfo {
     ErrorInfo::new(
-        1235,
+        er::NOT_SUPPORTED_YET,
         "42000",
         "obkv-proxy: send a PREPARE / EXECUTE of a write on an HBase table as a statement of its \
          own, not inside a multi-statement text",
@@ -423,7 +424,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
             // e.g. a string that ends in one reading and not in the other hides a statement
             return if ctx.strict {
                 refuse(
-                    1064,
+                    er::PARSE_ERROR,
                     "obkv-proxy cannot tell how the backend reads this statement (an executable \
                      comment whose meaning depends on the server, a \"…\" that is a string or, under \
                      ANSI_QUOTES, a name, a backslash after a multibyte character), so it cannot \
@@ -442,7 +443,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     if matches!(primary, Decision::Dynamic(_)) && !rewrite_agreed && ctx.strict {
         // its text or its values would be taken from one reading of several
         return refuse(
-            1064,
+            er::PARSE_ERROR,
             "obkv-proxy cannot tell how the backend reads this PREPARE / EXECUTE IMMEDIATE (a \
              backslash in a \"…\" literal or after a multibyte character), so it cannot check it",
         );
@@ -698,11 +699,11 @@ fn decide_pieces_with(
                     continue;
                 }
                 let Some(view) = &ctx.tables else {
-                    return refuse(1235, UPDATABLE_VIEW);
+                    return refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW);
                 };
                 match hbase_table_named(piece, d, view) {
                     Ok(None) => {}
-                    Ok(Some(_)) => return refuse(1235, UPDATABLE_VIEW),
+                    Ok(Some(_)) => return refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW),
                     Err(n) => {
                         needs = true;
                         need.merge(n);
@@ -729,7 +730,7 @@ fn decide_pieces_with(
             Read::LoadUnreadable(why) => {
                 if ctx.strict && ctx.writes.is_some() {
                     return refuse(
-                        1064,
+                        er::PARSE_ERROR,
                         &format!(
                             "obkv-proxy cannot read this LOAD DATA ({why}), so it cannot check its rows"
                         ),
@@ -856,20 +857,20 @@ fn decide_pieces_with(
                 if many =>
             {
                 return refuse(
-                    1235,
+                    er::NOT_SUPPORTED_YET,
                     "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
                 );
             }
             Read::WrappedDdl => {
                 return refuse(
-                    1235,
+                    er::NOT_SUPPORTED_YET,
                     "obkv-proxy: send HBase DDL as a statement of its own, not under SET STATEMENT … FOR",
                 );
             }
             Read::WrappedUnsure => {
                 if ctx.strict && ctx.writes.is_some() {
                     return refuse(
-                        1064,
+                        er::PARSE_ERROR,
                         "obkv-proxy cannot read with certainty the statement this SET STATEMENT … FOR \
                          or ANALYZE runs (a placeholder in its settings, or an executable comment), so \
                          it cannot check it; send the statement without the wrapper",
@@ -888,21 +889,21 @@ fn decide_pieces_with(
             // the session carries it out on the whole text: its offsets must be the text's
             Read::Hbase(_) if pieces[i].start > 0 => {
                 return refuse(
-                    1235,
+                    er::NOT_SUPPORTED_YET,
                     "obkv-proxy: send HBase DDL as a statement of its own, not after a ';'",
                 );
             }
             Read::Hbase(stmt) => return Decision::Hbase(stmt.clone()),
             Read::Unreadable(e) => {
                 return refuse(
-                    1064,
+                    er::PARSE_ERROR,
                     &format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
                 );
             }
             Read::ProgramWritesHbase => {
                 if ctx.strict && ctx.writes.is_some() {
                     return refuse(
-                        1235,
+                        er::NOT_SUPPORTED_YET,
                         "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
                          statement writes to an HBase table, nor place them in a transaction; write them \
                          from the client (plain or prepared statements are checked)",
@@ -912,7 +913,7 @@ fn decide_pieces_with(
             Read::ProgramWithHbaseDdl => {
                 if ctx.strict {
                     return refuse(
-                        1235,
+                        er::NOT_SUPPORTED_YET,
                         "obkv-proxy: HBase DDL inside a stored program or compound statement cannot be \
                          checked; run it as a statement of its own",
                     );
@@ -967,7 +968,7 @@ fn decide_pieces_with(
                 });
                 if ctx.strict && set_earlier {
                     return refuse(
-                        1235,
+                        er::NOT_SUPPORTED_YET,
                         "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE: its variable \
                          is set in the same multi-statement; send the PREPARE as a statement of its own",
                     );
@@ -981,7 +982,7 @@ fn decide_pieces_with(
             Read::Dynamic(Source::Expression) => {
                 if ctx.strict {
                     return refuse(
-                        1235,
+                        er::NOT_SUPPORTED_YET,
                         "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
                          string literal, a user variable, or an expression of those and built-in string \
                          functions (CONCAT, REPLACE, IF, …)",
@@ -1589,7 +1590,7 @@ fn refuse(code: u16, message: &str) -> Decision {
 
 fn hbase_ddl_not_preparable() -> ErrorInfo {
     ErrorInfo::new(
-        1295,
+        er::UNSUPPORTED_PS,
         "HY000",
         "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
     )
@@ -1597,7 +1598,7 @@ fn hbase_ddl_not_preparable() -> ErrorInfo {
 
 fn unreadable_dynamic() -> ErrorInfo {
     ErrorInfo::new(
-        1064,
+        er::PARSE_ERROR,
         "42000",
         "obkv-proxy cannot read the text of this PREPARE/EXECUTE IMMEDIATE, so it cannot check it",
     )
@@ -1622,7 +1623,7 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<ErrorInfo> {
         }
         Read::WrappedUnsure => ctx.strict.then(unreadable_dynamic),
         Read::View => (ctx.strict && ctx.writes.is_some())
-            .then(|| ErrorInfo::new(1235, "42000", UPDATABLE_VIEW)),
+            .then(|| ErrorInfo::new(er::NOT_SUPPORTED_YET, "42000", UPDATABLE_VIEW)),
         // PREPARE / EXECUTE IMMEDIATE inside a dynamic text is refused by the backend itself
         // (MariaDB 1295, seekdb 1064), whatever it would run
         Read::Dynamic(_) => None,
@@ -1640,7 +1641,7 @@ fn unreadable_by_words(sql: &[u8]) -> Decision {
         && (memchr::memchr(b'$', sql).is_some() || words.get(1).is_some_and(|w| w == "TABLEGROUP"))
     {
         return refuse(
-            1064,
+            er::PARSE_ERROR,
             "obkv-proxy cannot read this HBase DDL, so it cannot check it",
         );
     }
@@ -2111,7 +2112,7 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
         return match (words.get(2).map(String::as_str), words.len()) {
             (Some("TABLES"), 3) => Decision::Answer(Answer::ObkvTables),
             _ => Decision::Answer(Answer::Error(ErrorInfo::new(
-                1064,
+                er::PARSE_ERROR,
                 "42000",
                 "obkv-proxy: unknown OBKV command; supported: SHOW OBKV TABLES",
             ))),
@@ -2123,7 +2124,7 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
             Decision::Answer(Answer::TablegroupDdl)
         }
         _ => Decision::Answer(Answer::Error(ErrorInfo::new(
-            1064,
+            er::PARSE_ERROR,
             "42000",
             "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS, SHOW PROXY CREATE TABLEGROUPS, \
              SHOW OBKV TABLES, EXPLAIN OBKV <statement>",

@@ -7,6 +7,7 @@
 //! Placement is always OceanBase's (the model's `Partitioning::partition_of`), on every backend:
 //! an application that passes here stays inside one partition when it moves to OceanBase.
 
+use crate::protocol::constants::er;
 use std::ops::ControlFlow;
 
 use super::dml::{Dml, LitCharset, Operand, Verb};
@@ -490,7 +491,7 @@ pub fn check_dml(
 pub fn unreadable_write(what: &str, why: &str) -> Finding {
     Finding::error(
         "C9",
-        1064,
+        er::PARSE_ERROR,
         "42000",
         format!("obkv-proxy cannot read this {what} on an HBase table ({why}), so it cannot check its cells"),
     )
