@@ -2,6 +2,7 @@
 //! and ALTER and read back from comments; the SHOW ... LIKE matcher.
 #![no_main]
 
+use obkv_proxy::hbase::partition::ModelPartitioning;
 use libfuzzer_sys::fuzz_target;
 use obkv_proxy::hbase::backend::Flavor;
 use obkv_proxy::hbase::catalog::like;

@@ -1,6 +1,7 @@
 //! `obkv-proxy partition`: the model's partition function for users checking a rowkey design
 //! before loading data.
 
+use crate::hbase::partition::ModelPartitioning;
 use std::fmt::Write;
 use std::path::Path;
 

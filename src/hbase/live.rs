@@ -8,6 +8,7 @@
 //!
 //! Pure: no I/O.
 
+use crate::hbase::partition::ModelPartitioning;
 use super::rules::{self, Finding, GroupState, Level, RuleConfig};
 use crate::sql::ddl::{CreateTable, Generated};
 

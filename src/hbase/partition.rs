@@ -22,10 +22,38 @@ pub enum Partitioning {
     RangeK { bounds: Vec<RangeBound> },
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum RangeBound {
-    LessThan(Vec<u8>),
-    MaxValue,
+pub use crate::sql::ddl::RangeBound;
+use crate::sql::ddl::CreateTable;
+
+/// The model's partitioning of a table definition.
+pub trait ModelPartitioning {
+    /// The model's view of the partitioning, when the clause is one the model supports.
+    fn model_partitioning(&self) -> Option<Partitioning>;
+}
+
+impl ModelPartitioning for CreateTable {
+    fn model_partitioning(&self) -> Option<Partitioning> {
+        let Some(p) = &self.partition else {
+            return Some(Partitioning::None);
+        };
+        match (p.kind.as_str(), p.columns.as_slice()) {
+            ("KEY", [c]) if c.eq_ignore_ascii_case("K") => Some(Partitioning::Key {
+                prefix_len: None,
+                partitions: p.count.unwrap_or(1) as u32,
+            }),
+            ("KEY", [c]) => {
+                let (name, n) = self.prefix_column()?;
+                name.eq_ignore_ascii_case(c).then(|| Partitioning::Key {
+                    prefix_len: Some(n as usize),
+                    partitions: p.count.unwrap_or(1) as u32,
+                })
+            }
+            ("RANGE COLUMNS", [c]) if c.eq_ignore_ascii_case("K") => Some(Partitioning::RangeK {
+                bounds: p.bounds.clone(),
+            }),
+            _ => None,
+        }
+    }
 }
 
 impl Partitioning {

@@ -8,6 +8,7 @@
 //! the backend). A table that is not an HBase table is cached too (as `None`), so plain tables
 //! with a `$` in their name cost one lookup per `max_age`, not one per statement.
 
+use crate::hbase::partition::ModelPartitioning;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};

@@ -4,9 +4,15 @@
 
 use crate::sql::lexer::{tokenize_with, Dialect, Kind, Token};
 
-use crate::hbase::partition::{Partitioning, RangeBound};
 
 pub type Span = (usize, usize);
+
+/// A bound of a `RANGE COLUMNS` partition, as written.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum RangeBound {
+    LessThan(Vec<u8>),
+    MaxValue,
+}
 
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableName {
@@ -163,29 +169,6 @@ impl CreateTable {
             .all(|n| names.iter().any(|c| c == n))
     }
 
-    /// The model's view of the partitioning, when the clause is one the model supports.
-    pub fn model_partitioning(&self) -> Option<Partitioning> {
-        let Some(p) = &self.partition else {
-            return Some(Partitioning::None);
-        };
-        match (p.kind.as_str(), p.columns.as_slice()) {
-            ("KEY", [c]) if c.eq_ignore_ascii_case("K") => Some(Partitioning::Key {
-                prefix_len: None,
-                partitions: p.count.unwrap_or(1) as u32,
-            }),
-            ("KEY", [c]) => {
-                let (name, n) = self.prefix_column()?;
-                name.eq_ignore_ascii_case(c).then(|| Partitioning::Key {
-                    prefix_len: Some(n as usize),
-                    partitions: p.count.unwrap_or(1) as u32,
-                })
-            }
-            ("RANGE COLUMNS", [c]) if c.eq_ignore_ascii_case("K") => Some(Partitioning::RangeK {
-                bounds: p.bounds.clone(),
-            }),
-            _ => None,
-        }
-    }
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -1092,6 +1075,8 @@ fn alter_actions(c: &mut Cursor) -> Result<Vec<AlterAction>, ParseError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    // the model's reading of a definition lives in hbase (tests may look upwards)
+    use crate::hbase::partition::{ModelPartitioning, Partitioning};
 
     fn create(sql: &str) -> CreateTable {
         match parse(sql.as_bytes()).expect("parses") {

@@ -25,19 +25,8 @@ pub enum Operand {
     Param(u32),
 }
 
-/// How the backend types a string literal: this decides whether its bytes are the bytes the
-/// backend compares with the binary column K.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum LitCharset {
-    /// `X'…'`, `0x…`, `_binary'…'`: the bytes as written.
-    Binary,
-    /// `_utf8mb4'…'` / `_utf8'…'` / `_utf8mb3'…'`: the bytes, if they are valid UTF-8.
-    Utf8,
-    /// No introducer: the connection's character set (converted from the client's).
-    Connection,
-    /// Another introducer: certain only for ASCII.
-    Other,
-}
+pub use super::insert::LitCharset;
+
 
 /// The escape character of a LIKE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -182,13 +171,7 @@ const TABLE_FOLLOWERS: [&str; 10] = [
 /// The most tokens a statement may have to be read.
 pub const MAX_TOKENS: usize = 4096;
 
-/// `/*!` or `/*M!` anywhere (the finder is built once, not per statement).
-pub fn has_executable_comment(sql: &[u8]) -> bool {
-    static OPEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
-        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"/*"));
-    OPEN.find_iter(sql)
-        .any(|i| matches!(sql.get(i + 2..), Some([b'!', ..] | [b'M', b'!', ..])))
-}
+pub use super::scan::has_executable_comment;
 
 /// Reads one statement (a piece of a text, or a prepared statement's text).
 pub fn read(sql: &[u8], d: Dialect) -> Read {

@@ -11,8 +11,21 @@
 use std::ops::ControlFlow;
 
 use super::ddl::TableName;
-use super::dml::LitCharset;
 use super::scan::{hex_value, ident_value, string_value, Dialect, LexError, Scanner, Tok, Token};
+
+/// How the backend types a string literal: this decides whether its bytes are the bytes the
+/// backend compares with the binary column K.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LitCharset {
+    /// `X'…'`, `0x…`, `_binary'…'`: the bytes as written.
+    Binary,
+    /// `_utf8mb4'…'` / `_utf8'…'` / `_utf8mb3'…'`: the bytes, if they are valid UTF-8.
+    Utf8,
+    /// No introducer: the connection's character set (converted from the client's).
+    Connection,
+    /// Another introducer: certain only for ASCII.
+    Other,
+}
 
 /// One value of a VALUES row.
 #[derive(Debug, Clone, PartialEq, Eq)]

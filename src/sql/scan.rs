@@ -855,9 +855,17 @@ pub fn executed_part(piece: &[u8], d: Dialect) -> Executed {
         }
     }
     if out.offset > 0 {
-        out.unsure = question || super::dml::has_executable_comment(piece);
+        out.unsure = question || has_executable_comment(piece);
     }
     out
+}
+
+/// `/*!` or `/*M!` anywhere (the finder is built once, not per statement).
+pub fn has_executable_comment(sql: &[u8]) -> bool {
+    static OPEN: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"/*"));
+    OPEN.find_iter(sql)
+        .any(|i| matches!(sql.get(i + 2..), Some([b'!', ..] | [b'M', b'!', ..])))
 }
 
 #[cfg(test)]
