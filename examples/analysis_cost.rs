@@ -10,10 +10,10 @@ use std::time::{Duration, Instant};
 
 use obkv_proxy::hbase::partition::Partitioning;
 use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
-use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
-use obkv_proxy::sql::router::{decide, Context, Decision, Origin};
+use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
+use obkv_proxy::engine::router::{decide, Context, Decision, Origin};
 use obkv_proxy::sql::scan::{Dialect, Flavor};
-use obkv_proxy::sql::write::{Txn, WriteRules};
+use obkv_proxy::engine::write::{Txn, WriteRules};
 
 fn main() {
     let n: usize = std::env::args()

@@ -39,18 +39,7 @@ pub struct Config {
 pub use crate::hbase::cells::Convention;
 pub use crate::hbase::rules::Enforcement;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum BackendKind {
-    /// Detected from the server version at connect time.
-    Auto,
-    /// An OceanBase cluster: table groups and KV_ATTRIBUTES are native.
-    Oceanbase,
-    /// The single-node OceanBase kernel: no table groups, no KV_ATTRIBUTES.
-    Seekdb,
-    Mariadb,
-    Mysql,
-}
+pub use crate::hbase::backend::BackendKind;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields, default)]
@@ -410,7 +399,7 @@ impl Config {
             return bad("auth.mode = \"proxy\" needs at least one [[auth.users]] entry".into());
         }
         for u in &self.auth.users {
-            if crate::session::auth::parse_native_hash(&u.password_hash).is_none() {
+            if crate::protocol::auth::parse_native_hash(&u.password_hash).is_none() {
                 return bad(format!(
                     "auth.users {:?}: password_hash must be '*' and 40 hex digits (SHA1(SHA1(password)), as `obkv-proxy hash-password` prints)",
                     u.name

@@ -1,12 +1,14 @@
 //! obkv-proxy: a MySQL wire-protocol proxy for OBKV-HBase tables.
 //!
-//! Layers, outermost first: `server` (accept loop, shutdown) → `session` (handshake, command
-//! loop) → `sql` (classification and the decision point) → `backend` (connections, pool).
-//! `protocol` is the wire codec shared by both sides; `admin` holds the counters.
+//! Layers, each importing only the ones before it (checked by tests/source_rules.rs):
+//! `protocol` (the wire codec) → `sql` (reading SQL) → `hbase` (the OBKV model) → `config` →
+//! `tls` → `net` → `engine` (the policy, pure) → `backend` (connections, pool) → `admin`
+//! (counters) → `shared` → `session` (carries decisions out) → `server` (accept loop) → main.
 
 pub mod admin;
 pub mod backend;
 pub mod config;
+pub mod engine;
 pub mod hbase;
 pub mod net;
 pub mod protocol;

@@ -70,7 +70,7 @@ fn main() -> ExitCode {
     if let Some(Command::HashPassword { password }) = &cli.command {
         println!(
             "{}",
-            obkv_proxy::session::auth::native_hash(password.as_bytes())
+            obkv_proxy::protocol::auth::native_hash(password.as_bytes())
         );
         return ExitCode::SUCCESS;
     }

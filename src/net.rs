@@ -5,7 +5,7 @@ use std::io;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
 pub enum MaybeTls<P, T> {
@@ -150,4 +150,16 @@ impl<P: AsyncWrite + Unpin, T: AsyncWrite + Unpin> AsyncWrite for MaybeTls<P, T>
             MaybeTls::Tls(s) => Pin::new(s.as_mut()).poll_shutdown(cx),
         }
     }
+}
+
+/// Answers a client that will not be served with an ERR packet in place of the greeting.
+pub async fn refuse_with<S: AsyncWrite + Unpin>(mut tcp: S, e: crate::protocol::packets::ErrorInfo) {
+    let p = e.to_packet();
+    // an ERR packet is far below one frame's 16 MiB: one frame, sequence id 0
+    let len = p.len().min(crate::protocol::constants::MAX_FRAME) as u32;
+    let mut frame = len.to_le_bytes().to_vec();
+    frame[3] = 0;
+    frame.extend_from_slice(&p);
+    let _ = tcp.write_all(&frame).await;
+    let _ = tcp.shutdown().await;
 }

@@ -5,7 +5,6 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt;
 use tokio::net::{TcpListener, TcpStream, UnixListener, UnixStream};
 use tokio::runtime::Handle;
 use tokio::sync::{watch, Semaphore};
@@ -14,7 +13,7 @@ use tracing::{error, info, warn};
 
 use crate::admin::bump;
 use crate::config::{Config, ConfigError};
-use crate::net::{ClientSock, Peer};
+use crate::net::{refuse_with, ClientSock, Peer};
 use crate::protocol::packets::ErrorInfo;
 use crate::session;
 use crate::shared::Shared;
@@ -211,11 +210,3 @@ async fn refuse(tcp: TcpStream) {
     refuse_with(tcp, ErrorInfo::too_many_connections()).await;
 }
 
-/// Answers a client that will not be served with an ERR packet in place of the greeting.
-pub async fn refuse_with<S: tokio::io::AsyncWrite + Unpin>(mut tcp: S, e: ErrorInfo) {
-    let p = e.to_packet();
-    let mut frame = vec![p.len() as u8, (p.len() >> 8) as u8, 0, 0];
-    frame.extend_from_slice(&p);
-    let _ = tcp.write_all(&frame).await;
-    let _ = tcp.shutdown().await;
-}

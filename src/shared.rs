@@ -16,7 +16,7 @@ use crate::backend::pool::Pool;
 use crate::backend::{self, BackendError, LoggedIn, LoginSpec};
 use crate::config::{Config, ConfigError, ProxyUser};
 use crate::protocol::handshake::Greeting;
-use crate::session::auth::{parse_native_hash, verify_native};
+use crate::protocol::auth::{parse_native_hash, verify_native};
 
 /// State every session shares.
 pub struct Shared {
@@ -35,7 +35,7 @@ pub struct Shared {
     pub catalog_conn: Option<crate::backend::own::CatalogConn>,
     /// HBase table schemas for the prefix-scan rewriter (`hbase.schema_cache_ms`).
     pub schemas: Arc<crate::hbase::schema::SchemaCache>,
-    pub rewrite_counters: Arc<crate::sql::prefix_scan::Counters>,
+    pub rewrite_counters: Arc<crate::engine::prefix_scan::Counters>,
     /// `hbase.databases`, shared by every session's router context.
     pub hbase_databases: Arc<[String]>,
     pub shutdown: watch::Receiver<bool>,

@@ -10,10 +10,10 @@ use obkv_proxy::hbase::cells::CellLimits;
 use obkv_proxy::hbase::partition::Partitioning;
 use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::dml;
-use obkv_proxy::sql::prefix_scan::{ConnCharset, TableView};
-use obkv_proxy::sql::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
+use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
+use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner};
-use obkv_proxy::sql::write::{check_execution, Bound, Txn, WriteRules};
+use obkv_proxy::engine::write::{check_execution, Bound, Txn, WriteRules};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
@@ -176,7 +176,7 @@ fuzz_target!(|data: &[u8]| {
         _ => {}
     }
     let _ = decide_dynamic(sql, &ctx);
-    let _ = obkv_proxy::sql::router::check_dynamic(sql, &ctx);
+    let _ = obkv_proxy::engine::router::check_dynamic(sql, &ctx);
     // the dynamic-SQL readers: a USING item is a span of the statement
     if let Some(h) = obkv_proxy::sql::dynamic::head(sql, dialect) {
         for item in h.using.iter().flatten() {
@@ -202,7 +202,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = obkv_proxy::sql::view::read(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
-    let _ = obkv_proxy::sql::router::explain_obkv(sql, &ctx);
+    let _ = obkv_proxy::engine::router::explain_obkv(sql, &ctx);
     // tokens are in order, inside the text, and never empty; a string's value is never longer
     // than its body, and is the body itself when it holds no backslash and no quote character
     let mut last = 0;

@@ -20,7 +20,7 @@ use crate::protocol::packets::{parse_ok, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::PacketStream;
 use crate::protocol::wire::Reader;
-use crate::session::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
+use crate::protocol::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 
 pub use crate::net::BackendIo;
 
@@ -108,7 +108,7 @@ pub async fn read_greeting(
 ) -> Result<(Vec<u8>, Greeting), BackendError> {
     let mut raw = Vec::new();
     stream
-        .read_frame_capped(&mut raw, crate::session::handshake::MAX_LOGIN_PACKET)
+        .read_frame_capped(&mut raw, crate::protocol::constants::MAX_LOGIN_PACKET)
         .await?;
     if raw.first() == Some(&0xff) {
         return Err(BackendError::Refused(raw));

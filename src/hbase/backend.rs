@@ -1,6 +1,18 @@
 //! What the backend can do natively, which decides how HBase DDL is carried out.
 
-use crate::config::BackendKind;
+/// The backend's kind as configured (`hbase.backend_kind`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// Detected from the server version at connect time.
+    Auto,
+    /// An OceanBase cluster: table groups and KV_ATTRIBUTES are native.
+    Oceanbase,
+    /// The single-node OceanBase kernel: no table groups, no KV_ATTRIBUTES.
+    Seekdb,
+    Mariadb,
+    Mysql,
+}
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Flavor {

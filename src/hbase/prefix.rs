@@ -1,5 +1,5 @@
 //! Which n-byte rowkey prefixes a set of predicates on K pins (the model half of the
-//! prefix-scan rewriter; `sql::dml` reads the predicates, `sql::rewrite` splices the result).
+//! prefix-scan rewriter; `sql::dml` reads the predicates, `engine::rewrite` splices the result).
 //!
 //! Under KEY(prefix column) with `prefix = substring(K, 1, n)`, a row's partition depends only
 //! on `K[..min(n, len K)]`. A predicate pins a prefix P when every key it accepts has prefix P;

@@ -158,6 +158,10 @@ pub mod com {
     pub const STMT_BULK_EXECUTE: u8 = 0xfa;
 }
 
+/// Largest packet accepted before login completes (the login itself with user, auth data,
+/// database and connect attributes, and every auth round). Checked before anything is allocated.
+pub const MAX_LOGIN_PACKET: usize = 64 * 1024;
+
 /// Largest payload of one protocol frame; a longer payload continues in the next frame.
 pub const MAX_FRAME: usize = 0xFF_FFFF;
 

@@ -10,8 +10,8 @@ use crate::protocol::constants::status;
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{ResponseKind, Summary};
 use crate::sql::dynamic;
-use crate::sql::router::{self, DynamicCheck, DynamicSource, DynamicSql};
-use crate::sql::write::{self, Bound, Place, WritePlan};
+use crate::engine::router::{self, DynamicCheck, DynamicSource, DynamicSql};
+use crate::engine::write::{self, Bound, Place, WritePlan};
 
 use super::prepared::{SqlPlan, MAX_SQL_PLANS};
 use super::{End, Session};

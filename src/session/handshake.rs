@@ -18,7 +18,8 @@ use rand::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info, warn};
 
-use super::auth::NATIVE_PLUGIN;
+use crate::protocol::auth::NATIVE_PLUGIN;
+use crate::protocol::constants::MAX_LOGIN_PACKET;
 use super::Session;
 use crate::admin::bump;
 use crate::backend::{self, BackendError, BackendStream, LoginSpec};
@@ -34,9 +35,6 @@ use crate::protocol::stream::PacketStream;
 use crate::shared::Shared;
 use crate::tls::BackendTls;
 
-/// Largest packet accepted before login completes (the login itself with user, auth data,
-/// database and connect attributes, and every auth round). Checked before anything is allocated.
-pub const MAX_LOGIN_PACKET: usize = 64 * 1024;
 
 /// Why a session was not established (already reported to the client where possible).
 #[derive(Debug)]

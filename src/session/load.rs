@@ -2,7 +2,7 @@
 //!
 //! The proxy asks the client for the file itself (the LOCAL INFILE request the backend would
 //! send, naming the same file), reads it as it arrives — each row through the write rules
-//! (`sql::write::LoadCheck`), every byte into a spool file that is unlinked as soon as it is
+//! (`engine::write::LoadCheck`), every byte into a spool file that is unlinked as soon as it is
 //! created — and only when the rows pass sends the statement to the backend and, at its LOCAL
 //! INFILE request, replays the spool. A refused file reaches the backend not at all, so a
 //! refusal changes nothing, inside a transaction or not, and the backend never waits on a
@@ -20,8 +20,8 @@ use crate::protocol::constants::status;
 use crate::protocol::constants::MAX_FRAME;
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{ResponseKind, Summary};
-use crate::sql::router::Write;
-use crate::sql::write::{self, LoadCheck, LoadPlan, WriteRules};
+use crate::engine::router::Write;
+use crate::engine::write::{self, LoadCheck, LoadPlan, WriteRules};
 
 /// File bytes are read, checked, spooled and replayed in pieces of this size.
 const CHUNK: usize = 64 * 1024;

@@ -1,11 +1,10 @@
 //! One client session: the command loop.
 //!
-//! The story of a command: read it from the client → ask the router (`sql::router`) → forward
+//! The story of a command: read it from the client → ask the router (`engine::router`) → forward
 //! it (or a rewrite) to the session's pinned backend connection, or answer locally → relay the
 //! backend's response packets to the client as they arrive, watching only the status packets
 //! (`protocol::response`) to know where the response ends.
 
-pub mod auth;
 mod dynamic;
 pub mod handshake;
 mod hbase;
@@ -33,10 +32,10 @@ use crate::protocol::response::{
 use crate::protocol::stream::{CopyError, Flow, PacketStream};
 use crate::shared::Shared;
 use crate::sql::classify::{self, Class};
-use crate::sql::prefix_scan::{ConnCharset, TableView};
-use crate::sql::router::{self, Answer, Context, Decision, Origin, Scope};
+use crate::engine::prefix_scan::{ConnCharset, TableView};
+use crate::engine::router::{self, Answer, Context, Decision, Origin, Scope};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
-use crate::sql::write;
+use crate::engine::write;
 
 /// A command buffer larger than this is given back after the command.
 const COMMAND_KEEP: usize = 1 << 20;
@@ -75,7 +74,7 @@ pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
                 "08004",
                 "Too many connections (obkv-proxy: too many clients logging in at once)",
             );
-            crate::server::refuse_with(tcp, e).await;
+            crate::net::refuse_with(tcp, e).await;
             return;
         }
     };
@@ -131,7 +130,7 @@ pub struct Session {
     /// next SHOW WARNINGS lists them. Taken by the relay; cleared before each command.
     own_warnings: u16,
     /// The partition the open transaction's first write to an HBase table fixed.
-    txn_pin: Option<crate::sql::write::Place>,
+    txn_pin: Option<crate::engine::write::Place>,
     /// The current database as last read (None: not known; forgotten whenever a command may
     /// have changed it).
     db_fact: Option<Option<std::sync::Arc<[u8]>>>,
@@ -267,8 +266,8 @@ impl Session {
 
     /// The session's transaction as the write guard sees it: inside one when the backend says
     /// so (IN_TRANS) or autocommit is off; the partition its first write fixed.
-    fn txn(&self) -> crate::sql::write::Txn {
-        crate::sql::write::Txn {
+    fn txn(&self) -> crate::engine::write::Txn {
+        crate::engine::write::Txn {
             active: self.last_status & status::IN_TRANS != 0
                 || self.last_status & status::AUTOCOMMIT == 0,
             pinned: self.txn_pin.clone(),
@@ -301,7 +300,7 @@ impl Session {
         self.own_warnings = u16::try_from(n).unwrap_or(u16::MAX);
     }
 
-    fn write_rules(&self) -> Option<crate::sql::write::WriteRules> {
+    fn write_rules(&self) -> Option<crate::engine::write::WriteRules> {
         let h = &self.shared.config.hbase;
         if h.enforcement == crate::config::Enforcement::Off
             && h.transactions == crate::config::Transactions::Off
@@ -311,7 +310,7 @@ impl Session {
         let now_ms = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        Some(crate::sql::write::WriteRules {
+        Some(crate::engine::write::WriteRules {
             cells: h.enforcement,
             convention: h.timestamp,
             window: crate::hbase::cells::Window {
@@ -897,7 +896,7 @@ impl Session {
     /// backend's own error would.
     async fn carry_out_write(
         &mut self,
-        w: crate::sql::router::Write,
+        w: crate::engine::router::Write,
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         if let Some(text) = w.text {

@@ -22,8 +22,8 @@ use crate::protocol::execute::{self, Execute};
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::ResponseKind;
 use crate::sql::dml::LitCharset;
-use crate::sql::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
-use crate::sql::write::{self, Bound as WriteBound, WritePlan};
+use crate::engine::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
+use crate::engine::write::{self, Bound as WriteBound, WritePlan};
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
 const MAX_PLANS: usize = 256;

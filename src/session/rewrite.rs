@@ -14,7 +14,7 @@ use crate::hbase::marker::{self, Marker};
 use crate::hbase::schema::{self, Placement, TableSchema};
 use crate::protocol::constants::status;
 use crate::protocol::packets::ErrorInfo;
-use crate::sql::prefix_scan::{ConnCharset, Need};
+use crate::engine::prefix_scan::{ConnCharset, Need};
 
 /// What reading a table's schema found.
 enum TableRead {
@@ -329,7 +329,7 @@ impl Session {
     pub(super) async fn answer_explain_obkv(&mut self) -> Result<(), End> {
         let sql = self.command.get(1..).unwrap_or_default();
         let text = crate::sql::classify::after_words(sql, 2).to_vec();
-        if text.len() > crate::sql::router::LARGE_TEXT {
+        if text.len() > crate::engine::router::LARGE_TEXT {
             let e = ErrorInfo::new(
                 er::UNKNOWN_ERROR,
                 "HY000",
@@ -339,7 +339,7 @@ impl Session {
         }
         let mut ctx = self.context().await?;
         for _ in 0..2 {
-            match crate::sql::router::explain_obkv(&text, &ctx) {
+            match crate::engine::router::explain_obkv(&text, &ctx) {
                 Ok(mut rows) => {
                     for r in rows.iter_mut() {
                         if let Some((db, name)) = r.not_hbase.take() {

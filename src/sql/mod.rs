@@ -1,6 +1,7 @@
-//! All reading of SQL: the scanner (`scan`, how the backend reads bytes), owned tokens for
-//! detailed readers (`lexer`), the cheap pre-check (`classify`) and the decision point every
-//! statement passes (`router`).
+//! All reading of SQL, pure: the scanner (`scan`, how the backend reads bytes), owned tokens for
+//! detailed readers (`lexer`), the cheap pre-check (`classify`) and one reader per statement
+//! kind. Imports nothing outside `sql/` but `protocol`; what is decided about what was read is
+//! `engine`'s.
 
 pub mod assign;
 pub mod classify;
@@ -10,11 +11,7 @@ pub mod dynamic;
 pub mod insert;
 pub mod lexer;
 pub mod load;
-pub mod prefix_scan;
 pub mod probe;
-pub mod rewrite;
-pub mod router;
 pub mod scan;
 pub mod splice;
 pub mod view;
-pub mod write;

@@ -2,7 +2,7 @@
 //! password hashes only, backend connections pooled and reset between sessions.
 
 use obkv_proxy::config::{AuthMode, Config, ProxyUser};
-use obkv_proxy::session::auth::native_hash;
+use obkv_proxy::protocol::auth::native_hash;
 
 use crate::common::proxy;
 use crate::common::raw::{err_of, ConnectError, RawConn};

@@ -10,7 +10,7 @@ use obkv_proxy::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
 };
 use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
-use obkv_proxy::session::auth::native_scramble;
+use obkv_proxy::protocol::auth::native_scramble;
 
 pub const DEFAULT_CAPS: u32 = cap::LONG_PASSWORD
     | cap::LONG_FLAG

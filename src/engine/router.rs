@@ -20,13 +20,13 @@
 use crate::protocol::constants::er;
 use std::collections::HashMap;
 
-use super::classify::{classify, leading_words, Class};
-use super::dml;
-use super::dynamic::Source;
+use crate::sql::classify::{classify, leading_words, Class};
+use crate::sql::dml;
+use crate::sql::dynamic::Source;
 use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::rewrite;
-use super::scan::{self, statements, Dialect, Piece, Scanner, Tok};
-use super::splice::Splice;
+use crate::sql::scan::{self, statements, Dialect, Piece, Scanner, Tok};
+use crate::sql::splice::Splice;
 use super::write::{self, Touch, Txn, WriteRules};
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{self, Statement, TableName};
@@ -65,7 +65,7 @@ pub enum Decision {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct DynamicSql {
     pub source: DynamicSource,
-    pub head: super::dynamic::Head,
+    pub head: crate::sql::dynamic::Head,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -232,7 +232,7 @@ pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context
 /// A driver's probe of the server's variables (`sql::probe`): `@@socket` is answered empty.
 /// Needs no context; a prepared probe is forwarded (drivers send theirs as text).
 pub fn decide_probe(sql: &[u8], origin: Origin, socket: Option<&str>) -> Decision {
-    match (origin, super::probe::hide_socket(sql, socket)) {
+    match (origin, crate::sql::probe::hide_socket(sql, socket)) {
         (Origin::Text, Some(text)) => Decision::Rewrite(text),
         _ => Decision::Forward,
     }
@@ -302,7 +302,7 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
     }
     DynamicCheck::Checked {
         plan: std::sync::Arc::from(plan),
-        params: super::dynamic::placeholders(text, ctx.dialect),
+        params: crate::sql::dynamic::placeholders(text, ctx.dialect),
     }
 }
 
@@ -326,7 +326,7 @@ enum Read {
     /// DDL naming an HBase table or a table group that the reader cannot parse.
     Unreadable(String),
     /// PREPARE … FROM / EXECUTE IMMEDIATE: the text it will run.
-    Dynamic(super::dynamic::Source),
+    Dynamic(crate::sql::dynamic::Source),
     /// A stored program or compound statement with HBase DDL inside.
     ProgramWithHbaseDdl,
     /// A stored program or compound statement that writes HBase tables.
@@ -342,7 +342,7 @@ enum Read {
     /// INSERT / REPLACE into an HBase-style table (in scope).
     Insert(Box<TableName>),
     /// LOAD DATA into an HBase-style table (in scope).
-    Load(Box<super::load::Load>),
+    Load(Box<crate::sql::load::Load>),
     /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
     LoadUnreadable(&'static str),
     /// CREATE / ALTER VIEW naming an HBase-style table, whose query may take writes.
@@ -922,7 +922,7 @@ fn decide_pieces_with(
             Read::Dynamic(t @ (Source::Literal(_) | Source::Computed { .. }))
                 if !many && origin == Origin::Text && ctx.writes.is_some() =>
             {
-                let Some(head) = super::dynamic::head(piece, d) else {
+                let Some(head) = crate::sql::dynamic::head(piece, d) else {
                     return Decision::Answer(Answer::Error(unreadable_dynamic()));
                 };
                 let source = match t {
@@ -1119,10 +1119,10 @@ enum Assigned {
 /// subqueries, WITH, explicit partitions, index hints): `sql::assign` finds the SET list in any
 /// shape. A SET list it cannot follow, on an HBase table, is C9.
 fn assigned_cells(piece: &[u8], d: Dialect, view: &TableView, rules: &WriteRules) -> Assigned {
-    let update = match super::assign::read(piece, d) {
-        super::assign::Read::NotUpdate => return Assigned::Nothing,
-        super::assign::Read::Update(u) => u,
-        super::assign::Read::Unreadable(why) => {
+    let update = match crate::sql::assign::read(piece, d) {
+        crate::sql::assign::Read::NotUpdate => return Assigned::Nothing,
+        crate::sql::assign::Read::Update(u) => u,
+        crate::sql::assign::Read::Unreadable(why) => {
             return unreadable_write(piece, d, view, "UPDATE", why)
         }
     };
@@ -1749,16 +1749,16 @@ fn read_piece(
     if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
     {
         // the head is enough here (the rows are read once the table's schema is known)
-        return match super::insert::read(piece, d, |_, _| std::ops::ControlFlow::Break(())) {
-            super::insert::Read::Insert { head, .. }
+        return match crate::sql::insert::read(piece, d, |_, _| std::ops::ControlFlow::Break(())) {
+            crate::sql::insert::Read::Insert { head, .. }
                 if memchr::memchr(b'$', head.table.raw_name.as_slice()).is_some()
                     && scope.covers(head.table.schema.as_deref()) =>
             {
                 Read::Insert(Box::new(head.table))
             }
-            super::insert::Read::Insert { .. } | super::insert::Read::NotInsert => Read::Plain,
+            crate::sql::insert::Read::Insert { .. } | crate::sql::insert::Read::NotInsert => Read::Plain,
             // rows it cannot read: the write stage reports them (C9) on an HBase table
-            super::insert::Read::Unreadable(why) => match super::insert::head_table(piece, d) {
+            crate::sql::insert::Read::Unreadable(why) => match crate::sql::insert::head_table(piece, d) {
                 Ok(Some(table))
                     if memchr::memchr(b'$', table.raw_name.as_slice()).is_some()
                         && scope.covers(table.schema.as_deref()) =>
@@ -1771,7 +1771,7 @@ fn read_piece(
         };
     }
     if dml_too && !p.program && first.is_word(piece, "LOAD") {
-        return match super::load::read(piece, d) {
+        return match crate::sql::load::read(piece, d) {
             Some(Ok(l))
                 if memchr::memchr(b'$', l.table.raw_name.as_slice()).is_some()
                     && scope.covers(l.table.schema.as_deref()) =>
@@ -1802,7 +1802,7 @@ fn read_piece(
         };
     }
     if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
-        return super::dynamic::source(piece, d).map_or(Read::Plain, Read::Dynamic);
+        return crate::sql::dynamic::source(piece, d).map_or(Read::Plain, Read::Dynamic);
     }
     if first.is_word(piece, "LOCK") {
         let tables = locked_hbase_tables(piece, d, scope);
@@ -1839,7 +1839,7 @@ fn read_piece(
         return Read::Plain;
     }
     if names_hbase && (verb == "CREATE" || verb == "ALTER") {
-        if let Some(v) = super::view::read(piece, d) {
+        if let Some(v) = crate::sql::view::read(piece, d) {
             return if v.read_only { Read::Plain } else { Read::View };
         }
     }
@@ -2510,7 +2510,7 @@ mod tests {
         assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
         // a read the other reading needs a table's schema for: the facts are read first, and
         // then the readings agree (a read is forwarded, only not rewritten)
-        let mut view = crate::sql::prefix_scan::tests::view();
+        let mut view = crate::engine::prefix_scan::tests::view();
         view.settled = false;
         // the session's character set not known yet: it may be one with such characters
         view.charset = None;
@@ -2531,7 +2531,7 @@ mod tests {
         // reading, one unterminated string, and the backend's own error answers it
         let utf8 = Context {
             tables: ctx.tables.clone().map(|t| TableView {
-                charset: Some(crate::sql::prefix_scan::ConnCharset::Utf8),
+                charset: Some(crate::engine::prefix_scan::ConnCharset::Utf8),
                 settled: true,
                 ..t
             }),
@@ -2598,7 +2598,7 @@ mod tests {
     fn checked_ctx() -> Context {
         Context {
             writes: Some(WriteRules::default()),
-            tables: Some(crate::sql::prefix_scan::tests::view()),
+            tables: Some(crate::engine::prefix_scan::tests::view()),
             ..Context::default()
         }
     }
@@ -2931,7 +2931,7 @@ mod tests {
     #[test]
     fn prepare_rewrites_literals_and_plans_placeholders() {
         let ctx = Context {
-            tables: Some(crate::sql::prefix_scan::tests::view()),
+            tables: Some(crate::engine::prefix_scan::tests::view()),
             ..Context::default()
         };
         let d = decide(
@@ -2976,7 +2976,7 @@ mod tests {
 
     fn writing(txn: Txn) -> Context {
         Context {
-            tables: Some(crate::sql::prefix_scan::tests::view()),
+            tables: Some(crate::engine::prefix_scan::tests::view()),
             writes: Some(WriteRules {
                 now_ms: 1_763_700_000_000,
                 ..WriteRules::default()
@@ -3054,7 +3054,7 @@ mod tests {
 
     #[test]
     fn the_guard_in_a_text() {
-        let v = crate::sql::prefix_scan::tests::view();
+        let v = crate::engine::prefix_scan::tests::view();
         let schema = prefix_scan::table_named(
             &TableName {
                 schema: None,

@@ -10,11 +10,11 @@
 use crate::protocol::constants::er;
 use std::ops::ControlFlow;
 
-use super::dml::{Dml, LitCharset, Operand, Verb};
-use super::insert::{self, Source, Value};
+use crate::sql::dml::{Dml, LitCharset, Operand, Verb};
+use crate::sql::insert::{self, Source, Value};
 use super::prefix_scan::{certain, key_preds, literal_bytes, ConnCharset};
-use super::scan::Dialect;
-use super::splice::Splice;
+use crate::sql::scan::Dialect;
+use crate::sql::splice::Splice;
 use crate::config::Transactions;
 use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
 use crate::hbase::partition::Partitioning;
@@ -501,7 +501,7 @@ pub fn unreadable_write(what: &str, why: &str) -> Finding {
 /// the HBase tables it may belong to (`schemas`, by the index of `update.tables`; None: not an
 /// HBase table). The rows' partition is not known: inside a transaction that is X2.
 pub fn check_assigned(
-    update: &super::assign::Update,
+    update: &crate::sql::assign::Update,
     schemas: &[Option<std::sync::Arc<TableSchema>>],
     rules: &WriteRules,
     conn: Option<ConnCharset>,
@@ -558,7 +558,7 @@ pub fn check_assigned(
 /// belong to (an unqualified V in a join of two HBase tables, against both); the rows'
 /// partition stays unknown.
 pub fn plan_assigned(
-    update: &super::assign::Update,
+    update: &crate::sql::assign::Update,
     schemas: &[Option<std::sync::Arc<TableSchema>>],
 ) -> Option<WritePlan> {
     // each V with the HBase table it goes to, and the first HBase table targeted
@@ -921,13 +921,13 @@ pub fn check_execution<'a>(
             };
             for p in bound_dml.preds.iter_mut() {
                 match p {
-                    super::dml::Pred::Eq(v)
-                    | super::dml::Pred::Lower { bound: v, .. }
-                    | super::dml::Pred::Upper { bound: v, .. } => bind(v),
-                    super::dml::Pred::Left { value, .. } => bind(value),
-                    super::dml::Pred::Like { pattern, .. } => bind(pattern),
-                    super::dml::Pred::In(vs) => vs.iter_mut().for_each(bind),
-                    super::dml::Pred::Between(a, b) => {
+                    crate::sql::dml::Pred::Eq(v)
+                    | crate::sql::dml::Pred::Lower { bound: v, .. }
+                    | crate::sql::dml::Pred::Upper { bound: v, .. } => bind(v),
+                    crate::sql::dml::Pred::Left { value, .. } => bind(value),
+                    crate::sql::dml::Pred::Like { pattern, .. } => bind(pattern),
+                    crate::sql::dml::Pred::In(vs) => vs.iter_mut().for_each(bind),
+                    crate::sql::dml::Pred::Between(a, b) => {
                         bind(a);
                         bind(b);
                     }
@@ -1044,7 +1044,7 @@ impl Gathered {
 /// A LOAD DATA LOCAL on an HBase table: the statement and the table, for checking its file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LoadPlan {
-    pub load: super::load::Load,
+    pub load: crate::sql::load::Load,
     pub schema: std::sync::Arc<TableSchema>,
 }
 
@@ -1064,7 +1064,7 @@ enum Slot {
 pub struct LoadCheck {
     rules: WriteRules,
     slots: [Slot; 4],
-    file: super::load::FileRows,
+    file: crate::sql::load::FileRows,
     /// Rows read so far.
     row: usize,
     findings: Vec<Finding>,
@@ -1115,7 +1115,7 @@ impl LoadCheck {
         }
         findings.extend(cells::check_prefix_column_written(&l.set, limits));
         let file =
-            super::load::FileRows::new(l.format.clone(), columns.len(), l.ignore_lines, max_row);
+            crate::sql::load::FileRows::new(l.format.clone(), columns.len(), l.ignore_lines, max_row);
         LoadCheck {
             rules,
             slots,
@@ -1143,7 +1143,7 @@ impl LoadCheck {
     }
 
     fn drain(&mut self) {
-        use super::load::{Field, Next};
+        use crate::sql::load::{Field, Next};
         loop {
             match self.file.next_row() {
                 Next::More | Next::End => return,
@@ -1230,7 +1230,7 @@ impl LoadCheck {
 
 /// A LOAD DATA whose column list leaves T out (and whose SET does not assign it): where to
 /// append `SET T = …` (or `, T = …`) in the statement, and the text, in the convention.
-pub fn load_fill_t(load: &super::load::Load, rules: &WriteRules) -> Option<(usize, Vec<u8>)> {
+pub fn load_fill_t(load: &crate::sql::load::Load, rules: &WriteRules) -> Option<(usize, Vec<u8>)> {
     let columns = load.columns.as_ref()?;
     if columns.iter().flatten().any(|c| col_is(c, "T")) || load.set.iter().any(|c| col_is(c, "T")) {
         return None;
@@ -1787,7 +1787,7 @@ mod tests {
     #[test]
     fn load_data_files_are_checked_row_by_row() {
         let plan = |sql: &str| LoadPlan {
-            load: super::super::load::read(sql.as_bytes(), Dialect::default())
+            load: crate::sql::load::read(sql.as_bytes(), Dialect::default())
                 .unwrap()
                 .unwrap(),
             schema: std::sync::Arc::new(prefixed()),
@@ -1837,8 +1837,8 @@ mod tests {
         big.limits.v = Some(1 << 20);
         let big = std::sync::Arc::new(big);
         let plan_of = |sql: &str| {
-            let super::super::assign::Read::Update(u) =
-                super::super::assign::read(sql.as_bytes(), Dialect::default())
+            let crate::sql::assign::Read::Update(u) =
+                crate::sql::assign::read(sql.as_bytes(), Dialect::default())
             else {
                 panic!("not read: {sql}");
             };

@@ -5,8 +5,8 @@
 //! its top level (no OR/XOR, nothing of lower precedence than AND), so ` AND <column> = …`
 //! appended to it needs no parentheses: `a AND b` + ` AND c` reads as `(a AND b) AND c`.
 
-use super::dml::Dml;
-use super::splice::Splice;
+use crate::sql::dml::Dml;
+use crate::sql::splice::Splice;
 
 /// The predicate text: `` AND `col` = X'…' `` or `` AND `col` IN (X'…', …) `` (written in one
 /// buffer sized up front).

@@ -8,8 +8,8 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use super::ddl::TableName;
-use super::dml::{Dml, Escape, LitCharset, Operand, Pred};
+use crate::sql::ddl::TableName;
+use crate::sql::dml::{Dml, Escape, LitCharset, Operand, Pred};
 use super::rewrite;
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPred, KeyPreds, Pinned};
