@@ -365,13 +365,15 @@ impl Session {
     /// Takes the table group's lock on the user's connection (named locks are not
     /// transactional: the user's transaction neither sees nor holds it). Err: the ERR packet.
     ///
-    /// The wait is cut into slices of at most a second, far below any statement timeout of
-    /// the backend's (seekdb stops a statement after 10 s with 1317), so a waiter gets 1205
-    /// after `hbase.ddl_lock_timeout_ms` and nothing else. On OceanBase, whose named locks
+    /// One `GET_LOCK` waits at most until a second before the backend's own statement timeout
+    /// (seekdb's `ob_query_timeout`, 10 s by default, MariaDB's `max_statement_time`), so a
+    /// waiter gets 1205 after `hbase.ddl_lock_timeout_ms` and never the backend's 1317; waits
+    /// are not cut shorter (seekdb answers many short `GET_LOCK`s contending for one lock with
+    /// 4016 and leaves the session needing a rollback, 6002). On OceanBase, whose named locks
     /// outlive their holder (a restarted backend, a proxy killed mid-DDL, a vanished client
-    /// keep them for minutes), a lock whose holder is seen gone twice, a slice apart, is moved
-    /// to the next epoch's name (`lock_epochs` in the catalog, advanced once by
-    /// compare-and-set), which every proxy reads before each slice.
+    /// keep them for minutes), before each wait the lock's holder is looked up: when its
+    /// session is gone, the lock moves to the next epoch's name (`lock_epochs` in the catalog,
+    /// advanced once by compare-and-set), which every proxy reads before each wait.
     async fn lock_group(
         &mut self,
         key: &[u8],
@@ -387,7 +389,7 @@ impl Session {
             // DDL commits it anyway)
             self.implicit_commit().await?;
         }
-        let mut suspect: Option<(u64, Vec<u8>)> = None;
+        let longest = self.longest_wait(flavor).await?;
         loop {
             let epoch = if outliving {
                 match self.lock_epoch(&base).await? {
@@ -402,15 +404,32 @@ impl Session {
             } else {
                 format!("{base}:{epoch}")
             };
+            if outliving {
+                if let Some(holder) = self.lock_holder_gone(&name).await? {
+                    if let Err(e) = self.ensure_catalog().await? {
+                        return Ok(Err(e));
+                    }
+                    let bump = self.catalog().bump_lock_epoch(&base, epoch);
+                    if let Internal::Err(e) = self.catalog_write(&bump).await? {
+                        return Ok(Err(e));
+                    }
+                    warn!(
+                        lock = %name,
+                        holder = %lossy(&holder),
+                        "a table group's DDL lock was held by a session that is gone; moved to the next epoch"
+                    );
+                    continue;
+                }
+            }
             let left = deadline.saturating_duration_since(Instant::now());
-            let slice = left.min(Duration::from_secs(1)).as_secs_f64();
-            let sql = format!("SELECT GET_LOCK('{name}', {slice:.3})");
+            let wait = left.min(longest).as_secs_f64();
+            let sql = format!("SELECT GET_LOCK('{name}', {wait:.3})");
             let got = match self.rows(&sql).await? {
                 Ok(rows) => rows.first().is_some_and(|r| cell(r, 0) == b"1"),
                 Err(e) => return Ok(Err(e)),
             };
             if got {
-                // the epoch may have moved while this slice waited
+                // the epoch may have moved while this wait went on
                 let moved = outliving
                     && match self.lock_epoch(&base).await? {
                         Ok(now) => now != epoch,
@@ -425,8 +444,8 @@ impl Session {
                 self.unlock(&name).await?;
                 continue;
             }
-            if left.is_zero() {
-                let secs = ms.div_ceil(1000).max(1);
+            if Instant::now() >= deadline {
+                let secs = ms.div_ceil(1_000).max(1);
                 return Ok(Err(ErrorInfo::new(
                     ER_LOCK_WAIT_TIMEOUT,
                     "HY000",
@@ -437,28 +456,32 @@ impl Session {
                 )
                 .to_packet()));
             }
-            if !outliving {
-                continue;
-            }
-            match self.lock_holder_gone(&name).await? {
-                Some(holder) if suspect.as_ref() == Some(&(epoch, holder.clone())) => {
-                    if let Err(e) = self.ensure_catalog().await? {
-                        return Ok(Err(e));
-                    }
-                    let bump = self.catalog().bump_lock_epoch(&base, epoch);
-                    if let Internal::Err(e) = self.catalog_write(&bump).await? {
-                        return Ok(Err(e));
-                    }
-                    warn!(
-                        lock = %name,
-                        "a table group's DDL lock was held by a session that is gone; moved to the next epoch"
-                    );
-                    suspect = None;
-                }
-                Some(holder) => suspect = Some((epoch, holder)),
-                None => suspect = None,
-            }
         }
+    }
+
+    /// The longest one `GET_LOCK` may wait on this connection: a second less than the
+    /// backend's statement timeout (at least half of it), unbounded when there is none.
+    async fn longest_wait(&mut self, flavor: Flavor) -> Result<Duration, End> {
+        let (sql, unit_us) = match flavor {
+            Flavor::OceanBase | Flavor::SeekDb => ("SELECT @@ob_query_timeout", 1.0),
+            Flavor::MySqlFamily => ("SELECT @@max_statement_time", 1e6),
+        };
+        let limit_us = match self.rows(sql).await? {
+            Ok(rows) => rows
+                .first()
+                .and_then(|r| lossy(cell(r, 0)).parse::<f64>().ok())
+                .map(|v| v * unit_us)
+                .filter(|v| v.is_finite() && *v > 0.0),
+            // a backend without the variable (MySQL has no max_statement_time)
+            Err(_) => None,
+        };
+        Ok(match limit_us {
+            Some(us) => {
+                let limit = Duration::from_secs_f64(us / 1e6);
+                limit.saturating_sub(Duration::from_secs(1)).max(limit / 2)
+            }
+            None => Duration::from_secs(u64::from(u32::MAX)),
+        })
     }
 
     /// The epoch of a table group's lock (0 before any move).
@@ -475,7 +498,10 @@ impl Session {
 
     /// The holder of a named lock, when it is a session the backend no longer has. None when
     /// the lock is free, its holder is alive, or this account cannot see every session (no
-    /// PROCESS privilege: another user's live session would look gone).
+    /// PROCESS privilege: another user's live session would look gone). A live session that
+    /// holds a lock is always in the process list; a new session after a restart that got the
+    /// dead holder's id makes the holder look alive: the waiter then waits (1205), it never
+    /// moves a live holder's lock.
     async fn lock_holder_gone(&mut self, name: &str) -> Result<Option<Vec<u8>>, End> {
         let sql = format!(
             "SELECT h.id, (SELECT COUNT(*) FROM information_schema.PROCESSLIST p WHERE p.ID = h.id), \
