@@ -153,7 +153,10 @@ impl<P: AsyncWrite + Unpin, T: AsyncWrite + Unpin> AsyncWrite for MaybeTls<P, T>
 }
 
 /// Answers a client that will not be served with an ERR packet in place of the greeting.
-pub async fn refuse_with<S: AsyncWrite + Unpin>(mut tcp: S, e: crate::protocol::packets::ErrorInfo) {
+pub async fn refuse_with<S: AsyncWrite + Unpin>(
+    mut tcp: S,
+    e: crate::protocol::packets::ErrorInfo,
+) {
     let p = e.to_packet();
     // an ERR packet is far below one frame's 16 MiB: one frame, sequence id 0
     let len = p.len().min(crate::protocol::constants::MAX_FRAME) as u32;

@@ -209,4 +209,3 @@ async fn bind_unix(path: &str) -> Option<UnixListener> {
 async fn refuse(tcp: TcpStream) {
     refuse_with(tcp, ErrorInfo::too_many_connections()).await;
 }
-

@@ -15,8 +15,8 @@ use crate::admin::Stats;
 use crate::backend::pool::Pool;
 use crate::backend::{self, BackendError, LoggedIn, LoginSpec};
 use crate::config::{Config, ConfigError, ProxyUser};
-use crate::protocol::handshake::Greeting;
 use crate::protocol::auth::{parse_native_hash, verify_native};
+use crate::protocol::handshake::Greeting;
 
 /// State every session shares.
 pub struct Shared {

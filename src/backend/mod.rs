@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use tokio::net::TcpStream;
 
+use crate::protocol::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 use crate::protocol::constants::{cap, com, ext, Caps};
 use crate::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
@@ -20,7 +21,6 @@ use crate::protocol::packets::{parse_ok, OkInfo};
 use crate::protocol::response::{ResponseKind, ResponseTracker, Step, Summary};
 use crate::protocol::stream::PacketStream;
 use crate::protocol::wire::Reader;
-use crate::protocol::auth::{native_scramble, sha2_scramble, CACHING_SHA2_PLUGIN, NATIVE_PLUGIN};
 
 pub use crate::net::BackendIo;
 

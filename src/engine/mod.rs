@@ -4,9 +4,11 @@
 //! execution-time verdicts and the transaction guard's inputs; `prefix_scan` and `rewrite`
 //! decide and splice the prefix-column predicate. `session/` carries decisions out.
 
+pub mod execute;
 pub mod prefix_scan;
 pub mod rewrite;
 pub mod router;
 pub mod write;
 
+pub use execute::{decide_execution, BulkExecution, ExecContext, Verdict};
 pub use router::{decide, Context, Decision, Origin};

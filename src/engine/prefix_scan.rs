@@ -8,12 +8,12 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::Arc;
 
-use crate::sql::ddl::TableName;
-use crate::sql::dml::{Dml, Escape, LitCharset, Operand, Pred};
 use super::rewrite;
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPred, KeyPreds, Pinned};
 use crate::hbase::schema::{self, Lookup, Placement, SchemaCache, TableSchema};
+use crate::sql::ddl::TableName;
+use crate::sql::dml::{Dml, Escape, LitCharset, Operand, Pred};
 
 /// The connection's character set, when the client's and the connection's are the same (then a
 /// literal's bytes reach the comparison unchanged).

@@ -20,16 +20,16 @@
 use crate::protocol::constants::er;
 use std::collections::HashMap;
 
-use crate::sql::classify::{classify, leading_words, Class};
-use crate::sql::dml;
-use crate::sql::dynamic::Source;
 use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::rewrite;
-use crate::sql::scan::{self, statements, Dialect, Piece, Scanner, Tok};
-use crate::sql::splice::Splice;
 use super::write::{self, Touch, Txn, WriteRules};
 use crate::protocol::packets::ErrorInfo;
+use crate::sql::classify::{classify, leading_words, Class};
 use crate::sql::ddl::{self, Statement, TableName};
+use crate::sql::dml;
+use crate::sql::dynamic::Source;
+use crate::sql::scan::{self, statements, Dialect, Piece, Scanner, Tok};
+use crate::sql::splice::Splice;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -1756,18 +1756,22 @@ fn read_piece(
             {
                 Read::Insert(Box::new(head.table))
             }
-            crate::sql::insert::Read::Insert { .. } | crate::sql::insert::Read::NotInsert => Read::Plain,
+            crate::sql::insert::Read::Insert { .. } | crate::sql::insert::Read::NotInsert => {
+                Read::Plain
+            }
             // rows it cannot read: the write stage reports them (C9) on an HBase table
-            crate::sql::insert::Read::Unreadable(why) => match crate::sql::insert::head_table(piece, d) {
-                Ok(Some(table))
-                    if memchr::memchr(b'$', table.raw_name.as_slice()).is_some()
-                        && scope.covers(table.schema.as_deref()) =>
-                {
-                    Read::Insert(Box::new(table))
+            crate::sql::insert::Read::Unreadable(why) => {
+                match crate::sql::insert::head_table(piece, d) {
+                    Ok(Some(table))
+                        if memchr::memchr(b'$', table.raw_name.as_slice()).is_some()
+                            && scope.covers(table.schema.as_deref()) =>
+                    {
+                        Read::Insert(Box::new(table))
+                    }
+                    Ok(_) => Read::Plain,
+                    Err(_) => Read::InsertUnreadable(why),
                 }
-                Ok(_) => Read::Plain,
-                Err(_) => Read::InsertUnreadable(why),
-            },
+            }
         };
     }
     if dml_too && !p.program && first.is_word(piece, "LOAD") {

@@ -10,17 +10,17 @@
 use crate::protocol::constants::er;
 use std::ops::ControlFlow;
 
-use crate::sql::dml::{Dml, LitCharset, Operand, Verb};
-use crate::sql::insert::{self, Source, Value};
 use super::prefix_scan::{certain, key_preds, literal_bytes, ConnCharset};
-use crate::sql::scan::Dialect;
-use crate::sql::splice::Splice;
 use crate::config::Transactions;
 use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPreds};
 use crate::hbase::rules::{Enforcement, Finding, Level, ER_NOT_SUPPORTED};
 use crate::hbase::schema::TableSchema;
+use crate::sql::dml::{Dml, LitCharset, Operand, Verb};
+use crate::sql::insert::{self, Source, Value};
+use crate::sql::scan::Dialect;
+use crate::sql::splice::Splice;
 
 /// The write rules in force for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -130,6 +130,8 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
     fn row(&mut self, k: Seen<'_>) {
         match k {
             Seen::Bytes(k) => self.key(k),
+            // the backend stores the column's default: an empty rowkey
+            Seen::DefaultK => self.key(b""),
             _ => self.not_known("a rowkey the proxy cannot read"),
         }
     }
@@ -188,6 +190,14 @@ fn seen<'a>(v: &'a Value, conn: Option<ConnCharset>, need: &mut bool) -> Seen<'a
         Value::Null => Seen::Null,
         Value::Default => Seen::Absent,
         Value::Param(_) | Value::Unknown => Seen::Unknown,
+    }
+}
+
+/// The K an INSERT row writes: one it leaves to the column's default is `DefaultK` (C1).
+fn rowkey(k: Seen<'_>) -> Seen<'_> {
+    match k {
+        Seen::Absent => Seen::DefaultK,
+        other => other,
     }
 }
 
@@ -304,7 +314,7 @@ pub fn check_insert(
             None => Seen::Absent,
         };
         let cell = Cell {
-            k: get("K"),
+            k: rowkey(get("K")),
             q: get("Q"),
             t: get("T"),
             v: get("V"),
@@ -852,7 +862,7 @@ pub fn check_execution<'a>(
                     }
                 };
                 let cell = Cell {
-                    k: get("K"),
+                    k: rowkey(get("K")),
                     q: get("Q"),
                     t: get("T"),
                     v: get("V"),
@@ -1114,8 +1124,12 @@ impl LoadCheck {
             findings.extend(cells::check_prefix_column_written(&named, limits));
         }
         findings.extend(cells::check_prefix_column_written(&l.set, limits));
-        let file =
-            crate::sql::load::FileRows::new(l.format.clone(), columns.len(), l.ignore_lines, max_row);
+        let file = crate::sql::load::FileRows::new(
+            l.format.clone(),
+            columns.len(),
+            l.ignore_lines,
+            max_row,
+        );
         LoadCheck {
             rules,
             slots,
@@ -1191,7 +1205,7 @@ impl LoadCheck {
                         other => other,
                     };
                     let cell = Cell {
-                        k: get(self.slots[0]),
+                        k: rowkey(get(self.slots[0])),
                         q: get(self.slots[1]),
                         t,
                         v: get(self.slots[3]),

@@ -93,6 +93,10 @@ pub enum Seen<'a> {
     /// An integer.
     Int(i128),
     Null,
+    /// The rowkey left out of an INSERT, `DEFAULT`, a bulk execute's DEFAULT / IGNORE
+    /// indicator, a LOAD DATA row without its field: the backend fills in the column's
+    /// default, an empty rowkey (C1).
+    DefaultK,
     /// Not written by the statement (the column's default applies).
     Absent,
     /// An expression, a function, a value in an uncertain character set: not checked.
@@ -174,6 +178,12 @@ pub fn check_cell(
         )),
         Seen::Length(n) => too_long_n("K", n, limits.k, row, out),
         Seen::Unknown | Seen::Int(_) => unseen.push("K"),
+        Seen::DefaultK => out.push(error(
+            "C1",
+            ER_WRONG_VALUE,
+            "22007",
+            format!("row {row}: the rowkey K is left to its default (left out, DEFAULT, or a missing field): the row would get an empty rowkey; an HBase row needs one"),
+        )),
         Seen::Absent => {}
     }
     match cell.q {
@@ -205,7 +215,7 @@ pub fn check_cell(
             format!("row {row}: the timestamp T is NULL"),
         )),
         Seen::Unknown | Seen::Bytes(_) | Seen::Length(_) => unseen.push("T"),
-        Seen::Absent => {}
+        Seen::Absent | Seen::DefaultK => {}
     }
     if !unseen.is_empty() {
         out.push(note(

@@ -8,8 +8,8 @@
 //!
 //! Pure: no I/O.
 
-use crate::hbase::partition::ModelPartitioning;
 use super::rules::{self, Finding, GroupState, Level, RuleConfig};
+use crate::hbase::partition::ModelPartitioning;
 use crate::sql::ddl::{CreateTable, Generated};
 
 /// What a `$` table is, read from its definition.

@@ -22,8 +22,8 @@ pub enum Partitioning {
     RangeK { bounds: Vec<RangeBound> },
 }
 
-pub use crate::sql::ddl::RangeBound;
 use crate::sql::ddl::CreateTable;
+pub use crate::sql::ddl::RangeBound;
 
 /// The model's partitioning of a table definition.
 pub trait ModelPartitioning {

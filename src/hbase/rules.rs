@@ -48,6 +48,11 @@ impl Finding {
             message: format!("OBKV-HBase rule {rule}: {message}"),
         }
     }
+    /// The ERR the client gets when this finding refuses its statement.
+    pub fn to_error(&self) -> crate::protocol::packets::ErrorInfo {
+        crate::protocol::packets::ErrorInfo::new(self.code, self.sqlstate, self.message.clone())
+    }
+
     fn unsupported(rule: &'static str, message: String) -> Self {
         Self::error(rule, ER_NOT_SUPPORTED, "42000", message)
     }

@@ -5,13 +5,13 @@
 //! side effects), and placed by the transaction guard.
 
 use crate::admin::bump;
+use crate::engine::router::{self, DynamicCheck, DynamicSource, DynamicSql};
+use crate::engine::write::{Bound, Place, WritePlan};
 use crate::protocol::constants::er;
 use crate::protocol::constants::status;
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{ResponseKind, Summary};
 use crate::sql::dynamic;
-use crate::engine::router::{self, DynamicCheck, DynamicSource, DynamicSql};
-use crate::engine::write::{self, Bound, Place, WritePlan};
 
 use super::prepared::{SqlPlan, MAX_SQL_PLANS};
 use super::{End, Session};
@@ -339,15 +339,18 @@ impl Session {
                 None => Bound::Other,
             }
         };
-        let escape = self.reading().reported_backslash_escape();
-        let checked = write::check_execution(plan, &bound, &rules, self.charset_fact, escape, 0);
-        let out = write::verdict(checked, &rules, &self.txn());
-        if let Some(f) = out.refuse {
-            return Ok(Verdict::Refused(ErrorInfo::new(
-                f.code, f.sqlstate, f.message,
-            )));
+        let txn = self.txn();
+        let ctx = crate::engine::ExecContext {
+            rules: &rules,
+            conn: self.charset_fact,
+            backslash_escape: self.reading().reported_backslash_escape(),
+            txn: &txn,
+        };
+        let out = crate::engine::decide_execution(plan, Some(&bound), &ctx);
+        if let Some(e) = out.refuse {
+            return Ok(Verdict::Refused(e));
         }
-        self.keep_findings(out.warnings);
+        self.keep_findings(out.notes);
         Ok(Verdict::Runs(out.pin))
     }
 }

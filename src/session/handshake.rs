@@ -18,13 +18,13 @@ use rand::Rng;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tracing::{debug, info, warn};
 
-use crate::protocol::auth::NATIVE_PLUGIN;
-use crate::protocol::constants::MAX_LOGIN_PACKET;
 use super::Session;
 use crate::admin::bump;
 use crate::backend::{self, BackendError, BackendStream, LoginSpec};
 use crate::config::AuthMode;
 use crate::net::ClientIo;
+use crate::protocol::auth::NATIVE_PLUGIN;
+use crate::protocol::constants::MAX_LOGIN_PACKET;
 use crate::protocol::constants::{cap, er, ext, Caps, MAX_FRAME};
 use crate::protocol::handshake::{
     build_auth_switch, build_greeting, is_ssl_request, parse_handshake_response,
@@ -34,7 +34,6 @@ use crate::protocol::packets::{ok_packet, ErrorInfo};
 use crate::protocol::stream::PacketStream;
 use crate::shared::Shared;
 use crate::tls::BackendTls;
-
 
 /// Why a session was not established (already reported to the client where possible).
 #[derive(Debug)]

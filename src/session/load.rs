@@ -16,12 +16,12 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::{End, Session};
 use crate::admin::bump;
+use crate::engine::router::Write;
+use crate::engine::write::{self, LoadCheck, LoadPlan, WriteRules};
 use crate::protocol::constants::status;
 use crate::protocol::constants::MAX_FRAME;
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{ResponseKind, Summary};
-use crate::engine::router::Write;
-use crate::engine::write::{self, LoadCheck, LoadPlan, WriteRules};
 
 /// File bytes are read, checked, spooled and replayed in pieces of this size.
 const CHUNK: usize = 64 * 1024;
@@ -100,10 +100,16 @@ impl Session {
                 return self.answer_load_error(next, e).await;
             }
         };
-        let out = write::verdict(checked, &rules, &self.txn());
-        if let Some(f) = out.refuse {
+        let txn = self.txn();
+        let ctx = crate::engine::ExecContext {
+            rules: &rules,
+            conn: self.charset_fact,
+            backslash_escape: self.reading().reported_backslash_escape(),
+            txn: &txn,
+        };
+        let out = crate::engine::execute::decide_load(checked, &ctx);
+        if let Some(e) = out.refuse {
             bump(&self.shared.stats.answered_locally);
-            let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
             return self.answer_load_error(next, e).await;
         }
         let Some(spool) = spool else {
@@ -112,7 +118,7 @@ impl Session {
                 .await;
         };
         // counted in the answer the backend's OK becomes
-        self.keep_findings(out.warnings);
+        self.keep_findings(out.notes);
         let summary = self.run_load(spool, next, &mut reserved).await?;
         let failed = summary.error_code.is_some();
         self.after_response(&summary);

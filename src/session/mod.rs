@@ -22,6 +22,8 @@ use crate::admin::bump;
 use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
+use crate::engine::prefix_scan::{ConnCharset, TableView};
+use crate::engine::router::{self, Answer, Context, Decision, Origin, Scope};
 use crate::net::{ClientIo, ClientSock, Peer};
 use crate::protocol::compress::OutOfOrder;
 use crate::protocol::constants::{cap, com, er, status, Caps, MAX_FRAME};
@@ -32,10 +34,7 @@ use crate::protocol::response::{
 use crate::protocol::stream::{CopyError, Flow, PacketStream};
 use crate::shared::Shared;
 use crate::sql::classify::{self, Class};
-use crate::engine::prefix_scan::{ConnCharset, TableView};
-use crate::engine::router::{self, Answer, Context, Decision, Origin, Scope};
 use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
-use crate::engine::write;
 
 /// A command buffer larger than this is given back after the command.
 const COMMAND_KEEP: usize = 1 << 20;
@@ -714,16 +713,22 @@ impl Session {
                     // the file never passes the proxy (the client does not send files): its
                     // rows are not seen
                     let table = w.load.as_ref().map_or("", |p| p.schema.name.as_str());
-                    let unseen = write::load_unchecked(table, "the client does not send files");
-                    let out = write::verdict(unseen, &rules, &self.txn());
+                    let txn = self.txn();
+                    let ctx = crate::engine::ExecContext {
+                        rules: &rules,
+                        conn: self.charset_fact,
+                        backslash_escape: self.reading().reported_backslash_escape(),
+                        txn: &txn,
+                    };
+                    let why = "the client does not send files";
+                    let out = crate::engine::execute::decide_unseen_load(table, why, &ctx);
                     match out.refuse {
-                        Some(f) => {
+                        Some(e) => {
                             bump(&self.shared.stats.answered_locally);
-                            let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
                             self.answer_error(e).await.map(|()| None)
                         }
                         None => {
-                            for f in out.warnings {
+                            for f in out.notes {
                                 w.warnings.push((f.level.name(), f.code, f.message));
                             }
                             self.carry_out_write(*w, kind).await

@@ -17,13 +17,14 @@ use std::sync::atomic::Ordering::Relaxed;
 use super::{End, Session};
 use crate::admin::bump;
 use crate::backend;
+use crate::engine::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
+use crate::engine::write::{self, Bound as WriteBound, WritePlan};
+use crate::engine::{decide_execution, BulkExecution, ExecContext};
 use crate::protocol::constants::{com, status};
 use crate::protocol::execute::{self, Execute};
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::ResponseKind;
 use crate::sql::dml::LitCharset;
-use crate::engine::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
-use crate::engine::write::{self, Bound as WriteBound, WritePlan};
 
 /// Statements of one session with a rewrite plan (each holds a copy of its text).
 const MAX_PLANS: usize = 256;
@@ -260,6 +261,7 @@ impl Session {
             return Ok(Checked::Runs(None));
         };
         let escape = self.reading().reported_backslash_escape();
+        let txn = self.txn();
         let Some(p) = self.statements.by_id.get_mut(&id) else {
             return Ok(Checked::Runs(None));
         };
@@ -270,7 +272,13 @@ impl Session {
         let long = std::mem::take(&mut w.long);
         let plan = w.plan.clone();
         let conn = self.charset_fact;
-        let checked = if bulk {
+        let ctx = ExecContext {
+            rules: &rules,
+            conn,
+            backslash_escape: escape,
+            txn: &txn,
+        };
+        let out = if bulk {
             // MariaDB's bulk execute: every row checked, the partitions of all gathered
             let Some(b) = execute::parse_bulk(&self.command, params) else {
                 return Ok(Checked::Runs(None)); // the backend answers a malformed execute
@@ -281,12 +289,10 @@ impl Session {
             let Some(types) = w.types.clone() else {
                 return Ok(Checked::Runs(None));
             };
-            let mut gathered = write::Gathered::new();
+            let mut judged = BulkExecution::new(&plan);
             let mut rows = execute::BulkRows::new(&types, b.rows);
             let mut row = Vec::with_capacity(params);
             let mut unreadable = false;
-            let mut n = 0usize;
-            let per_row = plan_rows(&plan);
             while let Some(ok) = rows.next_row(&mut row) {
                 if !ok {
                     unreadable = true;
@@ -303,17 +309,14 @@ impl Session {
                         _ => WriteBound::Other,
                     }
                 };
-                let c = write::check_execution(&plan, &bound, &rules, conn, escape, n * per_row);
-                gathered.add(c);
-                n += 1;
-                if gathered.refused(&rules) {
+                if !judged.row(&bound, &ctx) {
                     break;
                 }
             }
-            gathered.finish(&plan.schema.name, unreadable)
+            judged.finish(unreadable, &ctx)
         } else if params == 0 {
             // literals only: checked at the prepare, placed for the guard at each execution
-            write::check_execution(&plan, &|_| WriteBound::Other, &rules, conn, escape, 0)
+            decide_execution(&plan, None, &ctx)
         } else {
             let Some(e) = execute::parse(&self.command, params) else {
                 return Ok(Checked::Runs(None)); // the backend answers a malformed execute
@@ -349,14 +352,12 @@ impl Session {
                 };
                 bound_value(*ty, *flags & 0x80 != 0, e.values, *span)
             };
-            write::check_execution(&plan, &bound, &rules, conn, escape, 0)
+            decide_execution(&plan, Some(&bound), &ctx)
         };
-        let out = write::verdict(checked, &rules, &self.txn());
-        if let Some(f) = out.refuse {
-            let e = ErrorInfo::new(f.code, f.sqlstate, f.message);
+        if let Some(e) = out.refuse {
             return Ok(Checked::Refused(e, !long.is_empty()));
         }
-        self.keep_findings(out.warnings);
+        self.keep_findings(out.notes);
         let pin = out.pin;
         Ok(Checked::Runs(pin))
     }
@@ -676,13 +677,6 @@ enum Checked {
 
 /// A bound value of binary-protocol type `ty` (`unsigned`: the type's flag) at `span`.
 /// Rows one execution of `plan` writes (a VALUES list's length; 1 for UPDATE / DELETE).
-fn plan_rows(plan: &WritePlan) -> usize {
-    match &plan.shape {
-        write::Shape::Insert { rows, .. } => rows.len().max(1),
-        write::Shape::Dml(_) | write::Shape::Assigned(_) => 1,
-    }
-}
-
 fn bound_value(ty: u8, unsigned: bool, values: &[u8], span: (usize, usize)) -> WriteBound<'_> {
     if let Some((b, blob)) = execute::string_value(ty, values, span) {
         return WriteBound::Bytes(b, blob);

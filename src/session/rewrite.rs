@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use super::hbase::cell;
 use super::{End, Session};
+use crate::engine::prefix_scan::{ConnCharset, Need};
 use crate::hbase::backend::Flavor;
 use crate::hbase::catalog;
 use crate::hbase::live;
@@ -14,7 +15,6 @@ use crate::hbase::marker::{self, Marker};
 use crate::hbase::schema::{self, Placement, TableSchema};
 use crate::protocol::constants::status;
 use crate::protocol::packets::ErrorInfo;
-use crate::engine::prefix_scan::{ConnCharset, Need};
 
 /// What reading a table's schema found.
 enum TableRead {

@@ -4,7 +4,6 @@
 
 use crate::sql::lexer::{tokenize_with, Dialect, Kind, Token};
 
-
 pub type Span = (usize, usize);
 
 /// A bound of a `RANGE COLUMNS` partition, as written.
@@ -168,7 +167,6 @@ impl CreateTable {
             .iter()
             .all(|n| names.iter().any(|c| c == n))
     }
-
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -27,7 +27,6 @@ pub enum Operand {
 
 pub use super::insert::LitCharset;
 
-
 /// The escape character of a LIKE.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Escape {

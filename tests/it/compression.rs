@@ -9,9 +9,9 @@ use std::time::Duration;
 use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress};
 use mysql_async::{Row, Value};
 
+use obkv_proxy::protocol::auth::native_scramble;
 use obkv_proxy::protocol::constants::{cap, com};
 use obkv_proxy::protocol::handshake::{build_handshake_response, parse_greeting};
-use obkv_proxy::protocol::auth::native_scramble;
 
 use crate::auth_tls::proxy_auth_config;
 use crate::common::raw::{read_frame_from, read_until_closed, RawConn, DEFAULT_CAPS};

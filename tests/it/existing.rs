@@ -427,3 +427,33 @@ fn a_table_made_on_the_backend_right_after_the_proxy_missed_it_is_checked_at_onc
         assert_eq!(f.count(t), "0");
     }
 }
+
+#[test]
+fn a_rowkey_left_to_its_default_is_refused_on_every_path() {
+    for kind in BOTH {
+        let f = Fixture::new(kind, |_| {});
+        let t = "exdef$f";
+        let v = if kind == Kind::MariaDb {
+            "longblob"
+        } else {
+            "varbinary(1024)"
+        };
+        f.make(
+            &[format!("CREATE TABLE `{t}` (K varbinary(1024), Q varbinary(256), T bigint, V {v} NOT NULL, PRIMARY KEY (K, Q, T)) PARTITION BY KEY(K) PARTITIONS 3")],
+            t,
+        );
+        let mut c = f.via();
+        // non-strict: the backend itself would store an empty rowkey
+        ok(&mut c, "SET SESSION sql_mode = ''");
+        for sql in [
+            format!("INSERT INTO `{t}` (Q, T, V) VALUES ('q', -1700000000000, 'v')"),
+            format!("INSERT INTO `{t}` (K, Q, T, V) VALUES (DEFAULT, 'q', -1700000000000, 'v')"),
+            format!("INSERT INTO `{t}` SET Q = 'q', T = -1700000000000, V = 'v'"),
+            format!("REPLACE INTO `{t}` (Q, T, V) VALUES ('q', -1700000000000, 'v')"),
+        ] {
+            let (_, message) = refused(&mut c, &sql);
+            assert!(message.contains("C1"), "{}: {sql}: {message}", kind.name());
+            assert_eq!(f.count(t), "0", "{}: {sql}", kind.name());
+        }
+    }
+}

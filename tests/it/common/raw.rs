@@ -5,12 +5,12 @@ use std::io::{self, Read, Write};
 use std::net::TcpStream;
 use std::time::Duration;
 
+use obkv_proxy::protocol::auth::native_scramble;
 use obkv_proxy::protocol::constants::{cap, com, Caps};
 use obkv_proxy::protocol::handshake::{
     build_handshake_response, parse_auth_switch, parse_greeting, Greeting,
 };
 use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
-use obkv_proxy::protocol::auth::native_scramble;
 
 pub const DEFAULT_CAPS: u32 = cap::LONG_PASSWORD
     | cap::LONG_FLAG

@@ -1,0 +1,406 @@
+//! Execution-time policy: the write rules and the transaction guard for what arrives after a
+//! statement was decided — a prepared write's bound values (COM_STMT_EXECUTE, MariaDB's bulk
+//! execute, SQL-level `EXECUTE … USING`) and a LOAD DATA file's rows. Every path ends in one
+//! `Verdict`: refuse (one ERR), or run with these notes and this transaction partition.
+//!
+//! Pure: the values come in as `Bound`s the session read from its packets; no I/O.
+
+use super::prefix_scan::ConnCharset;
+use super::write::{self, Bound, Checked, Gathered, Place, Txn, WritePlan, WriteRules};
+use crate::hbase::rules::Finding;
+use crate::protocol::packets::ErrorInfo;
+
+/// What the session knows when an execution arrives.
+#[derive(Debug, Clone, Copy)]
+pub struct ExecContext<'a> {
+    pub rules: &'a WriteRules,
+    /// The connection's character set, when read (how text values become bytes).
+    pub conn: Option<ConnCharset>,
+    /// Whether the backend reads `\` as an escape (NO_BACKSLASH_ESCAPES), when it says.
+    pub backslash_escape: Option<bool>,
+    /// The session's transaction as the guard sees it.
+    pub txn: &'a Txn,
+}
+
+/// What the session carries out for one execution.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    /// Refused with this error (nothing reaches the backend).
+    pub refuse: Option<ErrorInfo>,
+    /// Warnings and notes the statement runs with (SHOW WARNINGS, and counted in its OK).
+    pub notes: Vec<Finding>,
+    /// Inside a transaction, the partition the execution fixes (its first write).
+    pub pin: Option<Place>,
+}
+
+impl Verdict {
+    /// The cell rules by their enforcement, then the guard against the transaction.
+    fn of(checked: Checked, ctx: &ExecContext) -> Verdict {
+        let out = write::verdict(checked, ctx.rules, ctx.txn);
+        Verdict {
+            refuse: out.refuse.map(|f| f.to_error()),
+            notes: out.warnings,
+            pin: out.pin,
+        }
+    }
+}
+
+/// One execution of a prepared write. `bound`: its values by placeholder position; None when
+/// the statement has no placeholders (its literals were checked when it was prepared, and the
+/// execution is placed for the guard).
+pub fn decide_execution<'a>(
+    plan: &WritePlan,
+    bound: Option<&dyn Fn(u32) -> Bound<'a>>,
+    ctx: &ExecContext,
+) -> Verdict {
+    let none = |_| Bound::Other;
+    let bound: &dyn Fn(u32) -> Bound<'a> = bound.unwrap_or(&none);
+    let checked = write::check_execution(plan, bound, ctx.rules, ctx.conn, ctx.backslash_escape, 0);
+    Verdict::of(checked, ctx)
+}
+
+/// A bulk execution (MariaDB's COM_STMT_BULK_EXECUTE), row by row: `row` for each row of
+/// values (false: stop, a row already refuses the execution), then `finish`.
+pub struct BulkExecution<'p> {
+    plan: &'p WritePlan,
+    gathered: Gathered,
+    /// Rows of the statement per row of values (an INSERT of several VALUES rows).
+    per_row: usize,
+    n: usize,
+}
+
+impl<'p> BulkExecution<'p> {
+    pub fn new(plan: &'p WritePlan) -> Self {
+        let per_row = match &plan.shape {
+            write::Shape::Insert { rows, .. } => rows.len().max(1),
+            write::Shape::Dml(_) | write::Shape::Assigned(_) => 1,
+        };
+        BulkExecution {
+            plan,
+            gathered: Gathered::new(),
+            per_row,
+            n: 0,
+        }
+    }
+
+    /// One row of values; false once the execution is refused (the rest need not be read).
+    pub fn row<'a>(&mut self, bound: &dyn Fn(u32) -> Bound<'a>, ctx: &ExecContext) -> bool {
+        let first_row = self.n.saturating_mul(self.per_row);
+        let c = write::check_execution(
+            self.plan,
+            bound,
+            ctx.rules,
+            ctx.conn,
+            ctx.backslash_escape,
+            first_row,
+        );
+        self.gathered.add(c);
+        self.n += 1;
+        !self.gathered.refused(ctx.rules)
+    }
+
+    /// The verdict on every row read; `unreadable`: a row could not be read.
+    pub fn finish(self, unreadable: bool, ctx: &ExecContext) -> Verdict {
+        let checked = self.gathered.finish(&self.plan.schema.name, unreadable);
+        Verdict::of(checked, ctx)
+    }
+}
+
+/// A LOAD DATA whose file's rows were checked as they streamed (`write::LoadCheck`).
+pub fn decide_load(checked: Checked, ctx: &ExecContext) -> Verdict {
+    Verdict::of(checked, ctx)
+}
+
+/// A LOAD DATA on `table` whose rows the proxy never sees (`why`: the client does not send
+/// files through it).
+pub fn decide_unseen_load(table: &str, why: &'static str, ctx: &ExecContext) -> Verdict {
+    Verdict::of(write::load_unchecked(table, why), ctx)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use super::*;
+    use crate::config::Transactions;
+    use crate::engine::router::{decide, Context, Decision, Origin};
+    use crate::hbase::cells::{CellLimits, Convention};
+    use crate::hbase::partition::Partitioning;
+    use crate::hbase::rules::Enforcement;
+    use crate::hbase::schema::{Placement, TableSchema};
+    use crate::protocol::constants::er;
+
+    const NOW: i64 = 1_763_700_000_000;
+
+    /// A Context builder for execution-time tests, as PgDog's router tests build theirs.
+    struct Exec {
+        rules: WriteRules,
+        txn: Txn,
+    }
+
+    impl Exec {
+        fn new() -> Self {
+            Exec {
+                rules: WriteRules {
+                    now_ms: NOW,
+                    ..WriteRules::default()
+                },
+                txn: Txn::default(),
+            }
+        }
+        fn mode(mut self, cells: Enforcement) -> Self {
+            self.rules.cells = cells;
+            self
+        }
+        fn in_transaction_at(mut self, pinned: Option<Place>) -> Self {
+            self.txn = Txn {
+                active: true,
+                pinned,
+            };
+            self
+        }
+        fn ctx(&self) -> ExecContext<'_> {
+            ExecContext {
+                rules: &self.rules,
+                conn: Some(ConnCharset::Utf8),
+                backslash_escape: Some(true),
+                txn: &self.txn,
+            }
+        }
+    }
+
+    fn schema() -> Arc<TableSchema> {
+        Arc::new(TableSchema {
+            schema: "hb".into(),
+            name: "g$f".into(),
+            partitioning: Partitioning::Key {
+                prefix_len: Some(4),
+                partitions: 13,
+            },
+            prefix_column: Some(("K_PREFIX".into(), 4)),
+            placement: Placement::OceanBase,
+            grouped: true,
+            limits: CellLimits {
+                k: Some(16),
+                q: Some(8),
+                v: Some(32),
+                prefix_column: Some("K_PREFIX".into()),
+                columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
+            },
+        })
+    }
+
+    /// The plan the router makes of a prepared statement's text on `hb.g$f` (the schema of
+    /// `schema()`).
+    fn plan(sql: &str) -> WritePlan {
+        let ctx = Context {
+            tables: Some(crate::engine::prefix_scan::tests::view()),
+            writes: Some(WriteRules {
+                now_ms: NOW,
+                ..WriteRules::default()
+            }),
+            ..Context::default()
+        };
+        match decide(sql.as_bytes(), Origin::Prepare, &ctx).1 {
+            Decision::Write(w) => *w.plan.expect("a write plan"),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    const INSERT: &str = "INSERT INTO hb.g$f (K, Q, T, V) VALUES (?, ?, ?, ?)";
+
+    fn values<'a>(k: &'a [u8], t: i128, v: Option<&'a [u8]>) -> impl Fn(u32) -> Bound<'a> {
+        move |i| match (i, v) {
+            (0, _) => Bound::Bytes(k, false),
+            (1, _) => Bound::Bytes(b"q", false),
+            (2, _) => Bound::Int(t),
+            (3, Some(v)) => Bound::Bytes(v, false),
+            (3, None) => Bound::Null,
+            _ => Bound::Other,
+        }
+    }
+
+    fn rule_of(v: &Verdict) -> Option<String> {
+        v.refuse
+            .as_ref()
+            .map(|e| e.message.split(':').next().unwrap_or("").to_string())
+    }
+
+    #[test]
+    fn an_execution_is_judged_by_the_cell_rules() {
+        let p = plan(INSERT);
+        let e = Exec::new();
+        let ok = decide_execution(
+            &p,
+            Some(&values(b"abcd1", -NOW as i128, Some(b"v"))),
+            &e.ctx(),
+        );
+        assert_eq!(ok.refuse, None, "{ok:?}");
+        for (bound, rule, code) in [
+            (
+                values(b"", -NOW as i128, Some(b"v")),
+                "C1",
+                er::TRUNCATED_WRONG_VALUE,
+            ),
+            (
+                values(b"abcd1", -NOW as i128, None),
+                "C3",
+                er::BAD_NULL_ERROR,
+            ),
+            (
+                values(b"abcd1", NOW as i128, Some(b"v")),
+                "C4",
+                er::TRUNCATED_WRONG_VALUE,
+            ),
+            (
+                values(b"abcd1", -NOW as i128, Some(&[0u8; 40])),
+                "C2",
+                er::DATA_TOO_LONG,
+            ),
+        ] {
+            let v = decide_execution(&p, Some(&bound), &e.ctx());
+            let err = v.refuse.clone().unwrap_or_else(|| panic!("{rule}: {v:?}"));
+            assert_eq!(err.code, code, "{rule}: {err:?}");
+            assert!(err.message.contains(rule), "{rule}: {err:?}");
+        }
+        // C5, a T that looks like seconds: a note, and the execution runs
+        let v = decide_execution(
+            &p,
+            Some(&values(b"abcd1", -1_763_700_000, Some(b"v"))),
+            &e.ctx(),
+        );
+        assert_eq!(v.refuse, None);
+        assert_eq!(v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(), ["C5"]);
+        // warn mode: the error becomes a warning, nothing is refused
+        let warn = Exec::new().mode(Enforcement::Warn);
+        let v = decide_execution(
+            &p,
+            Some(&values(b"", -NOW as i128, Some(b"v"))),
+            &warn.ctx(),
+        );
+        assert_eq!(v.refuse, None);
+        assert_eq!(v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(), ["C1"]);
+        // a value sent in pieces is known by its length only
+        let long = |i| {
+            if i == 3 {
+                Bound::Length(1 << 20)
+            } else {
+                values(b"abcd1", -NOW as i128, Some(b"v"))(i)
+            }
+        };
+        let v = decide_execution(&p, Some(&long), &e.ctx());
+        assert!(rule_of(&v).is_some_and(|r| r.contains("C2")), "{v:?}");
+    }
+
+    #[test]
+    fn an_execution_is_kept_in_the_transactions_partition() {
+        let p = plan(INSERT);
+        let first = Exec::new().in_transaction_at(None);
+        let v = decide_execution(
+            &p,
+            Some(&values(b"abcd1", -NOW as i128, Some(b"v"))),
+            &first.ctx(),
+        );
+        let pin = v.pin.clone().expect("the first write fixes the partition");
+        // the same prefix: fine; another partition: X1
+        let then = Exec::new().in_transaction_at(Some(pin.clone()));
+        let same = decide_execution(
+            &p,
+            Some(&values(b"abcd2", -NOW as i128, Some(b"v"))),
+            &then.ctx(),
+        );
+        assert_eq!(same.refuse, None, "{same:?}");
+        let other = (b'b'..=b'z')
+            .map(|c| vec![c, c, c, c])
+            .find(|k| schema().partition_of(k) != Some(pin.partition))
+            .expect("another partition");
+        let v = decide_execution(
+            &p,
+            Some(&values(&other, -NOW as i128, Some(b"v"))),
+            &then.ctx(),
+        );
+        let err = v.refuse.expect("refused");
+        assert_eq!(err.code, er::NOT_SUPPORTED_YET);
+        assert!(err.message.contains("X1"), "{err:?}");
+        // lax transactions: a warning instead
+        let mut lax = Exec::new().in_transaction_at(Some(pin));
+        lax.rules.transactions = Transactions::Warn;
+        let v = decide_execution(
+            &p,
+            Some(&values(&other, -NOW as i128, Some(b"v"))),
+            &lax.ctx(),
+        );
+        assert_eq!(v.refuse, None);
+        assert_eq!(v.notes.len(), 1, "{v:?}");
+    }
+
+    #[test]
+    fn a_bulk_execution_judges_every_row_and_stops_at_a_refusal() {
+        let p = plan(INSERT);
+        let e = Exec::new();
+        let mut bulk = BulkExecution::new(&p);
+        assert!(bulk.row(&values(b"abcd1", -NOW as i128, Some(b"v")), &e.ctx()));
+        assert!(bulk.row(&values(b"abcd2", -NOW as i128, Some(b"v")), &e.ctx()));
+        assert!(
+            !bulk.row(&values(b"", -NOW as i128, Some(b"v")), &e.ctx()),
+            "C1 stops it"
+        );
+        let v = bulk.finish(false, &e.ctx());
+        assert!(v
+            .refuse
+            .is_some_and(|e| e.message.contains("C1") && e.message.contains("row 3")));
+        // DEFAULT for K (MariaDB's indicator): an absent rowkey
+        let mut bulk = BulkExecution::new(&p);
+        let default_k = |i| {
+            if i == 0 {
+                Bound::Default
+            } else {
+                values(b"x", -NOW as i128, Some(b"v"))(i)
+            }
+        };
+        bulk.row(&default_k, &e.ctx());
+        let v = bulk.finish(false, &e.ctx());
+        assert!(rule_of(&v).is_some_and(|r| r.contains("C1")), "{v:?}");
+        // a row the session could not read: a note, and in a transaction it cannot be placed
+        let tx = Exec::new().in_transaction_at(None);
+        let mut bulk = BulkExecution::new(&p);
+        bulk.row(&values(b"abcd1", -NOW as i128, Some(b"v")), &tx.ctx());
+        let v = bulk.finish(true, &tx.ctx());
+        assert!(rule_of(&v).is_some_and(|r| r.contains("X2")), "{v:?}");
+    }
+
+    #[test]
+    fn a_load_whose_rows_are_not_seen_is_judged_like_one_that_cannot_be_read() {
+        let e = Exec::new();
+        // outside a transaction: runs, with a note that its rows were not checked
+        let v = decide_unseen_load("g$f", "the client does not send files", &e.ctx());
+        assert_eq!(v.refuse, None);
+        assert_eq!(v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(), ["C8"]);
+        // inside one: its partition is unknown, refused
+        let tx = Exec::new().in_transaction_at(None);
+        let v = decide_unseen_load("g$f", "the client does not send files", &tx.ctx());
+        assert!(rule_of(&v).is_some_and(|r| r.contains("X2")), "{v:?}");
+    }
+
+    #[test]
+    fn an_execution_without_values_is_placed_for_the_guard() {
+        let p = plan("INSERT INTO hb.g$f (K, Q, T, V) VALUES ('abcd1', 'q', -1763700000000, 'v')");
+        let tx = Exec::new().in_transaction_at(None);
+        let v = decide_execution(&p, None, &tx.ctx());
+        assert_eq!(v.refuse, None, "{v:?}");
+        assert!(v.pin.is_some());
+    }
+
+    #[test]
+    fn convention_ms_accepts_positive_t() {
+        let p = plan(INSERT);
+        let mut e = Exec::new();
+        e.rules.convention = Convention::Ms;
+        let v = decide_execution(
+            &p,
+            Some(&values(b"abcd1", NOW as i128, Some(b"v"))),
+            &e.ctx(),
+        );
+        assert_eq!(v.refuse, None, "{v:?}");
+    }
+}
