@@ -1072,6 +1072,22 @@ impl Session {
         source: &TableName,
     ) -> Result<(), End> {
         let Some(src) = self.catalog_entry(source).await? else {
+            // a source made without the proxy: its definition as the backend reports it, in
+            // the model's form
+            let group = name.hbase_parts().map(|(g, _)| g.to_string());
+            if let Some(def) = self.live_definition(source, group).await? {
+                let sql = self.command.get(1..).unwrap_or_default();
+                let new_name = sql.get(name_span.0..name_span.1).unwrap_or_default();
+                let mut ddl = b"CREATE TABLE ".to_vec();
+                if if_not_exists {
+                    ddl.extend_from_slice(b"IF NOT EXISTS ");
+                }
+                ddl.extend_from_slice(new_name);
+                ddl.extend_from_slice(def.get(self.name_end_of(&def)..).unwrap_or_default());
+                if let Ok(Some(Statement::CreateTable(t))) = ddl::parse_with(&ddl, self.dialect) {
+                    return self.create_table(*t, ddl).await;
+                }
+            }
             if name.is_hbase_name()
                 && self.shared.config.hbase.enforcement == rules::Enforcement::Strict
             {
@@ -1337,6 +1353,51 @@ impl Session {
         }
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
+    }
+
+    /// The model's definition (canonical CREATE TABLE text, in table group `group`) of a table
+    /// made without the proxy that is an HBase table; None for any other table.
+    async fn live_definition(
+        &mut self,
+        t: &TableName,
+        group: Option<String>,
+    ) -> Result<Option<Vec<u8>>, End> {
+        let rows = match self.rows(&catalog::table_comment(t)).await? {
+            Ok(r) => r,
+            Err(_) => return Ok(None),
+        };
+        let Some(r) = rows.first() else {
+            return Ok(None);
+        };
+        if Marker::find(cell(r, 2)).is_some() {
+            return Ok(None);
+        }
+        let (schema, name) = (lossy(&hex_cell(r, 0)), lossy(&hex_cell(r, 1)));
+        Ok(match self.live_read(&schema, &name).await? {
+            Some((live::Shape::Hbase { def, .. }, source)) => {
+                let mut def = *def;
+                def.options.retain(|o| o.name != "TABLEGROUP");
+                if let Some(g) = group {
+                    def.options.push(crate::sql::ddl::TableOption {
+                        name: "TABLEGROUP".into(),
+                        value: g,
+                        span: (0, 0),
+                        value_span: (0, 0),
+                        value_is_string: true,
+                    });
+                }
+                Some(translate::canonical_create(&def, &source).into_bytes())
+            }
+            _ => None,
+        })
+    }
+
+    /// Where the table's name ends in a CREATE TABLE text the proxy rendered.
+    fn name_end_of(&self, ddl: &[u8]) -> usize {
+        match ddl::parse(ddl) {
+            Ok(Some(Statement::CreateTable(t))) => t.name_span.1,
+            _ => ddl.len(),
+        }
     }
 
     /// `ALTER TABLE g$f TABLEGROUP = g` on a table the proxy did not create: the table is put

@@ -457,3 +457,52 @@ fn a_rowkey_left_to_its_default_is_refused_on_every_path() {
         }
     }
 }
+
+#[test]
+fn create_table_like_an_existing_hbase_table_copies_its_definition() {
+    for kind in BOTH {
+        let f = Fixture::new(kind, |_| {});
+        let form = &forms(kind, "exlk")[2]; // the prefix form
+        f.make(&form.ddl, &form.table);
+        let mut c = f.via();
+        let _ = c.warnings_or_error("DROP TABLE IF EXISTS `exlkcopy$f`");
+        let _ = c.warnings_or_error("DROP TABLEGROUP IF EXISTS exlkcopy");
+        ok(&mut c, "CREATE TABLEGROUP exlkcopy");
+        ok(
+            &mut c,
+            &format!("CREATE TABLE `exlkcopy$f` LIKE `{}`", form.table),
+        );
+        let listed = c.rows("SHOW OBKV TABLES");
+        let row = listed
+            .iter()
+            .find(|r| text(&r[1]) == "exlkcopy$f")
+            .unwrap_or_else(|| panic!("{}: the copy is listed", kind.name()));
+        assert_eq!(
+            (text(&row[2]), text(&row[4]), text(&row[6])),
+            (
+                "exlkcopy".to_string(),
+                "4".to_string(),
+                "obkv-proxy".to_string()
+            ),
+            "{}",
+            kind.name()
+        );
+        // a working HBase table: its rules and its prefix column
+        let (_, message) = refused(
+            &mut c,
+            "INSERT INTO `exlkcopy$f` (K, Q, T, V) VALUES ('', 'q', -1, 'v')",
+        );
+        assert!(message.contains("C1"), "{message}");
+        ok(
+            &mut c,
+            "INSERT INTO `exlkcopy$f` (K, Q, T, V) VALUES ('abcd1', 'q', -1, 'v')",
+        );
+        assert_eq!(
+            c.rows("SELECT V FROM `exlkcopy$f` WHERE K LIKE 'abcd%'")
+                .len(),
+            1
+        );
+        ok(&mut c, "DROP TABLE `exlkcopy$f`");
+        ok(&mut c, "DROP TABLEGROUP exlkcopy");
+    }
+}
