@@ -431,3 +431,56 @@ fn the_checks_see_what_they_check() {
     );
     assert!(layer_of(&["sql".into(), "dml".into()]) < layer_of(&["engine".into()]));
 }
+
+/// The rule and verdict functions of the model and the engine's internals: the session calls
+/// the engine's decisions (`engine::decide`, `engine::execute`, `engine::ddl`), never these.
+const POLICY_FUNCTIONS: &[&str] = &[
+    "verdict",
+    "judge",
+    "guard",
+    "check_create",
+    "check_alter",
+    "check_rename",
+    "check_create_index",
+    "check_partitioning",
+    "check_kv_attributes",
+    "check_cell",
+    "check_t",
+    "check_prefix_column_written",
+    "check_cell_address_changed",
+    "check_insert",
+    "check_dml",
+    "check_execution",
+    "load_unchecked",
+];
+
+#[test]
+fn the_session_calls_no_rule_or_verdict_function() {
+    let mut found = Vec::new();
+    for path in sources() {
+        if !module_of(&path).first().is_some_and(|m| m == "session") {
+            continue;
+        }
+        let code = code_of(&path);
+        for (n, line) in code.lines().enumerate() {
+            for f in POLICY_FUNCTIONS {
+                // a call: the name right after `::`, `.` or a non-word character, then `(`
+                let mut rest = line;
+                while let Some(at) = rest.find(&format!("{f}(")) {
+                    let before = rest[..at].chars().last();
+                    let is_call = !before.is_some_and(|c| c.is_alphanumeric() || c == '_');
+                    let defines = rest[..at].trim_end().ends_with("fn");
+                    if is_call && !defines {
+                        found.push(format!("{}:{}: {}", rel(&path), n + 1, line.trim()));
+                    }
+                    rest = &rest[at + f.len() + 1..];
+                }
+            }
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "the session decides (call the engine instead):\n{}",
+        found.join("\n")
+    );
+}

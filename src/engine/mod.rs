@@ -4,6 +4,7 @@
 //! execution-time verdicts and the transaction guard's inputs; `prefix_scan` and `rewrite`
 //! decide and splice the prefix-column predicate. `session/` carries decisions out.
 
+pub mod ddl;
 pub mod execute;
 pub mod prefix_scan;
 pub mod rewrite;

@@ -20,13 +20,12 @@ use tracing::{info, warn};
 
 use super::{End, Session};
 use crate::backend::{self, QueryError};
+use crate::engine::ddl as ddl_policy;
 use crate::hbase::backend::{BackendFacts, Flavor};
 use crate::hbase::catalog::{self, like, Catalog, Definition};
 use crate::hbase::live;
 use crate::hbase::marker::{self, Marker};
-use crate::hbase::rules::{
-    self, check_alter, check_create, check_rename, Finding, GroupState, RuleConfig,
-};
+use crate::hbase::rules::{self, GroupState, RuleConfig};
 use crate::hbase::translate;
 use crate::protocol::constants::status;
 use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
@@ -226,17 +225,18 @@ impl Session {
         self.answer_error(e).await
     }
 
-    /// The rules' verdict (`rules::judge`) carried out: warnings are kept for SHOW WARNINGS;
-    /// the refusal, if any, is returned for the caller to answer.
-    fn judge(&mut self, findings: Vec<Finding>) -> Option<ErrorInfo> {
-        let v = rules::judge(self.shared.config.hbase.enforcement, findings);
-        for f in v.warnings {
-            // judge turns errors into warnings in warn mode: only Warning and Note are left
+    /// An engine verdict on HBase DDL carried out: its notes are kept for SHOW WARNINGS; the
+    /// refusal, if any, is returned for the caller to answer.
+    fn carry(&mut self, v: ddl_policy::DdlVerdict) -> Option<ErrorInfo> {
+        for f in v.notes {
             self.pending_warnings
                 .push((f.level.name().into(), f.code, f.message));
         }
         v.refuse
-            .map(|e| ErrorInfo::new(e.code, e.sqlstate, e.message))
+    }
+
+    fn enforcement(&self) -> rules::Enforcement {
+        self.shared.config.hbase.enforcement
     }
 
     /// Backend warnings of the statement just run, kept before the catalog writes reset them.
@@ -721,7 +721,8 @@ impl Session {
             Statement::RenameTable(pairs) => self.rename_tables(&pairs).await,
             Statement::AlterTable { table, actions } => self.alter_table(&table, &actions).await,
             Statement::CreateIndex { table, kind } => {
-                match self.judge(rules::check_create_index(&table, &kind)) {
+                let v = ddl_policy::create_index(&table, &kind, self.enforcement());
+                match self.carry(v) {
                     Some(e) => self.answer_error(e).await,
                     None => self.forward_counting_warnings().await,
                 }
@@ -989,8 +990,8 @@ impl Session {
             Ok((s, _)) => s,
             Err(e) => return self.answer_raw(&e).await,
         };
-        let findings = check_create(&t, self.rule_config(), &state);
-        if let Some(e) = self.judge(findings) {
+        let v = ddl_policy::create_table(&t, self.rule_config(), &state, self.enforcement());
+        if let Some(e) = self.carry(v) {
             return self.answer_error(e).await;
         }
         if let Err(e) = self.ensure_catalog().await? {
@@ -1088,16 +1089,9 @@ impl Session {
                     return self.create_table(*t, ddl).await;
                 }
             }
-            if name.is_hbase_name()
-                && self.shared.config.hbase.enforcement == rules::Enforcement::Strict
-            {
-                return self
-                    .answer_error(ErrorInfo::new(
-                        rules::ER_NOT_SUPPORTED,
-                        "42000",
-                        format!("OBKV-HBase rule R1: '{name}' would be an HBase table copied from '{source}', which is not one; define it with CREATE TABLE {name} (K …, Q …, T …, V …)"),
-                    ))
-                    .await;
+            let v = ddl_policy::like_of_a_plain_table(name, source, self.enforcement());
+            if let Some(e) = self.carry(v) {
+                return self.answer_error(e).await;
             }
             return self.forward(ResponseKind::Query).await.map(drop);
         };
@@ -1124,13 +1118,14 @@ impl Session {
     }
 
     async fn rename_tables(&mut self, pairs: &[(TableName, TableName)]) -> Result<(), End> {
-        let mut findings = Vec::new();
+        let mut hbase_pairs = Vec::new();
         for (from, to) in pairs {
             if self.catalog_entry(from).await?.is_some() {
-                findings.extend(check_rename(from, to));
+                hbase_pairs.push((from, to));
             }
         }
-        if let Some(e) = self.judge(findings) {
+        let v = ddl_policy::rename(hbase_pairs, self.enforcement());
+        if let Some(e) = self.carry(v) {
             return self.answer_error(e).await;
         }
         // the marker moves with the table, across databases too
@@ -1195,8 +1190,14 @@ impl Session {
             }
         };
         let current = &entry.def.table;
-        let findings = check_alter(current, actions, self.rule_config(), &state);
-        if let Some(e) = self.judge(findings) {
+        let v = ddl_policy::alter_table(
+            current,
+            actions,
+            self.rule_config(),
+            &state,
+            self.enforcement(),
+        );
+        if let Some(e) = self.carry(v) {
             return self.answer_error(e).await;
         }
         let sql = self.command.get(1..).unwrap_or_default().to_vec();
@@ -1425,20 +1426,19 @@ impl Session {
             Some((shape, source)) => (Some(shape), source),
             None => (None, Vec::new()),
         };
-        let def = match shape {
-            Some(live::Shape::Hbase { def, .. }) => def,
-            Some(live::Shape::Broken(findings)) => {
-                // the table itself breaks a rule: it cannot join a group as it is
-                let errors: Vec<Finding> = findings
-                    .into_iter()
-                    .filter(|f| f.level == rules::Level::Error)
-                    .collect();
-                if let Some(e) = self.judge(errors) {
-                    return self.answer_error(e).await;
-                }
-                return self.forward(ResponseKind::Query).await.map(drop);
+        let Some(shape) = shape else {
+            return self.forward(ResponseKind::Query).await.map(drop);
+        };
+        if let Some(v) = ddl_policy::adoption(&shape, self.enforcement()) {
+            // the table itself breaks a rule (it cannot join a group as it is), or it is no
+            // HBase table: the backend answers the ALTER
+            if let Some(e) = self.carry(v) {
+                return self.answer_error(e).await;
             }
-            _ => return self.forward(ResponseKind::Query).await.map(drop),
+            return self.forward(ResponseKind::Query).await.map(drop);
+        }
+        let live::Shape::Hbase { def, .. } = shape else {
+            return self.forward(ResponseKind::Query).await.map(drop);
         };
         if actions
             .iter()
@@ -1516,8 +1516,8 @@ impl Session {
             Ok(s) => s,
             Err(e) => return self.answer_raw(&e).await,
         };
-        let findings = check_create(&model, self.rule_config(), &state);
-        if let Some(e) = self.judge(findings) {
+        let v = ddl_policy::create_table(&model, self.rule_config(), &state, self.enforcement());
+        if let Some(e) = self.carry(v) {
             return self.answer_error(e).await;
         }
         // MariaDB / MySQL: the prefix column is kept by the proxy's triggers

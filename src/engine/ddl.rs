@@ -1,0 +1,206 @@
+//! HBase DDL policy: the rules for a statement's definition against what the session read of
+//! the table and its group (the facts), judged by the enforcement mode. The session reads the
+//! facts and carries the verdict out (the catalog, the backend's statement); it judges nothing.
+//!
+//! Pure: no I/O.
+
+use crate::hbase::live::Shape;
+use crate::hbase::rules::{self, Enforcement, Finding, GroupState, Level, RuleConfig};
+use crate::protocol::packets::ErrorInfo;
+use crate::sql::ddl::{AlterAction, CreateTable, TableName};
+
+/// What the session carries out for an HBase DDL statement.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct DdlVerdict {
+    /// Refused with this error: nothing reaches the backend.
+    pub refuse: Option<ErrorInfo>,
+    /// Warnings and notes it runs with (SHOW WARNINGS).
+    pub notes: Vec<Finding>,
+}
+
+/// The findings judged by the enforcement mode: in strict mode the first error refuses the
+/// statement; in warn mode every finding becomes a note; off ignores them.
+pub fn judge(mode: Enforcement, findings: Vec<Finding>) -> DdlVerdict {
+    let v = rules::judge(mode, findings);
+    DdlVerdict {
+        refuse: v.refuse.map(|f| f.to_error()),
+        notes: v.warnings,
+    }
+}
+
+/// CREATE TABLE of an HBase table (also one a CREATE … LIKE or an adoption made concrete),
+/// against its group as it is now.
+pub fn create_table(
+    t: &CreateTable,
+    cfg: RuleConfig,
+    group: &GroupState,
+    mode: Enforcement,
+) -> DdlVerdict {
+    judge(mode, rules::check_create(t, cfg, group))
+}
+
+/// ALTER TABLE of an HBase table whose definition is `current`.
+pub fn alter_table(
+    current: &CreateTable,
+    actions: &[AlterAction],
+    cfg: RuleConfig,
+    group: &GroupState,
+    mode: Enforcement,
+) -> DdlVerdict {
+    judge(mode, rules::check_alter(current, actions, cfg, group))
+}
+
+/// RENAME TABLE: the pairs whose source is an HBase table.
+pub fn rename<'a>(
+    hbase_pairs: impl IntoIterator<Item = (&'a TableName, &'a TableName)>,
+    mode: Enforcement,
+) -> DdlVerdict {
+    let findings = hbase_pairs
+        .into_iter()
+        .flat_map(|(from, to)| rules::check_rename(from, to))
+        .collect();
+    judge(mode, findings)
+}
+
+/// CREATE INDEX on an HBase table.
+pub fn create_index(table: &TableName, kind: &str, mode: Enforcement) -> DdlVerdict {
+    judge(mode, rules::check_create_index(table, kind))
+}
+
+/// `ALTER TABLE g$f TABLEGROUP = g` on a table made without the proxy, before its group is
+/// read: what its shape says (a table that breaks a rule cannot join a group as it is). None:
+/// the table is an HBase table and may go on to the group rules (`create_table` of its model
+/// definition).
+pub fn adoption(shape: &Shape, mode: Enforcement) -> Option<DdlVerdict> {
+    match shape {
+        Shape::Hbase { .. } => None,
+        Shape::Broken(findings) => {
+            let errors = findings
+                .iter()
+                .filter(|f| f.level == Level::Error)
+                .cloned()
+                .collect();
+            Some(judge(mode, errors))
+        }
+        Shape::Plain(_) => Some(DdlVerdict::default()),
+    }
+}
+
+/// CREATE TABLE … LIKE a source that is no HBase table, under an HBase name: refused in strict
+/// mode (the copy would be an HBase table nothing checked).
+pub fn like_of_a_plain_table(
+    name: &TableName,
+    source: &TableName,
+    mode: Enforcement,
+) -> DdlVerdict {
+    if !name.is_hbase_name() || mode != Enforcement::Strict {
+        return DdlVerdict::default();
+    }
+    DdlVerdict {
+        refuse: Some(ErrorInfo::new(
+            rules::ER_NOT_SUPPORTED,
+            "42000",
+            format!("OBKV-HBase rule R1: '{name}' would be an HBase table copied from '{source}', which is not one; define it with CREATE TABLE {name} (K …, Q …, T …, V …)"),
+        )),
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::constants::er;
+    use crate::sql::ddl::{parse, Statement};
+
+    fn table(sql: &str) -> CreateTable {
+        match parse(sql.as_bytes()) {
+            Ok(Some(Statement::CreateTable(t))) => *t,
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    const CFG: RuleConfig = RuleConfig {
+        require_tablegroup_option: true,
+        multiple_families: false,
+    };
+
+    fn group() -> GroupState {
+        GroupState {
+            exists: true,
+            families: Vec::new(),
+        }
+    }
+
+    const GOOD: &str = "CREATE TABLE g$f (K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL, PRIMARY KEY (K, Q, T)) TABLEGROUP = g PARTITION BY KEY(K) PARTITIONS 97";
+
+    #[test]
+    fn a_create_is_judged_by_the_mode() {
+        let ok = create_table(&table(GOOD), CFG, &group(), Enforcement::Strict);
+        assert_eq!(ok.refuse, None);
+        // a note for KEY(K) (prefix scans read every partition)
+        assert!(ok.notes.iter().any(|f| f.rule == "R5"), "{ok:?}");
+        let bad = table(&GOOD.replace("PARTITIONS 97", "PARTITIONS 96"));
+        let strict = create_table(&bad, CFG, &group(), Enforcement::Strict);
+        let e = strict.refuse.expect("R6 refuses an even count");
+        assert_eq!(e.code, er::NOT_SUPPORTED_YET);
+        assert!(e.message.contains("R6"), "{e:?}");
+        let warn = create_table(&bad, CFG, &group(), Enforcement::Warn);
+        assert_eq!(warn.refuse, None);
+        assert!(warn
+            .notes
+            .iter()
+            .any(|f| f.rule == "R6" && f.level == Level::Warning));
+        assert_eq!(
+            create_table(&bad, CFG, &group(), Enforcement::Off),
+            DdlVerdict::default()
+        );
+        // the group must exist
+        let missing = GroupState::default();
+        let e = create_table(&table(GOOD), CFG, &missing, Enforcement::Strict).refuse;
+        assert_eq!(e.map(|e| e.code), Some(er::NO_SUCH_TABLE));
+    }
+
+    #[test]
+    fn alters_renames_and_indexes_are_judged() {
+        let current = table(GOOD);
+        let add = [AlterAction::AddColumn];
+        let v = alter_table(&current, &add, CFG, &group(), Enforcement::Strict);
+        assert!(v.refuse.is_some_and(|e| e.message.contains("R2")));
+        let to = TableName::new(None, "nodollar");
+        let from = TableName::new(None, "g$f");
+        let v = rename([(&from, &to)], Enforcement::Strict);
+        assert!(v.refuse.is_some_and(|e| e.code == er::WRONG_TABLE_NAME));
+        let v = create_index(&from, "INDEX", Enforcement::Strict);
+        assert!(v.refuse.is_some_and(|e| e.message.contains("R7")));
+        assert_eq!(create_index(&from, "INDEX", Enforcement::Off).refuse, None);
+    }
+
+    #[test]
+    fn an_adoption_is_refused_for_the_tables_own_errors_only() {
+        let broken = Shape::Broken(vec![rules::Finding::error(
+            "R7",
+            er::NOT_SUPPORTED_YET,
+            "42000",
+            "an index".into(),
+        )]);
+        let v = adoption(&broken, Enforcement::Strict).expect("decided");
+        assert!(v.refuse.is_some_and(|e| e.message.contains("R7")));
+        assert_eq!(
+            adoption(&broken, Enforcement::Warn).and_then(|v| v.refuse),
+            None
+        );
+        let plain = Shape::Plain("its columns are not K, Q, T, V");
+        assert_eq!(
+            adoption(&plain, Enforcement::Strict),
+            Some(DdlVerdict::default())
+        );
+        let name = TableName::new(None, "c$f");
+        let source = TableName::new(None, "plain");
+        assert!(like_of_a_plain_table(&name, &source, Enforcement::Strict)
+            .refuse
+            .is_some());
+        assert!(like_of_a_plain_table(&name, &source, Enforcement::Warn)
+            .refuse
+            .is_none());
+    }
+}
