@@ -8,12 +8,12 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use obkv_proxy::hbase::partition::Partitioning;
-use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::engine::router::{decide, Context, Decision, Origin};
-use obkv_proxy::sql::scan::{Dialect, Flavor};
 use obkv_proxy::engine::write::{Txn, WriteRules};
+use obkv_proxy::hbase::partition::Partitioning;
+use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
+use obkv_proxy::sql::scan::{Dialect, Flavor};
 
 fn main() {
     let n: usize = std::env::args()

@@ -458,7 +458,7 @@ const POLICY_FUNCTIONS: &[&str] = &[
 fn the_session_calls_no_rule_or_verdict_function() {
     let mut found = Vec::new();
     for path in sources() {
-        if !module_of(&path).first().is_some_and(|m| m == "session") {
+        if module_of(&path).first().is_none_or(|m| m != "session") {
             continue;
         }
         let code = code_of(&path);

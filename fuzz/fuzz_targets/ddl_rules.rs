@@ -2,13 +2,13 @@
 //! and ALTER and read back from comments; the SHOW ... LIKE matcher.
 #![no_main]
 
-use obkv_proxy::hbase::partition::ModelPartitioning;
 use libfuzzer_sys::fuzz_target;
 use obkv_proxy::hbase::backend::Flavor;
 use obkv_proxy::hbase::catalog::like;
-use obkv_proxy::hbase::marker::{self, Marker};
-use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
 use obkv_proxy::hbase::live::{self, Shape};
+use obkv_proxy::hbase::marker::{self, Marker};
+use obkv_proxy::hbase::partition::ModelPartitioning;
+use obkv_proxy::hbase::rules::{check_alter, check_create, check_rename, GroupState, RuleConfig};
 use obkv_proxy::hbase::translate::{canonical_create, create_table, tidy_alter};
 use obkv_proxy::sql::ddl::{parse, Statement};
 
@@ -49,7 +49,11 @@ fuzz_target!(|data: &[u8]| {
                     let shown = canonical_create(&def, data);
                     match parse(shown.as_bytes()) {
                         Ok(Some(Statement::CreateTable(back))) => {
-                            assert_eq!(back.model_partitioning(), def.model_partitioning(), "{shown}");
+                            assert_eq!(
+                                back.model_partitioning(),
+                                def.model_partitioning(),
+                                "{shown}"
+                            );
                             assert_eq!(back.prefix_column(), def.prefix_column(), "{shown}");
                         }
                         other => panic!("{shown}: {other:?}"),

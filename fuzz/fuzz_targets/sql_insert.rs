@@ -46,7 +46,11 @@ fuzz_target!(|data: &[u8]| {
         assert!(row.spans.is_empty() || row.spans.len() == row.values.len());
         let mut last = 0;
         for &(a, b) in row.spans {
-            assert!(a <= b && b <= row.close && a >= last, "{a} {b} {}", row.close);
+            assert!(
+                a <= b && b <= row.close && a >= last,
+                "{a} {b} {}",
+                row.close
+            );
             last = b;
         }
         if head.source == Source::Values {

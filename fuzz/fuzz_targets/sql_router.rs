@@ -6,14 +6,14 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, OnceLock};
 
+use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
+use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
+use obkv_proxy::engine::write::{check_execution, Bound, Txn, WriteRules};
 use obkv_proxy::hbase::cells::CellLimits;
 use obkv_proxy::hbase::partition::Partitioning;
 use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::dml;
-use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
-use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
 use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner};
-use obkv_proxy::engine::write::{check_execution, Bound, Txn, WriteRules};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
