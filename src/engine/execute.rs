@@ -124,10 +124,9 @@ mod tests {
     use super::*;
     use crate::config::Transactions;
     use crate::engine::router::{decide, Context, Decision, Origin};
-    use crate::hbase::cells::{CellLimits, Convention};
-    use crate::hbase::partition::Partitioning;
+    use crate::hbase::cells::Convention;
     use crate::hbase::rules::Enforcement;
-    use crate::hbase::schema::{Placement, TableSchema};
+    use crate::hbase::schema::TableSchema;
     use crate::protocol::constants::er;
 
     const NOW: i64 = 1_763_700_000_000;
@@ -169,25 +168,16 @@ mod tests {
         }
     }
 
+    /// The schema of `hb.g$f` the test view holds (KEY(K_PREFIX), n = 4, 13 partitions).
     fn schema() -> Arc<TableSchema> {
-        Arc::new(TableSchema {
-            schema: "hb".into(),
-            name: "g$f".into(),
-            partitioning: Partitioning::Key {
-                prefix_len: Some(4),
-                partitions: 13,
-            },
-            prefix_column: Some(("K_PREFIX".into(), 4)),
-            placement: Placement::OceanBase,
-            grouped: true,
-            limits: CellLimits {
-                k: Some(16),
-                q: Some(8),
-                v: Some(32),
-                prefix_column: Some("K_PREFIX".into()),
-                columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
-            },
-        })
+        let view = crate::engine::prefix_scan::tests::view();
+        match view
+            .cache
+            .get(&crate::hbase::schema::key(b"hb", b"g$f", false))
+        {
+            crate::hbase::schema::Lookup::Known(Some(s)) => s,
+            other => panic!("{other:?}"),
+        }
     }
 
     /// The plan the router makes of a prepared statement's text on `hb.g$f` (the schema of

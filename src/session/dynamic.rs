@@ -340,12 +340,7 @@ impl Session {
             }
         };
         let txn = self.txn();
-        let ctx = crate::engine::ExecContext {
-            rules: &rules,
-            conn: self.charset_fact,
-            backslash_escape: self.reading().reported_backslash_escape(),
-            txn: &txn,
-        };
+        let ctx = self.exec_context(&rules, &txn);
         let out = crate::engine::decide_execution(plan, Some(&bound), &ctx);
         if let Some(e) = out.refuse {
             return Ok(Verdict::Refused(e));

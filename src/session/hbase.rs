@@ -1278,20 +1278,10 @@ impl Session {
         // OceanBase's grammar takes no table option beside PARTITION BY: a new marker then goes
         // in a statement of its own, before the user's (and back if the user's fails)
         let separate = changed && repartition;
-        let marks = match marker::alter_edits(
-            actions,
-            &new_marker,
-            &user_comment,
-            changed && !separate,
-            mbb,
-            statement_end(&sql, self.dialect),
-        ) {
+        let needed = changed && !separate;
+        let marks = match self.marker_edits(actions, &new_marker, &user_comment, needed, &sql) {
             Ok(m) => m,
-            Err(marker::CannotMark(why)) => {
-                return self
-                    .answer_error(ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why))
-                    .await
-            }
+            Err(e) => return self.answer_error(e).await,
         };
         let set_marker = |m: &Marker| -> Result<Vec<u8>, marker::CannotMark> {
             let mut stmt = b"ALTER TABLE ".to_vec();
@@ -1565,25 +1555,13 @@ impl Session {
         // backend has table groups
         let sql = self.command.get(1..).unwrap_or_default().to_vec();
         let user_comment = marker::user_comment(&comment).to_vec();
-        let mbb = self.dialect.multibyte_backslash;
         let actions: Vec<AlterAction> = match ddl::parse_with(&sql, self.reading()) {
             Ok(Some(Statement::AlterTable { actions, .. })) => actions,
             _ => Vec::new(),
         };
-        let marks = match marker::alter_edits(
-            &actions,
-            &new_marker,
-            &user_comment,
-            true,
-            mbb,
-            statement_end(&sql, self.dialect),
-        ) {
+        let marks = match self.marker_edits(&actions, &new_marker, &user_comment, true, &sql) {
             Ok(m) => m,
-            Err(marker::CannotMark(why)) => {
-                return self
-                    .answer_error(ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why))
-                    .await
-            }
+            Err(e) => return self.answer_error(e).await,
         };
         let mut edits = Splice::new();
         if !flavor.native_tablegroups() {
@@ -1607,6 +1585,22 @@ impl Session {
         self.shared.schemas.clear();
         let n = self.pending_warnings.len() as u16;
         self.answer_ok(0, n).await
+    }
+
+    /// Where the marker goes into an ALTER TABLE text (`marker::alter_edits`), or why it cannot.
+    fn marker_edits(
+        &self,
+        actions: &[AlterAction],
+        m: &Marker,
+        user_comment: &[u8],
+        needed: bool,
+        sql: &[u8],
+    ) -> Result<Vec<(usize, Vec<u8>)>, ErrorInfo> {
+        let end = statement_end(sql, self.dialect);
+        let mbb = self.dialect.multibyte_backslash;
+        marker::alter_edits(actions, m, user_comment, needed, mbb, end).map_err(
+            |marker::CannotMark(why)| ErrorInfo::new(rules::ER_NOT_SUPPORTED, "42000", why),
+        )
     }
 
     /// SHOW CREATE TABLE of an HBase table, in the canonical multi-line form OceanBase prints:

@@ -101,12 +101,7 @@ impl Session {
             }
         };
         let txn = self.txn();
-        let ctx = crate::engine::ExecContext {
-            rules: &rules,
-            conn: self.charset_fact,
-            backslash_escape: self.reading().reported_backslash_escape(),
-            txn: &txn,
-        };
+        let ctx = self.exec_context(&rules, &txn);
         let out = crate::engine::execute::decide_load(checked, &ctx);
         if let Some(e) = out.refuse {
             bump(&self.shared.stats.answered_locally);

@@ -249,6 +249,20 @@ impl Session {
         })
     }
 
+    /// What the engine's execution-time decisions know of the session (`engine::execute`).
+    fn exec_context<'a>(
+        &self,
+        rules: &'a crate::engine::write::WriteRules,
+        txn: &'a crate::engine::write::Txn,
+    ) -> crate::engine::ExecContext<'a> {
+        crate::engine::ExecContext {
+            rules,
+            conn: self.charset_fact,
+            backslash_escape: self.reading().reported_backslash_escape(),
+            txn,
+        }
+    }
+
     /// How the backend reads this session's text now: the dialect its greeting and flavor
     /// gave, with NO_BACKSLASH_ESCAPES as the last status reported it.
     fn reading(&self) -> Dialect {
@@ -714,12 +728,7 @@ impl Session {
                     // rows are not seen
                     let table = w.load.as_ref().map_or("", |p| p.schema.name.as_str());
                     let txn = self.txn();
-                    let ctx = crate::engine::ExecContext {
-                        rules: &rules,
-                        conn: self.charset_fact,
-                        backslash_escape: self.reading().reported_backslash_escape(),
-                        txn: &txn,
-                    };
+                    let ctx = self.exec_context(&rules, &txn);
                     let why = "the client does not send files";
                     let out = crate::engine::execute::decide_unseen_load(table, why, &ctx);
                     match out.refuse {
