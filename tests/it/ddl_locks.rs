@@ -157,3 +157,86 @@ fn a_lock_left_by_a_gone_session_or_a_restarted_backend_does_not_block_the_group
         drop(holder);
     }
 }
+
+#[test]
+fn a_proxy_killed_in_the_middle_of_a_create_table_leaves_no_lock_behind() {
+    for kind in BOTH {
+        let backend = shared(kind).addr.clone();
+        let group = "lkkill";
+        let timeout_ms = 8_000u64;
+        let conf = crate::common::backends::project_root().join(format!(
+            "target/obkv-test/ddl-locks-{}.toml",
+            std::process::id()
+        ));
+        std::fs::write(
+            &conf,
+            format!("[hbase]\nddl_lock_timeout_ms = {timeout_ms}\n"),
+        )
+        .expect("config written");
+        let conf = conf.to_string_lossy().into_owned();
+        let first = proxy::spawn_binary(&backend, &["--config", &conf]);
+        let mut c = RawConn::connect(&first.addr, "root", "", None).expect("through the proxy");
+        ok(&mut c, &format!("CREATE DATABASE IF NOT EXISTS {DB}"));
+        ok(&mut c, &format!("USE {DB}"));
+        let _ = c.warnings_or_error(&format!("DROP TABLE IF EXISTS {group}$f"));
+        ok(&mut c, &format!("CREATE TABLEGROUP IF NOT EXISTS {group}"));
+        // the CREATE TABLE stops half-way: its definition's catalog row is held by a direct
+        // transaction, so the proxy waits on it while it holds the group's lock
+        let sql = table_ddl(group);
+        let id = marker::ddl_id(sql.as_bytes());
+        let mut d = RawConn::connect(&backend, "root", "", None).expect("direct");
+        let _ = d.warnings_or_error(&format!(
+            "DELETE FROM obkv_meta.hbase_ddl WHERE id = '{id}'"
+        ));
+        ok(&mut d, "BEGIN");
+        ok(
+            &mut d,
+            &format!("INSERT INTO obkv_meta.hbase_ddl (id, ddl) VALUES ('{id}', 'held')"),
+        );
+        let addr = first.addr.clone();
+        let stmt = sql.clone();
+        let client = std::thread::spawn(move || {
+            let mut c = RawConn::connect(&addr, "root", "", Some(DB)).expect("through the proxy");
+            // the connection is lost with the proxy: an error, not an answer
+            c.query(stmt.as_bytes()).map(|frames| frames.len())
+        });
+        // wait until the proxy holds the lock (observed, not slept on)
+        let name = current_lock_name(
+            &mut RawConn::connect(&backend, "root", "", None).expect("direct"),
+            group,
+        );
+        let mut probe = RawConn::connect(&backend, "root", "", None).expect("direct");
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while probe.scalar(&format!("SELECT IS_USED_LOCK('{name}') IS NOT NULL")) != "1" {
+            assert!(
+                Instant::now() < deadline,
+                "{}: the proxy never took the lock",
+                kind.name()
+            );
+            std::thread::yield_now();
+        }
+        unsafe {
+            libc::kill(first.pid as i32, libc::SIGKILL);
+        }
+        while first.alive() {
+            std::thread::yield_now();
+        }
+        ok(&mut d, "ROLLBACK");
+        let killed = client.join().expect("client thread");
+        assert!(
+            killed.is_err(),
+            "{}: the CREATE finished before the kill: {killed:?}",
+            kind.name()
+        );
+        if kind == Kind::SeekDb {
+            // OceanBase keeps the killed proxy's lock: the scenario is real
+            assert_ne!(
+                probe.scalar(&format!("SELECT IS_USED_LOCK('{name}')")),
+                "NULL"
+            );
+        }
+        // a new proxy gets the group within the configured wait
+        let second = proxy::spawn_binary(&backend, &["--config", &conf]);
+        ddl_gets_through(&backend, &second.addr, group, timeout_ms);
+    }
+}
