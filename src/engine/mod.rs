@@ -6,6 +6,7 @@
 
 pub mod ddl;
 pub mod execute;
+pub mod explain;
 pub mod prefix_scan;
 pub mod rewrite;
 pub mod router;

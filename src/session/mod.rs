@@ -6,11 +6,11 @@
 //! (`protocol::response`) to know where the response ends.
 
 mod dynamic;
+mod facts;
 pub mod handshake;
 mod hbase;
 mod load;
 mod prepared;
-mod rewrite;
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -632,8 +632,7 @@ impl Session {
             }
             d => (d, None, None),
         };
-        let (ddl, changes_session) =
-            rewrite::text_effects(self.command.get(1..).unwrap_or_default());
+        let (ddl, changes_session) = facts::text_effects(self.command.get(1..).unwrap_or_default());
         let text = plan
             .is_some()
             .then(|| self.command.get(1..).unwrap_or_default().to_vec());

@@ -1,6 +1,8 @@
-//! What the prefix-scan rewriter needs from the session: the facts it reads on the session's
-//! connection (current database, character set, a table's schema — as this user sees them, so
-//! the backend's grants apply), and when they must be forgotten.
+//! The facts the engine asks for, read on the session's connection (current database,
+//! character set, a table's schema — as this user sees them, so the backend's grants apply —
+//! for tables made through the proxy and without it), and when they must be forgotten; and the
+//! proxy commands that answer from them (EXPLAIN OBKV, SHOW OBKV TABLES, SHOW WARNINGS with the
+//! proxy's notes).
 
 use crate::protocol::constants::er;
 use std::sync::Arc;
@@ -339,7 +341,7 @@ impl Session {
         }
         let mut ctx = self.context().await?;
         for _ in 0..2 {
-            match crate::engine::router::explain_obkv(&text, &ctx) {
+            match crate::engine::explain::explain_obkv(&text, &ctx) {
                 Ok(mut rows) => {
                     for r in rows.iter_mut() {
                         if let Some((db, name)) = r.not_hbase.take() {
