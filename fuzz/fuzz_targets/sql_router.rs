@@ -7,7 +7,8 @@ use libfuzzer_sys::fuzz_target;
 use std::sync::{Arc, OnceLock};
 
 use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
-use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin, Scope};
+use obkv_proxy::engine::read::Scope;
+use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin};
 use obkv_proxy::engine::write::{check_execution, Bound, Txn, WriteRules};
 use obkv_proxy::hbase::cells::CellLimits;
 use obkv_proxy::hbase::partition::Partitioning;
@@ -202,7 +203,7 @@ fuzz_target!(|data: &[u8]| {
     let _ = obkv_proxy::sql::view::read(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
-    let _ = obkv_proxy::engine::router::explain_obkv(sql, &ctx);
+    let _ = obkv_proxy::engine::explain::explain_obkv(sql, &ctx);
     // tokens are in order, inside the text, and never empty; a string's value is never longer
     // than its body, and is the body itself when it holds no backslash and no quote character
     let mut last = 0;

@@ -5,7 +5,8 @@
 //! Pure, like the router.
 
 use super::prefix_scan::{self, Need, Step};
-use super::router::{decide, read_executed, Answer, Context, Decision, Origin, Read};
+use super::read::{read_executed, Read};
+use super::router::{decide, Answer, Context, Decision, Origin};
 use crate::sql::classify::Class;
 use crate::sql::dml;
 use crate::sql::scan::statements;

@@ -8,6 +8,7 @@ pub mod ddl;
 pub mod execute;
 pub mod explain;
 pub mod prefix_scan;
+pub mod read;
 pub mod rewrite;
 pub mod router;
 pub mod write;

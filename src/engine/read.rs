@@ -1,0 +1,586 @@
+//! One statement of a text read for the policy: which HBase tables and table groups it names
+//! (`Scope` says where `$` names are HBase tables), what kind of statement it is for the
+//! router (`Read`), through wrappers such as `SET STATEMENT … FOR` and stored programs.
+//!
+//! Pure: the readers are `sql/`'s; this decides only what they found.
+
+use std::collections::HashMap;
+
+use crate::sql::ddl::{self, Statement, TableName};
+use crate::sql::dml;
+use crate::sql::scan::{self, Dialect, Piece, Scanner, Tok};
+
+/// The databases whose `group$family` tables are HBase tables (`hbase.databases`; OBKV maps an
+/// HBase namespace to a database). Empty = every database, and then nothing else is needed.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scope {
+    pub databases: std::sync::Arc<[String]>,
+    /// The session's current database, for unqualified names (asked only when `databases`
+    /// is not empty).
+    pub current: Option<String>,
+    /// Database names compare case-insensitively (lower_case_table_names).
+    pub names_ci: bool,
+}
+
+impl Scope {
+    pub fn is_everything(&self) -> bool {
+        self.databases.is_empty()
+    }
+
+    /// Whether a table in `schema` (None: the current database) may be an HBase table.
+    pub fn covers(&self, schema: Option<&str>) -> bool {
+        if self.databases.is_empty() {
+            return true;
+        }
+        let Some(db) = schema.or(self.current.as_deref()) else {
+            return false; // no database: the backend refuses the statement itself
+        };
+        self.databases.iter().any(|d| {
+            if self.names_ci {
+                d.to_lowercase() == db.to_lowercase()
+            } else {
+                d == db
+            }
+        })
+    }
+}
+
+/// One statement of a text, read.
+#[derive(Debug, Clone, PartialEq)]
+pub(super) enum Read {
+    /// Nothing the proxy has business with (DML on HBase tables: later issues).
+    Plain,
+    /// A statement about an HBase table or a table group (or a CREATE TABLE with K, Q, T, V).
+    Hbase(Box<Statement>),
+    /// DDL naming an HBase table or a table group that the reader cannot parse.
+    Unreadable(String),
+    /// PREPARE … FROM / EXECUTE IMMEDIATE: the text it will run.
+    Dynamic(crate::sql::dynamic::Source),
+    /// A stored program or compound statement with HBase DDL inside.
+    ProgramWithHbaseDdl,
+    /// A stored program or compound statement that writes HBase tables.
+    ProgramWritesHbase,
+    /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump).
+    ProxyTrigger,
+    /// LOCK TABLES naming these HBase tables.
+    Lock(Vec<TableName>),
+    /// SELECT / UPDATE / DELETE on an HBase-style table, read for the rewriter.
+    Dml(Box<dml::Dml>),
+    /// SELECT / UPDATE / DELETE on an HBase-style table in a shape the rewriter does not read.
+    DmlUnreadable(&'static str),
+    /// INSERT / REPLACE into an HBase-style table (in scope).
+    Insert(Box<TableName>),
+    /// LOAD DATA into an HBase-style table (in scope).
+    Load(Box<crate::sql::load::Load>),
+    /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
+    LoadUnreadable(&'static str),
+    /// CREATE / ALTER VIEW naming an HBase-style table, whose query may take writes.
+    View,
+    /// INSERT / REPLACE whose head (its table) the reader does not follow.
+    InsertUnreadable(&'static str),
+    /// HBase DDL run by a wrapper (`SET STATEMENT … FOR`): the proxy carries DDL out only as
+    /// a statement of its own.
+    WrappedDdl,
+    /// A write (or dynamic SQL) on an HBase-style table under a wrapper the proxy cannot read
+    /// through with certainty (a placeholder in `SET STATEMENT`, an executable comment).
+    WrappedUnsure,
+}
+
+/// Whether `t`, with the two tokens `before` it, names an HBase table in scope or a table
+/// group: `g$f`, `` `g$f` ``, `db.g$f` (the database decides), TABLEGROUP.
+pub(super) fn names_hbase_table(
+    sql: &[u8],
+    t: &scan::Token,
+    before: [Option<scan::Token>; 2],
+    scope: &Scope,
+) -> bool {
+    if !is_hbase_token(sql, t) {
+        return false;
+    }
+    if t.kind == Tok::Word && memchr::memchr(b'$', t.text(sql)).is_none() {
+        return true; // TABLEGROUP(S): table groups belong to the instance
+    }
+    if scope.is_everything() {
+        return true;
+    }
+    let schema = match before {
+        [Some(db), Some(dot)]
+            if dot.is_punct(b'.') && matches!(db.kind, Tok::Word | Tok::QuotedIdent) =>
+        {
+            Some(String::from_utf8_lossy(&scan::ident_value(sql, &db)).into_owned())
+        }
+        _ => None,
+    };
+    scope.covers(schema.as_deref())
+}
+
+/// Whether an identifier token names an HBase table (`group$family`) or a table group.
+pub(super) fn is_hbase_token(sql: &[u8], t: &scan::Token) -> bool {
+    match t.kind {
+        Tok::Word => {
+            let w = t.text(sql);
+            memchr::memchr(b'$', w).is_some()
+                || w.eq_ignore_ascii_case(b"TABLEGROUP")
+                || w.eq_ignore_ascii_case(b"TABLEGROUPS")
+        }
+        Tok::QuotedIdent => memchr::memchr(b'$', t.text(sql)).is_some(),
+        _ => false,
+    }
+}
+
+/// One statement of a text, read through the wrappers that run another statement
+/// (`scan::executed_part`: `SET STATEMENT … FOR`, `ANALYZE`), with the part of the text that
+/// runs: offsets in the read are relative to that part (the piece itself without a wrapper).
+pub(super) fn read_executed(
+    sql: &[u8],
+    p: Piece,
+    d: Dialect,
+    scope: &Scope,
+    dml_too: bool,
+    kept: Option<&scan::Kept>,
+) -> (Read, Piece) {
+    let ex = scan::executed_part(sql.get(p.start..p.end).unwrap_or_default(), d);
+    if ex.offset == 0 || p.program {
+        return (read_piece(sql, p, d, scope, dml_too, kept), p);
+    }
+    let inner = Piece {
+        start: p.start + ex.offset,
+        ..p
+    };
+    let read = read_piece(sql, inner, d, scope, dml_too, kept);
+    match read {
+        Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::ProxyTrigger => {
+            (Read::WrappedDdl, p)
+        }
+        Read::Plain => (Read::Plain, p),
+        Read::Dml(x) if ex.unsure && x.verb == dml::Verb::Select && !x.locking => (Read::Plain, p),
+        Read::DmlUnreadable(_)
+            if ex.unsure
+                && !writes_rows_lexically(
+                    sql.get(inner.start..inner.end).unwrap_or_default(),
+                    d,
+                ) =>
+        {
+            (Read::Plain, p)
+        }
+        _ if ex.unsure => (Read::WrappedUnsure, p),
+        read => (read, inner),
+    }
+}
+
+/// One statement of a text, read (`kept`: the text's tokens, if its split kept them).
+pub(super) fn read_piece(
+    sql: &[u8],
+    p: Piece,
+    d: Dialect,
+    scope: &Scope,
+    dml_too: bool,
+    kept: Option<&scan::Kept>,
+) -> Read {
+    let piece = &sql[p.start..p.end];
+    let mut tokens = Scanner::new(piece, d);
+    let Some(Ok(first)) = tokens.next() else {
+        return Read::Plain;
+    };
+    if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
+    {
+        // the head is enough here (the rows are read once the table's schema is known)
+        return match crate::sql::insert::read(piece, d, |_, _| std::ops::ControlFlow::Break(())) {
+            crate::sql::insert::Read::Insert { head, .. }
+                if memchr::memchr(b'$', head.table.raw_name.as_slice()).is_some()
+                    && scope.covers(head.table.schema.as_deref()) =>
+            {
+                Read::Insert(Box::new(head.table))
+            }
+            crate::sql::insert::Read::Insert { .. } | crate::sql::insert::Read::NotInsert => {
+                Read::Plain
+            }
+            // rows it cannot read: the write stage reports them (C9) on an HBase table
+            crate::sql::insert::Read::Unreadable(why) => {
+                match crate::sql::insert::head_table(piece, d) {
+                    Ok(Some(table))
+                        if memchr::memchr(b'$', table.raw_name.as_slice()).is_some()
+                            && scope.covers(table.schema.as_deref()) =>
+                    {
+                        Read::Insert(Box::new(table))
+                    }
+                    Ok(_) => Read::Plain,
+                    Err(_) => Read::InsertUnreadable(why),
+                }
+            }
+        };
+    }
+    if dml_too && !p.program && first.is_word(piece, "LOAD") {
+        return match crate::sql::load::read(piece, d) {
+            Some(Ok(l))
+                if memchr::memchr(b'$', l.table.raw_name.as_slice()).is_some()
+                    && scope.covers(l.table.schema.as_deref()) =>
+            {
+                Read::Load(Box::new(l))
+            }
+            Some(Err(why)) if memchr::memchr(b'$', piece).is_some() => Read::LoadUnreadable(why),
+            _ => Read::Plain,
+        };
+    }
+    if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
+        let lexed = kept.and_then(|k| k.of(&p));
+        return match dml::read_lexed(piece, d, lexed.as_deref()) {
+            dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
+            dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
+            dml::Read::Unreadable(why) => Read::DmlUnreadable(why),
+        };
+    }
+    if p.program {
+        return if is_proxy_trigger(piece, d) {
+            Read::ProxyTrigger
+        } else {
+            match program_body(piece, d, scope) {
+                ProgramBody::Ddl => Read::ProgramWithHbaseDdl,
+                ProgramBody::Writes => Read::ProgramWritesHbase,
+                ProgramBody::Nothing => Read::Plain,
+            }
+        };
+    }
+    if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
+        return crate::sql::dynamic::source(piece, d).map_or(Read::Plain, Read::Dynamic);
+    }
+    if first.is_word(piece, "LOCK") {
+        let tables = locked_hbase_tables(piece, d, scope);
+        return if tables.is_empty() {
+            Read::Plain
+        } else {
+            Read::Lock(tables)
+        };
+    }
+    let verb = String::from_utf8_lossy(first.text(piece)).to_ascii_uppercase();
+    if first.kind != Tok::Word || !DDL_VERBS.contains(&verb.as_str()) {
+        return Read::Plain;
+    }
+    // the object of the DDL, and whether any identifier names an HBase table or a group
+    let mut object: Option<String> = None;
+    let mut names_hbase = false;
+    let mut before: [Option<scan::Token>; 2] = [None, None];
+    for (i, t) in tokens.enumerate() {
+        let Ok(t) = t else { break };
+        names_hbase |= names_hbase_table(piece, &t, before, scope);
+        before = [before[1], Some(t)];
+        if object.is_none() && i < 8 && t.kind == Tok::Word {
+            let w = String::from_utf8_lossy(t.text(piece)).to_ascii_uppercase();
+            if OBJECTS.contains(&w.as_str()) {
+                object = Some(w);
+            }
+        }
+        if names_hbase && object.is_some() {
+            break;
+        }
+    }
+    let create_table = verb == "CREATE" && object.as_deref() == Some("TABLE");
+    if !names_hbase && !create_table {
+        return Read::Plain;
+    }
+    if names_hbase && (verb == "CREATE" || verb == "ALTER") {
+        if let Some(v) = crate::sql::view::read(piece, d) {
+            return if v.read_only { Read::Plain } else { Read::View };
+        }
+    }
+    // offsets in the parsed statement are relative to the piece
+    match ddl::parse_with(piece, d) {
+        Ok(Some(stmt)) if touches_hbase(&stmt, scope) => Read::Hbase(Box::new(stmt)),
+        Ok(Some(_)) => Read::Plain,
+        Ok(None) if names_hbase && object.as_deref().is_some_and(|o| TABLE_LIKE.contains(&o)) => {
+            Read::Unreadable(format!(
+                "{verb} {} is not a form obkv-proxy reads",
+                object.unwrap_or_default()
+            ))
+        }
+        Ok(None) => Read::Plain,
+        Err(e) if names_hbase => Read::Unreadable(e.0),
+        Err(_) => Read::Plain,
+    }
+}
+
+/// Words that begin a statement the prefix-scan rewriter reads.
+pub(super) const DML_WORDS: [&str; 8] = [
+    "SELECT", "UPDATE", "DELETE", "EXPLAIN", "DESCRIBE", "DESC", "ANALYZE", "WITH",
+];
+
+/// Objects a DDL verb can name; the first of them among the leading words is the statement's.
+pub(super) const OBJECTS: [&str; 14] = [
+    "TABLE",
+    "TABLES",
+    "INDEX",
+    "TABLEGROUP",
+    "TABLEGROUPS",
+    "VIEW",
+    "DATABASE",
+    "SCHEMA",
+    "PROCEDURE",
+    "FUNCTION",
+    "TRIGGER",
+    "EVENT",
+    "USER",
+    "SEQUENCE",
+];
+/// Objects whose DDL on an HBase name must be read (or refused).
+pub(super) const TABLE_LIKE: [&str; 5] = ["TABLE", "TABLES", "INDEX", "TABLEGROUP", "TABLEGROUPS"];
+
+/// A user variable as the backend compares names: without `@` and quotes, case-insensitive.
+pub(super) fn normalize_variable(v: &[u8]) -> Vec<u8> {
+    let v = v.strip_prefix(b"@").unwrap_or(v);
+    let v = match v.first() {
+        Some(b'`' | b'\'' | b'"') if v.len() >= 2 => &v[1..v.len() - 1],
+        _ => v,
+    };
+    v.to_ascii_lowercase()
+}
+
+/// The offset of the first mention of every user variable in `sql` (one pass).
+pub(super) fn variable_first_mentions(sql: &[u8], d: Dialect) -> HashMap<Vec<u8>, usize> {
+    let mut out = HashMap::new();
+    for t in Scanner::new(sql, d).map_while(Result::ok) {
+        if t.kind == Tok::Var && !t.text(sql).starts_with(b"@@") {
+            out.entry(normalize_variable(t.text(sql)))
+                .or_insert(t.start);
+        }
+    }
+    out
+}
+
+/// `CREATE [DEFINER = …] TRIGGER name … ON table …` where `name` is one of the triggers the
+/// proxy itself keeps on an HBase table (MariaDB/MySQL translation): a dump made through the
+/// proxy lists them, and restoring it must not fail on them.
+pub(super) fn is_proxy_trigger(piece: &[u8], d: Dialect) -> bool {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(40)
+        .collect();
+    let word = |t: &scan::Token, w: &str| t.is_word(piece, w);
+    let Some(at) = tokens.iter().position(|t| word(t, "TRIGGER")) else {
+        return false;
+    };
+    if !tokens.first().is_some_and(|t| word(t, "CREATE")) {
+        return false;
+    }
+    let name_of = |i: usize| -> Option<(String, usize)> {
+        // a name, possibly qualified: returns its last part and the index after it
+        let mut i = i;
+        let mut last = None;
+        while let Some(t) = tokens.get(i) {
+            if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) {
+                break;
+            }
+            last = Some(String::from_utf8_lossy(&scan::ident_value(piece, t)).into_owned());
+            if tokens.get(i + 1).is_some_and(|n| n.is_punct(b'.')) {
+                i += 2;
+            } else {
+                i += 1;
+                break;
+            }
+        }
+        last.map(|l| (l, i))
+    };
+    let Some((trigger, _)) = name_of(at + 1) else {
+        return false;
+    };
+    let Some(on) = tokens.iter().position(|t| word(t, "ON")) else {
+        return false;
+    };
+    let Some((table, _)) = name_of(on + 1) else {
+        return false;
+    };
+    table.contains('$')
+        && ["bi", "bu"]
+            .iter()
+            .any(|s| trigger == crate::hbase::translate::derived_name(&table, s))
+}
+
+/// `LOCK TABLE[S] t [AS a] READ|WRITE, …`: the HBase tables it names (in scope). While they are
+/// locked the catalog cannot be read on the session's connection, so the session reads their
+/// entries first.
+pub(super) fn locked_hbase_tables(piece: &[u8], d: Dialect, scope: &Scope) -> Vec<TableName> {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d).map_while(Result::ok).collect();
+    let is_lock = tokens.first().is_some_and(|t| t.is_word(piece, "LOCK"))
+        && tokens
+            .get(1)
+            .is_some_and(|t| t.is_word(piece, "TABLE") || t.is_word(piece, "TABLES"));
+    if !is_lock {
+        return Vec::new();
+    }
+    let name = |t: &scan::Token| String::from_utf8_lossy(&scan::ident_value(piece, t)).into_owned();
+    let mut out = Vec::new();
+    for (i, t) in tokens.iter().enumerate() {
+        let before = [
+            i.checked_sub(2).and_then(|j| tokens.get(j)).copied(),
+            i.checked_sub(1).and_then(|j| tokens.get(j)).copied(),
+        ];
+        if memchr::memchr(b'$', t.text(piece)).is_none()
+            || !names_hbase_table(piece, t, before, scope)
+        {
+            continue;
+        }
+        let schema = match before {
+            [Some(db), Some(dot)] if dot.is_punct(b'.') => Some(name(&db)),
+            _ => None,
+        };
+        out.push(TableName {
+            raw_schema: match before {
+                [Some(db), Some(dot)] if dot.is_punct(b'.') => Some(scan::ident_value(piece, &db)),
+                _ => None,
+            },
+            raw_name: scan::ident_value(piece, t),
+            schema,
+            name: name(t),
+        });
+    }
+    out
+}
+
+/// A stored program or compound statement: does any statement inside it run DDL on an HBase
+/// table or a table group? (Its own leading CREATE is not one of them.)
+/// What a stored program's (or compound statement's) body does to HBase tables.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum ProgramBody {
+    Nothing,
+    /// DDL naming an HBase table or a table group.
+    Ddl,
+    /// INSERT / REPLACE / UPDATE / DELETE / LOAD DATA into an HBase table: rows the proxy
+    /// never sees (the body runs inside the backend).
+    Writes,
+}
+
+/// One pass over a program's tokens. A write's target is an HBase name between its verb and
+/// the first SET / VALUES / SELECT / WHERE / `(` (so a table only read in a subquery or an
+/// INSERT … SELECT is not taken for one); a verb after BEFORE / AFTER / ON / FOR / KEY is a
+/// trigger event, a referential action, a locking read or an upsert clause, not a write.
+pub(super) fn program_body(piece: &[u8], d: Dialect, scope: &Scope) -> ProgramBody {
+    let mut in_ddl = false;
+    let mut in_write = false;
+    let mut writes = false;
+    let mut first = true;
+    let mut before: [Option<scan::Token>; 2] = [None, None];
+    for t in Scanner::new(piece, d).map_while(Result::ok) {
+        let two_back = before;
+        before = [before[1], Some(t)];
+        if t.is_punct(b';') {
+            in_ddl = false;
+            in_write = false;
+            continue;
+        }
+        let is_first = std::mem::replace(&mut first, false);
+        if t.kind == Tok::Word
+            && ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"]
+                .iter()
+                .any(|v| t.is_word(piece, v))
+        {
+            in_ddl |= !is_first;
+            continue;
+        }
+        if t.kind == Tok::Word
+            && !is_first
+            && ["INSERT", "REPLACE", "UPDATE", "DELETE", "LOAD"]
+                .iter()
+                .any(|v| t.is_word(piece, v))
+        {
+            let event = two_back[1].is_some_and(|p| {
+                ["BEFORE", "AFTER", "ON", "FOR", "KEY"]
+                    .iter()
+                    .any(|w| p.is_word(piece, w))
+            });
+            in_write = !event;
+            continue;
+        }
+        if in_write
+            && (t.is_punct(b'(')
+                || ["SET", "VALUES", "VALUE", "SELECT", "WHERE", "WITH"]
+                    .iter()
+                    .any(|w| t.is_word(piece, w)))
+        {
+            in_write = false;
+        }
+        if in_ddl && names_hbase_table(piece, &t, two_back, scope) {
+            return ProgramBody::Ddl;
+        }
+        if in_write
+            && memchr::memchr(b'$', t.text(piece)).is_some()
+            && names_hbase_table(piece, &t, two_back, scope)
+        {
+            writes = true;
+        }
+    }
+    if writes {
+        ProgramBody::Writes
+    } else {
+        ProgramBody::Nothing
+    }
+}
+
+/// Whether a parsed statement can concern an HBase table or a table group (including the
+/// CREATE TABLE of a K/Q/T/V table without `$`, which earns a warning).
+pub(super) fn touches_hbase(stmt: &Statement, scope: &Scope) -> bool {
+    names_hbase_object(stmt, scope)
+        || matches!(stmt, Statement::CreateTable(t)
+            if t.has_kqtv_columns() && scope.covers(t.name.schema.as_deref()))
+}
+
+/// Whether a parsed statement names an HBase table (in scope) or a table group.
+pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
+    let hbase = |t: &TableName| t.is_hbase_name() && scope.covers(t.schema.as_deref());
+    match stmt {
+        Statement::CreateTablegroup { .. }
+        | Statement::DropTablegroup { .. }
+        | Statement::ShowTablegroups { .. } => true,
+        Statement::CreateTable(t) => hbase(&t.name) || t.tablegroup().is_some(),
+        Statement::CreateTableLike { name, source, .. } => hbase(name) || hbase(source),
+        Statement::DropTable { tables, .. } => tables.iter().any(hbase),
+        Statement::TruncateTable(t)
+        | Statement::ShowCreateTable(t)
+        | Statement::CreateIndex { table: t, .. }
+        | Statement::AlterTable { table: t, .. } => hbase(t),
+        Statement::RenameTable(pairs) => pairs.iter().any(|(a, b)| hbase(a) || hbase(b)),
+    }
+}
+
+/// Whether a statement the DML reader does not follow writes or locks rows, by its words: an
+/// UPDATE or DELETE (also after WITH), or a SELECT with FOR UPDATE / FOR SHARE / LOCK IN SHARE
+/// MODE.
+pub(super) fn writes_rows_lexically(piece: &[u8], d: Dialect) -> bool {
+    let mut words = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .filter(|t| t.kind == Tok::Word)
+        .map(|t| t.text(piece));
+    let is = |w: &[u8], s: &str| w.eq_ignore_ascii_case(s.as_bytes());
+    let Some(first) = words.next() else {
+        return false;
+    };
+    // an EXPLAIN runs nothing (EXPLAIN ANALYZE is read through before: `scan::executed_part`)
+    if ["EXPLAIN", "DESCRIBE", "DESC"].iter().any(|w| is(first, w)) {
+        return false;
+    }
+    if is(first, "UPDATE") || is(first, "DELETE") {
+        return true;
+    }
+    let with = is(first, "WITH");
+    let mut prev: &[u8] = first;
+    for w in words {
+        if (is(prev, "FOR") && (is(w, "UPDATE") || is(w, "SHARE")))
+            || (is(prev, "IN") && is(w, "SHARE"))
+            || (with && (is(w, "UPDATE") || is(w, "DELETE")))
+        {
+            return true;
+        }
+        prev = w;
+    }
+    false
+}
+
+/// The first words of a statement (at most 4), as the backend reads them.
+pub(super) fn leading_words_of(piece: &[u8], d: Dialect) -> Vec<String> {
+    Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(4)
+        .take_while(|t| t.kind == Tok::Word)
+        .map(|t| String::from_utf8_lossy(t.text(piece)).into_owned())
+        .collect()
+}
+
+pub(super) const DDL_VERBS: [&str; 6] = ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE", "SHOW"];
