@@ -1015,7 +1015,7 @@ impl WriteState {
         self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);
         let out = write::verdict(checked, rules, &self.txn);
         if let Some(f) = out.refuse {
-            return Some(ErrorInfo::new(f.code, f.sqlstate, f.message));
+            return Some(f.to_error());
         }
         if let Some(p) = out.pin {
             self.txn.pinned = Some(p);

@@ -193,6 +193,11 @@ fn seen<'a>(v: &'a Value, conn: Option<ConnCharset>, need: &mut bool) -> Seen<'a
     }
 }
 
+/// A rowkey's first `n` bytes (all of it when shorter): what the prefix column holds.
+fn prefix_of(k: &[u8], n: usize) -> &[u8] {
+    k.get(..n).unwrap_or(k)
+}
+
 /// The K an INSERT row writes: one it leaves to the column's default is `DefaultK` (C1).
 fn rowkey(k: Seen<'_>) -> Seen<'_> {
     match k {
@@ -257,7 +262,8 @@ pub fn check_insert(
     let mut head_checked = false;
     let mut columns: Vec<Vec<u8>> = Vec::new();
     // where a row's prefix column value is, and the prefix length
-    let mut prefix_at: Option<(usize, usize)> = None;
+    // (the prefix column's index, n, K's index) among the columns the rows give
+    let mut prefix_at: Option<(usize, usize, Option<usize>)> = None;
     let mut defaults: Vec<(usize, usize)> = Vec::new();
     let read = insert::read(piece, d, |head, row| {
         if !head_checked {
@@ -282,7 +288,7 @@ pub fn check_insert(
                 columns
                     .iter()
                     .position(|c| c.eq_ignore_ascii_case(p.as_bytes()))
-                    .map(|i| (i, *n))
+                    .map(|i| (i, *n, columns.iter().position(|c| col_is(c, "K"))))
             });
             let has_t = columns.iter().any(|c| col_is(c, "T"));
             if !has_t && head.columns.is_some() {
@@ -330,15 +336,13 @@ pub fn check_insert(
                 &mut findings,
             );
         }
-        if let Some((i, n)) = prefix_at {
+        if let Some((i, n, k_at)) = prefix_at {
             let named = head.columns.is_some();
-            let prefix_of = |k: &[u8]| k.get(..n.min(k.len())).unwrap_or(k).to_vec();
             let given = row.values.get(i).map(|v| seen(v, conn, &mut need_charset));
             // both literals in the same uncertain form (bytes that are not valid in the
             // connection's character set, as a backup of binary keys has them): whatever the
             // backend makes of them it makes of both alike, and the value is left to the
             // backend anyway, so their bytes as written are compared
-            let k_at = columns.iter().position(|c| col_is(c, "K"));
             let same_form = match (row.values.get(i), k_at.and_then(|k| row.values.get(k))) {
                 (
                     Some(Value::Bytes {
@@ -349,11 +353,11 @@ pub fn check_insert(
                         bytes: k,
                         charset: kc,
                     }),
-                ) if pc == kc => Some(*p == prefix_of(k)),
+                ) if pc == kc => Some(p.as_slice() == prefix_of(k, n)),
                 _ => None,
             };
             let matches = match (given, cell.k) {
-                (Some(Seen::Bytes(p)), Seen::Bytes(k)) => Some(p == prefix_of(k).as_slice()),
+                (Some(Seen::Bytes(p)), Seen::Bytes(k)) => Some(p == prefix_of(k, n)),
                 _ => same_form,
             };
             match (given, matches) {

@@ -10,7 +10,7 @@
 
 use super::rules::{self, Finding, GroupState, Level, RuleConfig};
 use crate::hbase::partition::ModelPartitioning;
-use crate::sql::ddl::{CreateTable, Generated};
+use crate::sql::ddl::{CreateTable, Generated, TableOption};
 
 /// What a `$` table is, read from its definition.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -79,6 +79,23 @@ pub fn recognize(def: &CreateTable) -> Shape {
     }
 }
 
+/// The CREATE TABLE text the proxy records for a recognised table (its model definition in
+/// the canonical form, in table group `group`, or in none): what adoption and CREATE … LIKE
+/// carry on with as if the user had written it. `source` is the text `def` was read from.
+pub fn model_ddl(mut def: CreateTable, source: &[u8], group: Option<&str>) -> Vec<u8> {
+    def.options.retain(|o| o.name != "TABLEGROUP");
+    if let Some(g) = group {
+        def.options.push(TableOption {
+            name: "TABLEGROUP".into(),
+            value: g.to_string(),
+            span: (0, 0),
+            value_span: (0, 0),
+            value_is_string: true,
+        });
+    }
+    super::translate::canonical_create(&def, source).into_bytes()
+}
+
 /// The model's view of a definition a MySQL-family backend holds: a plain prefix column kept
 /// equal to `substring(K, 1, n)` by a CHECK (and in the primary key, where those servers need
 /// every partitioning column) is the generated prefix column; a blob V with a `length(V) <= L`
@@ -101,13 +118,16 @@ pub fn fold_translation(def: &CreateTable) -> CreateTable {
         });
         t.checks = t.checks.saturating_sub(1);
         if let Some(pk) = &mut t.primary_key {
-            let upper: Vec<String> = pk.iter().map(|c| c.to_ascii_uppercase()).collect();
-            let is_p = |c: &String| c.eq_ignore_ascii_case(p);
-            let kqt = ["K", "Q", "T"];
-            if upper.len() == 4
-                && ((upper[..3] == kqt && is_p(&pk[3])) || (is_p(&pk[0]) && upper[1..] == kqt))
-            {
-                pk.retain(|c| !is_p(c));
+            // (K, Q, T, P) or (P, K, Q, T): the key MariaDB needs, the model's (K, Q, T)
+            let is = |c: &String, name: &str| c.eq_ignore_ascii_case(name);
+            let kqt = |cols: &[String]| matches!(cols, [k, q, t] if is(k, "K") && is(q, "Q") && is(t, "T"));
+            let folds = match pk.as_slice() {
+                [head @ .., last] if is(last, p) => kqt(head),
+                [first, rest @ ..] if is(first, p) => kqt(rest),
+                _ => false,
+            };
+            if folds {
+                pk.retain(|c| !is(c, p));
             }
         }
     }

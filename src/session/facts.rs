@@ -74,13 +74,23 @@ impl Session {
 
     /// A table's schema as the backend has it now, if it is an HBase table this user can see.
     async fn read_table_schema(&mut self, db: &[u8], name: &[u8]) -> Result<TableRead, End> {
+        Ok(self.read_table(db, name).await?.0)
+    }
+
+    /// `read_table_schema`, with the shape the backend's definition has when the table carries
+    /// no marker (made without the proxy): one read of it serves both.
+    async fn read_table(
+        &mut self,
+        db: &[u8],
+        name: &[u8],
+    ) -> Result<(TableRead, Option<live::Shape>), End> {
         let flavor = self.flavor().await?;
         let rows = match self.rows(&catalog::table_partitioning(db, name)).await? {
             Ok(r) => r,
-            Err(_) => return Ok(TableRead::Known(None)),
+            Err(_) => return Ok((TableRead::Known(None), None)),
         };
         let Some(r) = rows.first() else {
-            return Ok(TableRead::Absent);
+            return Ok((TableRead::Absent, None));
         };
         let text = |i| String::from_utf8_lossy(cell(r, i)).into_owned();
         let count: u32 = text(3).parse().unwrap_or(0);
@@ -100,30 +110,29 @@ impl Session {
             // made without the proxy: an HBase table by what it is
             let (db_name, table) = (utf8(0), utf8(1));
             let shape = self.live_shape(&db_name, &table).await?;
-            let found = match shape {
+            let found = match &shape {
                 Some(live::Shape::Hbase { def, .. }) => {
                     let grouped = flavor.native_tablegroups() && def.tablegroup().is_some();
-                    TableSchema::from_definition(db_name, table, &def, live, placement, blob_limit)
+                    TableSchema::from_definition(db_name, table, def, live, placement, blob_limit)
                         .map(|s| Arc::new(TableSchema { grouped, ..s }))
                 }
                 _ => None,
             };
-            return Ok(TableRead::Known(found));
+            return Ok((TableRead::Known(found), shape));
         };
         let in_transaction = self.last_status & status::IN_TRANS != 0;
         if in_transaction
             && self.shared.catalog_conn.is_none()
             && self.shared.definitions.get(&m.ddl_id).is_none()
         {
-            return Ok(TableRead::Blind);
+            return Ok((TableRead::Blind, None));
         }
         let Some(def) = self.definition(&m.ddl_id).await? else {
-            return Ok(TableRead::Known(None));
+            return Ok((TableRead::Known(None), None));
         };
-        Ok(TableRead::Known(
-            TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement, blob_limit)
-                .map(Arc::new),
-        ))
+        let found =
+            TableSchema::from_definition(utf8(0), utf8(1), &def.table, live, placement, blob_limit);
+        Ok((TableRead::Known(found.map(Arc::new)), None))
     }
 
     /// The shape of a table that carries no marker, from the backend's own SHOW CREATE TABLE
@@ -197,21 +206,15 @@ impl Session {
         for r in &listed {
             let hex = |i| marker::from_hex(cell(r, i)).unwrap_or_default();
             let (db, name) = (hex(0), hex(1));
-            let (db_s, name_s) = (
-                String::from_utf8_lossy(&db).into_owned(),
-                String::from_utf8_lossy(&name).into_owned(),
-            );
+            let db_s = String::from_utf8_lossy(&db).into_owned();
             if !databases.is_empty() && !databases.contains(&db_s) {
                 continue;
             }
             let marked = Marker::find(cell(r, 2)).map(|(m, _)| m);
-            let shape = match &marked {
-                Some(_) => None,
-                None => match self.live_shape(&db_s, &name_s).await? {
-                    Some(live::Shape::Plain(_)) | None => continue,
-                    s => s,
-                },
-            };
+            let (read, shape) = self.read_table(&db, &name).await?;
+            if marked.is_none() && matches!(shape, Some(live::Shape::Plain(_)) | None) {
+                continue;
+            }
             let findings = match &shape {
                 Some(live::Shape::Broken(f)) | Some(live::Shape::Hbase { notes: f, .. }) => f
                     .iter()
@@ -220,13 +223,9 @@ impl Session {
                     .join("; "),
                 _ => String::new(),
             };
-            let schema = if matches!(shape, Some(live::Shape::Broken(_))) {
-                None
-            } else {
-                match self.read_table_schema(&db, &name).await? {
-                    TableRead::Known(s) => s,
-                    TableRead::Absent | TableRead::Blind => None,
-                }
+            let schema = match read {
+                TableRead::Known(s) => s,
+                TableRead::Absent | TableRead::Blind => None,
             };
             let group = match (&marked, &schema) {
                 (Some(m), _) => m

@@ -1366,18 +1366,7 @@ impl Session {
         let (schema, name) = (lossy(&hex_cell(r, 0)), lossy(&hex_cell(r, 1)));
         Ok(match self.live_read(&schema, &name).await? {
             Some((live::Shape::Hbase { def, .. }, source)) => {
-                let mut def = *def;
-                def.options.retain(|o| o.name != "TABLEGROUP");
-                if let Some(g) = group {
-                    def.options.push(crate::sql::ddl::TableOption {
-                        name: "TABLEGROUP".into(),
-                        value: g,
-                        span: (0, 0),
-                        value_span: (0, 0),
-                        value_is_string: true,
-                    });
-                }
-                Some(translate::canonical_create(&def, &source).into_bytes())
+                Some(live::model_ddl(*def, &source, group.as_deref()))
             }
             _ => None,
         })
@@ -1478,7 +1467,7 @@ impl Session {
         &mut self,
         (schema, name): (Vec<u8>, Vec<u8>),
         comment: Vec<u8>,
-        (mut def, source): (CreateTable, Vec<u8>),
+        (def, source): (CreateTable, Vec<u8>),
         (group, key): (Vec<u8>, Vec<u8>),
     ) -> Result<(), End> {
         if !self.own_catalog() {
@@ -1486,15 +1475,7 @@ impl Session {
         }
         let flavor = self.flavor().await?;
         // the definition as the proxy records a created table's: the model's form, in the group
-        def.options.retain(|o| o.name != "TABLEGROUP");
-        def.options.push(crate::sql::ddl::TableOption {
-            name: "TABLEGROUP".into(),
-            value: lossy(&group),
-            span: (0, 0),
-            value_span: (0, 0),
-            value_is_string: true,
-        });
-        let model_ddl = translate::canonical_create(&def, &source).into_bytes();
+        let model_ddl = live::model_ddl(def, &source, Some(&lossy(&group)));
         let model = match ddl::parse(&model_ddl) {
             Ok(Some(Statement::CreateTable(t))) => *t,
             _ => {

@@ -513,35 +513,7 @@ fn a_name_in_another_case_cannot_escape_the_rules() {
 type Outcome = Result<Vec<Vec<Option<Vec<u8>>>>, u16>;
 
 fn outcome(c: &mut RawConn, sql: &str) -> Outcome {
-    let frames = c.query(sql.as_bytes()).expect("answered");
-    let first = &frames[0].1;
-    if let Some((code, _)) = err_of(first) {
-        return Err(code);
-    }
-    if first.first() == Some(&0x00) {
-        return Ok(Vec::new());
-    }
-    let ncols = first[0] as usize;
-    let skip =
-        1 + ncols + usize::from(c.caps & obkv_proxy::protocol::constants::cap::DEPRECATE_EOF == 0);
-    let mut rows = Vec::new();
-    for (_, p) in &frames[skip..frames.len() - 1] {
-        if let Some((code, _)) = err_of(p) {
-            return Err(code);
-        }
-        let mut r = obkv_proxy::protocol::wire::Reader::new(p);
-        let mut row = Vec::new();
-        for _ in 0..ncols {
-            if r.remaining().first() == Some(&0xfb) {
-                r.u8();
-                row.push(None);
-            } else {
-                row.push(Some(r.lenenc_bytes().expect("value").to_vec()));
-            }
-        }
-        rows.push(row);
-    }
-    Ok(rows)
+    c.rows_or_error(sql).map_err(|(code, _)| code)
 }
 
 /// COM_STMT_PREPARE of a text: Ok, or its error code.

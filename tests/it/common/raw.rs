@@ -49,6 +49,9 @@ impl From<io::Error> for ConnectError {
     }
 }
 
+/// Text rows, NULL as None.
+pub type Rows = Vec<Vec<Option<Vec<u8>>>>;
+
 pub fn err_of(p: &[u8]) -> Option<(u16, String)> {
     if p.first() != Some(&0xff) || p.len() < 3 {
         return None;
@@ -227,15 +230,29 @@ impl RawConn {
     }
 
     /// Text rows of a simple single-result query (for assertions), NULL as None.
-    pub fn rows(&mut self, sql: &str) -> Vec<Vec<Option<Vec<u8>>>> {
+    pub fn rows(&mut self, sql: &str) -> Rows {
+        self.rows_or_error(sql)
+            .unwrap_or_else(|(code, msg)| panic!("{sql}: error {code} {msg}"))
+    }
+
+    /// What a single-result query gave: its text rows (none for an OK), or its error (also one
+    /// that ends the rows).
+    pub fn rows_or_error(&mut self, sql: &str) -> Result<Rows, (u16, String)> {
         let frames = self.query(sql.as_bytes()).expect("query answered");
-        if let Some((code, msg)) = frames.first().and_then(|(_, p)| err_of(p)) {
-            panic!("{sql}: error {code} {msg}");
+        let first = &frames[0].1;
+        if let Some(e) = err_of(first) {
+            return Err(e);
         }
-        let ncols = frames[0].1[0] as usize;
+        if first.first() == Some(&0x00) {
+            return Ok(Vec::new());
+        }
+        let ncols = first[0] as usize;
         let mut rows = Vec::new();
         let skip = 1 + ncols + usize::from(self.caps & cap::DEPRECATE_EOF == 0);
         for (_, p) in &frames[skip..frames.len() - 1] {
+            if let Some(e) = err_of(p) {
+                return Err(e);
+            }
             let mut r = obkv_proxy::protocol::wire::Reader::new(p);
             let mut row = Vec::new();
             for _ in 0..ncols {
@@ -248,7 +265,7 @@ impl RawConn {
             }
             rows.push(row);
         }
-        rows
+        Ok(rows)
     }
 
     pub fn scalar(&mut self, sql: &str) -> String {
