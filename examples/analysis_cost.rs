@@ -79,7 +79,7 @@ fn main() {
     };
     let scan = per(
         b"SELECT K, Q, T, V FROM bench$cells WHERE K LIKE 'p0012345%'",
-        |d| matches!(d, Decision::Rewrite(_)),
+        |d| d.rewritten().is_some(),
     );
     let row = |i: usize| format!("('p0012345:{i:03}', 'q', -1763700000000, 'value {i}')");
     let one = format!("INSERT INTO bench$cells (K, Q, T, V) VALUES {}", row(0));
@@ -87,7 +87,7 @@ fn main() {
         "INSERT INTO bench$cells (K, Q, T, V) VALUES {}",
         (0..10).map(row).collect::<Vec<_>>().join(", ")
     );
-    let write = |d: &Decision| matches!(d, Decision::Write(w) if w.refused.is_none());
+    let write = |d: &Decision| matches!(d, Decision::Send(w) if w.checked && w.refused.is_none());
     let one = per(one.as_bytes(), write);
     let ten = per(ten.as_bytes(), write);
     println!(

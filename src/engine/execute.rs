@@ -192,7 +192,7 @@ mod tests {
             ..Context::default()
         };
         match decide(sql.as_bytes(), Origin::Prepare, &ctx).1 {
-            Decision::Write(w) => *w.plan.expect("a write plan"),
+            Decision::Send(w) => *w.plan.expect("a write plan"),
             other => panic!("{sql}: {other:?}"),
         }
     }

@@ -40,7 +40,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
     }
     let ctx = &quiet;
     let (class, decision) = decide(sql, Origin::Text, ctx);
-    if let (Class::ServerProbe, Decision::Rewrite(text)) = (class, &decision) {
+    if let (Class::ServerProbe, Some(text)) = (class, decision.rewritten()) {
         return Ok(vec![Explained {
             sent: text.trim_ascii_start().to_vec(),
             table: None,
@@ -54,25 +54,11 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         }]);
     }
     let overall = match &decision {
-        Decision::NeedFacts(n) => return Err(n.clone()),
-        Decision::Forward if class == Class::Plain => {
-            "forwarded unchanged (the pre-check found nothing to read)".to_string()
-        }
-        Decision::Forward | Decision::ForwardPrepared(_) | Decision::Rewrite(_) => String::new(),
-        Decision::ForwardWithNote(n) => n.clone(),
-        Decision::Hbase(_) => {
-            "HBase DDL: checked against the rules and carried out by the proxy".into()
-        }
-        Decision::CheckVariables(_) => "dynamic SQL: the text its variables (or expression) \
-            give is read and checked before it runs"
+        Decision::Need(n) if n.variables.is_empty() => return Err(n.clone()),
+        Decision::Need(_) => "dynamic SQL: the text its variables (or expression) give is read \
+            and checked before it runs"
             .into(),
-        Decision::Dynamic(_) => "dynamic SQL: its text is checked before it is prepared, and \
-            each execution with the values it binds"
-            .into(),
-        Decision::ReadCatalogThenForward(_) => "LOCK TABLES on HBase tables: forwarded".into(),
-        Decision::Answer(Answer::Error(e)) => format!("refused: {} ({})", e.message, e.code),
-        Decision::Answer(_) => "answered by the proxy".into(),
-        Decision::Write(w) => {
+        Decision::Send(w) if w.checked => {
             let mut n = match &w.refused {
                 Some(e) => format!(
                     "the statements before the refused one run, then: refused: {} ({})",
@@ -80,17 +66,33 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
                 ),
                 None => "writes checked against the cell rules and the transaction guard".into(),
             };
-            for (level, _, m) in &w.warnings {
-                n.push_str(&format!("; {level}: {m}"));
+            for note in &w.notes {
+                n.push_str(&format!("; {}: {}", note.level.name(), note.message));
             }
             n
         }
+        Decision::Send(w) if !w.read_catalog.is_empty() => {
+            "LOCK TABLES on HBase tables: forwarded".into()
+        }
+        Decision::Send(_) if class == Class::Plain => {
+            "forwarded unchanged (the pre-check found nothing to read)".to_string()
+        }
+        // the rewriter's note, if any
+        Decision::Send(w) => w
+            .notes
+            .first()
+            .map(|n| n.message.clone())
+            .unwrap_or_default(),
+        Decision::Ddl(_) => {
+            "HBase DDL: checked against the rules and carried out by the proxy".into()
+        }
+        Decision::Dynamic(_) => "dynamic SQL: its text is checked before it is prepared, and \
+            each execution with the values it binds"
+            .into(),
+        Decision::Answer(Answer::Error(e)) => format!("refused: {} ({})", e.message, e.code),
+        Decision::Answer(_) => "answered by the proxy".into(),
     };
-    let rewritten = match &decision {
-        Decision::Rewrite(_) => true,
-        Decision::Write(w) => w.text.is_some(),
-        _ => false,
-    };
+    let rewritten = decision.rewritten().is_some();
     let d = ctx.dialect;
     let Ok((pieces, _)) = statements(sql, d) else {
         return Ok(vec![Explained {

@@ -5,12 +5,14 @@
 //! decide and splice the prefix-column predicate. `session/` carries decisions out.
 
 pub mod ddl;
+pub mod decision;
 pub mod execute;
 pub mod explain;
 pub mod prefix_scan;
 pub mod read;
 pub mod rewrite;
 pub mod router;
+pub mod text;
 pub mod write;
 
 pub use execute::{decide_execution, BulkExecution, ExecContext, Verdict};

@@ -95,15 +95,29 @@ pub struct Need {
     /// Tables to read into the cache: (database, table) as the client named them; no
     /// database: the current one (read first).
     pub tables: Vec<(Option<Vec<u8>>, Vec<u8>)>,
+    /// Dynamic SQL (`PREPARE s FROM @v`, `EXECUTE IMMEDIATE CONCAT(@a, …)`): the expressions
+    /// whose values are the texts it runs; the session reads and checks each
+    /// (`router::check_dynamic`) before the text is sent.
+    pub variables: Vec<Vec<u8>>,
 }
 
 impl Need {
+    /// Whether facts the decision depends on are needed (the variables are checked after).
+    pub fn facts(&self) -> bool {
+        self.current_db || self.charset || !self.tables.is_empty()
+    }
+
     pub fn merge(&mut self, o: Need) {
         self.current_db |= o.current_db;
         self.charset |= o.charset;
         for t in o.tables {
             if !self.tables.contains(&t) {
                 self.tables.push(t);
+            }
+        }
+        for v in o.variables {
+            if !self.variables.contains(&v) {
+                self.variables.push(v);
             }
         }
     }

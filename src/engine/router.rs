@@ -1,15 +1,18 @@
-//! The decision point. Every statement — text, prepared at prepare time, and prepared at execute
-//! time — comes here, and the answer says what the session does with it:
+//! The decision point. Every statement — text, and prepared at prepare time — comes here
+//! (`decide`), and the `Decision` (in `decision.rs`) is an action for the session:
 //!
-//! * `Forward`: send the client's bytes to the backend unchanged (the fast path for plain traffic,
-//!   decided by the lexical pre-check alone);
-//! * `Rewrite`: send this text instead (later: prefix-scan pruning);
+//! * `Send`: send the client's bytes (`Decision::forward()`, the fast path for plain traffic,
+//!   decided by the lexical pre-check alone) or a rewritten text (T filled in, prefix predicates
+//!   spliced), with what goes with it: notes, the transaction's partition after it, a prepare's
+//!   plans, a LOAD's file check, catalog entries to read first, a refusal that cuts the text;
 //! * `Answer`: do not involve the backend; answer with a local result or error (proxy commands,
 //!   statements the proxy refuses);
-//! * `Hbase`: HBase DDL, carried out by the session against the rules and the catalog;
-//! * `CheckVariables`: SQL-level dynamic SQL (`PREPARE s FROM @v`, `EXECUTE IMMEDIATE @v`) whose
-//!   text sits in user variables: the session reads them and asks `decide_dynamic` before
-//!   forwarding.
+//! * `Ddl`: HBase DDL, carried out by the session against the rules and the catalog;
+//! * `Need`: facts to read first (a table's schema, the current database, the character set, the
+//!   texts user variables hold for dynamic SQL), then decide again;
+//! * `Dynamic`: a PREPARE / EXECUTE IMMEDIATE of its own, whose text the session gets and checks.
+//!
+//! Execution-time decisions (binary executes, `EXECUTE … USING`, LOAD rows) are `execute.rs`'s.
 //!
 //! The story for a flagged text: split it into its statements as the backend reads them
 //! (`scan`: executable comments, escapes, quotes); read each one (HBase DDL is recognised by its
@@ -18,164 +21,18 @@
 //! readings disagree the statement is refused rather than guessed at.
 
 use crate::protocol::constants::er;
-use std::collections::HashMap;
 
-use super::prefix_scan::{self, Counters, Need, Step, TableView};
+use super::prefix_scan::{self, Need};
 use super::read::*;
-use super::rewrite;
-use super::write::{self, Touch, Txn, WriteRules};
+use super::text::{self, Tally};
+use super::write;
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::classify::{classify, leading_words, Class};
-use crate::sql::ddl::{Statement, TableName};
 use crate::sql::dml;
 use crate::sql::dynamic::Source;
-use crate::sql::scan::{self, statements, Dialect, Piece, Scanner, Tok};
-use crate::sql::splice::Splice;
+use crate::sql::scan::{self, statements, Dialect, Scanner};
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Decision {
-    Forward,
-    Rewrite(Vec<u8>),
-    Answer(Answer),
-    /// HBase DDL: the session checks it against the rules and the catalog and carries it out.
-    Hbase(Box<Statement>),
-    /// Forward only once the text each of these expressions gives (a user variable, or a
-    /// computation `dynamic::Source::Computed` allows, as written) passes `decide_dynamic`: the
-    /// session reads them with a SELECT of its own.
-    CheckVariables(Vec<Vec<u8>>),
-    /// LOCK TABLES naming HBase tables: read their catalog entries, then forward (the catalog
-    /// cannot be read on the connection while they are locked).
-    ReadCatalogThenForward(Vec<TableName>),
-    /// The rewriter needs to know these first (the session reads them, then asks again).
-    NeedFacts(Need),
-    /// Forward, and keep this note for the client (SHOW WARNINGS).
-    ForwardWithNote(String),
-    /// COM_STMT_PREPARE of a statement whose bound values decide its prefix: forward it, and
-    /// decide each execution with this plan.
-    ForwardPrepared(Box<prefix_scan::PreparedPlan>),
-    /// Writes (or locking reads) on HBase tables passed the write stage: forward as `Write`
-    /// says.
-    Write(Box<Write>),
-    /// SQL-level `PREPARE name FROM …` / `EXECUTE IMMEDIATE …` as a statement of its own: the
-    /// session gets its text, checks it with `check_dynamic`, checks an EXECUTE IMMEDIATE's
-    /// values, and keeps a prepared name's plan for each `EXECUTE name USING …`.
-    Dynamic(Box<DynamicSql>),
-}
-
-/// A dynamic statement the session checks (`Decision::Dynamic`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DynamicSql {
-    pub source: DynamicSource,
-    pub head: crate::sql::dynamic::Head,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DynamicSource {
-    /// The text, from a string or hex literal.
-    Literal(Vec<u8>),
-    /// The expression giving it (a user variable, or a computation of literals and user
-    /// variables, `dynamic::Source::Computed`), as written: the session reads its value.
-    Computed(Vec<u8>),
-}
-
-/// The write rules' answer on the text of a SQL-level dynamic statement.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum DynamicCheck {
-    /// Nothing to check at its executions.
-    Runs,
-    Refused(ErrorInfo),
-    /// Read these, then ask again.
-    NeedFacts(Need),
-    /// A write (or locking read) on an HBase table: each execution is checked with `plan`,
-    /// binding `params` values.
-    Checked {
-        plan: std::sync::Arc<write::WritePlan>,
-        params: usize,
-    },
-}
-
-/// What the session does with a text that writes to HBase tables.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Write {
-    /// The text to send (T filled in, prefix predicates spliced), None: the client's bytes.
-    pub text: Option<Vec<u8>>,
-    /// A statement of a multi-statement text is refused: the text sent ends before it (the
-    /// statements before it run), and this error follows their results.
-    pub refused: Option<ErrorInfo>,
-    /// Warnings and notes for the client (SHOW WARNINGS): (level, code, message).
-    pub warnings: Vec<(&'static str, u16, String)>,
-    /// The transaction's partition once the text has run, when the text changes it.
-    pub txn_after: Option<Option<write::Place>>,
-    /// COM_STMT_PREPARE: what each execution is checked with.
-    pub plan: Option<Box<write::WritePlan>>,
-    /// COM_STMT_PREPARE: the prefix-scan plan of each execution, if any.
-    pub scan: Option<Box<prefix_scan::PreparedPlan>>,
-    /// LOAD DATA LOCAL on an HBase table: the proxy reads the file from the client first,
-    /// checks its rows, and runs the statement only if they pass.
-    pub load: Option<Box<write::LoadPlan>>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
-    Error(ErrorInfo),
-    /// `SHOW PROXY STATUS`: the proxy's counters as a two-column result.
-    ProxyStatus,
-    /// `SHOW PROXY CREATE TABLEGROUPS`: a `CREATE TABLEGROUP IF NOT EXISTS` per table group,
-    /// the step a backup made with mysqldump needs before it is restored.
-    TablegroupDdl,
-    /// OK without involving the backend (a statement that is already in effect).
-    Ok,
-    /// `EXPLAIN OBKV <statement>`: what the proxy does with the statement (`explain_obkv`).
-    ExplainObkv,
-    /// `SHOW OBKV TABLES`: every HBase table this user can see, with its group, partitioning,
-    /// prefix length and the rules' findings (also `$` tables that break them).
-    ObkvTables,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Origin {
-    /// COM_QUERY.
-    Text,
-    /// COM_STMT_PREPARE.
-    Prepare,
-}
-
-/// What the decision depends on besides the text.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Context {
-    /// How the backend reads this session's text.
-    pub dialect: Dialect,
-    /// `hbase.enforcement = "strict"`: refuse what the proxy cannot check.
-    pub strict: bool,
-    /// Where `$` names are HBase tables.
-    pub scope: Scope,
-    /// What the proxy knows of HBase tables' schemas (None: neither the rewriter nor the write
-    /// rules need them).
-    pub tables: Option<TableView>,
-    /// `hbase.rewrite = "on"`: the prefix-scan rewriter splices prefix predicates.
-    pub rewrite: bool,
-    /// The write rules (None: cell rules and the transaction guard are both off).
-    pub writes: Option<WriteRules>,
-    /// The session's transaction, for the guard.
-    pub txn: Txn,
-    /// The proxy's own Unix socket, the answer to a driver's `@@socket` probe.
-    pub socket: Option<std::sync::Arc<str>>,
-}
-
-impl Default for Context {
-    fn default() -> Self {
-        Context {
-            dialect: Dialect::default(),
-            strict: true,
-            scope: Scope::default(),
-            tables: None,
-            rewrite: true,
-            writes: None,
-            txn: Txn::default(),
-            socket: None,
-        }
-    }
-}
+pub use super::decision::*;
 
 /// Texts above this size are analysed off the session's event loop (see `session`).
 pub const LARGE_TEXT: usize = 256 * 1024;
@@ -188,7 +45,7 @@ pub fn decide(sql: &[u8], origin: Origin, ctx: &Context) -> (Class, Decision) {
 /// `decide` for a text whose pre-check class is already known.
 pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context) -> Decision {
     match class {
-        Class::Plain => Decision::Forward,
+        Class::Plain => Decision::forward(),
         Class::MaybeHbase => decide_flagged(sql, origin, ctx),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
         Class::ServerProbe => decide_probe(sql, origin, ctx.socket.as_deref()),
@@ -199,8 +56,8 @@ pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context
 /// Needs no context; a prepared probe is forwarded (drivers send theirs as text).
 pub fn decide_probe(sql: &[u8], origin: Origin, socket: Option<&str>) -> Decision {
     match (origin, crate::sql::probe::hide_socket(sql, socket)) {
-        (Origin::Text, Some(text)) => Decision::Rewrite(text),
-        _ => Decision::Forward,
+        (Origin::Text, Some(text)) => Decision::rewrite(text),
+        _ => Decision::forward(),
     }
 }
 
@@ -242,9 +99,9 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
         return DynamicCheck::Runs;
     }
     let w = match decide_flagged(text, Origin::Prepare, ctx) {
-        Decision::NeedFacts(n) => return DynamicCheck::NeedFacts(n),
+        Decision::Need(n) if n.variables.is_empty() => return DynamicCheck::NeedFacts(n),
         Decision::Answer(Answer::Error(e)) => return DynamicCheck::Refused(e),
-        Decision::Write(w) => w,
+        Decision::Send(w) => w,
         _ => return DynamicCheck::Runs,
     };
     if let Some(e) = w.refused {
@@ -272,19 +129,9 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
     }
 }
 
-/// A dynamic write inside a multi-statement text: its executions could not be checked.
-pub fn dynamic_write_in_text() -> ErrorInfo {
-    ErrorInfo::new(
-        er::NOT_SUPPORTED_YET,
-        "42000",
-        "obkv-proxy: send a PREPARE / EXECUTE of a write on an HBase table as a statement of its \
-         own, not inside a multi-statement text",
-    )
-}
-
 fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     let (primary, mut ambiguity, tally) = decide_reading(sql, origin, ctx, ctx.dialect);
-    if matches!(primary, Decision::NeedFacts(_)) {
+    if needs_facts(&primary) {
         return primary;
     }
     // a backslash after a byte >= 0x80 reads another way only where the client's character
@@ -299,7 +146,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
                     | prefix_scan::ConnCharset::Binary,
                 ) => ambiguity.multibyte = false,
                 None if !view.settled => {
-                    return Decision::NeedFacts(Need {
+                    return Decision::Need(Need {
                         charset: true,
                         ..Need::default()
                     })
@@ -310,10 +157,10 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     }
     // the rewriter's decisions are forwards as far as the rules are concerned
     let plain = |d: &Decision| match d {
-        Decision::Rewrite(_) | Decision::ForwardWithNote(_) | Decision::ForwardPrepared(_) => {
-            Decision::Forward
-        }
-        Decision::Write(w) if w.refused.is_none() => Decision::Forward,
+        Decision::Send(w) if w.refused.is_none() => Decision::Send(Outbound {
+            read_catalog: w.read_catalog.clone(),
+            ..Outbound::default()
+        }),
         other => other.clone(),
     };
     let mut rewrite_agreed = true;
@@ -333,17 +180,18 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
             continue;
         }
         let (decision, _, _) = decide_reading(sql, origin, ctx, other);
-        if let Decision::NeedFacts(n) = decision {
+        if let (true, Decision::Need(n)) = (needs_facts(&decision), &decision) {
+            let n = n.clone();
             // another reading needs facts too: read them, then compare the readings' decisions
             other_needs.get_or_insert_with(Need::default).merge(n);
             continue;
         }
         // the transaction's partition after the text, as each reading has it
         let pins = |d: &Decision| match d {
-            Decision::Write(w) => w.txn_after.clone(),
+            Decision::Send(w) => w.txn_after.clone(),
             _ => None,
         };
-        if std::mem::discriminant(&plain(&decision)) != std::mem::discriminant(&plain(&primary))
+        if action(&plain(&decision)) != action(&plain(&primary))
             || pins(&decision) != pins(&primary)
         {
             // e.g. a string that ends in one reading and not in the other hides a statement
@@ -363,7 +211,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         rewrite_agreed &= same_effect(&decision, &primary);
     }
     if let Some(n) = other_needs {
-        return Decision::NeedFacts(n);
+        return Decision::Need(n);
     }
     if matches!(primary, Decision::Dynamic(_)) && !rewrite_agreed && ctx.strict {
         // its text or its values would be taken from one reading of several
@@ -417,18 +265,41 @@ fn fails_first(sql: &[u8], d: Dialect, scope: &Scope) -> bool {
     })
 }
 
+/// Whether a decision asks for facts the decision depends on (not the texts of dynamic SQL,
+/// which are checked once the rest of the text has been decided).
+fn needs_facts(d: &Decision) -> bool {
+    matches!(d, Decision::Need(n) if n.variables.is_empty())
+}
+
+/// What a reading's decision does, for comparing readings: the text sent whole, after reading
+/// catalog entries, or cut short by a refusal; answered; DDL; facts needed; dynamic SQL.
+fn action(d: &Decision) -> u8 {
+    match d {
+        Decision::Send(s) if s.refused.is_some() => 2,
+        Decision::Send(s) if !s.read_catalog.is_empty() => 1,
+        Decision::Send(_) => 0,
+        Decision::Answer(_) => 3,
+        Decision::Ddl(_) => 4,
+        Decision::Need(_) => 5,
+        Decision::Dynamic(_) => 6,
+    }
+}
+
 /// Whether two readings' decisions do the same to the text and the session: the same text
 /// sent, refusal, transaction partition and plans (their notes may differ: a `"…"` that is a
 /// string in one reading is a name, a value the proxy cannot see, in the other).
 fn same_effect(a: &Decision, b: &Decision) -> bool {
     match (a, b) {
-        (Decision::Write(x), Decision::Write(y)) => {
-            x.text == y.text
+        // the write stage's: compared but for their notes
+        (Decision::Send(x), Decision::Send(y)) if x.checked || y.checked => {
+            x.checked == y.checked
+                && x.text == y.text
                 && x.refused == y.refused
                 && x.txn_after == y.txn_after
                 && x.plan.is_some() == y.plan.is_some()
                 && x.scan == y.scan
                 && x.load.is_some() == y.load.is_some()
+                && x.read_catalog == y.read_catalog
         }
         _ => a == b,
     }
@@ -464,790 +335,12 @@ fn decide_reading(
             )
         }
     };
-    let (decision, tally) = decide_pieces(sql, &pieces, &kept, origin, ctx, d);
+    let dynamic = text::Dynamic {
+        decide: decide_dynamic,
+        check: check_dynamic,
+    };
+    let (decision, tally) = text::decide_pieces(sql, &pieces, &kept, (origin, ctx, d), &dynamic);
     (decision, ambiguity, tally)
-}
-
-fn decide_pieces(
-    sql: &[u8],
-    pieces: &[Piece],
-    kept: &scan::Kept,
-    origin: Origin,
-    ctx: &Context,
-    d: Dialect,
-) -> (Decision, Tally) {
-    let mut tally = Tally::default();
-    let decision = decide_pieces_with(sql, pieces, kept, origin, ctx, d, &mut tally);
-    let rewrote = match &decision {
-        Decision::Rewrite(_) | Decision::NeedFacts(_) => true,
-        Decision::Write(w) => w.text.is_some(),
-        _ => false,
-    };
-    if !rewrote {
-        tally = tally.not_rewritten();
-    }
-    (decision, tally)
-}
-
-fn decide_pieces_with(
-    sql: &[u8],
-    pieces: &[Piece],
-    kept: &scan::Kept,
-    origin: Origin,
-    ctx: &Context,
-    d: Dialect,
-    tally: &mut Tally,
-) -> Decision {
-    // each statement is read as the loop reaches it (a refused one ends the reading), as it
-    // runs (through `SET STATEMENT … FOR`, `ANALYZE`): its read, and the part of the text it is
-    // (offsets of reads and splices are that part's)
-    let many = pieces.len() > 1;
-    // the expressions whose values the session reads before the text runs
-    let mut computed: Vec<Vec<u8>> = Vec::new();
-    let mut locked: Vec<TableName> = Vec::new();
-    // where each user variable is first mentioned, computed once (one pass) when needed
-    let mut first_mentions: Option<HashMap<Vec<u8>, usize>> = None;
-    let mut splice = Splice::new();
-    let mut need = Need::default();
-    let mut needs = false;
-    let mut note: Option<String> = None;
-    let mut prepared: Option<Box<prefix_scan::PreparedPlan>> = None;
-    // the write stage: what the text's writes get, and the transaction as it runs
-    let mut writes = WriteState {
-        txn: ctx.txn.clone(),
-        ..WriteState::default()
-    };
-    for (i, p) in pieces.iter().enumerate() {
-        let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), Some(kept));
-        let piece = &sql[run.start..run.end];
-        if let (Some(rules), true) = (&ctx.writes, many) {
-            writes.transaction_statement(piece, d, rules);
-        }
-        match &read {
-            Read::Plain => {}
-            Read::DmlUnreadable(why) => {
-                tracing::debug!(why, "prefix-scan rewriter: statement not read");
-                tally.unreadable += 1;
-                // an UPDATE in any shape: the cell rules on what it assigns
-                if let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) {
-                    match assigned_cells(piece, d, view, rules) {
-                        Assigned::Nothing => {}
-                        Assigned::Need(n) => {
-                            needs = true;
-                            need.merge(n);
-                            continue;
-                        }
-                        Assigned::Checked(checked, plan) => {
-                            if origin == Origin::Prepare && !many {
-                                writes.plan = plan;
-                            }
-                            if let Some(e) = writes.judge(checked, rules, origin) {
-                                return stop_at(sql, pieces, i, splice, e, needs, need, writes);
-                            }
-                            continue;
-                        }
-                    }
-                }
-                // inside a transaction a write or locking read the proxy cannot place is X2
-                if let (Some(rules), true, Origin::Text) = (&ctx.writes, writes.txn.active, origin)
-                {
-                    if writes_rows_lexically(piece, d) {
-                        let checked = write::Checked {
-                            findings: Vec::new(),
-                            touch: Some(Touch::Unknown {
-                                table: "an HBase table".into(),
-                                why,
-                            }),
-                        };
-                        if let Some(e) = writes.judge(checked, rules, origin) {
-                            return stop_at(sql, pieces, i, splice, e, needs, need, writes);
-                        }
-                    }
-                }
-            }
-            Read::Insert(table) => {
-                let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
-                    continue;
-                };
-                let schema = match prefix_scan::table_named(table, view) {
-                    Ok(Some(s)) => s,
-                    Ok(None) => continue,
-                    Err(n) => {
-                        needs = true;
-                        need.merge(n);
-                        continue;
-                    }
-                };
-                let fill = match origin {
-                    Origin::Text => write::FillT::Literal,
-                    Origin::Prepare => write::FillT::Expression,
-                };
-                let mut own = Splice::new();
-                let checked = match write::check_insert(
-                    piece,
-                    d,
-                    &schema,
-                    rules,
-                    view.charset,
-                    view.settled,
-                    &mut own,
-                    run.start,
-                    fill,
-                ) {
-                    Ok(c) => c,
-                    Err(write::NeedCharset) => {
-                        needs = true;
-                        need.charset = true;
-                        continue;
-                    }
-                };
-                splice.extend(own);
-                let mut checked = checked;
-                if origin == Origin::Prepare && !many {
-                    writes.plan = write::plan_insert(piece, d, schema.clone()).map(Box::new);
-                    // a readable INSERT without a plan is one too large to keep: its executions
-                    // could not be checked
-                    if writes.plan.is_none() && !checked.findings.iter().any(|f| f.rule == "C9") {
-                        checked.findings.push(write::unreadable_write(
-                            "prepared INSERT",
-                            "more than 65,536 values: its executions could not be checked; \
-                             prepare fewer rows per statement",
-                        ));
-                    }
-                }
-                if let Some(e) = writes.judge(checked, rules, origin) {
-                    return stop_at(sql, pieces, i, splice, e, needs, need, writes);
-                }
-            }
-            Read::View => {
-                if !ctx.strict || ctx.writes.is_none() {
-                    continue;
-                }
-                let Some(view) = &ctx.tables else {
-                    return refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW);
-                };
-                match hbase_table_named(piece, d, view) {
-                    Ok(None) => {}
-                    Ok(Some(_)) => return refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW),
-                    Err(n) => {
-                        needs = true;
-                        need.merge(n);
-                    }
-                }
-            }
-            Read::InsertUnreadable(why) => {
-                let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
-                    continue;
-                };
-                match unreadable_write(piece, d, view, "INSERT", why) {
-                    Assigned::Nothing => {}
-                    Assigned::Need(n) => {
-                        needs = true;
-                        need.merge(n);
-                    }
-                    Assigned::Checked(checked, _) => {
-                        if let Some(e) = writes.judge(checked, rules, origin) {
-                            return stop_at(sql, pieces, i, splice, e, needs, need, writes);
-                        }
-                    }
-                }
-            }
-            Read::LoadUnreadable(why) => {
-                if ctx.strict && ctx.writes.is_some() {
-                    return refuse(
-                        er::PARSE_ERROR,
-                        &format!(
-                            "obkv-proxy cannot read this LOAD DATA ({why}), so it cannot check its rows"
-                        ),
-                    );
-                }
-            }
-            Read::Load(l) => {
-                let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
-                    continue;
-                };
-                let schema = match prefix_scan::table_named(&l.table, view) {
-                    Ok(Some(s)) => s,
-                    Ok(None) => continue,
-                    Err(n) => {
-                        needs = true;
-                        need.merge(n);
-                        continue;
-                    }
-                };
-                let unchecked = if !l.local {
-                    Some("the server reads its file, which obkv-proxy does not see")
-                } else if origin == Origin::Prepare {
-                    Some("a prepared LOAD DATA")
-                } else if many {
-                    Some("LOAD DATA LOCAL inside a multi-statement text")
-                } else {
-                    l.format.unreadable()
-                };
-                if let Some(why) = unchecked {
-                    let checked = write::load_unchecked(&schema.name, why);
-                    if let Some(e) = writes.judge(checked, rules, origin) {
-                        return stop_at(sql, pieces, i, splice, e, needs, need, writes);
-                    }
-                    continue;
-                }
-                if let Some((at, text)) = write::load_fill_t(l, rules) {
-                    splice.insert(run.start + at, text);
-                }
-                writes.wrote = true;
-                writes.load = Some(Box::new(write::LoadPlan {
-                    load: (**l).clone(),
-                    schema,
-                }));
-            }
-            Read::Dml(x) => {
-                let Some(view) = &ctx.tables else { continue };
-                // a plain SELECT writes nothing and locks nothing: no write stage (and no
-                // second schema lookup on the hot path)
-                let writes_rows = x.verb != dml::Verb::Select || x.locking;
-                if let (Some(rules), false, true) = (&ctx.writes, x.explain, writes_rows) {
-                    let checked = match prefix_scan::table(x, view) {
-                        Ok(Some(schema)) => {
-                            if origin == Origin::Prepare && !many {
-                                writes.plan = Some(Box::new(write::WritePlan {
-                                    schema: schema.clone(),
-                                    shape: write::Shape::Dml(x.clone()),
-                                }));
-                            }
-                            write::check_dml(
-                                x,
-                                &schema,
-                                rules,
-                                view.charset,
-                                d.reported_backslash_escape(),
-                                view.settled,
-                            )
-                        }
-                        Ok(None) => Ok(write::Checked::default()),
-                        Err(n) => {
-                            needs = true;
-                            need.merge(n);
-                            continue;
-                        }
-                    };
-                    match checked {
-                        Ok(c) => {
-                            if let Some(e) = writes.judge(c, rules, origin) {
-                                return stop_at(sql, pieces, i, splice, e, needs, need, writes);
-                            }
-                        }
-                        Err(write::NeedCharset) => {
-                            needs = true;
-                            need.charset = true;
-                            continue;
-                        }
-                    }
-                }
-                if !ctx.rewrite {
-                    continue;
-                }
-                match prefix_scan::plan(x, view, d.reported_backslash_escape()) {
-                    Step::Untouched => {}
-                    Step::Note(n) => note = Some(n),
-                    Step::Declined(why) => {
-                        tracing::debug!(why, "prefix-scan rewriter declined");
-                        tally.declined += 1;
-                    }
-                    Step::Need(n) => {
-                        needs = true;
-                        need.merge(n);
-                    }
-                    Step::Splice { text, .. } => {
-                        if rewrite::add_prefix_predicate(&mut splice, run.start, x, text) {
-                            tally.rewritten += 1;
-                        }
-                    }
-                    // counted at each execution
-                    Step::Prepared(mut plan) if origin == Origin::Prepare && !many => {
-                        // the variant is spliced into the statement's whole text (through an
-                        // ANALYZE wrapper, whose words hold no placeholder)
-                        plan.where_end += run.start - pieces[i].start;
-                        prepared = Some(plan);
-                    }
-                    Step::Prepared(_) => {
-                        tracing::debug!("prefix-scan rewriter: placeholders outside a prepare");
-                        tally.declined += 1;
-                    }
-                }
-            }
-            Read::Hbase(_)
-            | Read::Unreadable(_)
-            | Read::ProgramWithHbaseDdl
-            | Read::ProxyTrigger
-                if many =>
-            {
-                return refuse(
-                    er::NOT_SUPPORTED_YET,
-                    "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
-                );
-            }
-            Read::WrappedDdl => {
-                return refuse(
-                    er::NOT_SUPPORTED_YET,
-                    "obkv-proxy: send HBase DDL as a statement of its own, not under SET STATEMENT … FOR",
-                );
-            }
-            Read::WrappedUnsure => {
-                if ctx.strict && ctx.writes.is_some() {
-                    return refuse(
-                        er::PARSE_ERROR,
-                        "obkv-proxy cannot read with certainty the statement this SET STATEMENT … FOR \
-                         or ANALYZE runs (a placeholder in its settings, or an executable comment), so \
-                         it cannot check it; send the statement without the wrapper",
-                    );
-                }
-            }
-            // the proxy keeps this trigger already: answered OK, nothing runs
-            Read::ProxyTrigger => return Decision::Answer(Answer::Ok),
-            Read::Lock(tables) => locked.extend(tables.iter().cloned()),
-            Read::Hbase(stmt) if origin == Origin::Prepare => {
-                return match names_hbase_object(stmt, &ctx.scope) {
-                    true => Decision::Answer(Answer::Error(hbase_ddl_not_preparable())),
-                    false => Decision::Forward,
-                };
-            }
-            // the session carries it out on the whole text: its offsets must be the text's
-            Read::Hbase(_) if pieces[i].start > 0 => {
-                return refuse(
-                    er::NOT_SUPPORTED_YET,
-                    "obkv-proxy: send HBase DDL as a statement of its own, not after a ';'",
-                );
-            }
-            Read::Hbase(stmt) => return Decision::Hbase(stmt.clone()),
-            Read::Unreadable(e) => {
-                return refuse(
-                    er::PARSE_ERROR,
-                    &format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
-                );
-            }
-            Read::ProgramWritesHbase => {
-                if ctx.strict && ctx.writes.is_some() {
-                    return refuse(
-                        er::NOT_SUPPORTED_YET,
-                        "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
-                         statement writes to an HBase table, nor place them in a transaction; write them \
-                         from the client (plain or prepared statements are checked)",
-                    );
-                }
-            }
-            Read::ProgramWithHbaseDdl => {
-                if ctx.strict {
-                    return refuse(
-                        er::NOT_SUPPORTED_YET,
-                        "obkv-proxy: HBase DDL inside a stored program or compound statement cannot be \
-                         checked; run it as a statement of its own",
-                    );
-                }
-            }
-            Read::Dynamic(t @ (Source::Literal(_) | Source::Computed { .. }))
-                if !many && origin == Origin::Text && ctx.writes.is_some() =>
-            {
-                let Some(head) = crate::sql::dynamic::head(piece, d) else {
-                    return Decision::Answer(Answer::Error(unreadable_dynamic()));
-                };
-                let source = match t {
-                    Source::Literal(text) => DynamicSource::Literal(text.clone()),
-                    Source::Computed { expr, .. } => DynamicSource::Computed(expr.clone()),
-                    Source::Fails | Source::Expression => continue,
-                };
-                return Decision::Dynamic(Box::new(DynamicSql { source, head }));
-            }
-            Read::Dynamic(Source::Literal(text)) => {
-                let inner = Context {
-                    dialect: d,
-                    ..ctx.clone()
-                };
-                if origin == Origin::Prepare {
-                    // the backend prepares no PREPARE; only its DDL is looked at (no recursion)
-                    if let Some(e) = decide_dynamic(text, &inner) {
-                        return Decision::Answer(Answer::Error(e));
-                    }
-                    continue;
-                }
-                match check_dynamic(text, &inner) {
-                    DynamicCheck::Runs => {}
-                    DynamicCheck::Refused(e) => return Decision::Answer(Answer::Error(e)),
-                    DynamicCheck::NeedFacts(n) => {
-                        needs = true;
-                        need.merge(n);
-                    }
-                    DynamicCheck::Checked { .. } => {
-                        if ctx.strict {
-                            return Decision::Answer(Answer::Error(dynamic_write_in_text()));
-                        }
-                    }
-                }
-            }
-            Read::Dynamic(Source::Computed { expr, variables }) => {
-                // a value assigned earlier in the same text is not known before the text runs
-                let firsts = first_mentions.get_or_insert_with(|| variable_first_mentions(sql, d));
-                let set_earlier = variables.iter().any(|v| {
-                    firsts
-                        .get(&normalize_variable(v))
-                        .is_some_and(|at| *at < pieces[i].start)
-                });
-                if ctx.strict && set_earlier {
-                    return refuse(
-                        er::NOT_SUPPORTED_YET,
-                        "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE: its variable \
-                         is set in the same multi-statement; send the PREPARE as a statement of its own",
-                    );
-                }
-                if !computed.contains(expr) {
-                    computed.push(expr.clone());
-                }
-            }
-            // the backend refuses it by itself: nothing of it runs
-            Read::Dynamic(Source::Fails) => {}
-            Read::Dynamic(Source::Expression) => {
-                if ctx.strict {
-                    return refuse(
-                        er::NOT_SUPPORTED_YET,
-                        "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
-                         string literal, a user variable, or an expression of those and built-in string \
-                         functions (CONCAT, REPLACE, IF, …)",
-                    );
-                }
-            }
-        }
-    }
-    if needs {
-        return Decision::NeedFacts(need);
-    }
-    match (computed.is_empty(), locked.is_empty()) {
-        (true, true) if writes.matters() => Decision::Write(Box::new(Write {
-            text: (!splice.is_empty()).then(|| splice.apply(sql)),
-            refused: None,
-            warnings: writes.warnings,
-            txn_after: writes.txn_changed.then_some(writes.txn.pinned),
-            plan: writes.plan,
-            scan: prepared,
-            load: writes.load,
-        })),
-        (true, true) => {
-            if !splice.is_empty() {
-                Decision::Rewrite(splice.apply(sql))
-            } else if let Some(plan) = prepared {
-                Decision::ForwardPrepared(plan)
-            } else if let Some(n) = note {
-                Decision::ForwardWithNote(n)
-            } else {
-                Decision::Forward
-            }
-        }
-        (false, _) => Decision::CheckVariables(computed),
-        (true, false) => Decision::ReadCatalogThenForward(locked),
-    }
-}
-
-/// The write stage's state over the statements of one text.
-#[derive(Debug, Default)]
-struct WriteState {
-    /// The transaction as it will be when the statement being read runs.
-    txn: Txn,
-    /// Whether the text changes what the session must remember of its transaction.
-    txn_changed: bool,
-    warnings: Vec<(&'static str, u16, String)>,
-    /// A statement of the text wrote (or locked) an HBase table.
-    wrote: bool,
-    /// A prepared write: what each execution is checked with.
-    plan: Option<Box<write::WritePlan>>,
-    /// A LOAD DATA LOCAL whose file the session checks.
-    load: Option<Box<write::LoadPlan>>,
-}
-
-impl WriteState {
-    /// Whether the session has anything to carry out besides forwarding.
-    fn matters(&self) -> bool {
-        self.wrote
-            || !self.warnings.is_empty()
-            || self.txn_changed
-            || self.plan.is_some()
-            || self.load.is_some()
-    }
-
-    /// A statement of a multi-statement text that starts or ends a transaction: the
-    /// statements after it run in that state. (A single statement needs none of this: the
-    /// backend's status after it says where the transaction stands.)
-    fn transaction_statement(&mut self, piece: &[u8], d: Dialect, rules: &WriteRules) {
-        if rules.transactions == crate::config::Transactions::Off {
-            return;
-        }
-        let words = leading_words_of(piece, d);
-        let is = |w: &[&str]| {
-            words.len() >= w.len() && w.iter().zip(&words).all(|(a, b)| b.eq_ignore_ascii_case(a))
-        };
-        if is(&["BEGIN"]) || is(&["START", "TRANSACTION"]) {
-            self.txn = Txn {
-                active: true,
-                pinned: None,
-            };
-            self.txn_changed = true;
-        } else if (is(&["COMMIT"]) || is(&["ROLLBACK"]))
-            && !words.iter().any(|w| w.eq_ignore_ascii_case("TO"))
-        {
-            // autocommit off: the next statement begins the next transaction
-            self.txn.pinned = None;
-            self.txn_changed = true;
-        }
-    }
-
-    /// The rules' and the guard's verdict on one statement: the refusal, if any; otherwise its
-    /// warnings are kept and its partition fixes the transaction's.
-    fn judge(
-        &mut self,
-        checked: write::Checked,
-        rules: &WriteRules,
-        origin: Origin,
-    ) -> Option<ErrorInfo> {
-        let mut checked = checked;
-        if origin == Origin::Prepare {
-            // a prepare runs nothing: its literals are checked now, its `?` and its place in
-            // the transaction at each execution
-            checked.findings.retain(|f| f.rule != "C8");
-            checked.touch = None;
-        }
-        self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);
-        let out = write::verdict(checked, rules, &self.txn);
-        if let Some(f) = out.refuse {
-            return Some(f.to_error());
-        }
-        if let Some(p) = out.pin {
-            self.txn.pinned = Some(p);
-            self.txn_changed = true;
-        }
-        for f in out.warnings {
-            if self.warnings.len() < 64 {
-                self.warnings.push((f.level.name(), f.code, f.message));
-            }
-        }
-        None
-    }
-}
-
-/// What `assigned_cells` found.
-enum Assigned {
-    /// Not an UPDATE that runs, or not a write of an HBase table.
-    Nothing,
-    /// The schemas (or the charset) of its tables are needed first.
-    Need(Need),
-    /// Checked (the partition unknown), with the plan a prepare keeps.
-    Checked(write::Checked, Option<Box<write::WritePlan>>),
-}
-
-/// The cell rules on what an UPDATE the DML reader does not follow assigns (joins,
-/// subqueries, WITH, explicit partitions, index hints): `sql::assign` finds the SET list in any
-/// shape. A SET list it cannot follow, on an HBase table, is C9.
-fn assigned_cells(piece: &[u8], d: Dialect, view: &TableView, rules: &WriteRules) -> Assigned {
-    let update = match crate::sql::assign::read(piece, d) {
-        crate::sql::assign::Read::NotUpdate => return Assigned::Nothing,
-        crate::sql::assign::Read::Update(u) => u,
-        crate::sql::assign::Read::Unreadable(why) => {
-            return unreadable_write(piece, d, view, "UPDATE", why)
-        }
-    };
-    let mut schemas = Vec::with_capacity(update.tables.len());
-    let mut need = Need::default();
-    for r in &update.tables {
-        match prefix_scan::table_named(&r.table, view) {
-            Ok(s) => schemas.push(s),
-            Err(n) => {
-                need.merge(n);
-                schemas.push(None);
-            }
-        }
-    }
-    if need != Need::default() {
-        return Assigned::Need(need);
-    }
-    if schemas.iter().all(Option::is_none) {
-        return Assigned::Nothing;
-    }
-    match write::check_assigned(&update, &schemas, rules, view.charset, view.settled) {
-        Ok(checked) => {
-            let plan = write::plan_assigned(&update, &schemas).map(Box::new);
-            Assigned::Checked(checked, plan)
-        }
-        Err(write::NeedCharset) => Assigned::Need(Need {
-            charset: true,
-            ..Need::default()
-        }),
-    }
-}
-
-/// Why a view over an HBase table is refused.
-const UPDATABLE_VIEW: &str = "obkv-proxy: a view over an HBase table could take INSERT / UPDATE / \
-    DELETE that the cell rules and the transaction guard do not see; make its query read-only \
-    (GROUP BY, DISTINCT, an aggregate, UNION) or read the table directly";
-
-/// The first HBase table a statement names (by its `$` identifiers), if any.
-fn hbase_table_named(
-    piece: &[u8],
-    d: Dialect,
-    view: &TableView,
-) -> Result<Option<std::sync::Arc<crate::hbase::schema::TableSchema>>, Need> {
-    let mut need = Need::default();
-    let mut hbase = None;
-    for t in &dollar_names(piece, d) {
-        match prefix_scan::table_named(t, view) {
-            Ok(Some(s)) => {
-                hbase.get_or_insert(s);
-            }
-            Ok(None) => {}
-            Err(n) => need.merge(n),
-        }
-    }
-    if need != Need::default() {
-        return Err(need);
-    }
-    Ok(hbase)
-}
-
-/// A write the readers cannot follow: C9 if it names an HBase table (its partition unknown).
-fn unreadable_write(
-    piece: &[u8],
-    d: Dialect,
-    view: &TableView,
-    what: &str,
-    why: &'static str,
-) -> Assigned {
-    let schema = match hbase_table_named(piece, d, view) {
-        Err(n) => return Assigned::Need(n),
-        Ok(None) => return Assigned::Nothing,
-        Ok(Some(s)) => s,
-    };
-    let checked = write::Checked {
-        findings: vec![write::unreadable_write(what, why)],
-        touch: Some(Touch::Unknown {
-            table: schema.name.clone(),
-            why,
-        }),
-    };
-    Assigned::Checked(checked, None)
-}
-
-/// The `$` table names of a statement (`[db.]name`, not followed by a dot), at most 64. One
-/// pass over the whole statement with a window of four tokens: no token list is kept.
-fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
-    let ident = |t: &scan::Token| matches!(t.kind, Tok::Word | Tok::QuotedIdent);
-    let mut out = Vec::new();
-    // the window: [db, dot, name, after]; a name is judged once the token after it is known
-    let mut w: [Option<scan::Token>; 4] = [None; 4];
-    let mut toks = Scanner::new(piece, d).map_while(Result::ok).fuse();
-    loop {
-        let next = toks.next();
-        w = [w[1], w[2], w[3], next];
-        if let Some(t) = w[2] {
-            let dot_after = w[3].is_some_and(|n| n.is_punct(b'.'));
-            if ident(&t) && !dot_after && memchr::memchr(b'$', t.text(piece)).is_some() {
-                let schema = match (w[0], w[1]) {
-                    (Some(db), Some(dot)) if dot.is_punct(b'.') && ident(&db) => {
-                        Some(scan::ident_value(piece, &db))
-                    }
-                    _ => None,
-                };
-                let raw_name = scan::ident_value(piece, &t);
-                let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
-                out.push(TableName {
-                    schema: schema.as_deref().map(lossy),
-                    name: lossy(&raw_name),
-                    raw_schema: schema,
-                    raw_name,
-                });
-                if out.len() >= 64 {
-                    break;
-                }
-            }
-        }
-        if next.is_none() && w[3].is_none() && w[2].is_none() {
-            break;
-        }
-    }
-    out
-}
-
-/// Statement `i` of the text is refused: the statements before it run, then the client gets
-/// the refusal (as the backend itself stops a multi-statement text at an error).
-#[allow(clippy::too_many_arguments)]
-fn stop_at(
-    sql: &[u8],
-    pieces: &[Piece],
-    i: usize,
-    splice: Splice,
-    e: ErrorInfo,
-    needs: bool,
-    need: Need,
-    writes: WriteState,
-) -> Decision {
-    if needs {
-        // an earlier statement's decision is not known yet: read what it needs first
-        return Decision::NeedFacts(need);
-    }
-    let Some(before) = i.checked_sub(1).and_then(|j| pieces.get(j)) else {
-        return Decision::Answer(Answer::Error(e));
-    };
-    let sent = sql.get(..before.end).unwrap_or_default();
-    Decision::Write(Box::new(Write {
-        text: Some(splice.apply(sent)),
-        refused: Some(e),
-        warnings: writes.warnings,
-        txn_after: writes.txn_changed.then_some(writes.txn.pinned),
-        plan: None,
-        scan: None,
-        load: None,
-    }))
-}
-
-/// The rewriter's counts for one text.
-#[derive(Default)]
-struct Tally {
-    rewritten: u64,
-    declined: u64,
-    unreadable: u64,
-}
-
-impl Tally {
-    /// The text was not rewritten after all (another statement's decision, or two readings):
-    /// its rewrites count as declined.
-    fn not_rewritten(self) -> Tally {
-        Tally {
-            declined: self.declined + self.rewritten,
-            rewritten: 0,
-            ..self
-        }
-    }
-
-    fn add_to(&self, c: &Counters) {
-        use std::sync::atomic::Ordering::Relaxed;
-        c.rewritten.fetch_add(self.rewritten, Relaxed);
-        c.declined.fetch_add(self.declined, Relaxed);
-        c.unreadable.fetch_add(self.unreadable, Relaxed);
-    }
-}
-
-fn refuse(code: u16, message: &str) -> Decision {
-    Decision::Answer(Answer::Error(ErrorInfo::new(code, "42000", message)))
-}
-
-fn hbase_ddl_not_preparable() -> ErrorInfo {
-    ErrorInfo::new(
-        er::UNSUPPORTED_PS,
-        "HY000",
-        "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
-    )
-}
-
-fn unreadable_dynamic() -> ErrorInfo {
-    ErrorInfo::new(
-        er::PARSE_ERROR,
-        "42000",
-        "obkv-proxy cannot read the text of this PREPARE/EXECUTE IMMEDIATE, so it cannot check it",
-    )
 }
 
 /// Why a dynamic text may not run, if it may not.
@@ -1291,7 +384,7 @@ fn unreadable_by_words(sql: &[u8]) -> Decision {
             "obkv-proxy cannot read this HBase DDL, so it cannot check it",
         );
     }
-    Decision::Forward
+    Decision::forward()
 }
 
 fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
@@ -1329,6 +422,10 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engine::prefix_scan::TableView;
+    use crate::engine::text::dollar_names;
+    use crate::engine::write::{Txn, WriteRules};
+    use crate::sql::ddl::TableName;
 
     fn text(sql: &str) -> Decision {
         decide(sql.as_bytes(), Origin::Text, &Context::default()).1
@@ -1407,10 +504,10 @@ mod tests {
 
     #[test]
     fn hbase_ddl_is_routed_to_the_session() {
-        assert!(matches!(text("CREATE TABLEGROUP g"), Decision::Hbase(_)));
+        assert!(matches!(text("CREATE TABLEGROUP g"), Decision::Ddl(_)));
         assert!(matches!(
             text("CREATE TABLE g$f (K varbinary(10))"),
-            Decision::Hbase(_)
+            Decision::Ddl(_)
         ));
         assert!(refused(
             &decide(
@@ -1422,14 +519,14 @@ mod tests {
             1295
         ));
         assert!(refused(&text("CREATE TABLEGROUP g; SELECT 1"), 1235));
-        assert_eq!(text("CREATE TABLE plain (a int)"), Decision::Forward);
-        assert_eq!(text("SELECT * FROM g$f"), Decision::Forward);
+        assert_eq!(text("CREATE TABLE plain (a int)"), Decision::forward());
+        assert_eq!(text("SELECT * FROM g$f"), Decision::forward());
         assert!(refused(&text("CREATE TABLE g$f ("), 1064));
     }
 
     #[test]
     fn plain_is_forwarded_and_proxy_commands_answered() {
-        assert_eq!(text("select 1"), Decision::Forward);
+        assert_eq!(text("select 1"), Decision::forward());
         assert_eq!(
             text("show proxy status"),
             Decision::Answer(Answer::ProxyStatus)
@@ -1451,7 +548,7 @@ mod tests {
         ] {
             let d = maria(sql);
             assert!(
-                matches!(d, Decision::Hbase(_)) || refused(&d, 1235),
+                matches!(d, Decision::Ddl(_)) || refused(&d, 1235),
                 "{sql}: {d:?}"
             );
         }
@@ -1462,7 +559,7 @@ mod tests {
         // on a non-MariaDB backend /*M! is a comment
         assert_eq!(
             text("SELECT 1 /*M! ; ALTER TABLE g$f ADD COLUMN X int */"),
-            Decision::Forward
+            Decision::forward()
         );
         // a version MySQL 5.7 does not reach is a comment there, but OceanBase (whose greeting
         // also says 5.7.25) runs it: until the server is known, the proxy refuses
@@ -1480,11 +577,11 @@ mod tests {
             ..Context::default()
         };
         let sql = b"SELECT 1 /*!99999 ; DROP TABLE g$f */";
-        assert_eq!(decide(sql, Origin::Text, &mysql).1, Decision::Forward);
+        assert_eq!(decide(sql, Origin::Text, &mysql).1, Decision::forward());
         // MariaDB leaves MySQL 5.7+ comments alone
         assert_eq!(
             maria("SELECT 1 /*!50700 ; DROP TABLE g$f */"),
-            Decision::Forward
+            Decision::forward()
         );
     }
 
@@ -1495,7 +592,7 @@ mod tests {
             1235
         ));
         assert!(refused(&text("SELECT 1;\nDROP TABLEGROUP g"), 1235));
-        assert_eq!(text("SELECT 'a;b'; SELECT * FROM g$f"), Decision::Forward);
+        assert_eq!(text("SELECT 'a;b'; SELECT * FROM g$f"), Decision::forward());
     }
 
     #[test]
@@ -1514,28 +611,37 @@ mod tests {
         ));
         assert_eq!(
             text("PREPARE s FROM 'SELECT * FROM g$f WHERE K = ?'"),
-            Decision::Forward
+            Decision::forward()
         );
         assert_eq!(
             text("PREPARE s FROM @stmt"),
-            Decision::CheckVariables(vec![b"@stmt".to_vec()])
+            Decision::Need(Need {
+                variables: vec![b"@stmt".to_vec()],
+                ..Need::default()
+            })
         );
         assert!(refused(&text("SET @s = 'x'; PREPARE s FROM @s"), 1235));
         // MariaDB computes an expression: the session reads its value (and refuses this one)
         assert_eq!(
             maria("EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')"),
-            Decision::CheckVariables(vec![b"CONCAT('ALTER TABLE g', '$f ADD X int')".to_vec()])
+            Decision::Need(Need {
+                variables: vec![b"CONCAT('ALTER TABLE g', '$f ADD X int')".to_vec()],
+                ..Need::default()
+            })
         );
         // MySQL and OceanBase take none: their own syntax error
         assert_eq!(
             text("EXECUTE IMMEDIATE CONCAT('ALTER TABLE g', '$f ADD X int')"),
-            Decision::Forward
+            Decision::forward()
         );
-        assert_eq!(text("EXECUTE s USING @a"), Decision::Forward);
+        assert_eq!(text("EXECUTE s USING @a"), Decision::forward());
         // a variable mentioned only after its PREPARE is read before the text runs
         assert_eq!(
             text("PREPARE s FROM @S; SET @s = 'x'"),
-            Decision::CheckVariables(vec![b"@S".to_vec()])
+            Decision::Need(Need {
+                variables: vec![b"@S".to_vec()],
+                ..Need::default()
+            })
         );
         assert!(refused(
             &text("SELECT @`s` := 'x'; PREPARE s FROM @s"),
@@ -1560,8 +666,8 @@ mod tests {
             "PREPARE s FROM \"select \\\" 1\"",
             "PREPARE s FROM \"select 'a\\\"b', \\\"c\\\"\"",
         ] {
-            assert_eq!(text(sql), Decision::Forward, "{sql}");
-            assert_eq!(maria(sql), Decision::Forward, "{sql}");
+            assert_eq!(text(sql), Decision::forward(), "{sql}");
+            assert_eq!(maria(sql), Decision::forward(), "{sql}");
         }
         // … and one that names HBase DDL as a string is refused all the same
         for sql in [
@@ -1592,8 +698,8 @@ mod tests {
             "PREPARE s FROM `DROP TABLE g$f`",
             "EXECUTE IMMEDIATE CONCAT(`c`, 'x')",
         ] {
-            assert_eq!(maria(sql), Decision::Forward, "{sql}");
-            assert_eq!(text(sql), Decision::Forward, "{sql}");
+            assert_eq!(maria(sql), Decision::forward(), "{sql}");
+            assert_eq!(text(sql), Decision::forward(), "{sql}");
         }
         // MariaDB computes an expression of literals, variables and pure built-in functions
         for (sql, expr) in [
@@ -1612,7 +718,10 @@ mod tests {
         ] {
             assert_eq!(
                 maria(sql),
-                Decision::CheckVariables(vec![expr.as_bytes().to_vec()]),
+                Decision::Need(Need {
+                    variables: vec![expr.as_bytes().to_vec()],
+                    ..Need::default()
+                }),
                 "{sql}"
             );
         }
@@ -1647,11 +756,11 @@ mod tests {
         };
         assert_eq!(
             decide(sql.as_bytes(), Origin::Text, &lax).1,
-            Decision::Forward
+            Decision::forward()
         );
         assert_eq!(
             text("CREATE PROCEDURE p() BEGIN SELECT * FROM g$f; END"),
-            Decision::Forward
+            Decision::forward()
         );
     }
 
@@ -1701,7 +810,7 @@ mod tests {
             strict: false,
             ..Context::default()
         };
-        assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
+        assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::forward());
         // a read the other reading needs a table's schema for: the facts are read first, and
         // then the readings agree (a read is forwarded, only not rewritten)
         let mut view = crate::engine::prefix_scan::tests::view();
@@ -1716,7 +825,7 @@ mod tests {
         let read: &[u8] = b"SELECT K FROM x$f WHERE K = _binary'\xff\\' AND Q = 'q'";
         assert_eq!(
             decide(read, Origin::Text, &ctx).1,
-            Decision::NeedFacts(Need {
+            Decision::Need(Need {
                 charset: true,
                 ..Need::default()
             })
@@ -1731,23 +840,20 @@ mod tests {
             }),
             ..ctx.clone()
         };
-        assert!(matches!(
-            decide(sql, Origin::Text, &utf8).1,
-            Decision::Forward
-        ));
+        assert!(decide(sql, Origin::Text, &utf8).1.is_forward());
         assert!(matches!(
             decide(read, Origin::Text, &ctx).1,
-            Decision::NeedFacts(_)
+            Decision::Need(_)
         ));
         let settled = Context {
             tables: ctx.tables.clone().map(|t| TableView { settled: true, ..t }),
             ..ctx.clone()
         };
-        assert_eq!(decide(read, Origin::Text, &settled).1, Decision::Forward);
+        assert_eq!(decide(read, Origin::Text, &settled).1, Decision::forward());
         // unreadable every way: the backend's own error answers it
         assert_eq!(
             decide(b"SELECT 'g$f", Origin::Text, &strict).1,
-            Decision::Forward
+            Decision::forward()
         );
     }
 
@@ -1777,7 +883,7 @@ mod tests {
             "CREATE TRIGGER tr BEFORE INSERT ON g$f FOR EACH ROW SET NEW.V = REPLACE(NEW.V, 'a', 'b')",
             "CREATE PROCEDURE p() INSERT INTO plain VALUES (1) ON DUPLICATE KEY UPDATE x = 2",
         ] {
-            assert_eq!(d(sql), Decision::Forward, "{sql}");
+            assert_eq!(d(sql), Decision::forward(), "{sql}");
         }
         // not strict: forwarded
         let lax = Context {
@@ -1785,7 +891,7 @@ mod tests {
             ..ctx.clone()
         };
         let sql = b"CREATE PROCEDURE p() INSERT INTO g$f VALUES ('k', 'q', -1, 'v')";
-        assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::Forward);
+        assert_eq!(decide(sql, Origin::Text, &lax).1, Decision::forward());
     }
 
     /// Strict write rules over the test view (`hb.g$f`, KEY(K_PREFIX)).
@@ -1801,7 +907,7 @@ mod tests {
     fn refused_code(d: &Decision) -> Option<u16> {
         match d {
             Decision::Answer(Answer::Error(e)) => Some(e.code),
-            Decision::Write(w) => w.refused.as_ref().map(|e| e.code),
+            Decision::Send(w) => w.refused.as_ref().map(|e| e.code),
             _ => None,
         }
     }
@@ -1853,14 +959,14 @@ mod tests {
             assert!(refused_code(&d(sql)).is_some(), "{sql}: {:?}", d(sql));
         }
         // strings in the usual reading, the same effect either way: checked, T filled in
-        let Decision::Write(w) = d("INSERT INTO g$f (K, Q, V) VALUES (\"k\", \"q\", \"v\")") else {
+        let Decision::Send(w) = d("INSERT INTO g$f (K, Q, V) VALUES (\"k\", \"q\", \"v\")") else {
             panic!("not a write");
         };
         assert!(w.refused.is_none() && w.text.is_some());
         // a rewrite that holds in one reading only is not made
         assert_eq!(
             d("SELECT * FROM g$f WHERE K LIKE \"abcd%\""),
-            Decision::Forward
+            Decision::forward()
         );
         // inside a transaction a reading that places the row and one that cannot disagree
         let txn = Context {
@@ -1896,7 +1002,7 @@ mod tests {
         let big = decide(&rows(16_385), Origin::Prepare, &ctx).1;
         assert_eq!(refused_code(&big), Some(1064), "{big:?}");
         let small = decide(&rows(16_384), Origin::Prepare, &ctx).1;
-        assert!(matches!(&small, Decision::Write(w) if w.refused.is_none() && w.plan.is_some()));
+        assert!(matches!(&small, Decision::Send(w) if w.refused.is_none() && w.plan.is_some()));
     }
 
     #[test]
@@ -1980,7 +1086,10 @@ mod tests {
         // a prepared ANALYZE: the variant's predicate goes where the WHERE clause ends in the
         // whole text, and a text's rewrite is spliced there too
         let sql = b"ANALYZE SELECT * FROM g$f WHERE K LIKE ? ORDER BY K";
-        let Decision::ForwardPrepared(plan) = decide(sql, Origin::Prepare, &ctx).1 else {
+        let Decision::Send(Outbound {
+            scan: Some(plan), ..
+        }) = decide(sql, Origin::Prepare, &ctx).1
+        else {
             panic!("not planned");
         };
         assert_eq!(
@@ -1989,7 +1098,7 @@ mod tests {
         );
         assert_eq!(
             d("ANALYZE SELECT * FROM g$f WHERE K LIKE 'abcdef%'"),
-            Decision::Rewrite(
+            Decision::rewrite(
                 b"ANALYZE SELECT * FROM g$f WHERE K LIKE 'abcdef%' AND `K_PREFIX` = X'61626364'"
                     .to_vec()
             )
@@ -2014,7 +1123,7 @@ mod tests {
             "ANALYZE TABLE g$f",
             "ANALYZE SELECT * FROM plain",
         ] {
-            assert_eq!(d(sql), Decision::Forward, "{sql}");
+            assert_eq!(d(sql), Decision::forward(), "{sql}");
         }
     }
 
@@ -2027,7 +1136,7 @@ mod tests {
             "CREATE VIEW v AS SELECT * FROM g$f",
             "DROP VIEW v$x",
         ] {
-            assert_eq!(text(sql), Decision::Forward, "{sql}");
+            assert_eq!(text(sql), Decision::forward(), "{sql}");
         }
         // HBase names in forms the reader does not parse are refused, not forwarded
         assert!(refused(&maria("CREATE OR REPLACE TABLE g$f (K int)"), 1064));
@@ -2050,14 +1159,14 @@ mod tests {
         let legacy = "CREATE TABLE order$items (id int)";
         // outside the HBase databases a `$` table is an ordinary table
         let d = decide(legacy.as_bytes(), Origin::Text, &scoped(Some("shop"))).1;
-        assert_eq!(d, Decision::Forward);
+        assert_eq!(d, Decision::forward());
         let d = decide(
             b"ALTER TABLE shop.order$items ADD x int",
             Origin::Text,
             &scoped(Some("hb")),
         )
         .1;
-        assert_eq!(d, Decision::Forward);
+        assert_eq!(d, Decision::forward());
         assert_eq!(
             decide(
                 b"SELECT 1; DROP TABLE shop.order$items",
@@ -2065,11 +1174,11 @@ mod tests {
                 &scoped(Some("hb"))
             )
             .1,
-            Decision::Forward
+            Decision::forward()
         );
         // inside them the rules apply, qualified or by the current database
         let d = decide(legacy.as_bytes(), Origin::Text, &scoped(Some("hb"))).1;
-        assert!(matches!(d, Decision::Hbase(_)), "{d:?}");
+        assert!(matches!(d, Decision::Ddl(_)), "{d:?}");
         let d = decide(
             b"SELECT 1; DROP TABLE hb.order$items",
             Origin::Text,
@@ -2080,10 +1189,10 @@ mod tests {
         // table groups are the instance's, whatever the database
         assert!(matches!(
             decide(b"CREATE TABLEGROUP g", Origin::Text, &scoped(Some("shop"))).1,
-            Decision::Hbase(_)
+            Decision::Ddl(_)
         ));
         // by default every database holds HBase tables
-        assert!(matches!(text(legacy), Decision::Hbase(_)));
+        assert!(matches!(text(legacy), Decision::Ddl(_)));
     }
 
     #[test]
@@ -2092,9 +1201,9 @@ mod tests {
         assert_eq!(maria(dumped), Decision::Answer(Answer::Ok));
         // any other trigger on an HBase table is the user's: forwarded
         let other = "CREATE TRIGGER mine BEFORE INSERT ON g$f FOR EACH ROW SET @x = 1";
-        assert_eq!(text(other), Decision::Forward);
+        assert_eq!(text(other), Decision::forward());
         let elsewhere = "CREATE TRIGGER obkv_g$f_bi BEFORE INSERT ON t FOR EACH ROW SET @x = 1";
-        assert_eq!(text(elsewhere), Decision::Forward);
+        assert_eq!(text(elsewhere), Decision::forward());
         assert_eq!(
             text("SHOW PROXY CREATE TABLEGROUPS"),
             Decision::Answer(Answer::TablegroupDdl)
@@ -2105,8 +1214,14 @@ mod tests {
             TableName::new(None, "g$f"),
             TableName::new(Some("d"), "h$f"),
         ];
-        assert_eq!(maria(lock), Decision::ReadCatalogThenForward(want));
-        assert_eq!(text("LOCK TABLES plain WRITE"), Decision::Forward);
+        assert_eq!(
+            maria(lock),
+            Decision::Send(Outbound {
+                read_catalog: want,
+                ..Outbound::default()
+            })
+        );
+        assert_eq!(text("LOCK TABLES plain WRITE"), Decision::forward());
     }
 
     #[test]
@@ -2119,7 +1234,7 @@ mod tests {
             1064
         ));
         // unambiguous texts with backslashes are read normally
-        assert_eq!(text("SELECT 'a\\'b', \"x\" FROM g$f"), Decision::Forward);
+        assert_eq!(text("SELECT 'a\\'b', \"x\" FROM g$f"), Decision::forward());
     }
 
     #[test]
@@ -2136,16 +1251,16 @@ mod tests {
         .1;
         assert_eq!(
             d,
-            Decision::Rewrite(
+            Decision::rewrite(
                 b"SELECT * FROM g$f WHERE K LIKE 'abcd%' AND T > ? AND `K_PREFIX` = X'61626364'"
                     .to_vec()
             )
         );
         let d = decide(b"SELECT * FROM g$f WHERE K LIKE ?", Origin::Prepare, &ctx).1;
-        assert!(matches!(d, Decision::ForwardPrepared(_)), "{d:?}");
+        assert!(matches!(&d, Decision::Send(w) if w.scan.is_some()), "{d:?}");
         // the same placeholders in a text are not a plan
         let d = decide(b"SELECT * FROM g$f WHERE K LIKE ?", Origin::Text, &ctx).1;
-        assert_eq!(d, Decision::Forward);
+        assert_eq!(d, Decision::forward());
         // EXPLAIN OBKV explains, and is a proxy command
         assert_eq!(
             decide(b"EXPLAIN OBKV SELECT 1", Origin::Text, &ctx).1,
@@ -2184,9 +1299,9 @@ mod tests {
         }
     }
 
-    fn write_decision(sql: &str, txn: Txn) -> Write {
+    fn write_decision(sql: &str, txn: Txn) -> Outbound {
         match decide(sql.as_bytes(), Origin::Text, &writing(txn)).1 {
-            Decision::Write(w) => *w,
+            Decision::Send(w) => w,
             other => panic!("{sql}: {other:?}"),
         }
     }
@@ -2226,7 +1341,7 @@ mod tests {
                 &writing(Txn::default())
             )
             .1,
-            Decision::Forward
+            Decision::forward()
         );
         // an UPDATE that moves a cell
         let e = refusal("UPDATE g$f SET K = 'x' WHERE K = 'abcd1'", Txn::default());
@@ -2298,7 +1413,7 @@ mod tests {
         )
         .1;
         assert!(
-            matches!(ok, Decision::Write(ref w) if w.refused.is_none()),
+            matches!(ok, Decision::Send(ref w) if w.refused.is_none()),
             "{ok:?}"
         );
         let e = refusal("DELETE FROM g$f WHERE V = 'x'", txn);
@@ -2358,9 +1473,9 @@ mod tests {
         );
         assert!(w.load.is_none());
         assert!(
-            w.warnings.iter().any(|(_, _, m)| m.contains("not checked")),
+            w.notes.iter().any(|n| n.message.contains("not checked")),
             "{:?}",
-            w.warnings
+            w.notes
         );
         // a plain table is not the write stage's business
         assert_eq!(
@@ -2370,7 +1485,7 @@ mod tests {
                 &writing(Txn::default())
             )
             .1,
-            Decision::Forward
+            Decision::forward()
         );
     }
 }

@@ -21,6 +21,44 @@ impl Level {
             Level::Note => "Note",
         }
     }
+
+    /// A level as SHOW WARNINGS names it (the backend's); anything else reads as a warning.
+    pub fn parse(name: &[u8]) -> Level {
+        match name {
+            b"Error" => Level::Error,
+            b"Note" => Level::Note,
+            _ => Level::Warning,
+        }
+    }
+}
+
+/// A warning or note the client reads with SHOW WARNINGS (and counts in the OK packet):
+/// the proxy's findings, and the backend's warnings it keeps for the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Note {
+    pub level: Level,
+    pub code: u16,
+    pub message: String,
+}
+
+impl Note {
+    pub fn new(level: Level, code: u16, message: impl Into<String>) -> Note {
+        Note {
+            level,
+            code,
+            message: message.into(),
+        }
+    }
+}
+
+impl From<Finding> for Note {
+    fn from(f: Finding) -> Note {
+        Note {
+            level: f.level,
+            code: f.code,
+            message: f.message,
+        }
+    }
 }
 
 /// One rule's verdict on a statement.

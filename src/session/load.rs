@@ -16,7 +16,7 @@ use tokio::io::{AsyncReadExt, AsyncSeekExt, AsyncWriteExt};
 
 use super::{End, Session};
 use crate::admin::bump;
-use crate::engine::router::Write;
+use crate::engine::router::Outbound;
 use crate::engine::write::{self, LoadCheck, LoadPlan, WriteRules};
 use crate::protocol::constants::status;
 use crate::protocol::constants::MAX_FRAME;
@@ -70,7 +70,7 @@ impl Session {
     /// Carries out a LOAD DATA LOCAL the write stage planned (`w.load`).
     pub(super) async fn carry_out_load(
         &mut self,
-        mut w: Write,
+        mut w: Outbound,
         rules: WriteRules,
     ) -> Result<Option<Summary>, End> {
         let Some(plan) = w.load.take() else {

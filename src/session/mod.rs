@@ -24,7 +24,8 @@ use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::engine::prefix_scan::{ConnCharset, TableView};
 use crate::engine::read::Scope;
-use crate::engine::router::{self, Answer, Context, Decision, Origin};
+use crate::engine::router::{self, Answer, Context, Decision, Origin, Outbound};
+use crate::hbase::rules::Note;
 use crate::net::{ClientIo, ClientSock, Peer};
 use crate::protocol::compress::OutOfOrder;
 use crate::protocol::constants::{cap, com, er, status, Caps, MAX_FRAME};
@@ -353,13 +354,13 @@ impl Session {
         };
         if class == Class::Plain {
             // the fast path: no context, no parse
-            return Ok((class, Decision::Forward));
+            return Ok((class, Decision::forward()));
         }
         if class == Class::ServerProbe {
             // a short text read without context
             let sql = self.command.get(1..).unwrap_or_default();
             let decision = router::decide_probe(sql, origin, self.shared.socket.as_deref());
-            if matches!(decision, Decision::Rewrite(_)) {
+            if decision.rewritten().is_some() {
                 bump(&self.shared.stats.socket_probes_answered);
             }
             return Ok((class, decision));
@@ -382,9 +383,17 @@ impl Session {
                 let sql = self.command.get(1..).unwrap_or_default();
                 router::decide_classified(sql, class, origin, &ctx)
             };
-            let Decision::NeedFacts(need) = decision else {
+            let Decision::Need(need) = decision else {
                 return Ok((class, decision));
             };
+            if !need.variables.is_empty() {
+                // the texts of dynamic SQL: read and checked; then the text is sent as it is
+                let decision = match self.check_dynamic_texts(&need.variables).await? {
+                    Some(e) => Decision::Answer(Answer::Error(e)),
+                    None => Decision::forward(),
+                };
+                return Ok((class, decision));
+            }
             debug!(?need, "reading facts for the statement");
             self.read_facts(&need).await?;
             ctx = self.context().await?;
@@ -396,7 +405,7 @@ impl Session {
         if self.strict() {
             return Ok((class, Decision::Answer(Answer::Error(self.facts_missing()))));
         }
-        Ok((class, Decision::Forward))
+        Ok((class, Decision::forward()))
     }
 
     /// Why a statement is refused when what it needs cannot be read.
@@ -604,7 +613,7 @@ impl Session {
             bump(&self.shared.stats.statements_flagged);
         }
         // a text the write stage cut short did not run whole
-        let whole = !matches!(&decision, Decision::Write(w) if w.refused.is_some());
+        let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
         let result = self.apply(decision, ResponseKind::Query).await;
         if let (Ok(Some(s)), true) = (&result, whole) {
             if s.error_code.is_none() {
@@ -626,10 +635,9 @@ impl Session {
             bump(&self.shared.stats.statements_flagged);
         }
         let (decision, plan, write) = match decision {
-            Decision::ForwardPrepared(plan) => (Decision::Forward, Some(plan), None),
-            Decision::Write(mut w) => {
+            Decision::Send(mut w) => {
                 let (scan, write) = (w.scan.take(), w.plan.take());
-                (Decision::Write(w), scan, write)
+                (Decision::Send(w), scan, write)
             }
             d => (d, None, None),
         };
@@ -704,54 +712,10 @@ impl Session {
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         match decision {
-            // NeedFacts is answered in `decide`
-            Decision::Forward | Decision::NeedFacts(_) | Decision::ForwardPrepared(_) => {
-                self.forward(kind).await.map(Some)
-            }
-            Decision::ForwardWithNote(note) => {
-                self.keep_notes(vec![("Note".into(), er::UNKNOWN_ERROR, note)]);
-                let summary = self.forward(kind).await?;
-                if summary.error_code.is_some() {
-                    self.pending_notes.clear();
-                }
-                Ok(Some(summary))
-            }
-            Decision::Write(mut w) => match (w.load.is_some(), self.write_rules()) {
-                // LOAD DATA LOCAL from a client that sends files: the file is checked first
-                (true, Some(rules))
-                    if kind == ResponseKind::Query && self.client_caps.has(cap::LOCAL_FILES) =>
-                {
-                    self.carry_out_load(*w, rules).await
-                }
-                (true, Some(rules)) => {
-                    // the file never passes the proxy (the client does not send files): its
-                    // rows are not seen
-                    let table = w.load.as_ref().map_or("", |p| p.schema.name.as_str());
-                    let txn = self.txn();
-                    let ctx = self.exec_context(&rules, &txn);
-                    let why = "the client does not send files";
-                    let out = crate::engine::execute::decide_unseen_load(table, why, &ctx);
-                    match out.refuse {
-                        Some(e) => {
-                            bump(&self.shared.stats.answered_locally);
-                            self.answer_error(e).await.map(|()| None)
-                        }
-                        None => {
-                            for f in out.notes {
-                                w.warnings.push((f.level.name(), f.code, f.message));
-                            }
-                            self.carry_out_write(*w, kind).await
-                        }
-                    }
-                }
-                _ => self.carry_out_write(*w, kind).await,
-            },
-            Decision::Rewrite(text) => {
-                self.command.truncate(1);
-                self.command.extend_from_slice(&text);
-                self.forward(kind).await.map(Some)
-            }
-            Decision::Hbase(stmt) => {
+            Decision::Send(w) => self.send(w, kind).await,
+            // `decide` reads what is needed: a decision made without it is a forward (lax)
+            Decision::Need(_) => self.forward(kind).await.map(Some),
+            Decision::Ddl(stmt) => {
                 bump(&self.shared.stats.answered_locally);
                 // schemas read while the DDL runs must not outlive it
                 self.shared.schemas.clear();
@@ -760,19 +724,7 @@ impl Session {
                 done?;
                 Ok(None)
             }
-            Decision::ReadCatalogThenForward(tables) => {
-                self.read_catalog_entries(&tables).await?;
-                self.forward(kind).await.map(Some)
-            }
             Decision::Dynamic(d) => self.on_dynamic(*d, kind).await,
-            Decision::CheckVariables(names) => {
-                if let Some(e) = self.check_dynamic_texts(&names).await? {
-                    bump(&self.shared.stats.answered_locally);
-                    self.answer_error(e).await?;
-                    return Ok(None);
-                }
-                self.forward(kind).await.map(Some)
-            }
             Decision::Answer(answer) => {
                 bump(&self.shared.stats.answered_locally);
                 match answer {
@@ -785,6 +737,43 @@ impl Session {
                 }
                 Ok(None)
             }
+        }
+    }
+
+    /// Carries out a `Send`: catalog entries read first (LOCK TABLES), a LOAD DATA LOCAL's file
+    /// checked before it runs, then the text sent with its notes and the transaction's
+    /// partition after it.
+    async fn send(&mut self, mut w: Outbound, kind: ResponseKind) -> Result<Option<Summary>, End> {
+        if !w.read_catalog.is_empty() {
+            self.read_catalog_entries(&w.read_catalog).await?;
+        }
+        match (w.load.is_some(), self.write_rules()) {
+            // LOAD DATA LOCAL from a client that sends files: the file is checked first
+            (true, Some(rules))
+                if kind == ResponseKind::Query && self.client_caps.has(cap::LOCAL_FILES) =>
+            {
+                self.carry_out_load(w, rules).await
+            }
+            (true, Some(rules)) => {
+                // the file never passes the proxy (the client does not send files): its rows
+                // are not seen
+                let table = w.load.as_ref().map_or("", |p| p.schema.name.as_str());
+                let txn = self.txn();
+                let ctx = self.exec_context(&rules, &txn);
+                let why = "the client does not send files";
+                let out = crate::engine::execute::decide_unseen_load(table, why, &ctx);
+                match out.refuse {
+                    Some(e) => {
+                        bump(&self.shared.stats.answered_locally);
+                        self.answer_error(e).await.map(|()| None)
+                    }
+                    None => {
+                        w.notes.extend(out.notes.into_iter().map(Note::from));
+                        self.carry_out_write(w, kind).await
+                    }
+                }
+            }
+            _ => self.carry_out_write(w, kind).await,
         }
     }
 
@@ -910,7 +899,7 @@ impl Session {
     /// backend's own error would.
     async fn carry_out_write(
         &mut self,
-        w: crate::engine::router::Write,
+        w: Outbound,
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         if let Some(text) = w.text {
@@ -918,11 +907,11 @@ impl Session {
             self.command.extend_from_slice(&text);
         }
         let refused = w.refused;
-        if !w.warnings.is_empty() {
+        if !w.notes.is_empty() {
             self.keep_notes(
-                w.warnings
+                w.notes
                     .into_iter()
-                    .map(|(l, c, m)| (l.to_string(), c, m))
+                    .map(|n| (n.level.name().to_string(), n.code, n.message))
                     .collect(),
             );
         }

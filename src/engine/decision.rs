@@ -1,0 +1,214 @@
+//! What the engine decides: the `Decision` on a text or a prepare (an action for the session),
+//! what it depends on (`Context`), and the refusals the engine composes itself.
+
+use super::prefix_scan::{self, Need, TableView};
+use super::read::Scope;
+use super::write::{self, Txn, WriteRules};
+use crate::hbase::rules::Note;
+use crate::protocol::constants::er;
+use crate::protocol::packets::ErrorInfo;
+use crate::sql::ddl::{Statement, TableName};
+use crate::sql::scan::Dialect;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Decision {
+    /// Send a text to the backend: the client's bytes, or a rewritten text, and what the
+    /// session carries out with it (`Outbound`). `Outbound::default()` is a plain forward.
+    Send(Outbound),
+    /// Do not involve the backend: a local result, or a refusal.
+    Answer(Answer),
+    /// HBase DDL: the session checks it against the rules and the catalog and carries it out.
+    Ddl(Box<Statement>),
+    /// The decision needs facts the session reads (a table's schema, the current database,
+    /// the character set, the texts user variables hold): read them, then decide again.
+    Need(Need),
+    /// SQL-level `PREPARE name FROM …` / `EXECUTE IMMEDIATE …` as a statement of its own: the
+    /// session gets its text, checks it with `check_dynamic`, checks an EXECUTE IMMEDIATE's
+    /// values, and keeps a prepared name's plan for each `EXECUTE name USING …`.
+    Dynamic(Box<DynamicSql>),
+}
+
+impl Decision {
+    /// Forward the client's bytes unchanged.
+    pub fn forward() -> Decision {
+        Decision::Send(Outbound::default())
+    }
+
+    /// Send this text instead of the client's.
+    pub fn rewrite(text: Vec<u8>) -> Decision {
+        Decision::Send(Outbound {
+            text: Some(text),
+            ..Outbound::default()
+        })
+    }
+
+    /// Whether this is a plain forward of the client's bytes (nothing else to carry out).
+    pub fn is_forward(&self) -> bool {
+        matches!(self, Decision::Send(s) if *s == Outbound::default())
+    }
+
+    /// The text that replaces the client's, if any.
+    pub fn rewritten(&self) -> Option<&[u8]> {
+        match self {
+            Decision::Send(s) => s.text.as_deref(),
+            _ => None,
+        }
+    }
+}
+
+/// A dynamic statement the session checks (`Decision::Dynamic`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DynamicSql {
+    pub source: DynamicSource,
+    pub head: crate::sql::dynamic::Head,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DynamicSource {
+    /// The text, from a string or hex literal.
+    Literal(Vec<u8>),
+    /// The expression giving it (a user variable, or a computation of literals and user
+    /// variables, `dynamic::Source::Computed`), as written: the session reads its value.
+    Computed(Vec<u8>),
+}
+
+/// The write rules' answer on the text of a SQL-level dynamic statement.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DynamicCheck {
+    /// Nothing to check at its executions.
+    Runs,
+    Refused(ErrorInfo),
+    /// Read these, then ask again.
+    NeedFacts(Need),
+    /// A write (or locking read) on an HBase table: each execution is checked with `plan`,
+    /// binding `params` values.
+    Checked {
+        plan: std::sync::Arc<write::WritePlan>,
+        params: usize,
+    },
+}
+
+/// What the session sends, and carries out with it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outbound {
+    /// The text to send (T filled in, prefix predicates spliced), None: the client's bytes.
+    pub text: Option<Vec<u8>>,
+    /// The write stage checked the text: it writes (or locks) an HBase table, or the rules
+    /// found something in it.
+    pub checked: bool,
+    /// A statement of a multi-statement text is refused: the text sent ends before it (the
+    /// statements before it run), and this error follows their results.
+    pub refused: Option<ErrorInfo>,
+    /// Warnings and notes for the client (SHOW WARNINGS).
+    pub notes: Vec<Note>,
+    /// The transaction's partition once the text has run, when the text changes it.
+    pub txn_after: Option<Option<write::Place>>,
+    /// COM_STMT_PREPARE: what each execution is checked with.
+    pub plan: Option<Box<write::WritePlan>>,
+    /// COM_STMT_PREPARE: the prefix-scan plan of each execution, if any.
+    pub scan: Option<Box<prefix_scan::PreparedPlan>>,
+    /// LOAD DATA LOCAL on an HBase table: the proxy reads the file from the client first,
+    /// checks its rows, and runs the statement only if they pass.
+    pub load: Option<Box<write::LoadPlan>>,
+    /// LOCK TABLES naming HBase tables: read their catalog entries first (the catalog cannot
+    /// be read on the connection while they are locked).
+    pub read_catalog: Vec<TableName>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Answer {
+    Error(ErrorInfo),
+    /// `SHOW PROXY STATUS`: the proxy's counters as a two-column result.
+    ProxyStatus,
+    /// `SHOW PROXY CREATE TABLEGROUPS`: a `CREATE TABLEGROUP IF NOT EXISTS` per table group,
+    /// the step a backup made with mysqldump needs before it is restored.
+    TablegroupDdl,
+    /// OK without involving the backend (a statement that is already in effect).
+    Ok,
+    /// `EXPLAIN OBKV <statement>`: what the proxy does with the statement (`explain_obkv`).
+    ExplainObkv,
+    /// `SHOW OBKV TABLES`: every HBase table this user can see, with its group, partitioning,
+    /// prefix length and the rules' findings (also `$` tables that break them).
+    ObkvTables,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Origin {
+    /// COM_QUERY.
+    Text,
+    /// COM_STMT_PREPARE.
+    Prepare,
+}
+
+/// What the decision depends on besides the text.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Context {
+    /// How the backend reads this session's text.
+    pub dialect: Dialect,
+    /// `hbase.enforcement = "strict"`: refuse what the proxy cannot check.
+    pub strict: bool,
+    /// Where `$` names are HBase tables.
+    pub scope: Scope,
+    /// What the proxy knows of HBase tables' schemas (None: neither the rewriter nor the write
+    /// rules need them).
+    pub tables: Option<TableView>,
+    /// `hbase.rewrite = "on"`: the prefix-scan rewriter splices prefix predicates.
+    pub rewrite: bool,
+    /// The write rules (None: cell rules and the transaction guard are both off).
+    pub writes: Option<WriteRules>,
+    /// The session's transaction, for the guard.
+    pub txn: Txn,
+    /// The proxy's own Unix socket, the answer to a driver's `@@socket` probe.
+    pub socket: Option<std::sync::Arc<str>>,
+}
+
+impl Default for Context {
+    fn default() -> Self {
+        Context {
+            dialect: Dialect::default(),
+            strict: true,
+            scope: Scope::default(),
+            tables: None,
+            rewrite: true,
+            writes: None,
+            txn: Txn::default(),
+            socket: None,
+        }
+    }
+}
+
+/// A dynamic write inside a multi-statement text: its executions could not be checked.
+pub fn dynamic_write_in_text() -> ErrorInfo {
+    ErrorInfo::new(
+        er::NOT_SUPPORTED_YET,
+        "42000",
+        "obkv-proxy: send a PREPARE / EXECUTE of a write on an HBase table as a statement of its \
+         own, not inside a multi-statement text",
+    )
+}
+
+/// Why a view over an HBase table is refused.
+pub(super) const UPDATABLE_VIEW: &str =
+    "obkv-proxy: a view over an HBase table could take INSERT / UPDATE / \
+    DELETE that the cell rules and the transaction guard do not see; make its query read-only \
+    (GROUP BY, DISTINCT, an aggregate, UNION) or read the table directly";
+
+pub fn refuse(code: u16, message: &str) -> Decision {
+    Decision::Answer(Answer::Error(ErrorInfo::new(code, "42000", message)))
+}
+
+pub fn hbase_ddl_not_preparable() -> ErrorInfo {
+    ErrorInfo::new(
+        er::UNSUPPORTED_PS,
+        "HY000",
+        "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
+    )
+}
+
+pub fn unreadable_dynamic() -> ErrorInfo {
+    ErrorInfo::new(
+        er::PARSE_ERROR,
+        "42000",
+        "obkv-proxy cannot read the text of this PREPARE/EXECUTE IMMEDIATE, so it cannot check it",
+    )
+}

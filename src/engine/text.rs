@@ -1,0 +1,900 @@
+//! One text's statements, each decided by a handler for its kind, in the order they run.
+//!
+//! `decide_pieces` walks the statements of one reading of a text (`router` chooses the
+//! readings); each statement is read as it runs (`read::read_executed`: through `SET STATEMENT
+//! … FOR`, `ANALYZE`, stored programs) and handed to the handler of its kind, which adds to
+//! what the text gathers (`Text`: splices, facts needed, the write stage, the transaction as
+//! it runs) or ends the text's decision (`Flow`). A refused statement of a multi-statement text
+//! ends the text there: the statements before it run (`Text::stop_at`).
+
+use std::collections::HashMap;
+
+use super::decision::{
+    dynamic_write_in_text, hbase_ddl_not_preparable, refuse, unreadable_dynamic, Answer, Context,
+    Decision, DynamicCheck, DynamicSource, DynamicSql, Origin, Outbound, UPDATABLE_VIEW,
+};
+use super::prefix_scan::{self, Counters, Need, Step, TableView};
+use super::read::*;
+use super::rewrite;
+use super::write::{self, Touch, Txn, WriteRules};
+use crate::hbase::rules::{Level, Note};
+use crate::protocol::constants::er;
+use crate::protocol::packets::ErrorInfo;
+use crate::sql::ddl::TableName;
+use crate::sql::dml;
+use crate::sql::dynamic::Source;
+use crate::sql::scan::{self, Dialect, Piece, Scanner, Tok};
+use crate::sql::splice::Splice;
+
+/// How the text of a PREPARE / EXECUTE IMMEDIATE inside a text is checked: the router's
+/// `decide_dynamic` (its DDL, for a prepare) and `check_dynamic` (the write rules), which read
+/// that text with these same handlers. Passed in, so this file does not import the router.
+pub(super) struct Dynamic {
+    pub decide: fn(&[u8], &Context) -> Option<ErrorInfo>,
+    pub check: fn(&[u8], &Context) -> DynamicCheck,
+}
+
+/// The decision on one reading of a text, and the rewriter's counts for it.
+pub(super) fn decide_pieces(
+    sql: &[u8],
+    pieces: &[Piece],
+    kept: &scan::Kept,
+    (origin, ctx, d): (Origin, &Context, Dialect),
+    dynamic: &Dynamic,
+) -> (Decision, Tally) {
+    let text = Text {
+        dynamic,
+        sql,
+        pieces,
+        kept,
+        origin,
+        ctx,
+        d,
+        many: pieces.len() > 1,
+        computed: Vec::new(),
+        locked: Vec::new(),
+        first_mentions: None,
+        splice: Splice::new(),
+        need: Need::default(),
+        needs: false,
+        note: None,
+        prepared: None,
+        writes: WriteState {
+            txn: ctx.txn.clone(),
+            ..WriteState::default()
+        },
+        tally: Tally::default(),
+    };
+    let (decision, tally) = text.run();
+    let rewrote = match &decision {
+        Decision::Send(s) => s.text.is_some(),
+        Decision::Need(n) => n.variables.is_empty(),
+        _ => false,
+    };
+    if rewrote {
+        (decision, tally)
+    } else {
+        (decision, tally.not_rewritten())
+    }
+}
+
+/// After one statement: the next one, or the text's decision.
+enum Flow {
+    Next,
+    /// The text's decision, whatever the other statements are.
+    Done(Box<Decision>),
+    /// This statement is refused: the ones before it run (`Text::stop_at`).
+    Refuse(ErrorInfo),
+}
+
+/// What the statements read so far gathered.
+struct Text<'a> {
+    dynamic: &'a Dynamic,
+    sql: &'a [u8],
+    pieces: &'a [Piece],
+    kept: &'a scan::Kept,
+    origin: Origin,
+    ctx: &'a Context,
+    d: Dialect,
+    many: bool,
+    /// The expressions whose values (dynamic SQL texts) the session reads before the text runs.
+    computed: Vec<Vec<u8>>,
+    /// LOCK TABLES: tables whose catalog entries are read first.
+    locked: Vec<TableName>,
+    /// Where each user variable is first mentioned, computed once (one pass) when needed.
+    first_mentions: Option<HashMap<Vec<u8>, usize>>,
+    splice: Splice,
+    need: Need,
+    needs: bool,
+    note: Option<String>,
+    prepared: Option<Box<prefix_scan::PreparedPlan>>,
+    /// The write stage: what the text's writes get, and the transaction as it runs.
+    writes: WriteState,
+    tally: Tally,
+}
+
+/// Statement `i` of the text as it runs: its read, and the part of the text it is (offsets of
+/// reads and splices are that part's).
+struct At<'a> {
+    i: usize,
+    piece: &'a [u8],
+    run: Piece,
+}
+
+impl<'a> Text<'a> {
+    fn run(mut self) -> (Decision, Tally) {
+        let (sql, d, ctx) = (self.sql, self.d, self.ctx);
+        for (i, p) in self.pieces.iter().enumerate() {
+            let (read, run) = read_executed(
+                sql,
+                *p,
+                d,
+                &ctx.scope,
+                ctx.tables.is_some(),
+                Some(self.kept),
+            );
+            let at = At {
+                i,
+                piece: sql.get(run.start..run.end).unwrap_or_default(),
+                run,
+            };
+            if let (Some(rules), true) = (&ctx.writes, self.many) {
+                self.writes.transaction_statement(at.piece, d, rules);
+            }
+            let flow = match &read {
+                Read::Plain => Flow::Next,
+                Read::Dml(x) => self.dml(&at, x),
+                Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
+                Read::Insert(table) => self.insert(&at, table),
+                Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),
+                Read::Load(l) => self.load(&at, l),
+                Read::LoadUnreadable(why) => self.unreadable_load(why),
+                Read::View => self.view(&at),
+                Read::Lock(tables) => {
+                    self.locked.extend(tables.iter().cloned());
+                    Flow::Next
+                }
+                Read::Dynamic(source) => self.dynamic(&at, source),
+                Read::Hbase(_)
+                | Read::Unreadable(_)
+                | Read::ProgramWithHbaseDdl
+                | Read::ProgramWritesHbase
+                | Read::ProxyTrigger
+                | Read::WrappedDdl
+                | Read::WrappedUnsure => self.ddl_or_program(&at, &read),
+            };
+            match flow {
+                Flow::Next => {}
+                Flow::Done(decision) => return (*decision, self.tally),
+                Flow::Refuse(e) => {
+                    let decision = self.stop_at(i, e);
+                    return (decision, self.tally);
+                }
+            }
+        }
+        let decision = self.finish();
+        (decision, self.tally)
+    }
+
+    /// Every statement passed: what the session sends and carries out.
+    fn finish(&mut self) -> Decision {
+        if self.needs {
+            return Decision::Need(std::mem::take(&mut self.need));
+        }
+        if !self.computed.is_empty() {
+            return Decision::Need(Need {
+                variables: std::mem::take(&mut self.computed),
+                ..Need::default()
+            });
+        }
+        if !self.locked.is_empty() {
+            return Decision::Send(Outbound {
+                read_catalog: std::mem::take(&mut self.locked),
+                ..Outbound::default()
+            });
+        }
+        let splice = std::mem::take(&mut self.splice);
+        let text = (!splice.is_empty()).then(|| splice.apply(self.sql));
+        let writes = std::mem::take(&mut self.writes);
+        if writes.matters() {
+            return Decision::Send(Outbound {
+                text,
+                checked: true,
+                refused: None,
+                notes: writes.notes,
+                txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+                plan: writes.plan,
+                scan: self.prepared.take(),
+                load: writes.load,
+                read_catalog: Vec::new(),
+            });
+        }
+        // the rewriter's text, or its plan for each execution, or its note
+        let mut send = Outbound {
+            text,
+            ..Outbound::default()
+        };
+        if send.text.is_none() {
+            send.scan = self.prepared.take();
+            if send.scan.is_none() {
+                if let Some(n) = self.note.take() {
+                    send.notes
+                        .push(Note::new(Level::Note, er::UNKNOWN_ERROR, n));
+                }
+            }
+        }
+        Decision::Send(send)
+    }
+
+    /// Statement `i` of the text is refused: the statements before it run, then the client
+    /// gets the refusal (as the backend itself stops a multi-statement text at an error).
+    fn stop_at(&mut self, i: usize, e: ErrorInfo) -> Decision {
+        if self.needs {
+            // an earlier statement's decision is not known yet: read what it needs first
+            return Decision::Need(std::mem::take(&mut self.need));
+        }
+        let Some(before) = i.checked_sub(1).and_then(|j| self.pieces.get(j)) else {
+            return Decision::Answer(Answer::Error(e));
+        };
+        let sent = self.sql.get(..before.end).unwrap_or_default();
+        let writes = std::mem::take(&mut self.writes);
+        Decision::Send(Outbound {
+            text: Some(std::mem::take(&mut self.splice).apply(sent)),
+            checked: true,
+            refused: Some(e),
+            notes: writes.notes,
+            txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+            ..Outbound::default()
+        })
+    }
+
+    fn need(&mut self, n: Need) -> Flow {
+        self.needs = true;
+        self.need.merge(n);
+        Flow::Next
+    }
+
+    fn need_charset(&mut self) -> Flow {
+        self.needs = true;
+        self.need.charset = true;
+        Flow::Next
+    }
+
+    /// A prepare of a single statement keeps what its executions are checked with.
+    fn prepares_one(&self) -> bool {
+        self.origin == Origin::Prepare && !self.many
+    }
+
+    /// The write stage's verdict on one statement.
+    fn judge(&mut self, checked: write::Checked, rules: &WriteRules) -> Flow {
+        match self.writes.judge(checked, rules, self.origin) {
+            Some(e) => Flow::Refuse(e),
+            None => Flow::Next,
+        }
+    }
+
+    /// SELECT, UPDATE, DELETE the DML reader follows: the write stage on writes and locking
+    /// reads, then the prefix-scan rewriter.
+    fn dml(&mut self, at: &At<'_>, x: &dml::Dml) -> Flow {
+        let ctx = self.ctx;
+        let Some(view) = &ctx.tables else {
+            return Flow::Next;
+        };
+        // a plain SELECT writes nothing and locks nothing: no write stage (and no second schema
+        // lookup on the hot path)
+        let writes_rows = x.verb != dml::Verb::Select || x.locking;
+        if let (Some(rules), false, true) = (&ctx.writes, x.explain, writes_rows) {
+            let checked = match prefix_scan::table(x, view) {
+                Ok(Some(schema)) => {
+                    if self.prepares_one() {
+                        self.writes.plan = Some(Box::new(write::WritePlan {
+                            schema: schema.clone(),
+                            shape: write::Shape::Dml(Box::new(x.clone())),
+                        }));
+                    }
+                    write::check_dml(
+                        x,
+                        &schema,
+                        rules,
+                        view.charset,
+                        self.d.reported_backslash_escape(),
+                        view.settled,
+                    )
+                }
+                Ok(None) => Ok(write::Checked::default()),
+                Err(n) => return self.need(n),
+            };
+            match checked {
+                Ok(c) => {
+                    if let Some(e) = self.writes.judge(c, rules, self.origin) {
+                        return Flow::Refuse(e);
+                    }
+                }
+                Err(write::NeedCharset) => return self.need_charset(),
+            }
+        }
+        if !ctx.rewrite {
+            return Flow::Next;
+        }
+        self.prefix_scan(at, x, view)
+    }
+
+    /// The prefix-scan rewriter on a statement the DML reader follows.
+    fn prefix_scan(&mut self, at: &At<'_>, x: &dml::Dml, view: &TableView) -> Flow {
+        match prefix_scan::plan(x, view, self.d.reported_backslash_escape()) {
+            Step::Untouched => {}
+            Step::Note(n) => self.note = Some(n),
+            Step::Declined(why) => {
+                tracing::debug!(why, "prefix-scan rewriter declined");
+                self.tally.declined += 1;
+            }
+            Step::Need(n) => return self.need(n),
+            Step::Splice { text, .. } => {
+                if rewrite::add_prefix_predicate(&mut self.splice, at.run.start, x, text) {
+                    self.tally.rewritten += 1;
+                }
+            }
+            // counted at each execution
+            Step::Prepared(mut plan) if self.prepares_one() => {
+                // the variant is spliced into the statement's whole text (through an ANALYZE
+                // wrapper, whose words hold no placeholder)
+                let start = self.pieces.get(at.i).map_or(0, |p| p.start);
+                plan.where_end += at.run.start - start;
+                self.prepared = Some(plan);
+            }
+            Step::Prepared(_) => {
+                tracing::debug!("prefix-scan rewriter: placeholders outside a prepare");
+                self.tally.declined += 1;
+            }
+        }
+        Flow::Next
+    }
+
+    /// A statement the DML reader does not follow: an UPDATE in any shape gets the cell rules
+    /// on what it assigns; inside a transaction a write or locking read the proxy cannot place
+    /// is X2.
+    fn unreadable_dml(&mut self, at: &At<'_>, why: &'static str) -> Flow {
+        let ctx = self.ctx;
+        tracing::debug!(why, "prefix-scan rewriter: statement not read");
+        self.tally.unreadable += 1;
+        if let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) {
+            match assigned_cells(at.piece, self.d, view, rules) {
+                Assigned::Nothing => {}
+                Assigned::Need(n) => return self.need(n),
+                Assigned::Checked(checked, plan) => {
+                    if self.prepares_one() {
+                        self.writes.plan = plan;
+                    }
+                    return self.judge(checked, rules);
+                }
+            }
+        }
+        if let (Some(rules), true, Origin::Text) =
+            (&ctx.writes, self.writes.txn.active, self.origin)
+        {
+            if writes_rows_lexically(at.piece, self.d) {
+                let checked = write::Checked {
+                    findings: Vec::new(),
+                    touch: Some(Touch::Unknown {
+                        table: "an HBase table".into(),
+                        why,
+                    }),
+                };
+                return self.judge(checked, rules);
+            }
+        }
+        Flow::Next
+    }
+
+    /// INSERT / REPLACE the insert reader follows: the cell rules on its rows, T filled in
+    /// where the rules say so, and a prepare's plan.
+    fn insert(&mut self, at: &At<'_>, table: &TableName) -> Flow {
+        let ctx = self.ctx;
+        let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
+            return Flow::Next;
+        };
+        let schema = match prefix_scan::table_named(table, view) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Flow::Next,
+            Err(n) => return self.need(n),
+        };
+        let fill = match self.origin {
+            Origin::Text => write::FillT::Literal,
+            Origin::Prepare => write::FillT::Expression,
+        };
+        let mut own = Splice::new();
+        let checked = write::check_insert(
+            at.piece,
+            self.d,
+            &schema,
+            rules,
+            view.charset,
+            view.settled,
+            &mut own,
+            at.run.start,
+            fill,
+        );
+        let Ok(mut checked) = checked else {
+            return self.need_charset();
+        };
+        self.splice.extend(own);
+        if self.prepares_one() {
+            self.writes.plan = write::plan_insert(at.piece, self.d, schema.clone()).map(Box::new);
+            // a readable INSERT without a plan is one too large to keep: its executions could
+            // not be checked
+            if self.writes.plan.is_none() && !checked.findings.iter().any(|f| f.rule == "C9") {
+                checked.findings.push(write::unreadable_write(
+                    "prepared INSERT",
+                    "more than 65,536 values: its executions could not be checked; prepare \
+                     fewer rows per statement",
+                ));
+            }
+        }
+        self.judge(checked, rules)
+    }
+
+    /// An INSERT the insert reader cannot follow: C9 if it names an HBase table.
+    fn unreadable_insert(&mut self, at: &At<'_>, why: &'static str) -> Flow {
+        let ctx = self.ctx;
+        let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
+            return Flow::Next;
+        };
+        match unreadable_write(at.piece, self.d, view, "INSERT", why) {
+            Assigned::Nothing => Flow::Next,
+            Assigned::Need(n) => self.need(n),
+            Assigned::Checked(checked, _) => self.judge(checked, rules),
+        }
+    }
+
+    /// LOAD DATA into an HBase table: LOCAL with a file format the proxy reads is checked row
+    /// by row as the session reads the file; any other is judged unchecked.
+    fn load(&mut self, at: &At<'_>, l: &crate::sql::load::Load) -> Flow {
+        let ctx = self.ctx;
+        let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
+            return Flow::Next;
+        };
+        let schema = match prefix_scan::table_named(&l.table, view) {
+            Ok(Some(s)) => s,
+            Ok(None) => return Flow::Next,
+            Err(n) => return self.need(n),
+        };
+        let unchecked = if !l.local {
+            Some("the server reads its file, which obkv-proxy does not see")
+        } else if self.origin == Origin::Prepare {
+            Some("a prepared LOAD DATA")
+        } else if self.many {
+            Some("LOAD DATA LOCAL inside a multi-statement text")
+        } else {
+            l.format.unreadable()
+        };
+        if let Some(why) = unchecked {
+            let checked = write::load_unchecked(&schema.name, why);
+            return self.judge(checked, rules);
+        }
+        if let Some((at_byte, text)) = write::load_fill_t(l, rules) {
+            self.splice.insert(at.run.start + at_byte, text);
+        }
+        self.writes.wrote = true;
+        self.writes.load = Some(Box::new(write::LoadPlan {
+            load: l.clone(),
+            schema,
+        }));
+        Flow::Next
+    }
+
+    fn unreadable_load(&mut self, why: &str) -> Flow {
+        if self.ctx.strict && self.ctx.writes.is_some() {
+            return Flow::Done(Box::new(refuse(
+                er::PARSE_ERROR,
+                &format!(
+                    "obkv-proxy cannot read this LOAD DATA ({why}), so it cannot check its rows"
+                ),
+            )));
+        }
+        Flow::Next
+    }
+
+    /// CREATE VIEW: a view over an HBase table could take writes the rules do not see.
+    fn view(&mut self, at: &At<'_>) -> Flow {
+        let ctx = self.ctx;
+        if !ctx.strict || ctx.writes.is_none() {
+            return Flow::Next;
+        }
+        let Some(view) = &ctx.tables else {
+            return Flow::Done(Box::new(refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW)));
+        };
+        match hbase_table_named(at.piece, self.d, view) {
+            Ok(None) => Flow::Next,
+            Ok(Some(_)) => Flow::Done(Box::new(refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW))),
+            Err(n) => self.need(n),
+        }
+    }
+
+    /// HBase DDL, and the wrappers and programs that could hide it or writes.
+    fn ddl_or_program(&mut self, at: &At<'_>, read: &Read) -> Flow {
+        let ctx = self.ctx;
+        let start = self.pieces.get(at.i).map_or(0, |p| p.start);
+        let refuse_with = |code, message: &str| Flow::Done(Box::new(refuse(code, message)));
+        match read {
+            Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::ProxyTrigger
+                if self.many =>
+            {
+                refuse_with(
+                    er::NOT_SUPPORTED_YET,
+                    "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
+                )
+            }
+            Read::WrappedDdl => refuse_with(
+                er::NOT_SUPPORTED_YET,
+                "obkv-proxy: send HBase DDL as a statement of its own, not under SET STATEMENT … FOR",
+            ),
+            Read::WrappedUnsure if ctx.strict && ctx.writes.is_some() => refuse_with(
+                er::PARSE_ERROR,
+                "obkv-proxy cannot read with certainty the statement this SET STATEMENT … FOR \
+                 or ANALYZE runs (a placeholder in its settings, or an executable comment), so \
+                 it cannot check it; send the statement without the wrapper",
+            ),
+            // the proxy keeps this trigger already: answered OK, nothing runs
+            Read::ProxyTrigger => Flow::Done(Box::new(Decision::Answer(Answer::Ok))),
+            Read::Hbase(stmt) if self.origin == Origin::Prepare => {
+                Flow::Done(Box::new(match names_hbase_object(stmt, &ctx.scope) {
+                    true => Decision::Answer(Answer::Error(hbase_ddl_not_preparable())),
+                    false => Decision::forward(),
+                }))
+            }
+            // the session carries it out on the whole text: its offsets must be the text's
+            Read::Hbase(_) if start > 0 => refuse_with(
+                er::NOT_SUPPORTED_YET,
+                "obkv-proxy: send HBase DDL as a statement of its own, not after a ';'",
+            ),
+            Read::Hbase(stmt) => Flow::Done(Box::new(Decision::Ddl(stmt.clone()))),
+            Read::Unreadable(e) => refuse_with(
+                er::PARSE_ERROR,
+                &format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
+            ),
+            Read::ProgramWritesHbase if ctx.strict && ctx.writes.is_some() => refuse_with(
+                er::NOT_SUPPORTED_YET,
+                "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
+                 statement writes to an HBase table, nor place them in a transaction; write them \
+                 from the client (plain or prepared statements are checked)",
+            ),
+            Read::ProgramWithHbaseDdl if ctx.strict => refuse_with(
+                er::NOT_SUPPORTED_YET,
+                "obkv-proxy: HBase DDL inside a stored program or compound statement cannot be \
+                 checked; run it as a statement of its own",
+            ),
+            _ => Flow::Next,
+        }
+    }
+
+    /// PREPARE … FROM / EXECUTE IMMEDIATE: its text, as far as it can be known before it runs.
+    fn dynamic(&mut self, at: &At<'_>, source: &Source) -> Flow {
+        let ctx = self.ctx;
+        match source {
+            Source::Literal(_) | Source::Computed { .. }
+                if !self.many && self.origin == Origin::Text && ctx.writes.is_some() =>
+            {
+                let Some(head) = crate::sql::dynamic::head(at.piece, self.d) else {
+                    return Flow::Done(Box::new(Decision::Answer(Answer::Error(
+                        unreadable_dynamic(),
+                    ))));
+                };
+                let source = match source {
+                    Source::Literal(text) => DynamicSource::Literal(text.clone()),
+                    Source::Computed { expr, .. } => DynamicSource::Computed(expr.clone()),
+                    Source::Fails | Source::Expression => return Flow::Next,
+                };
+                Flow::Done(Box::new(Decision::Dynamic(Box::new(DynamicSql {
+                    source,
+                    head,
+                }))))
+            }
+            Source::Literal(text) => {
+                let inner = Context {
+                    dialect: self.d,
+                    ..ctx.clone()
+                };
+                if self.origin == Origin::Prepare {
+                    // the backend prepares no PREPARE; only its DDL is looked at (no recursion)
+                    return match (self.dynamic.decide)(text, &inner) {
+                        Some(e) => Flow::Done(Box::new(Decision::Answer(Answer::Error(e)))),
+                        None => Flow::Next,
+                    };
+                }
+                match (self.dynamic.check)(text, &inner) {
+                    DynamicCheck::Runs => Flow::Next,
+                    DynamicCheck::Refused(e) => {
+                        Flow::Done(Box::new(Decision::Answer(Answer::Error(e))))
+                    }
+                    DynamicCheck::NeedFacts(n) => self.need(n),
+                    DynamicCheck::Checked { .. } if ctx.strict => Flow::Done(Box::new(
+                        Decision::Answer(Answer::Error(dynamic_write_in_text())),
+                    )),
+                    DynamicCheck::Checked { .. } => Flow::Next,
+                }
+            }
+            Source::Computed { expr, variables } => {
+                // a value assigned earlier in the same text is not known before the text runs
+                let (sql, d) = (self.sql, self.d);
+                let firsts = self
+                    .first_mentions
+                    .get_or_insert_with(|| variable_first_mentions(sql, d));
+                let start = self.pieces.get(at.i).map_or(0, |p| p.start);
+                let set_earlier = variables.iter().any(|v| {
+                    firsts
+                        .get(&normalize_variable(v))
+                        .is_some_and(|first| *first < start)
+                });
+                if ctx.strict && set_earlier {
+                    return Flow::Done(Box::new(refuse(
+                        er::NOT_SUPPORTED_YET,
+                        "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE: its variable \
+                         is set in the same multi-statement; send the PREPARE as a statement of its own",
+                    )));
+                }
+                if !self.computed.contains(expr) {
+                    self.computed.push(expr.clone());
+                }
+                Flow::Next
+            }
+            // the backend refuses it by itself: nothing of it runs
+            Source::Fails => Flow::Next,
+            Source::Expression if ctx.strict => Flow::Done(Box::new(refuse(
+                er::NOT_SUPPORTED_YET,
+                "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
+                 string literal, a user variable, or an expression of those and built-in string \
+                 functions (CONCAT, REPLACE, IF, …)",
+            ))),
+            Source::Expression => Flow::Next,
+        }
+    }
+}
+
+/// The write stage's state over the statements of one text.
+#[derive(Debug, Default)]
+struct WriteState {
+    /// The transaction as it will be when the statement being read runs.
+    txn: Txn,
+    /// Whether the text changes what the session must remember of its transaction.
+    txn_changed: bool,
+    /// Warnings and notes for the client (at most 64).
+    notes: Vec<Note>,
+    /// A statement of the text wrote (or locked) an HBase table.
+    wrote: bool,
+    /// A prepared write: what each execution is checked with.
+    plan: Option<Box<write::WritePlan>>,
+    /// A LOAD DATA LOCAL whose file the session checks.
+    load: Option<Box<write::LoadPlan>>,
+}
+
+impl WriteState {
+    /// Whether the session has anything to carry out besides forwarding.
+    fn matters(&self) -> bool {
+        self.wrote
+            || !self.notes.is_empty()
+            || self.txn_changed
+            || self.plan.is_some()
+            || self.load.is_some()
+    }
+
+    /// A statement of a multi-statement text that starts or ends a transaction: the
+    /// statements after it run in that state. (A single statement needs none of this: the
+    /// backend's status after it says where the transaction stands.)
+    fn transaction_statement(&mut self, piece: &[u8], d: Dialect, rules: &WriteRules) {
+        if rules.transactions == crate::config::Transactions::Off {
+            return;
+        }
+        let words = leading_words_of(piece, d);
+        let is = |w: &[&str]| {
+            words.len() >= w.len() && w.iter().zip(&words).all(|(a, b)| b.eq_ignore_ascii_case(a))
+        };
+        if is(&["BEGIN"]) || is(&["START", "TRANSACTION"]) {
+            self.txn = Txn {
+                active: true,
+                pinned: None,
+            };
+            self.txn_changed = true;
+        } else if (is(&["COMMIT"]) || is(&["ROLLBACK"]))
+            && !words.iter().any(|w| w.eq_ignore_ascii_case("TO"))
+        {
+            // autocommit off: the next statement begins the next transaction
+            self.txn.pinned = None;
+            self.txn_changed = true;
+        }
+    }
+
+    /// The rules' and the guard's verdict on one statement: the refusal, if any; otherwise its
+    /// warnings are kept and its partition fixes the transaction's.
+    fn judge(
+        &mut self,
+        checked: write::Checked,
+        rules: &WriteRules,
+        origin: Origin,
+    ) -> Option<ErrorInfo> {
+        let mut checked = checked;
+        if origin == Origin::Prepare {
+            // a prepare runs nothing: its literals are checked now, its `?` and its place in
+            // the transaction at each execution
+            checked.findings.retain(|f| f.rule != "C8");
+            checked.touch = None;
+        }
+        self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);
+        let out = write::verdict(checked, rules, &self.txn);
+        if let Some(f) = out.refuse {
+            return Some(f.to_error());
+        }
+        if let Some(p) = out.pin {
+            self.txn.pinned = Some(p);
+            self.txn_changed = true;
+        }
+        for f in out.warnings {
+            if self.notes.len() < 64 {
+                self.notes.push(Note::from(f));
+            }
+        }
+        None
+    }
+}
+
+/// What `assigned_cells` found.
+enum Assigned {
+    /// Not an UPDATE that runs, or not a write of an HBase table.
+    Nothing,
+    /// The schemas (or the charset) of its tables are needed first.
+    Need(Need),
+    /// Checked (the partition unknown), with the plan a prepare keeps.
+    Checked(write::Checked, Option<Box<write::WritePlan>>),
+}
+
+/// The cell rules on what an UPDATE the DML reader does not follow assigns (joins,
+/// subqueries, WITH, explicit partitions, index hints): `sql::assign` finds the SET list in any
+/// shape. A SET list it cannot follow, on an HBase table, is C9.
+fn assigned_cells(piece: &[u8], d: Dialect, view: &TableView, rules: &WriteRules) -> Assigned {
+    let update = match crate::sql::assign::read(piece, d) {
+        crate::sql::assign::Read::NotUpdate => return Assigned::Nothing,
+        crate::sql::assign::Read::Update(u) => u,
+        crate::sql::assign::Read::Unreadable(why) => {
+            return unreadable_write(piece, d, view, "UPDATE", why)
+        }
+    };
+    let mut schemas = Vec::with_capacity(update.tables.len());
+    let mut need = Need::default();
+    for r in &update.tables {
+        match prefix_scan::table_named(&r.table, view) {
+            Ok(s) => schemas.push(s),
+            Err(n) => {
+                need.merge(n);
+                schemas.push(None);
+            }
+        }
+    }
+    if need != Need::default() {
+        return Assigned::Need(need);
+    }
+    if schemas.iter().all(Option::is_none) {
+        return Assigned::Nothing;
+    }
+    match write::check_assigned(&update, &schemas, rules, view.charset, view.settled) {
+        Ok(checked) => {
+            let plan = write::plan_assigned(&update, &schemas).map(Box::new);
+            Assigned::Checked(checked, plan)
+        }
+        Err(write::NeedCharset) => Assigned::Need(Need {
+            charset: true,
+            ..Need::default()
+        }),
+    }
+}
+
+/// The first HBase table a statement names (by its `$` identifiers), if any.
+fn hbase_table_named(
+    piece: &[u8],
+    d: Dialect,
+    view: &TableView,
+) -> Result<Option<std::sync::Arc<crate::hbase::schema::TableSchema>>, Need> {
+    let mut need = Need::default();
+    let mut hbase = None;
+    for t in &dollar_names(piece, d) {
+        match prefix_scan::table_named(t, view) {
+            Ok(Some(s)) => {
+                hbase.get_or_insert(s);
+            }
+            Ok(None) => {}
+            Err(n) => need.merge(n),
+        }
+    }
+    if need != Need::default() {
+        return Err(need);
+    }
+    Ok(hbase)
+}
+
+/// A write the readers cannot follow: C9 if it names an HBase table (its partition unknown).
+fn unreadable_write(
+    piece: &[u8],
+    d: Dialect,
+    view: &TableView,
+    what: &str,
+    why: &'static str,
+) -> Assigned {
+    let schema = match hbase_table_named(piece, d, view) {
+        Err(n) => return Assigned::Need(n),
+        Ok(None) => return Assigned::Nothing,
+        Ok(Some(s)) => s,
+    };
+    let checked = write::Checked {
+        findings: vec![write::unreadable_write(what, why)],
+        touch: Some(Touch::Unknown {
+            table: schema.name.clone(),
+            why,
+        }),
+    };
+    Assigned::Checked(checked, None)
+}
+
+/// The `$` table names of a statement (`[db.]name`, not followed by a dot), at most 64. One
+/// pass over the whole statement with a window of four tokens: no token list is kept.
+pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
+    let ident = |t: &scan::Token| matches!(t.kind, Tok::Word | Tok::QuotedIdent);
+    let mut out = Vec::new();
+    // the window: [db, dot, name, after]; a name is judged once the token after it is known
+    let mut w: [Option<scan::Token>; 4] = [None; 4];
+    let mut toks = Scanner::new(piece, d).map_while(Result::ok).fuse();
+    loop {
+        let next = toks.next();
+        w = [w[1], w[2], w[3], next];
+        if let Some(t) = w[2] {
+            let dot_after = w[3].is_some_and(|n| n.is_punct(b'.'));
+            if ident(&t) && !dot_after && memchr::memchr(b'$', t.text(piece)).is_some() {
+                let schema = match (w[0], w[1]) {
+                    (Some(db), Some(dot)) if dot.is_punct(b'.') && ident(&db) => {
+                        Some(scan::ident_value(piece, &db))
+                    }
+                    _ => None,
+                };
+                let raw_name = scan::ident_value(piece, &t);
+                let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+                out.push(TableName {
+                    schema: schema.as_deref().map(lossy),
+                    name: lossy(&raw_name),
+                    raw_schema: schema,
+                    raw_name,
+                });
+                if out.len() >= 64 {
+                    break;
+                }
+            }
+        }
+        if next.is_none() && w[3].is_none() && w[2].is_none() {
+            break;
+        }
+    }
+    out
+}
+
+/// The rewriter's counts for one text.
+#[derive(Default)]
+pub(super) struct Tally {
+    rewritten: u64,
+    declined: u64,
+    unreadable: u64,
+}
+
+impl Tally {
+    /// The text was not rewritten after all (another statement's decision, or two readings):
+    /// its rewrites count as declined.
+    pub(super) fn not_rewritten(self) -> Tally {
+        Tally {
+            declined: self.declined + self.rewritten,
+            rewritten: 0,
+            ..self
+        }
+    }
+
+    pub(super) fn add_to(&self, c: &Counters) {
+        use std::sync::atomic::Ordering::Relaxed;
+        c.rewritten.fetch_add(self.rewritten, Relaxed);
+        c.declined.fetch_add(self.declined, Relaxed);
+        c.unreadable.fetch_add(self.unreadable, Relaxed);
+    }
+}
