@@ -1,0 +1,310 @@
+//! The relay: sending a command to the backend and streaming its response to the client as
+//! the backend sent it (bounded buffers; only the status packets are looked at, by
+//! `protocol::response`), with the sequence-id arithmetic a rewrite or a proxy answer after the
+//! response needs; and the ends of a session on a protocol error
+//! or a lost backend.
+
+use super::*;
+impl Session {
+    pub(super) async fn forward_without_response(&mut self) -> Result<(), End> {
+        if self.backend.send_command(&self.command).await.is_err() {
+            return Err(self.lose_backend(self.command_frames).await);
+        }
+        Ok(())
+    }
+
+    /// Sends the current command to the backend and relays the response.
+    pub(super) async fn forward(&mut self, kind: ResponseKind) -> Result<Summary, End> {
+        let (summary, _) = self.send_and_relay(kind, false).await?;
+        self.after_response(&summary);
+        Ok(summary)
+    }
+
+    /// Sends the current command and relays the response (`more_after`: as `relay_response`);
+    /// the summary and the sequence id after the response.
+    pub(super) async fn send_and_relay(
+        &mut self,
+        kind: ResponseKind,
+        more_after: bool,
+    ) -> Result<(Summary, u8), End> {
+        let backend_frames = match self.backend.send_command(&self.command).await {
+            Ok(next) => next,
+            Err(_) => return Err(self.lose_backend(self.command_frames).await),
+        };
+        // Response sequence ids continue the command's; they differ when a rewrite changed the
+        // number of frames.
+        let seq_delta = self.command_frames.wrapping_sub(backend_frames);
+        self.relay_response(kind, seq_delta, more_after).await
+    }
+
+    /// Relays one response; with `more_after` its last status packet says more results follow
+    /// (the proxy answers them). Returns the summary and the sequence id after the response.
+    pub(super) async fn relay_response(
+        &mut self,
+        kind: ResponseKind,
+        seq_delta: u8,
+        more_after: bool,
+    ) -> Result<(Summary, u8), End> {
+        let mut tracker = ResponseTracker::with_caps(kind, self.client_caps);
+        let mut next_seq = self.command_frames;
+        // the proxy's own warnings about the statement join the backend's count (the packets
+        // carry it only under CLIENT_PROTOCOL_41)
+        let own_warnings = match std::mem::take(&mut self.own_warnings) {
+            n if self.client_caps.has(cap::PROTOCOL_41) => n,
+            _ => 0,
+        };
+        // the last status packet (or a prepare's first) is edited: the packets are looked at
+        // one by one
+        let edit = more_after || own_warnings > 0;
+        // A packet of 16 MiB - 1 or more continues in further frames, which are relayed as they
+        // are and not shown to the tracker.
+        let mut continuing = false;
+        let mut step = Step::More;
+        // a compressed client expects a frame to end with each result, as servers do
+        let compressed = self.client.is_compressed();
+        loop {
+            if !continuing && !edit {
+                // the packets already read go on in one copy; the loop below reads the rest
+                let mut failed = None;
+                let mut stopped = false;
+                self.backend
+                    .move_whole_packets(&mut self.client, seq_delta, |h, payload| {
+                        next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
+                        match tracker.feed(h.len, payload) {
+                            Err(e) => {
+                                failed = Some(e);
+                                Flow::Leave
+                            }
+                            Ok(Step::More) if !(compressed && tracker.between_results()) => {
+                                Flow::Next
+                            }
+                            Ok(s) => {
+                                step = s;
+                                stopped = true;
+                                Flow::TakeAndStop
+                            }
+                        }
+                    });
+                if let Some(e) = failed {
+                    warn!(peer = %self.peer, "{e}");
+                    return Err(self.backend_protocol_error(next_seq, e.0).await);
+                }
+                if stopped {
+                    if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
+                        return Ok((done, next_seq));
+                    }
+                    continue;
+                }
+                if self.client.flush_if_full().await.is_err() {
+                    return Err(End::ClientGone);
+                }
+                // a packet not read whole yet that fits the buffer: read on, then move it
+                // with the others; a larger one is streamed below
+                if self.backend.next_frame_fits() {
+                    match self.backend.read_some_flushing(&mut self.client).await {
+                        Ok(()) => continue,
+                        Err(CopyError::Read(_)) => return Err(self.lose_backend(next_seq).await),
+                        Err(CopyError::Write(_)) => return Err(End::ClientGone),
+                    }
+                }
+            }
+            let header = match self.backend.read_header().await {
+                Ok(h) => h,
+                Err(_) => return Err(self.lose_backend(next_seq).await),
+            };
+            let seq = header.seq.wrapping_add(seq_delta);
+            next_seq = seq.wrapping_add(1);
+            if !continuing {
+                let first = if header.len > 0 {
+                    match self.backend.peek(1).await {
+                        Ok(b) => Some(b[0]),
+                        Err(_) => return Err(self.lose_backend(next_seq).await),
+                    }
+                } else {
+                    None
+                };
+                if tracker.needs_whole_packet(first, header.len) {
+                    let payload = match self.backend.read_payload(header.len).await {
+                        Ok(p) => p,
+                        Err(_) => return Err(self.lose_backend(next_seq).await),
+                    };
+                    step = match tracker.feed(header.len, payload) {
+                        Ok(s) => s,
+                        Err(e) => {
+                            warn!(peer = %self.peer, "{e}");
+                            return Err(self.backend_protocol_error(next_seq, e.0).await);
+                        }
+                    };
+                    self.client.queue_header(header.len, seq);
+                    let last = step == Step::Done && tracker.summary.error_code.is_none();
+                    let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
+                    match edited(payload, last, kind, more_after, own_warnings, deprecate_eof) {
+                        Some(patched) => self.client.queue_bytes(&patched),
+                        None => self.client.queue_bytes(payload),
+                    }
+                } else {
+                    let head = [first.unwrap_or(0)];
+                    step = match tracker.feed(header.len, &head[..header.len.min(1)]) {
+                        Ok(s) => s,
+                        Err(e) => return Err(self.backend_protocol_error(next_seq, e.0).await),
+                    };
+                    self.client.queue_header(header.len, seq);
+                    self.copy_backend_payload(header.len, next_seq).await?;
+                }
+            } else {
+                self.client.queue_header(header.len, seq);
+                self.copy_backend_payload(header.len, next_seq).await?;
+            }
+            continuing = header.len == MAX_FRAME;
+            if continuing {
+                continue;
+            }
+            if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
+                return Ok((done, next_seq));
+            }
+        }
+    }
+
+    /// What follows a relayed packet that ended a logical packet: the summary once the response
+    /// is complete (flushed), else None after writing out what a client must see by now.
+    pub(super) async fn after_packet(
+        &mut self,
+        step: Step,
+        tracker: &ResponseTracker,
+        seq_delta: u8,
+    ) -> Result<Option<Summary>, End> {
+        let flushed = match step {
+            // a compressed client expects a frame to end with each result, as servers do
+            Step::More if self.client.is_compressed() && tracker.between_results() => {
+                self.client.flush().await
+            }
+            Step::More => self.client.flush_if_full().await,
+            Step::Done => {
+                return match self.client.flush().await {
+                    Ok(()) => Ok(Some(tracker.summary)),
+                    Err(_) => Err(End::ClientGone),
+                }
+            }
+            Step::LocalInfile => {
+                if self.client.flush().await.is_err() {
+                    return Err(End::ClientGone);
+                }
+                self.relay_local_infile(seq_delta).await?;
+                Ok(())
+            }
+        };
+        match flushed {
+            Ok(()) => Ok(None),
+            Err(_) => Err(End::ClientGone),
+        }
+    }
+
+    pub(super) async fn copy_backend_payload(
+        &mut self,
+        len: usize,
+        next_seq: u8,
+    ) -> Result<(), End> {
+        match self.backend.copy_payload_to(len, &mut self.client).await {
+            Ok(()) => Ok(()),
+            Err(CopyError::Read(_)) => Err(self.lose_backend(next_seq).await),
+            Err(CopyError::Write(_)) => Err(End::ClientGone),
+        }
+    }
+
+    /// LOAD DATA LOCAL: the client sends the file as packets ending with an empty one.
+    pub(super) async fn relay_local_infile(&mut self, seq_delta: u8) -> Result<(), End> {
+        let mut previous_full = false;
+        let net_read = self.shared.config.net_read_timeout();
+        loop {
+            let h = match tokio::time::timeout(net_read, self.client.read_header()).await {
+                Ok(Ok(h)) => h,
+                _ => return Err(End::ClientGone),
+            };
+            self.backend
+                .queue_header(h.len, h.seq.wrapping_sub(seq_delta));
+            let copy = self.client.copy_payload_to(h.len, &mut self.backend);
+            match tokio::time::timeout(net_read, copy).await {
+                Ok(Ok(())) => {}
+                Ok(Err(CopyError::Read(_))) | Err(_) => return Err(End::ClientGone),
+                Ok(Err(CopyError::Write(_))) => {
+                    return Err(self.lose_backend(h.seq.wrapping_add(1)).await)
+                }
+            }
+            if h.len == 0 && !previous_full {
+                break;
+            }
+            previous_full = h.len == MAX_FRAME;
+        }
+        if self.backend.flush().await.is_err() {
+            return Err(self.lose_backend(0).await);
+        }
+        Ok(())
+    }
+
+    /// The backend spoke or closed between commands: relay the whole packets it sent (MariaDB
+    /// and MySQL send an error before closing a killed or timed-out connection) and end the
+    /// session, so the client's socket closes at once instead of waiting for its next statement.
+    pub(super) async fn backend_went_away(&mut self) -> End {
+        bump(&self.shared.stats.backend_lost);
+        warn!(peer = %self.peer, "backend closed the idle connection");
+        let wait = std::time::Duration::from_millis(20);
+        self.backend.read_until_closed(64 * 1024, wait).await;
+        let frames = self.backend.take_whole_frames();
+        self.client.queue_bytes(&frames);
+        let _ = self.client.flush().await;
+        End::BackendLost
+    }
+
+    /// The backend connection failed mid-command: tell the client (2013) and end the session.
+    pub(super) async fn lose_backend(&mut self, seq: u8) -> End {
+        bump(&self.shared.stats.backend_lost);
+        let addr = &self.shared.config.backend.address;
+        warn!(peer = %self.peer, backend = %addr, "lost backend connection");
+        let _ = self
+            .client
+            .send_packet(seq, &ErrorInfo::backend_lost(addr).to_packet())
+            .await;
+        End::BackendLost
+    }
+
+    pub(super) async fn backend_protocol_error(&mut self, seq: u8, what: &str) -> End {
+        let _ = self
+            .client
+            .send_packet(seq, &ErrorInfo::malformed_backend_packet(what).to_packet())
+            .await;
+        End::BackendLost
+    }
+
+    pub(super) async fn protocol_error(&mut self, seq: u8, e: ErrorInfo) -> End {
+        bump(&self.shared.stats.client_protocol_errors);
+        debug!(peer = %self.peer, code = e.code, "client protocol error: {}", e.message);
+        let _ = self.client.send_packet(seq, &e.to_packet()).await;
+        End::ClientGone
+    }
+}
+
+/// A whole relayed packet as the client gets it, when the proxy edits it (None: as it is): the
+/// last status packet of a response with SERVER_MORE_RESULTS_EXISTS when the proxy answers
+/// more after it (`more_after`), and with the proxy's own warnings added to the warning count
+/// (of a prepare's first packet, for COM_STMT_PREPARE). Nothing else of the backend's bytes is
+/// ever changed. `last`: the packet ended the response without an error.
+fn edited(
+    payload: &[u8],
+    last: bool,
+    kind: ResponseKind,
+    more_after: bool,
+    own_warnings: u16,
+    deprecate_eof: bool,
+) -> Option<Vec<u8>> {
+    let more = if more_after && last {
+        with_more_results(payload, deprecate_eof)
+    } else {
+        None
+    };
+    let prepare_ok = kind == ResponseKind::Prepare && payload.first() == Some(&0x00);
+    if own_warnings == 0 || !(prepare_ok || (last && kind != ResponseKind::Prepare)) {
+        return more;
+    }
+    let base = more.as_deref().unwrap_or(payload);
+    with_warnings_added(base, own_warnings, prepare_ok, deprecate_eof).or(more)
+}
