@@ -305,15 +305,7 @@ impl Session {
             .iter()
             .any(|a| !matches!(a, AlterAction::Option(o) if o.name == "TABLEGROUP"))
         {
-            let e = ErrorInfo::new(
-                rules::ER_NOT_SUPPORTED,
-                "42000",
-                format!(
-                    "OBKV-HBase rule R1: put '{}' in its table group with ALTER TABLE … TABLEGROUP = {} alone, then alter it",
-                    lossy(&name),
-                    group_option
-                ),
-            );
+            let e = ddl_policy::adoption_not_alone(&name, group_option);
             return self.answer_error(e).await;
         }
         let Some(dollar) = memchr::memchr(b'$', &name) else {
@@ -321,15 +313,7 @@ impl Session {
         };
         let group = name.get(..dollar).unwrap_or_default().to_vec();
         if !group_option.as_bytes().eq_ignore_ascii_case(&group) {
-            let e = ErrorInfo::new(
-                rules::ER_NOT_SUPPORTED,
-                "42000",
-                format!(
-                    "OBKV-HBase rule R1: TABLEGROUP = {group_option} does not match the group part of '{}'; write TABLEGROUP = {}",
-                    lossy(&name),
-                    lossy(&group)
-                ),
-            );
+            let e = ddl_policy::adoption_group_mismatch(&name, group_option, &group);
             return self.answer_error(e).await;
         }
         let key = marker::fold(&group, self.names_ci);

@@ -172,11 +172,7 @@ impl Session {
         match self.catalog_write(&sql).await? {
             Internal::Err(e) => self.answer_raw(&e).await,
             Internal::Ok(ok) if ok.affected_rows == 0 => {
-                let e = ErrorInfo::new(
-                    ER_TABLE_EXISTS,
-                    "42S01",
-                    format!("Table group '{name}' already exists"),
-                );
+                let e = ddl_policy::tablegroup_exists(name);
                 self.answer_error_or_note(if_not_exists, e).await
             }
             _ => {
@@ -230,20 +226,10 @@ impl Session {
             let (seen, hidden): (Vec<&Marked>, Vec<&Marked>) = members
                 .iter()
                 .partition(|m| visible.contains(&(m.schema.clone(), m.name.clone())));
-            let mut names: Vec<String> = seen
-                .iter()
-                .map(|m| format!("{}.{}", lossy(&m.schema), lossy(&m.name)))
-                .collect();
-            if !hidden.is_empty() {
-                names.push(format!("{} you may not see", hidden.len()));
-            }
-            return self
-                .answer_error(ErrorInfo::new(
-                    rules::ER_NOT_SUPPORTED,
-                    "42000",
-                    format!("Cannot drop table group '{name}': it still has tables ({}); drop them first", names.join(", ")),
-                ))
-                .await;
+            let shown: Vec<(&[u8], &[u8])> =
+                seen.iter().map(|m| (&m.schema[..], &m.name[..])).collect();
+            let e = ddl_policy::group_still_has_tables(name, &shown, hidden.len());
+            return self.answer_error(e).await;
         }
         if native {
             return self.forward(ResponseKind::Query).await.map(drop);
@@ -257,19 +243,11 @@ impl Session {
                 self.answer_raw(&e).await
             }
             Internal::Err(_) => {
-                let e = ErrorInfo::new(
-                    rules::ER_NO_SUCH_TABLEGROUP,
-                    "42S02",
-                    format!("Unknown table group '{name}'"),
-                );
+                let e = ddl_policy::unknown_tablegroup(name);
                 self.answer_error_or_note(if_exists, e).await
             }
             Internal::Ok(ok) if ok.affected_rows == 0 => {
-                let e = ErrorInfo::new(
-                    rules::ER_NO_SUCH_TABLEGROUP,
-                    "42S02",
-                    format!("Unknown table group '{name}'"),
-                );
+                let e = ddl_policy::unknown_tablegroup(name);
                 self.answer_error_or_note(if_exists, e).await
             }
             _ => self.answer_ok(0, 0).await,
@@ -348,11 +326,8 @@ impl Session {
                 Internal::Ok(ok) => self.keep_backend_warnings(&ok).await?,
                 Internal::Rows(_) => {}
             }
-            self.pending_warnings.push((
-                "Warning".into(),
-                rules::ER_WRONG_TABLE_NAME,
-                format!("OBKV-HBase rule R1: table '{}' has columns K, Q, T, V but no '$' in its name; HBase clients look tables up as group$family", t.name),
-            ));
+            // a warning, never a refusal: the table is no HBase table
+            self.carry(ddl_policy::kqtv_without_dollar(&t.name));
             let n = self.pending_warnings.len() as u16;
             return self.answer_ok(0, n).await;
         }
