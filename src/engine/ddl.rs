@@ -6,6 +6,7 @@
 
 use crate::hbase::live::Shape;
 use crate::hbase::rules::{self, Enforcement, Finding, GroupState, Level, RuleConfig};
+use crate::protocol::constants::er;
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{AlterAction, CreateTable, TableName};
 
@@ -106,6 +107,93 @@ pub fn like_of_a_plain_table(
     }
 }
 
+/// CREATE TABLE of a table with columns K, Q, T, V but no `$` in its name (and no TABLEGROUP
+/// option): no HBase table, so nothing refuses it; it runs with this warning, in every mode.
+pub fn kqtv_without_dollar(name: &TableName) -> DdlVerdict {
+    DdlVerdict {
+        refuse: None,
+        notes: vec![Finding {
+            rule: "R1",
+            level: Level::Warning,
+            code: rules::ER_WRONG_TABLE_NAME,
+            sqlstate: "42000",
+            message: format!("OBKV-HBase rule R1: table '{name}' has columns K, Q, T, V but no '$' in its name; HBase clients look tables up as group$family"),
+        }],
+    }
+}
+
+/// CREATE TABLEGROUP of a group that exists (a note and an OK with IF NOT EXISTS).
+pub fn tablegroup_exists(name: &str) -> ErrorInfo {
+    ErrorInfo::new(
+        er::TABLE_EXISTS_ERROR,
+        "42S01",
+        format!("Table group '{name}' already exists"),
+    )
+}
+
+/// DROP TABLEGROUP of a group that does not exist (a note and an OK with IF EXISTS).
+pub fn unknown_tablegroup(name: &str) -> ErrorInfo {
+    ErrorInfo::new(
+        rules::ER_NO_SUCH_TABLEGROUP,
+        "42S02",
+        format!("Unknown table group '{name}'"),
+    )
+}
+
+/// DROP TABLEGROUP of a group that still has tables: refused, naming the tables the user may
+/// see (schema and name, UTF-8) and counting the `hidden` others.
+pub fn group_still_has_tables(name: &str, visible: &[(&[u8], &[u8])], hidden: usize) -> ErrorInfo {
+    let mut names: Vec<String> = visible
+        .iter()
+        .map(|(schema, table)| {
+            format!(
+                "{}.{}",
+                String::from_utf8_lossy(schema),
+                String::from_utf8_lossy(table)
+            )
+        })
+        .collect();
+    if hidden > 0 {
+        names.push(format!("{hidden} you may not see"));
+    }
+    ErrorInfo::new(
+        rules::ER_NOT_SUPPORTED,
+        "42000",
+        format!(
+            "Cannot drop table group '{name}': it still has tables ({}); drop them first",
+            names.join(", ")
+        ),
+    )
+}
+
+/// An adoption (`ALTER TABLE g$f TABLEGROUP = g`) with other actions in the same ALTER: refused
+/// (adopt first, then alter). `table` is the table's name in UTF-8.
+pub fn adoption_not_alone(table: &[u8], group_option: &str) -> ErrorInfo {
+    ErrorInfo::new(
+        rules::ER_NOT_SUPPORTED,
+        "42000",
+        format!(
+            "OBKV-HBase rule R1: put '{}' in its table group with ALTER TABLE … TABLEGROUP = {} alone, then alter it",
+            String::from_utf8_lossy(table),
+            group_option
+        ),
+    )
+}
+
+/// An adoption whose TABLEGROUP is not the group part (`group`) of the table's name `table`
+/// (both UTF-8): refused.
+pub fn adoption_group_mismatch(table: &[u8], group_option: &str, group: &[u8]) -> ErrorInfo {
+    ErrorInfo::new(
+        rules::ER_NOT_SUPPORTED,
+        "42000",
+        format!(
+            "OBKV-HBase rule R1: TABLEGROUP = {group_option} does not match the group part of '{}'; write TABLEGROUP = {}",
+            String::from_utf8_lossy(table),
+            String::from_utf8_lossy(group)
+        ),
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -202,5 +290,55 @@ mod tests {
         assert!(like_of_a_plain_table(&name, &source, Enforcement::Warn)
             .refuse
             .is_none());
+    }
+
+    #[test]
+    fn a_kqtv_table_without_a_dollar_runs_with_a_warning() {
+        let v = kqtv_without_dollar(&TableName::new(None, "plain"));
+        assert_eq!(v.refuse, None);
+        let [f] = &v.notes[..] else { panic!("{v:?}") };
+        assert_eq!((f.level, f.code), (Level::Warning, er::WRONG_TABLE_NAME));
+        assert_eq!(
+            f.message,
+            "OBKV-HBase rule R1: table 'plain' has columns K, Q, T, V but no '$' in its name; HBase clients look tables up as group$family"
+        );
+    }
+
+    #[test]
+    fn table_group_answers() {
+        let e = tablegroup_exists("g");
+        assert_eq!((e.code, &e.sqlstate), (er::TABLE_EXISTS_ERROR, b"42S01"));
+        assert_eq!(e.message, "Table group 'g' already exists");
+        let e = unknown_tablegroup("g");
+        assert_eq!((e.code, &e.sqlstate), (er::NO_SUCH_TABLE, b"42S02"));
+        assert_eq!(e.message, "Unknown table group 'g'");
+        let e = group_still_has_tables("g", &[(b"db", b"g$f"), (b"db", b"g$h")], 2);
+        assert_eq!((e.code, &e.sqlstate), (er::NOT_SUPPORTED_YET, b"42000"));
+        assert_eq!(
+            e.message,
+            "Cannot drop table group 'g': it still has tables (db.g$f, db.g$h, 2 you may not see); drop them first"
+        );
+        let e = group_still_has_tables("g", &[], 1);
+        assert_eq!(
+            e.message,
+            "Cannot drop table group 'g': it still has tables (1 you may not see); drop them first"
+        );
+    }
+
+    #[test]
+    fn an_adoption_is_alone_and_names_its_group() {
+        let e = adoption_not_alone(b"g$f", "g");
+        assert_eq!((e.code, &e.sqlstate), (er::NOT_SUPPORTED_YET, b"42000"));
+        assert_eq!(
+            e.message,
+            "OBKV-HBase rule R1: put 'g$f' in its table group with ALTER TABLE … TABLEGROUP = g alone, then alter it"
+        );
+        let e = adoption_group_mismatch(b"g$f", "h", b"g");
+        assert_eq!(e.code, er::NOT_SUPPORTED_YET);
+        assert_eq!(
+            e.message,
+            "OBKV-HBase rule R1: TABLEGROUP = h does not match the group part of 'g$f'; write TABLEGROUP = g"
+        );
+        assert_eq!(&e.sqlstate, b"42000");
     }
 }

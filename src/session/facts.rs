@@ -7,7 +7,7 @@
 use crate::protocol::constants::er;
 use std::sync::Arc;
 
-use super::hbase::cell;
+use super::catalog::cell;
 use super::{End, Session};
 use crate::engine::prefix_scan::{ConnCharset, Need};
 use crate::hbase::backend::Flavor;

@@ -5,6 +5,8 @@
 //! backend's response packets to the client as they arrive, watching only the status packets
 //! (`protocol::response`) to know where the response ends.
 
+mod alter;
+mod catalog;
 mod dynamic;
 mod facts;
 pub mod handshake;

@@ -1,0 +1,525 @@
+//! The write stage of the router (issue 10), pure: for one statement on an HBase table it
+//! checks the cells an INSERT / REPLACE / UPDATE writes against the cell rules
+//! (`hbase::cells`), fills in T where an INSERT leaves it out (one value per statement, in the
+//! timestamp convention), and says where the statement's rows are (`Touch`) so that
+//! `guard` can keep a transaction inside one partition of one table group.
+//!
+//! Placement is always OceanBase's (the model's `Partitioning::partition_of`), on every backend:
+//! an application that passes here stays inside one partition when it moves to OceanBase.
+
+mod checked;
+mod execution;
+mod guard;
+mod load;
+mod statement;
+
+pub use checked::{Checked, NeedCharset, Place, Touch, WriteRules};
+pub use execution::{
+    check_execution, leaves_t_out, plan_assigned, plan_insert, Bound, Gathered, Shape, WritePlan,
+};
+pub use guard::{guard, verdict, Guarded, Outcome, Txn};
+pub use load::{load_fill_t, load_unchecked, LoadCheck, LoadPlan};
+pub use statement::{check_assigned, check_dml, check_insert, unreadable_write, FillT};
+
+#[cfg(test)]
+mod tests {
+    use super::checked::{place, MAX_FINDINGS};
+    use super::*;
+    use crate::config::Transactions;
+    use crate::engine::prefix_scan::ConnCharset;
+    use crate::hbase::cells;
+    use crate::hbase::partition::Partitioning;
+    use crate::hbase::rules::{Enforcement, Finding};
+    use crate::hbase::schema::{Placement, TableSchema};
+    use crate::sql::dml::Dml;
+    use crate::sql::scan::Dialect;
+    use crate::sql::splice::Splice;
+
+    const NOW: i64 = 1_763_700_000_000;
+
+    fn schema(partitioning: Partitioning) -> TableSchema {
+        let prefix_column = match &partitioning {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } => Some(("K_PREFIX".to_string(), *n)),
+            _ => None,
+        };
+        TableSchema {
+            schema: "hb".into(),
+            name: "g$f".into(),
+            partitioning,
+            prefix_column,
+            placement: Placement::MySqlFamily,
+            grouped: true,
+            limits: cells::CellLimits {
+                k: Some(16),
+                q: Some(8),
+                v: Some(32),
+                prefix_column: Some("K_PREFIX".into()),
+                columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
+            },
+        }
+    }
+
+    fn prefixed() -> TableSchema {
+        schema(Partitioning::Key {
+            prefix_len: Some(4),
+            partitions: 13,
+        })
+    }
+
+    fn rules() -> WriteRules {
+        WriteRules {
+            now_ms: NOW,
+            ..WriteRules::default()
+        }
+    }
+
+    fn insert(sql: &str) -> (Checked, Vec<u8>) {
+        let mut splice = Splice::new();
+        let c = check_insert(
+            sql.as_bytes(),
+            Dialect::default(),
+            &prefixed(),
+            &rules(),
+            Some(ConnCharset::Utf8),
+            true,
+            &mut splice,
+            0,
+            FillT::Literal,
+        )
+        .expect("no charset needed");
+        (c, splice.apply(sql.as_bytes()))
+    }
+
+    fn rules_of(c: &Checked) -> Vec<&'static str> {
+        c.findings.iter().map(|f| f.rule).collect()
+    }
+
+    #[test]
+    fn inserts_are_checked_row_by_row() {
+        let (c, _) =
+            insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v')");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1, 'v'), ('', 'q', -1763700000000, 'v')");
+        assert_eq!(rules_of(&c), ["C5", "C1"]);
+        assert!(c.findings[1].message.contains("row 2"));
+        let (c, _) = insert("INSERT INTO g$f VALUES ('row1', 'q', 1763700000000, NULL, DEFAULT), ('', 'q', -1763700000000, 'v')");
+        assert_eq!(
+            rules_of(&c),
+            ["C3", "C4"],
+            "strict stops after the first row with an error"
+        );
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('row1', 'q', -1763700000000, 'v', 'rowX')");
+        assert_eq!(rules_of(&c), ["C6"]);
+        let (c, _) = insert(
+            "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, CONCAT('a', 'b'))",
+        );
+        assert_eq!(rules_of(&c), ["C8"]);
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) SELECT K, Q, T, V FROM other");
+        assert_eq!(rules_of(&c), ["C8"]);
+        assert!(matches!(c.touch, Some(Touch::Unknown { .. })));
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v') ON DUPLICATE KEY UPDATE T = -5");
+        assert_eq!(rules_of(&c), ["C7"]);
+        let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES (X'00112233445566778899AABBCCDDEEFF00', 'q', -1763700000000, 'v')");
+        assert_eq!(rules_of(&c), ["C2"]);
+    }
+
+    #[test]
+    fn t_is_filled_in_where_an_insert_leaves_it_out() {
+        let (c, sent) = insert("INSERT INTO g$f (K, Q, V) VALUES ('a', 'q', 'v'), ('b', 'q', 'w')");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert_eq!(
+            String::from_utf8(sent).unwrap(),
+            "INSERT INTO g$f (K, Q, V, T) VALUES ('a', 'q', 'v', -1763700000000), ('b', 'q', 'w', -1763700000000)"
+        );
+        let (_, sent) = insert("INSERT INTO g$f SET K = 'a', Q = 'q', V = 'v'");
+        assert_eq!(
+            String::from_utf8(sent).unwrap(),
+            "INSERT INTO g$f SET K = 'a', Q = 'q', V = 'v', T = -1763700000000"
+        );
+        // T given, or no column list: nothing added
+        let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'q', -1763700000000, 'v')";
+        assert_eq!(insert(sql).1, sql.as_bytes());
+    }
+
+    #[test]
+    fn where_an_insert_lands() {
+        let (c, _) =
+            insert("INSERT INTO g$f (K, Q, V) VALUES ('abcd1', 'q', 'v'), ('abcd2', 'q', 'v')");
+        let Some(Touch::At(places)) = c.touch else {
+            panic!("{:?}", c.touch)
+        };
+        assert_eq!(places.len(), 1, "one prefix, one partition");
+        assert_eq!(places[0].rowkey, b"abcd1");
+        let p = prefixed().partitioning.partition_of(b"abcd").unwrap();
+        assert_eq!(places[0].partition, p);
+    }
+
+    fn dml(sql: &str) -> Dml {
+        match crate::sql::dml::read(sql.as_bytes(), Dialect::default()) {
+            crate::sql::dml::Read::Dml(d) => *d,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn check(sql: &str, s: &TableSchema) -> Checked {
+        check_dml(
+            &dml(sql),
+            s,
+            &rules(),
+            Some(ConnCharset::Utf8),
+            Some(true),
+            true,
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn updates_do_not_move_cells() {
+        let s = prefixed();
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET V = 'x' WHERE K = 'abcd1'", &s)),
+            [""; 0]
+        );
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET T = -1 WHERE K = 'abcd1'", &s)),
+            ["C7"]
+        );
+        assert_eq!(
+            rules_of(&check(
+                "UPDATE g$f AS x SET x.K = 'b' WHERE K = 'abcd1'",
+                &s
+            )),
+            ["C7"]
+        );
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET V = NULL WHERE K = 'abcd1'", &s)),
+            ["C3"]
+        );
+        assert_eq!(
+            rules_of(&check(
+                "UPDATE g$f SET V = 'much too long for thirty-two bytes' WHERE K = 'a'",
+                &s
+            )),
+            ["C2"]
+        );
+        assert_eq!(
+            rules_of(&check("UPDATE g$f SET K_PREFIX = 'x' WHERE K = 'a'", &s)),
+            ["C6"]
+        );
+    }
+
+    #[test]
+    fn a_prefix_value_equal_to_the_rowkeys_prefix_is_left_to_the_backend() {
+        // what mariadb-dump writes for a table with a generated prefix column: every column's
+        // value, the generated one too (seekdb refuses it with 3105)
+        let sql = "INSERT INTO `g$f` VALUES ('row1xyz','q',-1763700000000,'v','row1'),(X'00FF01','q',-1763700000000,'v',X'00FF01')";
+        let (c, sent) = insert(sql);
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert_eq!(
+            String::from_utf8_lossy(&sent),
+            "INSERT INTO `g$f` VALUES ('row1xyz','q',-1763700000000,'v',DEFAULT),(X'00FF01','q',-1763700000000,'v',DEFAULT)"
+        );
+        // named, as --complete-insert writes it
+        let (c, sent) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', _binary 'abcd')");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert!(
+            sent.ends_with(b"'v', DEFAULT)"),
+            "{}",
+            String::from_utf8_lossy(&sent)
+        );
+        // a value that is not the prefix is refused, named or not; DEFAULT is fine
+        for sql in [
+            "INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', 'abce')",
+            "INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', 'abcdef')",
+            "INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', NULL)",
+            "INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', CONCAT('ab', 'cd'))",
+        ] {
+            let (c, _) = insert(sql);
+            assert_eq!(rules_of(&c), ["C6"], "{sql}");
+        }
+        let (c, sent) =
+            insert("INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', DEFAULT)");
+        assert!(c.findings.is_empty(), "{:?}", c.findings);
+        assert!(sent.ends_with(b"'v', DEFAULT)"));
+    }
+
+    #[test]
+    fn where_rows_are() {
+        let s = prefixed();
+        let at = |sql: &str| match check(sql, &s).touch {
+            Some(Touch::At(p)) => p.iter().map(|p| p.partition).collect::<Vec<_>>(),
+            other => panic!("{sql}: {other:?}"),
+        };
+        let p = |k: &[u8]| s.partitioning.partition_of(k).unwrap();
+        assert_eq!(at("DELETE FROM g$f WHERE K = 'abcd1'"), [p(b"abcd")]);
+        assert_eq!(at("DELETE FROM g$f WHERE K LIKE 'abcd%'"), [p(b"abcd")]);
+        assert_eq!(
+            at("DELETE FROM g$f WHERE K >= 'abcd1' AND K < 'abcd9'"),
+            [p(b"abcd")]
+        );
+        assert!(matches!(
+            check("DELETE FROM g$f WHERE V = 'x'", &s).touch,
+            Some(Touch::Unknown { .. })
+        ));
+        assert!(check("SELECT * FROM g$f WHERE K = 'a'", &s).touch.is_none());
+        assert!(check("SELECT * FROM g$f WHERE K = 'a' FOR UPDATE", &s)
+            .touch
+            .is_some());
+        assert!(
+            check("SELECT * FROM g$f WHERE K = 'a' LOCK IN SHARE MODE", &s)
+                .touch
+                .is_some()
+        );
+        // KEY(K): a LIKE pins nothing, an equality pins its key
+        let whole = schema(Partitioning::Key {
+            prefix_len: None,
+            partitions: 7,
+        });
+        assert!(matches!(
+            check("DELETE FROM g$f WHERE K LIKE 'abcd%'", &whole).touch,
+            Some(Touch::Unknown { .. })
+        ));
+        match check("DELETE FROM g$f WHERE K = 'abcd1'", &whole).touch {
+            Some(Touch::At(p)) => assert_eq!(
+                p[0].partition,
+                whole.partitioning.partition_of(b"abcd1").unwrap()
+            ),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn at(partition: u32, group: &str, key: &[u8]) -> Place {
+        Place {
+            schema: "hb".into(),
+            group: group.into(),
+            table: format!("{group}$f"),
+            partition,
+            rowkey: key.to_vec(),
+        }
+    }
+
+    #[test]
+    fn the_guard_keeps_a_transaction_in_one_partition() {
+        let mode = Transactions::SinglePartition;
+        let mut txn = Txn {
+            active: true,
+            pinned: None,
+        };
+        // the first write pins
+        let g = guard(&Touch::At(vec![at(3, "g", b"a")]), &txn, mode);
+        assert_eq!(
+            g,
+            Guarded::Fine {
+                pin: Some(at(3, "g", b"a"))
+            }
+        );
+        txn.pinned = Some(at(3, "g", b"a"));
+        // the same partition of another family of the group: fine, nothing new pinned
+        let mut other_family = at(3, "g", b"a");
+        other_family.table = "g$other".into();
+        assert_eq!(
+            guard(&Touch::At(vec![other_family]), &txn, mode),
+            Guarded::Fine { pin: None }
+        );
+        // another partition, another group, an unknown partition: refused
+        for t in [
+            Touch::At(vec![at(4, "g", b"b")]),
+            Touch::At(vec![at(3, "h", b"a")]),
+            Touch::Unknown {
+                table: "g$f".into(),
+                why: "no K",
+            },
+        ] {
+            match guard(&t, &txn, mode) {
+                Guarded::Refuse(f) => assert!(f.rule == "X1" || f.rule == "X2"),
+                other => panic!("{t:?}: {other:?}"),
+            }
+        }
+        let Guarded::Refuse(f) = guard(&Touch::At(vec![at(4, "g", b"b")]), &txn, mode) else {
+            panic!()
+        };
+        assert!(
+            f.message.contains("p3") && f.message.contains("p4"),
+            "{}",
+            f.message
+        );
+        assert!(
+            f.message.contains("'a'") && f.message.contains("'b'"),
+            "{}",
+            f.message
+        );
+        // warn mode forwards with a warning; off does nothing
+        assert!(matches!(
+            guard(&Touch::At(vec![at(4, "g", b"b")]), &txn, Transactions::Warn),
+            Guarded::Warn(_)
+        ));
+        assert_eq!(
+            guard(&Touch::At(vec![at(4, "g", b"b")]), &txn, Transactions::Off),
+            Guarded::Fine { pin: None }
+        );
+        // one statement spanning two partitions, outside a transaction: a warning (strict: refused)
+        let two = Touch::At(vec![at(1, "g", b"a"), at(2, "g", b"b")]);
+        let idle = Txn::default();
+        assert!(matches!(guard(&two, &idle, mode), Guarded::Warn(f) if f.rule == "X3"));
+        assert!(
+            matches!(guard(&two, &idle, Transactions::Strict), Guarded::Refuse(f) if f.rule == "X3")
+        );
+        // inside a transaction with nothing pinned yet it is refused outright
+        let fresh = Txn {
+            active: true,
+            pinned: None,
+        };
+        assert!(matches!(guard(&two, &fresh, mode), Guarded::Refuse(f) if f.rule == "X1"));
+    }
+
+    #[test]
+    fn a_bulk_executes_rows_are_gathered() {
+        let s = prefixed();
+        let at = |k: &[u8]| Checked {
+            findings: Vec::new(),
+            touch: Some(Touch::At(vec![place(
+                &s,
+                s.partitioning.partition_of(k).unwrap(),
+                k,
+            )])),
+        };
+        let mut g = Gathered::new();
+        g.add(at(b"aaaa1"));
+        g.add(at(b"aaaa2"));
+        assert!(!g.refused(&rules()));
+        let c = g.finish(&s.name, false);
+        let Some(Touch::At(places)) = c.touch else {
+            panic!("{c:?}")
+        };
+        assert_eq!(places.len(), 1, "one partition, once");
+        assert_eq!(
+            places[0].rowkey, b"aaaa1",
+            "the first row that put it there"
+        );
+        // an unknown row makes the whole unknown; an unreadable row notes it
+        let mut g = Gathered::new();
+        g.add(at(b"aaaa1"));
+        let c = g.finish(&s.name, true);
+        assert!(matches!(c.touch, Some(Touch::Unknown { .. })));
+        assert_eq!(c.findings[0].rule, "C8");
+        // findings are capped; an error refuses under strict rules only
+        let mut g = Gathered::new();
+        for _ in 0..100 {
+            g.add(Checked {
+                findings: vec![Finding::error("C1", 1292, "22007", "x".into())],
+                touch: None,
+            });
+        }
+        assert!(g.refused(&rules()));
+        let warn = WriteRules {
+            cells: Enforcement::Warn,
+            ..rules()
+        };
+        assert!(!g.refused(&warn));
+        let c = g.finish(&s.name, false);
+        assert_eq!(c.findings.len(), MAX_FINDINGS);
+        assert_eq!(c.touch, None, "no row touched a partition");
+    }
+
+    #[test]
+    fn load_data_files_are_checked_row_by_row() {
+        let plan = |sql: &str| LoadPlan {
+            load: crate::sql::load::read(sql.as_bytes(), Dialect::default())
+                .unwrap()
+                .unwrap(),
+            schema: std::sync::Arc::new(prefixed()),
+        };
+        let t = -NOW;
+        // rows spread over partitions; each row numbered
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, T, V)");
+        let mut c = LoadCheck::new(&p, rules());
+        c.feed(format!("aaaa1\tq\t{t}\tv\nbbbb1\tq\t").as_bytes());
+        c.feed(format!("{t}\tv\n\tq\t{t}\tv\n").as_bytes());
+        assert!(c.refused(), "row 3's empty K");
+        let out = c.finish();
+        assert_eq!(out.findings[0].rule, "C1");
+        assert!(out.findings[0].message.contains("row 3"));
+        // a rowkey through a user variable is an expression: unknown, noted
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (@k, Q, T, V) SET K = UNHEX(@k)");
+        let mut c = LoadCheck::new(&p, rules());
+        c.feed(format!("6161\tq\t{t}\tv\n").as_bytes());
+        let out = c.finish();
+        assert!(matches!(out.touch, Some(Touch::Unknown { .. })), "{out:?}");
+        // T left out: filled in where the statement ends
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, V)");
+        let (at, text) = load_fill_t(&p.load, &rules()).unwrap();
+        assert_eq!(
+            at,
+            "LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, V)".len()
+        );
+        assert_eq!(text, format!(" SET T = {t}").into_bytes());
+        let mut c = LoadCheck::new(&p, rules());
+        c.feed(b"aaaa1\tq\tv\naaaa2\tq\tv");
+        let out = c.finish();
+        assert!(out.findings.is_empty(), "{:?}", out.findings);
+        let Some(Touch::At(places)) = out.touch else {
+            panic!()
+        };
+        assert_eq!(places.len(), 1, "one prefix, one partition");
+        // the generated prefix column may not be loaded
+        let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (K, Q, T, V, K_PREFIX)");
+        assert!(LoadCheck::new(&p, rules()).refused());
+    }
+
+    #[test]
+    fn a_prepared_join_checks_each_v_against_the_table_it_goes_to() {
+        let small = std::sync::Arc::new(prefixed());
+        let mut big = prefixed();
+        big.name = "g$h".into();
+        big.limits.v = Some(1 << 20);
+        let big = std::sync::Arc::new(big);
+        let plan_of = |sql: &str| {
+            let crate::sql::assign::Read::Update(u) =
+                crate::sql::assign::read(sql.as_bytes(), Dialect::default())
+            else {
+                panic!("not read: {sql}");
+            };
+            // the tables as the statement names them: g$f, g$h, then anything else
+            let schemas: Vec<_> = u
+                .tables
+                .iter()
+                .map(|t| match t.table.name.as_str() {
+                    "g$f" => Some(small.clone()),
+                    "g$h" => Some(big.clone()),
+                    _ => None,
+                })
+                .collect();
+            plan_assigned(&u, &schemas).expect("a plan")
+        };
+        let run = |plan: &WritePlan, values: &[Vec<u8>]| {
+            let bound = |n: u32| match values.get(n as usize) {
+                Some(v) => Bound::Bytes(v, true),
+                None => Bound::Other,
+            };
+            let c = check_execution(plan, &bound, &rules(), None, Some(true), 0);
+            assert!(
+                matches!(c.touch, Some(Touch::Unknown { .. })),
+                "{:?}",
+                c.touch
+            );
+            c.findings.iter().map(|f| f.rule).collect::<Vec<_>>()
+        };
+        let forty = vec![b'x'; 40];
+        let plan = plan_of("UPDATE g$f a JOIN g$h b ON a.K = b.K SET a.V = ?, b.V = ?");
+        assert!(matches!(plan.shape, Shape::Assigned(ref e) if e.len() == 2));
+        assert!(run(&plan, &[b"v".to_vec(), forty.clone()]).is_empty());
+        assert_eq!(run(&plan, &[forty.clone(), b"v".to_vec()]), ["C2"]);
+        let huge = vec![b'x'; (1 << 20) + 1];
+        assert_eq!(run(&plan, &[b"v".to_vec(), huge]), ["C2"]);
+        // an unqualified V may belong to either table: checked against both
+        let plan = plan_of("UPDATE g$h, g$f SET V = ? WHERE g$f.K = g$h.K");
+        assert_eq!(run(&plan, std::slice::from_ref(&forty)), ["C2"]);
+        // one HBase table among others keeps the one-table plan
+        let plan = plan_of("UPDATE g$f a JOIN o b ON a.K = b.k SET a.V = ?, b.v = ?");
+        assert!(matches!(plan.shape, Shape::Dml(_)));
+        assert_eq!(run(&plan, &[forty, b"v".to_vec()]), ["C2"]);
+    }
+}
