@@ -5,7 +5,7 @@
 //! Pure: no I/O.
 
 use crate::hbase::live::Shape;
-use crate::hbase::rules::{self, Enforcement, Finding, GroupState, Level, RuleConfig};
+use crate::hbase::rules::{self, Enforcement, Finding, GroupState, Level, Rule, RuleConfig};
 use crate::protocol::constants::er;
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{AlterAction, CreateTable, TableName};
@@ -113,7 +113,7 @@ pub fn kqtv_without_dollar(name: &TableName) -> DdlVerdict {
     DdlVerdict {
         refuse: None,
         notes: vec![Finding {
-            rule: "R1",
+            rule: Rule::R1,
             level: Level::Warning,
             code: rules::ER_WRONG_TABLE_NAME,
             sqlstate: "42000",
@@ -226,7 +226,7 @@ mod tests {
         let ok = create_table(&table(GOOD), CFG, &group(), Enforcement::Strict);
         assert_eq!(ok.refuse, None);
         // a note for KEY(K) (prefix scans read every partition)
-        assert!(ok.notes.iter().any(|f| f.rule == "R5"), "{ok:?}");
+        assert!(ok.notes.iter().any(|f| f.rule == Rule::R5), "{ok:?}");
         let bad = table(&GOOD.replace("PARTITIONS 97", "PARTITIONS 96"));
         let strict = create_table(&bad, CFG, &group(), Enforcement::Strict);
         let e = strict.refuse.expect("R6 refuses an even count");
@@ -237,7 +237,7 @@ mod tests {
         assert!(warn
             .notes
             .iter()
-            .any(|f| f.rule == "R6" && f.level == Level::Warning));
+            .any(|f| f.rule == Rule::R6 && f.level == Level::Warning));
         assert_eq!(
             create_table(&bad, CFG, &group(), Enforcement::Off),
             DdlVerdict::default()
@@ -266,7 +266,7 @@ mod tests {
     #[test]
     fn an_adoption_is_refused_for_the_tables_own_errors_only() {
         let broken = Shape::Broken(vec![rules::Finding::error(
-            "R7",
+            Rule::R7,
             er::NOT_SUPPORTED_YET,
             "42000",
             "an index".into(),

@@ -121,6 +121,8 @@ pub fn decide_unseen_load(table: &str, why: &'static str, ctx: &ExecContext) -> 
 mod tests {
     use std::sync::Arc;
 
+    use crate::hbase::rules::Rule;
+
     use super::*;
     use crate::config::Transactions;
     use crate::engine::router::{decide, Context, Decision, Origin};
@@ -229,29 +231,29 @@ mod tests {
         for (bound, rule, code) in [
             (
                 values(b"", -NOW as i128, Some(b"v")),
-                "C1",
+                Rule::C1,
                 er::TRUNCATED_WRONG_VALUE,
             ),
             (
                 values(b"abcd1", -NOW as i128, None),
-                "C3",
+                Rule::C3,
                 er::BAD_NULL_ERROR,
             ),
             (
                 values(b"abcd1", NOW as i128, Some(b"v")),
-                "C4",
+                Rule::C4,
                 er::TRUNCATED_WRONG_VALUE,
             ),
             (
                 values(b"abcd1", -NOW as i128, Some(&[0u8; 40])),
-                "C2",
+                Rule::C2,
                 er::DATA_TOO_LONG,
             ),
         ] {
             let v = decide_execution(&p, Some(&bound), &e.ctx());
             let err = v.refuse.clone().unwrap_or_else(|| panic!("{rule}: {v:?}"));
             assert_eq!(err.code, code, "{rule}: {err:?}");
-            assert!(err.message.contains(rule), "{rule}: {err:?}");
+            assert!(err.message.contains(rule.id()), "{rule}: {err:?}");
         }
         // C5, a T that looks like seconds: a note, and the execution runs
         let v = decide_execution(
@@ -260,7 +262,10 @@ mod tests {
             &e.ctx(),
         );
         assert_eq!(v.refuse, None);
-        assert_eq!(v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(), ["C5"]);
+        assert_eq!(
+            v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(),
+            [Rule::C5]
+        );
         // warn mode: the error becomes a warning, nothing is refused
         let warn = Exec::new().mode(Enforcement::Warn);
         let v = decide_execution(
@@ -269,7 +274,10 @@ mod tests {
             &warn.ctx(),
         );
         assert_eq!(v.refuse, None);
-        assert_eq!(v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(), ["C1"]);
+        assert_eq!(
+            v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(),
+            [Rule::C1]
+        );
         // a value sent in pieces is known by its length only
         let long = |i| {
             if i == 3 {
@@ -365,7 +373,10 @@ mod tests {
         // outside a transaction: runs, with a note that its rows were not checked
         let v = decide_unseen_load("g$f", "the client does not send files", &e.ctx());
         assert_eq!(v.refuse, None);
-        assert_eq!(v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(), ["C8"]);
+        assert_eq!(
+            v.notes.iter().map(|f| f.rule).collect::<Vec<_>>(),
+            [Rule::C8]
+        );
         // inside one: its partition is unknown, refused
         let tx = Exec::new().in_transaction_at(None);
         let v = decide_unseen_load("g$f", "the client does not send files", &tx.ctx());

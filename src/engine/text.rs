@@ -17,7 +17,7 @@ use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::read::*;
 use super::rewrite;
 use super::write::{self, Touch, Txn, WriteRules};
-use crate::hbase::rules::{Level, Note};
+use crate::hbase::rules::{Level, Note, Rule};
 use crate::protocol::constants::er;
 use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::TableName;
@@ -422,7 +422,7 @@ impl<'a> Text<'a> {
             self.writes.plan = write::plan_insert(at.piece, self.d, schema.clone()).map(Box::new);
             // a readable INSERT without a plan is one too large to keep: its executions could
             // not be checked
-            if self.writes.plan.is_none() && !checked.findings.iter().any(|f| f.rule == "C9") {
+            if self.writes.plan.is_none() && !checked.findings.iter().any(|f| f.rule == Rule::C9) {
                 checked.findings.push(write::unreadable_write(
                     "prepared INSERT",
                     "more than 65,536 values: its executions could not be checked; prepare \
@@ -715,7 +715,7 @@ impl WriteState {
         if origin == Origin::Prepare {
             // a prepare runs nothing: its literals are checked now, its `?` and its place in
             // the transaction at each execution
-            checked.findings.retain(|f| f.rule != "C8");
+            checked.findings.retain(|f| f.rule != Rule::C8);
             checked.touch = None;
         }
         self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);

@@ -12,7 +12,7 @@
 //! - C6 the generated prefix column is not written; C7 UPDATE does not change K, Q or T;
 //! - C8 a value the proxy cannot see is noted, not checked.
 
-use super::rules::{Finding, Level, ER_NOT_SUPPORTED};
+use super::rules::{Finding, Level, Rule, ER_NOT_SUPPORTED};
 use crate::protocol::constants::er;
 use crate::sql::ddl::CreateTable;
 
@@ -133,18 +133,18 @@ pub struct Cell<'a> {
     pub v: Seen<'a>,
 }
 
-fn error(rule: &'static str, code: u16, sqlstate: &'static str, message: String) -> Finding {
+fn error(rule: Rule, code: u16, sqlstate: &'static str, message: String) -> Finding {
     Finding::error(rule, code, sqlstate, message)
 }
 
-fn warning(rule: &'static str, message: String) -> Finding {
+fn warning(rule: Rule, message: String) -> Finding {
     Finding {
         level: Level::Warning,
         ..Finding::error(rule, ER_WRONG_VALUE, "22007", message)
     }
 }
 
-fn note(rule: &'static str, message: String) -> Finding {
+fn note(rule: Rule, message: String) -> Finding {
     Finding {
         level: Level::Note,
         ..warning(rule, message)
@@ -164,14 +164,14 @@ pub fn check_cell(
     // C1, C2 on K
     match cell.k {
         Seen::Bytes([]) => out.push(error(
-            "C1",
+            Rule::C1,
             ER_WRONG_VALUE,
             "22007",
             format!("row {row}: the rowkey K is empty; an HBase row needs a rowkey"),
         )),
         Seen::Bytes(b) => too_long("K", b.len(), limits.k, row, out),
         Seen::Null => out.push(error(
-            "C1",
+            Rule::C1,
             ER_BAD_NULL,
             "23000",
             format!("row {row}: the rowkey K is NULL"),
@@ -179,7 +179,7 @@ pub fn check_cell(
         Seen::Length(n) => too_long_n("K", n, limits.k, row, out),
         Seen::Unknown | Seen::Int(_) => unseen.push("K"),
         Seen::DefaultK => out.push(error(
-            "C1",
+            Rule::C1,
             ER_WRONG_VALUE,
             "22007",
             format!("row {row}: the rowkey K is left to its default (left out, DEFAULT, or a missing field): the row would get an empty rowkey; an HBase row needs one"),
@@ -195,7 +195,7 @@ pub fn check_cell(
     // C3, C2 on V
     match cell.v {
         Seen::Null => out.push(error(
-            "C3",
+            Rule::C3,
             ER_BAD_NULL,
             "23000",
             format!("row {row}: the value V is NULL; an HBase cell always has a value (write an empty one, or delete the cell)"),
@@ -209,7 +209,7 @@ pub fn check_cell(
     match cell.t {
         Seen::Int(t) => check_t(t, convention, window, row, out),
         Seen::Null => out.push(error(
-            "C4",
+            Rule::C4,
             ER_BAD_NULL,
             "23000",
             format!("row {row}: the timestamp T is NULL"),
@@ -219,7 +219,7 @@ pub fn check_cell(
     }
     if !unseen.is_empty() {
         out.push(note(
-            "C8",
+            Rule::C8,
             format!(
                 "row {row}: {} not checked (an expression or a value the proxy cannot read); the backend's own constraints apply",
                 unseen.join(", ")
@@ -236,7 +236,7 @@ fn too_long_n(column: &str, len: u64, limit: Option<u64>, row: usize, out: &mut 
     if let Some(limit) = limit {
         if len > limit {
             out.push(error(
-                "C2",
+                Rule::C2,
                 ER_DATA_TOO_LONG,
                 "22001",
                 format!("row {row}: {column} is {len} bytes, longer than its {limit}; a non-strict sql_mode would cut it silently"),
@@ -269,7 +269,7 @@ pub fn check_t(
                 -t
             ),
         };
-        out.push(error("C4", ER_WRONG_VALUE, "22007", message));
+        out.push(error(Rule::C4, ER_WRONG_VALUE, "22007", message));
         return;
     }
     let magnitude = t.unsigned_abs();
@@ -280,7 +280,7 @@ pub fn check_t(
             "microseconds"
         };
         out.push(warning(
-            "C5",
+            Rule::C5,
             format!("row {row}: T = {t} looks like {guess}, not milliseconds"),
         ));
     }
@@ -294,7 +294,7 @@ pub fn check_prefix_column_written(columns: &[Vec<u8>], limits: &CellLimits) -> 
         .any(|c| c.eq_ignore_ascii_case(p.as_bytes()))
         .then(|| {
             error(
-                "C6",
+                Rule::C6,
                 ER_GENERATED_COLUMN,
                 "HY000",
                 format!(
@@ -308,7 +308,7 @@ pub fn check_prefix_column_written(columns: &[Vec<u8>], limits: &CellLimits) -> 
 /// to it is what the backend derives, and is left to the backend).
 pub fn prefix_value_mismatch(column: &str, n: usize, row: usize) -> Finding {
     error(
-        "C6",
+        Rule::C6,
         ER_GENERATED_COLUMN,
         "HY000",
         format!(
@@ -329,7 +329,7 @@ pub fn check_cell_address_changed(assigned: &[Vec<u8>]) -> Option<Finding> {
         .collect();
     (!changed.is_empty()).then(|| {
         error(
-            "C7",
+            Rule::C7,
             ER_NOT_SUPPORTED,
             "42000",
             format!(
@@ -354,7 +354,7 @@ mod tests {
         }
     }
 
-    fn rules(cell: Cell<'_>, convention: Convention) -> Vec<&'static str> {
+    fn rules(cell: Cell<'_>, convention: Convention) -> Vec<Rule> {
         let mut out = Vec::new();
         check_cell(&cell, &limits(), convention, Window::default(), 1, &mut out);
         out.iter().map(|f| f.rule).collect()
@@ -396,17 +396,17 @@ mod tests {
             f(&mut cell);
             rules(cell, Convention::NegatedMs)
         };
-        assert_eq!(c(|x| x.k = Seen::Bytes(b"")), ["C1"]);
-        assert_eq!(c(|x| x.k = Seen::Null), ["C1"]);
-        assert_eq!(c(|x| x.k = Seen::Bytes(b"123456789")), ["C2"]);
-        assert_eq!(c(|x| x.q = Seen::Bytes(b"12345")), ["C2"]);
-        assert_eq!(c(|x| x.v = Seen::Bytes(&[1u8; 17])), ["C2"]);
-        assert_eq!(c(|x| x.v = Seen::Null), ["C3"]);
-        assert_eq!(c(|x| x.t = Seen::Int(NOW)), ["C4"]);
-        assert_eq!(c(|x| x.t = Seen::Null), ["C4"]);
-        assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000)), ["C5"]); // seconds
-        assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000_000_000)), ["C5"]); // µs
-        assert_eq!(c(|x| x.v = Seen::Unknown), ["C8"]);
+        assert_eq!(c(|x| x.k = Seen::Bytes(b"")), [Rule::C1]);
+        assert_eq!(c(|x| x.k = Seen::Null), [Rule::C1]);
+        assert_eq!(c(|x| x.k = Seen::Bytes(b"123456789")), [Rule::C2]);
+        assert_eq!(c(|x| x.q = Seen::Bytes(b"12345")), [Rule::C2]);
+        assert_eq!(c(|x| x.v = Seen::Bytes(&[1u8; 17])), [Rule::C2]);
+        assert_eq!(c(|x| x.v = Seen::Null), [Rule::C3]);
+        assert_eq!(c(|x| x.t = Seen::Int(NOW)), [Rule::C4]);
+        assert_eq!(c(|x| x.t = Seen::Null), [Rule::C4]);
+        assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000)), [Rule::C5]); // seconds
+        assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000_000_000)), [Rule::C5]); // µs
+        assert_eq!(c(|x| x.v = Seen::Unknown), [Rule::C8]);
         assert_eq!(
             rules(
                 Cell {
@@ -415,7 +415,7 @@ mod tests {
                 },
                 Convention::Ms
             ),
-            ["C4"]
+            [Rule::C4]
         );
     }
 
@@ -425,7 +425,7 @@ mod tests {
             let mut out = Vec::new();
             check_t(t, convention, Window::default(), 1, &mut out);
             assert_eq!(out.len(), 1);
-            assert_eq!((out[0].rule, out[0].code), ("C4", ER_WRONG_VALUE));
+            assert_eq!((out[0].rule, out[0].code), (Rule::C4, ER_WRONG_VALUE));
             out.remove(0).message
         };
         let m = message(NOW, Convention::NegatedMs);
@@ -458,9 +458,9 @@ mod tests {
         assert_eq!(
             got,
             [
-                ("C1", Level::Error, ER_WRONG_VALUE),
-                ("C5", Level::Warning, ER_WRONG_VALUE),
-                ("C8", Level::Note, ER_WRONG_VALUE)
+                (Rule::C1, Level::Error, ER_WRONG_VALUE),
+                (Rule::C5, Level::Warning, ER_WRONG_VALUE),
+                (Rule::C8, Level::Note, ER_WRONG_VALUE)
             ]
         );
         assert!(out[0].message.contains("row 3"));
@@ -472,7 +472,7 @@ mod tests {
         assert!(check_prefix_column_written(&[b"K".to_vec(), b"k_prefix".to_vec()], &l).is_some());
         assert!(check_prefix_column_written(&[b"K".to_vec(), b"V".to_vec()], &l).is_none());
         let f = check_cell_address_changed(&[b"V".to_vec(), b"t".to_vec()]).expect("refused");
-        assert_eq!(f.rule, "C7");
+        assert_eq!(f.rule, Rule::C7);
         assert!(f.message.contains("UPDATE of T"));
         assert!(check_cell_address_changed(&[b"V".to_vec()]).is_none());
     }

@@ -149,6 +149,7 @@ pub fn fold_translation(def: &CreateTable) -> CreateTable {
 mod tests {
     use super::*;
     use crate::hbase::partition::Partitioning;
+    use crate::hbase::rules::Rule;
     use crate::sql::ddl::{parse, Statement};
 
     fn def(sql: &str) -> CreateTable {
@@ -209,7 +210,7 @@ mod tests {
         let Shape::Broken(f) = &shape else {
             panic!("{shape:?}")
         };
-        assert!(f.iter().any(|f| f.rule == "R7"), "{f:?}");
+        assert!(f.iter().any(|f| f.rule == Rule::R7), "{f:?}");
         assert!(shape.reason().contains("R7"), "{}", shape.reason());
         // a HASH partitioning is not the model's either
         let hash = def("CREATE TABLE `x$f` (`K` varbinary(1024) NOT NULL, `Q` varbinary(256) NOT NULL, `T` bigint NOT NULL, `V` varbinary(100) NOT NULL, PRIMARY KEY (`K`,`Q`,`T`)) PARTITION BY HASH(`T`) PARTITIONS 3");

@@ -32,6 +32,71 @@ impl Level {
     }
 }
 
+/// The OBKV-HBase rules (docs/RULES.md): R for DDL, C for cells, X for transactions. R0 is the
+/// proxy's note on what it checked of a table's definition.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Rule {
+    R0,
+    R1,
+    R2,
+    R3,
+    R4,
+    R5,
+    R6,
+    R7,
+    R8,
+    R9,
+    C1,
+    C2,
+    C3,
+    C4,
+    C5,
+    C6,
+    C7,
+    C8,
+    C9,
+    X1,
+    X2,
+    X3,
+}
+
+impl Rule {
+    /// As docs/RULES.md and the messages name it.
+    pub fn id(self) -> &'static str {
+        use Rule::*;
+        match self {
+            R0 => "R0",
+            R1 => "R1",
+            R2 => "R2",
+            R3 => "R3",
+            R4 => "R4",
+            R5 => "R5",
+            R6 => "R6",
+            R7 => "R7",
+            R8 => "R8",
+            R9 => "R9",
+            C1 => "C1",
+            C2 => "C2",
+            C3 => "C3",
+            C4 => "C4",
+            C5 => "C5",
+            C6 => "C6",
+            C7 => "C7",
+            C8 => "C8",
+            C9 => "C9",
+            X1 => "X1",
+            X2 => "X2",
+            X3 => "X3",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
 /// A warning or note the client reads with SHOW WARNINGS (and counts in the OK packet):
 /// the proxy's findings, and the backend's warnings it keeps for the client.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -64,7 +129,7 @@ impl From<Finding> for Note {
 /// One rule's verdict on a statement.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Finding {
-    pub rule: &'static str,
+    pub rule: Rule,
     pub level: Level,
     pub code: u16,
     pub sqlstate: &'static str,
@@ -72,12 +137,7 @@ pub struct Finding {
 }
 
 impl Finding {
-    pub(crate) fn error(
-        rule: &'static str,
-        code: u16,
-        sqlstate: &'static str,
-        message: String,
-    ) -> Self {
+    pub(crate) fn error(rule: Rule, code: u16, sqlstate: &'static str, message: String) -> Self {
         Finding {
             rule,
             level: Level::Error,
@@ -91,10 +151,10 @@ impl Finding {
         crate::protocol::packets::ErrorInfo::new(self.code, self.sqlstate, self.message.clone())
     }
 
-    fn unsupported(rule: &'static str, message: String) -> Self {
+    fn unsupported(rule: Rule, message: String) -> Self {
         Self::error(rule, ER_NOT_SUPPORTED, "42000", message)
     }
-    fn warning(rule: &'static str, message: String) -> Self {
+    fn warning(rule: Rule, message: String) -> Self {
         Finding {
             rule,
             level: Level::Warning,
@@ -103,7 +163,7 @@ impl Finding {
             message: format!("OBKV-HBase rule {rule}: {message}"),
         }
     }
-    fn note(rule: &'static str, message: String) -> Self {
+    fn note(rule: Rule, message: String) -> Self {
         Finding {
             level: Level::Note,
             ..Self::warning(rule, message)
@@ -200,20 +260,20 @@ pub fn check_create(t: &CreateTable, cfg: RuleConfig, group: &GroupState) -> Vec
     if !t.indexes.is_empty() {
         let kinds: Vec<&str> = t.indexes.iter().map(|i| i.kind.as_str()).collect();
         out.push(Finding::unsupported(
-            "R7",
+            Rule::R7,
             format!("secondary indexes are not allowed on HBase tables (found {}); remove them — rows are found by rowkey (K)", kinds.join(", ")),
         ));
     }
     if t.checks > 0 {
         out.push(Finding::unsupported(
-            "R2",
+            Rule::R2,
             "CHECK constraints are not part of the HBase schema; remove them".into(),
         ));
     }
     check_families(t.partition.as_ref(), t, cfg, group, &mut out);
     if let Some(o) = t.option("KV_ATTRIBUTES") {
         if let Err(msg) = check_kv_attributes(&o.value) {
-            out.push(Finding::error("R9", ER_WRONG_ARGUMENTS, "HY000", msg));
+            out.push(Finding::error(Rule::R9, ER_WRONG_ARGUMENTS, "HY000", msg));
         }
     }
     out
@@ -227,7 +287,7 @@ fn check_name_and_group(
 ) {
     let Some((g, _)) = t.name.hbase_parts() else {
         out.push(Finding::error(
-            "R1",
+            Rule::R1,
             ER_WRONG_TABLE_NAME,
             "42000",
             format!("HBase table name '{}' must be group$family with both parts non-empty and one '$' (for example htable1$family1)", t.name.name),
@@ -236,18 +296,18 @@ fn check_name_and_group(
     };
     match t.tablegroup() {
         Some(opt) if !opt.eq_ignore_ascii_case(g) => out.push(Finding::unsupported(
-            "R1",
+            Rule::R1,
             format!("TABLEGROUP = {opt} does not match the group part of '{}'; write TABLEGROUP = {g}", t.name.name),
         )),
         None if cfg.require_tablegroup_option => out.push(Finding::unsupported(
-            "R1",
+            Rule::R1,
             format!("the TABLEGROUP option is required: add TABLEGROUP = {g} after the column list (or set hbase.require_tablegroup_option = false)"),
         )),
         _ => {}
     }
     if !group.exists {
         out.push(Finding::error(
-            "R1",
+            Rule::R1,
             ER_NO_SUCH_TABLEGROUP,
             "42S02",
             format!("table group '{g}' does not exist; run CREATE TABLEGROUP {g} first"),
@@ -264,7 +324,7 @@ fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
     let first4: Vec<&str> = names.iter().take(4).map(String::as_str).collect();
     if first4 != ["K", "Q", "T", "V"] {
         out.push(Finding::error(
-            "R2",
+            Rule::R2,
             ER_WRONG_COLUMN_NAME,
             "42000",
             format!("the columns must be K, Q, T, V in that order (found {}); HBase clients read them by position", names.join(", ")),
@@ -273,7 +333,7 @@ fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
     let extra = t.columns.iter().skip(4).collect::<Vec<_>>();
     if extra.len() > 1 {
         out.push(Finding::error(
-            "R2",
+            Rule::R2,
             ER_WRONG_COLUMN_NAME,
             "42000",
             format!(
@@ -290,12 +350,12 @@ fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
         match c.generated.as_ref().map(|g| g.prefix_of_k) {
             Some(Some(n)) if n >= 1 => {
                 if c.data_type.name != "VARBINARY" {
-                    out.push(Finding::unsupported("R3", format!("prefix column {} must be varbinary, not {}", c.name, c.data_type.name.to_lowercase())));
+                    out.push(Finding::unsupported(Rule::R3, format!("prefix column {} must be varbinary, not {}", c.name, c.data_type.name.to_lowercase())));
                 }
             }
-            Some(Some(_)) => out.push(Finding::unsupported("R2", format!("prefix column {} needs a length n >= 1 in substring(K, 1, n)", c.name))),
+            Some(Some(_)) => out.push(Finding::unsupported(Rule::R2, format!("prefix column {} needs a length n >= 1 in substring(K, 1, n)", c.name))),
             _ => out.push(Finding::error(
-                "R2",
+                Rule::R2,
                 ER_WRONG_COLUMN_NAME,
                 "42000",
                 format!("extra column {} is not allowed: the only extra column is a generated prefix, `{} varbinary(1024) GENERATED ALWAYS AS (substring(K, 1, n))`", c.name, c.name),
@@ -308,13 +368,13 @@ fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
             match (c.data_type.name.as_str(), c.data_type.length) {
                 ("VARBINARY", Some(l)) if l <= max => {}
                 ("VARBINARY", Some(l)) => out.push(Finding::error(
-                    "R3",
+                    Rule::R3,
                     ER_TOO_BIG_FIELDLENGTH,
                     "42000",
                     format!("{col} varbinary({l}) is too long: at most varbinary({max})"),
                 )),
                 (other, _) => out.push(Finding::unsupported(
-                    "R3",
+                    Rule::R3,
                     format!(
                         "{col} must be varbinary(L) with L <= {max}, not {}",
                         other.to_lowercase()
@@ -326,7 +386,7 @@ fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
     if let Some(c) = by_name("T") {
         if c.data_type.name != "BIGINT" {
             out.push(Finding::unsupported(
-                "R3",
+                Rule::R3,
                 format!(
                     "T must be bigint (milliseconds), not {}",
                     c.data_type.name.to_lowercase()
@@ -338,17 +398,17 @@ fn check_columns(t: &CreateTable, out: &mut Vec<Finding>) {
         match (c.data_type.name.as_str(), c.data_type.length) {
             ("VARBINARY", Some(l)) if l <= MAX_VALUE => {}
             ("VARBINARY", Some(l)) => out.push(Finding::error(
-                "R3",
+                Rule::R3,
                 ER_TOO_BIG_FIELDLENGTH,
                 "42000",
                 format!("V varbinary({l}) is too long: at most varbinary({MAX_VALUE}); use longblob for values over 1 MiB"),
             )),
             ("BLOB" | "MEDIUMBLOB" | "LONGBLOB" | "TINYBLOB", _) => {}
-            (other, _) => out.push(Finding::unsupported("R3", format!("V must be varbinary(L <= {MAX_VALUE}) or a blob type, not {}", other.to_lowercase()))),
+            (other, _) => out.push(Finding::unsupported(Rule::R3, format!("V must be varbinary(L <= {MAX_VALUE}) or a blob type, not {}", other.to_lowercase()))),
         }
         if !c.not_null {
             out.push(Finding::warning(
-                "R3",
+                Rule::R3,
                 "V should be NOT NULL: HBase cells always have a value".into(),
             ));
         }
@@ -364,7 +424,7 @@ fn check_primary_key(t: &CreateTable, out: &mut Vec<Finding>) {
         .collect();
     if pk != ["K", "Q", "T"] {
         out.push(Finding::unsupported(
-            "R4",
+            Rule::R4,
             format!(
                 "the primary key must be PRIMARY KEY (K, Q, T) in that order (found {})",
                 if pk.is_empty() {
@@ -380,12 +440,12 @@ fn check_primary_key(t: &CreateTable, out: &mut Vec<Finding>) {
 /// Rules 5 and 6 for a partition clause (CREATE TABLE or ALTER TABLE ... PARTITION BY).
 pub fn check_partitioning(p: Option<&PartitionClause>, t: &CreateTable, out: &mut Vec<Finding>) {
     let Some(p) = p else {
-        out.push(Finding::warning("R5", "no partitioning: fine only for small tables; large ones need PARTITION BY KEY(K) or KEY(prefix column)".into()));
+        out.push(Finding::warning(Rule::R5, "no partitioning: fine only for small tables; large ones need PARTITION BY KEY(K) or KEY(prefix column)".into()));
         return;
     };
     if p.subpartitioned {
         out.push(Finding::unsupported(
-            "R5",
+            Rule::R5,
             "subpartitions are not supported for HBase tables".into(),
         ));
         return;
@@ -395,15 +455,15 @@ pub fn check_partitioning(p: Option<&PartitionClause>, t: &CreateTable, out: &mu
     match p.kind.as_str() {
         "KEY" if on("K") => {
             check_key_count(p.count.unwrap_or(1), out);
-            out.push(Finding::note("R5", "KEY(K) spreads rows evenly and suits gets by rowkey; a prefix scan will touch every partition".into()));
+            out.push(Finding::note(Rule::R5, "KEY(K) spreads rows evenly and suits gets by rowkey; a prefix scan will touch every partition".into()));
         }
         "KEY" if prefix.is_some_and(|(name, _)| on(name)) => check_key_count(p.count.unwrap_or(1), out),
         "RANGE COLUMNS" if on("K") => out.push(Finding::warning(
-            "R5",
+            Rule::R5,
             "RANGE COLUMNS(K) risks skew and hotspots (monotonic rowkeys all land in one partition); prefer KEY(K) or KEY(prefix column)".into(),
         )),
         kind => out.push(Finding::unsupported(
-            "R5",
+            Rule::R5,
             format!(
                 "PARTITION BY {kind}({}) is not an HBase partitioning; use KEY(K), KEY(<prefix column>) or RANGE COLUMNS(K)",
                 p.columns.join(", ")
@@ -423,19 +483,19 @@ fn check_key_count(n: u64, out: &mut Vec<Finding>) {
     let list = RECOMMENDED_PARTITIONS.map(|x| x.to_string()).join(", ");
     if n.is_multiple_of(2) {
         out.push(Finding::unsupported(
-            "R6",
+            Rule::R6,
             format!("KEY partition count {n} is even; use an odd count, preferably one of {list}"),
         ));
     } else if n > 997 {
         out.push(Finding::warning(
-            "R6",
+            Rule::R6,
             format!(
                 "{n} KEY partitions is above the documented maximum of 997; recommended: {list}"
             ),
         ));
     } else if !is_prime(n as u32) {
         out.push(Finding::warning(
-            "R6",
+            Rule::R6,
             format!("KEY partition count {n} is not prime; recommended: {list}"),
         ));
     }
@@ -457,7 +517,7 @@ fn check_families(
     };
     if !cfg.multiple_families {
         out.push(Finding::unsupported(
-            "R8",
+            Rule::R8,
             format!("table group '{g}' already has family '{other}'; one family per table group (set hbase.multiple_families = true to allow several, as OceanBase 4.x does)"),
         ));
         return;
@@ -471,7 +531,7 @@ fn check_families(
             .as_ref()
             .map_or_else(|| "no partitioning".to_string(), describe);
         out.push(Finding::unsupported(
-            "R8",
+            Rule::R8,
             format!("every table of group '{g}' must use identical partitioning; family '{name}' uses {theirs}"),
         ));
     }
@@ -581,11 +641,11 @@ pub fn check_alter(
         match a {
             AlterAction::AddColumn | AlterAction::DropColumn(_) | AlterAction::ChangeColumn(_) | AlterAction::RenameColumn(_) => {
                 out.push(Finding::unsupported(
-                    "R2",
+                    Rule::R2,
                     format!("the columns of HBase table '{}' are fixed (K, Q, T, V): adding, dropping, renaming or retyping columns is refused", current.name),
                 ))
             }
-            AlterAction::AddIndex(kind) => out.push(Finding::unsupported("R7", format!("{kind}: secondary indexes are not allowed on HBase tables"))),
+            AlterAction::AddIndex(kind) => out.push(Finding::unsupported(Rule::R7, format!("{kind}: secondary indexes are not allowed on HBase tables"))),
             AlterAction::Partition(p) => {
                 check_partitioning(Some(p), current, &mut out);
                 check_families(Some(p), current, cfg, group, &mut out);
@@ -593,19 +653,19 @@ pub fn check_alter(
             AlterAction::RemovePartitioning => check_partitioning(None, current, &mut out),
             AlterAction::PartitionMaintenance(what) if what == "TRUNCATE PARTITION" => {}
             AlterAction::PartitionMaintenance(what) => out.push(Finding::unsupported(
-                "R5",
+                Rule::R5,
                 format!("{what} changes the partitioning piecemeal; use ALTER TABLE ... PARTITION BY KEY(...) PARTITIONS n so the result can be checked"),
             )),
             AlterAction::Rename(to) => out.extend(check_rename(&current.name, to)),
             AlterAction::Option(o) if o.name == "TABLEGROUP" => {
                 let g = current.name.hbase_parts().map(|(g, _)| g).unwrap_or_default();
                 if !o.value.eq_ignore_ascii_case(g) {
-                    out.push(Finding::unsupported("R1", format!("moving '{}' to table group '{}' is refused: a table stays in the group its name names", current.name, o.value)));
+                    out.push(Finding::unsupported(Rule::R1, format!("moving '{}' to table group '{}' is refused: a table stays in the group its name names", current.name, o.value)));
                 }
             }
             AlterAction::Option(o) if o.name == "KV_ATTRIBUTES" => {
                 if let Err(msg) = check_kv_attributes(&o.value) {
-                    out.push(Finding::error("R9", ER_WRONG_ARGUMENTS, "HY000", msg));
+                    out.push(Finding::error(Rule::R9, ER_WRONG_ARGUMENTS, "HY000", msg));
                 }
             }
             AlterAction::Option(_) | AlterAction::DropIndex | AlterAction::Other(_) => {}
@@ -618,7 +678,7 @@ pub fn check_alter(
 /// Rule 7 for CREATE INDEX on an HBase table: secondary indexes are not allowed.
 pub fn check_create_index(table: &TableName, kind: &str) -> Vec<Finding> {
     vec![Finding::unsupported(
-        "R7",
+        Rule::R7,
         format!("{kind} on HBase table '{table}': secondary indexes are not allowed"),
     )]
 }
@@ -629,13 +689,13 @@ pub fn check_rename(from: &TableName, to: &TableName) -> Vec<Finding> {
     };
     match parts {
         None => vec![Finding::error(
-            "R1",
+            Rule::R1,
             ER_WRONG_TABLE_NAME,
             "42000",
             format!("cannot rename HBase table '{from}' to '{to}': the new name must be {g1}$family"),
         )],
         Some((g2, _)) if !g1.eq_ignore_ascii_case(g2) => vec![Finding::unsupported(
-            "R1",
+            Rule::R1,
             format!("renaming '{from}' to '{to}' would move it from table group '{g1}' to '{g2}'; a table cannot change groups"),
         )],
         _ => Vec::new(),
@@ -670,13 +730,13 @@ mod tests {
     fn judge_applies_the_enforcement_mode() {
         let findings = || {
             vec![
-                Finding::note("R0", "a note".into()),
-                Finding::unsupported("R1", "first".into()),
-                Finding::unsupported("R2", "second".into()),
+                Finding::note(Rule::R0, "a note".into()),
+                Finding::unsupported(Rule::R1, "first".into()),
+                Finding::unsupported(Rule::R2, "second".into()),
             ]
         };
         let strict = judge(Enforcement::Strict, findings());
-        assert_eq!(strict.refuse.map(|f| f.rule), Some("R1"));
+        assert_eq!(strict.refuse.map(|f| f.rule), Some(Rule::R1));
         assert!(strict.warnings.is_empty());
         let warn = judge(Enforcement::Warn, findings());
         assert!(warn.refuse.is_none());
@@ -684,22 +744,22 @@ mod tests {
         assert_eq!(
             levels,
             [
-                ("R0", Level::Note),
-                ("R1", Level::Warning),
-                ("R2", Level::Warning)
+                (Rule::R0, Level::Note),
+                (Rule::R1, Level::Warning),
+                (Rule::R2, Level::Warning)
             ]
         );
         assert_eq!(judge(Enforcement::Off, findings()), Verdict::default());
         // Strict without an error keeps the notes and warnings.
         let mild = judge(
             Enforcement::Strict,
-            vec![Finding::warning("R3", "w".into())],
+            vec![Finding::warning(Rule::R3, "w".into())],
         );
         assert!(mild.refuse.is_none());
         assert_eq!(mild.warnings.len(), 1);
     }
 
-    fn errors(sql: &str) -> Vec<&'static str> {
+    fn errors(sql: &str) -> Vec<Rule> {
         check_create(&table(sql), CFG, &group())
             .into_iter()
             .filter(|f| f.level == Level::Error)
@@ -720,44 +780,47 @@ mod tests {
     fn each_rule_rejects() {
         let cases = [
             (
-                "R1",
+                Rule::R1,
                 OK.replace("h$f", "hf")
                     .replace("TABLEGROUP = h", "TABLEGROUP = hf"),
             ),
-            ("R1", OK.replace("h$f", "$f")),
-            ("R1", OK.replace("TABLEGROUP = h", "TABLEGROUP = other")),
-            ("R1", OK.replace("TABLEGROUP = h", "")),
+            (Rule::R1, OK.replace("h$f", "$f")),
+            (Rule::R1, OK.replace("TABLEGROUP = h", "TABLEGROUP = other")),
+            (Rule::R1, OK.replace("TABLEGROUP = h", "")),
             (
-                "R2",
+                Rule::R2,
                 OK.replace("Q varbinary(256), T bigint", "T bigint, Q varbinary(256)"),
             ),
-            ("R2", OK.replace("NOT NULL,", "NOT NULL, extra int,")),
-            ("R3", OK.replace("K varbinary(1024)", "K varbinary(2048)")),
-            ("R3", OK.replace("Q varbinary(256)", "Q varchar(256)")),
-            ("R3", OK.replace("T bigint", "T int")),
+            (Rule::R2, OK.replace("NOT NULL,", "NOT NULL, extra int,")),
             (
-                "R3",
+                Rule::R3,
+                OK.replace("K varbinary(1024)", "K varbinary(2048)"),
+            ),
+            (Rule::R3, OK.replace("Q varbinary(256)", "Q varchar(256)")),
+            (Rule::R3, OK.replace("T bigint", "T int")),
+            (
+                Rule::R3,
                 OK.replace("V varbinary(1048576)", "V varbinary(2000000)"),
             ),
             (
-                "R4",
+                Rule::R4,
                 OK.replace("PRIMARY KEY (K, Q, T)", "PRIMARY KEY (K, T, Q)"),
             ),
             (
-                "R5",
+                Rule::R5,
                 OK.replace("KEY(K) PARTITIONS 97", "HASH(T) PARTITIONS 97"),
             ),
             (
-                "R5",
+                Rule::R5,
                 OK.replace("KEY(K) PARTITIONS 97", "KEY(Q) PARTITIONS 97"),
             ),
-            ("R6", OK.replace("PARTITIONS 97", "PARTITIONS 96")),
+            (Rule::R6, OK.replace("PARTITIONS 97", "PARTITIONS 96")),
             (
-                "R7",
+                Rule::R7,
                 OK.replace("PRIMARY KEY (K, Q, T)", "PRIMARY KEY (K, Q, T), KEY iq (Q)"),
             ),
             (
-                "R9",
+                Rule::R9,
                 format!("{OK} KV_ATTRIBUTES = '{{\"Hbase\": {{\"TimeToLive\": 0}}}}'")
                     .replace(" PARTITION BY KEY(K) PARTITIONS 97 KV", " KV")
                     + " PARTITION BY KEY(K) PARTITIONS 97",
@@ -770,7 +833,7 @@ mod tests {
         let missing = check_create(&table(OK), CFG, &GroupState::default());
         assert!(missing
             .iter()
-            .any(|f| f.rule == "R1" && f.code == ER_NO_SUCH_TABLEGROUP));
+            .any(|f| f.rule == Rule::R1 && f.code == ER_NO_SUCH_TABLEGROUP));
     }
 
     #[test]
@@ -825,7 +888,7 @@ mod tests {
         };
         assert!(check_create(&table(OK), CFG, &g)
             .iter()
-            .any(|f| f.rule == "R8"));
+            .any(|f| f.rule == Rule::R8));
         let many = RuleConfig {
             multiple_families: true,
             ..CFG
@@ -842,7 +905,7 @@ mod tests {
         let differs = OK.replace("PARTITIONS 97", "PARTITIONS 193");
         assert!(check_create(&table(&differs), many, &g)
             .iter()
-            .any(|f| f.rule == "R8" && f.level == Level::Error));
+            .any(|f| f.rule == Rule::R8 && f.level == Level::Error));
     }
 
     #[test]

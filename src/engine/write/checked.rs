@@ -7,7 +7,7 @@ use crate::engine::prefix_scan::{certain, key_preds, literal_bytes, ConnCharset}
 use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPreds};
-use crate::hbase::rules::{Enforcement, Finding, Level};
+use crate::hbase::rules::{Enforcement, Finding, Level, Rule};
 use crate::hbase::schema::TableSchema;
 use crate::sql::dml::{Dml, Operand};
 use crate::sql::insert::Value;
@@ -199,7 +199,7 @@ pub(super) fn place(schema: &TableSchema, partition: u32, rowkey: &[u8]) -> Plac
 pub(super) fn unchecked(message: String) -> Finding {
     Finding {
         level: Level::Note,
-        ..Finding::error("C8", cells::ER_WRONG_VALUE, "22007", message)
+        ..Finding::error(Rule::C8, cells::ER_WRONG_VALUE, "22007", message)
     }
 }
 

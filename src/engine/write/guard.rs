@@ -4,7 +4,7 @@
 use super::checked::{Checked, Place, Touch, WriteRules};
 
 use crate::config::Transactions;
-use crate::hbase::rules::{Finding, Level, ER_NOT_SUPPORTED};
+use crate::hbase::rules::{Finding, Level, Rule, ER_NOT_SUPPORTED};
 
 /// The session's transaction as the guard sees it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -60,7 +60,7 @@ pub enum Guarded {
 }
 
 /// 1235 ER_NOT_SUPPORTED_YET: what OBKV-HBase does not do (a distributed transaction).
-fn x(rule: &'static str, message: String) -> Finding {
+fn x(rule: Rule, message: String) -> Finding {
     Finding::error(rule, ER_NOT_SUPPORTED, "42000", message)
 }
 
@@ -81,7 +81,7 @@ pub fn guard(touch: &Touch, txn: &Txn, mode: Transactions) -> Guarded {
         return match touch {
             Touch::At(places) if places.len() > 1 => {
                 let f = x(
-                    "X3",
+                    Rule::X3,
                     format!(
                         "this statement's rows are in {} partitions (first {}, then {}); OBKV-HBase keeps a \
                          unit of work in one partition: split it per partition",
@@ -105,7 +105,7 @@ pub fn guard(touch: &Touch, txn: &Txn, mode: Transactions) -> Guarded {
     match touch {
         Touch::Nothing => Guarded::Fine { pin: None },
         Touch::Unknown { table, why } => soft(x(
-            "X2",
+            Rule::X2,
             format!(
                 "inside a transaction obkv-proxy must know the partition of every write or locking read on \
                  {table}, and this statement does not pin one ({why}); give its rowkey with K = …, K IN (…) or a \
@@ -124,7 +124,7 @@ pub fn guard(touch: &Touch, txn: &Txn, mode: Transactions) -> Guarded {
                     "this statement starts in"
                 };
                 return soft(x(
-                    "X1",
+                    Rule::X1,
                     format!(
                         "{how} {}, and this statement also touches {}; OBKV-HBase transactions stay in one partition \
                          of one table group: COMMIT first, or keep the unit of work under one rowkey prefix",

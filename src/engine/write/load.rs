@@ -4,7 +4,7 @@
 use super::checked::{col_is, rowkey, unchecked, Checked, Rows, Touch, WriteRules, MAX_FINDINGS};
 
 use crate::hbase::cells::{self, Cell, Seen};
-use crate::hbase::rules::{Enforcement, Finding, Level};
+use crate::hbase::rules::{Enforcement, Finding, Level, Rule};
 use crate::hbase::schema::TableSchema;
 
 /// A LOAD DATA LOCAL on an HBase table: the statement and the table, for checking its file.
@@ -119,7 +119,7 @@ impl LoadCheck {
                 Next::More | Next::End => return,
                 Next::TooLong => {
                     self.findings.push(Finding::error(
-                        "C2",
+                        Rule::C2,
                         cells::ER_DATA_TOO_LONG,
                         "22001",
                         format!(

@@ -29,7 +29,7 @@ mod tests {
     use crate::engine::prefix_scan::ConnCharset;
     use crate::hbase::cells;
     use crate::hbase::partition::Partitioning;
-    use crate::hbase::rules::{Enforcement, Finding};
+    use crate::hbase::rules::{Enforcement, Finding, Rule};
     use crate::hbase::schema::{Placement, TableSchema};
     use crate::sql::dml::Dml;
     use crate::sql::scan::Dialect;
@@ -93,7 +93,7 @@ mod tests {
         (c, splice.apply(sql.as_bytes()))
     }
 
-    fn rules_of(c: &Checked) -> Vec<&'static str> {
+    fn rules_of(c: &Checked) -> Vec<Rule> {
         c.findings.iter().map(|f| f.rule).collect()
     }
 
@@ -103,27 +103,27 @@ mod tests {
             insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v')");
         assert!(c.findings.is_empty(), "{:?}", c.findings);
         let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1, 'v'), ('', 'q', -1763700000000, 'v')");
-        assert_eq!(rules_of(&c), ["C5", "C1"]);
+        assert_eq!(rules_of(&c), [Rule::C5, Rule::C1]);
         assert!(c.findings[1].message.contains("row 2"));
         let (c, _) = insert("INSERT INTO g$f VALUES ('row1', 'q', 1763700000000, NULL, DEFAULT), ('', 'q', -1763700000000, 'v')");
         assert_eq!(
             rules_of(&c),
-            ["C3", "C4"],
+            [Rule::C3, Rule::C4],
             "strict stops after the first row with an error"
         );
         let (c, _) = insert("INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('row1', 'q', -1763700000000, 'v', 'rowX')");
-        assert_eq!(rules_of(&c), ["C6"]);
+        assert_eq!(rules_of(&c), [Rule::C6]);
         let (c, _) = insert(
             "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, CONCAT('a', 'b'))",
         );
-        assert_eq!(rules_of(&c), ["C8"]);
+        assert_eq!(rules_of(&c), [Rule::C8]);
         let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) SELECT K, Q, T, V FROM other");
-        assert_eq!(rules_of(&c), ["C8"]);
+        assert_eq!(rules_of(&c), [Rule::C8]);
         assert!(matches!(c.touch, Some(Touch::Unknown { .. })));
         let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v') ON DUPLICATE KEY UPDATE T = -5");
-        assert_eq!(rules_of(&c), ["C7"]);
+        assert_eq!(rules_of(&c), [Rule::C7]);
         let (c, _) = insert("INSERT INTO g$f (K, Q, T, V) VALUES (X'00112233445566778899AABBCCDDEEFF00', 'q', -1763700000000, 'v')");
-        assert_eq!(rules_of(&c), ["C2"]);
+        assert_eq!(rules_of(&c), [Rule::C2]);
     }
 
     #[test]
@@ -181,33 +181,33 @@ mod tests {
         let s = prefixed();
         assert_eq!(
             rules_of(&check("UPDATE g$f SET V = 'x' WHERE K = 'abcd1'", &s)),
-            [""; 0]
+            Vec::<Rule>::new()
         );
         assert_eq!(
             rules_of(&check("UPDATE g$f SET T = -1 WHERE K = 'abcd1'", &s)),
-            ["C7"]
+            [Rule::C7]
         );
         assert_eq!(
             rules_of(&check(
                 "UPDATE g$f AS x SET x.K = 'b' WHERE K = 'abcd1'",
                 &s
             )),
-            ["C7"]
+            [Rule::C7]
         );
         assert_eq!(
             rules_of(&check("UPDATE g$f SET V = NULL WHERE K = 'abcd1'", &s)),
-            ["C3"]
+            [Rule::C3]
         );
         assert_eq!(
             rules_of(&check(
                 "UPDATE g$f SET V = 'much too long for thirty-two bytes' WHERE K = 'a'",
                 &s
             )),
-            ["C2"]
+            [Rule::C2]
         );
         assert_eq!(
             rules_of(&check("UPDATE g$f SET K_PREFIX = 'x' WHERE K = 'a'", &s)),
-            ["C6"]
+            [Rule::C6]
         );
     }
 
@@ -238,7 +238,7 @@ mod tests {
             "INSERT INTO g$f (K, Q, T, V, K_PREFIX) VALUES ('abcdef', 'q', -1763700000000, 'v', CONCAT('ab', 'cd'))",
         ] {
             let (c, _) = insert(sql);
-            assert_eq!(rules_of(&c), ["C6"], "{sql}");
+            assert_eq!(rules_of(&c), [Rule::C6], "{sql}");
         }
         let (c, sent) =
             insert("INSERT INTO g$f VALUES ('abcdef', 'q', -1763700000000, 'v', DEFAULT)");
@@ -334,7 +334,7 @@ mod tests {
             },
         ] {
             match guard(&t, &txn, mode) {
-                Guarded::Refuse(f) => assert!(f.rule == "X1" || f.rule == "X2"),
+                Guarded::Refuse(f) => assert!(f.rule == Rule::X1 || f.rule == Rule::X2),
                 other => panic!("{t:?}: {other:?}"),
             }
         }
@@ -363,16 +363,16 @@ mod tests {
         // one statement spanning two partitions, outside a transaction: a warning (strict: refused)
         let two = Touch::At(vec![at(1, "g", b"a"), at(2, "g", b"b")]);
         let idle = Txn::default();
-        assert!(matches!(guard(&two, &idle, mode), Guarded::Warn(f) if f.rule == "X3"));
+        assert!(matches!(guard(&two, &idle, mode), Guarded::Warn(f) if f.rule == Rule::X3));
         assert!(
-            matches!(guard(&two, &idle, Transactions::Strict), Guarded::Refuse(f) if f.rule == "X3")
+            matches!(guard(&two, &idle, Transactions::Strict), Guarded::Refuse(f) if f.rule == Rule::X3)
         );
         // inside a transaction with nothing pinned yet it is refused outright
         let fresh = Txn {
             active: true,
             pinned: None,
         };
-        assert!(matches!(guard(&two, &fresh, mode), Guarded::Refuse(f) if f.rule == "X1"));
+        assert!(matches!(guard(&two, &fresh, mode), Guarded::Refuse(f) if f.rule == Rule::X1));
     }
 
     #[test]
@@ -404,12 +404,12 @@ mod tests {
         g.add(at(b"aaaa1"));
         let c = g.finish(&s.name, true);
         assert!(matches!(c.touch, Some(Touch::Unknown { .. })));
-        assert_eq!(c.findings[0].rule, "C8");
+        assert_eq!(c.findings[0].rule, Rule::C8);
         // findings are capped; an error refuses under strict rules only
         let mut g = Gathered::new();
         for _ in 0..100 {
             g.add(Checked {
-                findings: vec![Finding::error("C1", 1292, "22007", "x".into())],
+                findings: vec![Finding::error(Rule::C1, 1292, "22007", "x".into())],
                 touch: None,
             });
         }
@@ -440,7 +440,7 @@ mod tests {
         c.feed(format!("{t}\tv\n\tq\t{t}\tv\n").as_bytes());
         assert!(c.refused(), "row 3's empty K");
         let out = c.finish();
-        assert_eq!(out.findings[0].rule, "C1");
+        assert_eq!(out.findings[0].rule, Rule::C1);
         assert!(out.findings[0].message.contains("row 3"));
         // a rowkey through a user variable is an expression: unknown, noted
         let p = plan("LOAD DATA LOCAL INFILE 'f' INTO TABLE `g$f` (@k, Q, T, V) SET K = UNHEX(@k)");
@@ -511,15 +511,15 @@ mod tests {
         let plan = plan_of("UPDATE g$f a JOIN g$h b ON a.K = b.K SET a.V = ?, b.V = ?");
         assert!(matches!(plan.shape, Shape::Assigned(ref e) if e.len() == 2));
         assert!(run(&plan, &[b"v".to_vec(), forty.clone()]).is_empty());
-        assert_eq!(run(&plan, &[forty.clone(), b"v".to_vec()]), ["C2"]);
+        assert_eq!(run(&plan, &[forty.clone(), b"v".to_vec()]), [Rule::C2]);
         let huge = vec![b'x'; (1 << 20) + 1];
-        assert_eq!(run(&plan, &[b"v".to_vec(), huge]), ["C2"]);
+        assert_eq!(run(&plan, &[b"v".to_vec(), huge]), [Rule::C2]);
         // an unqualified V may belong to either table: checked against both
         let plan = plan_of("UPDATE g$h, g$f SET V = ? WHERE g$f.K = g$h.K");
-        assert_eq!(run(&plan, std::slice::from_ref(&forty)), ["C2"]);
+        assert_eq!(run(&plan, std::slice::from_ref(&forty)), [Rule::C2]);
         // one HBase table among others keeps the one-table plan
         let plan = plan_of("UPDATE g$f a JOIN o b ON a.K = b.k SET a.V = ?, b.v = ?");
         assert!(matches!(plan.shape, Shape::Dml(_)));
-        assert_eq!(run(&plan, &[forty, b"v".to_vec()]), ["C2"]);
+        assert_eq!(run(&plan, &[forty, b"v".to_vec()]), [Rule::C2]);
     }
 }

@@ -9,7 +9,7 @@ use std::ops::ControlFlow;
 
 use crate::engine::prefix_scan::ConnCharset;
 use crate::hbase::cells::{self, Cell, Convention, Seen};
-use crate::hbase::rules::{Enforcement, Finding, Level};
+use crate::hbase::rules::{Enforcement, Finding, Level, Rule};
 use crate::hbase::schema::TableSchema;
 use crate::protocol::constants::er;
 use crate::sql::dml::{Dml, Verb};
@@ -299,7 +299,7 @@ pub fn check_dml(
 /// warning otherwise), since the cells it writes cannot be checked.
 pub fn unreadable_write(what: &str, why: &str) -> Finding {
     Finding::error(
-        "C9",
+        Rule::C9,
         er::PARSE_ERROR,
         "42000",
         format!("obkv-proxy cannot read this {what} on an HBase table ({why}), so it cannot check its cells"),
