@@ -392,15 +392,15 @@ impl Session {
     /// then the proxy's.
     pub(super) async fn show_warnings_with_notes(
         &mut self,
-        notes: Vec<super::hbase::Warning>,
+        notes: Vec<crate::hbase::rules::Note>,
     ) -> Result<(), End> {
         let mut rows: Vec<Vec<Option<Vec<u8>>>> =
             self.rows("SHOW WARNINGS").await?.unwrap_or_default();
-        for (level, code, message) in notes {
+        for n in notes {
             rows.push(vec![
-                Some(level.into_bytes()),
-                Some(code.to_string().into_bytes()),
-                Some(message.into_bytes()),
+                Some(n.level.name().as_bytes().to_vec()),
+                Some(n.code.to_string().into_bytes()),
+                Some(n.message.into_bytes()),
             ]);
         }
         self.answer_rows(&["Level", "Code", "Message"], &rows).await

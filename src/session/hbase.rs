@@ -23,15 +23,12 @@ use crate::engine::ddl as ddl_policy;
 use crate::hbase::backend::Flavor;
 use crate::hbase::catalog::{self, like, Definition};
 use crate::hbase::marker::{self, Marker};
-use crate::hbase::rules::{self, RuleConfig};
+use crate::hbase::rules::{self, Level, Note, RuleConfig};
 use crate::hbase::translate;
 use crate::protocol::constants::er;
 use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
 use crate::protocol::response::ResponseKind;
 use crate::sql::ddl::{self, CreateTable, Statement, TableName};
-
-/// A warning kept for the next SHOW WARNINGS: (level, code, message).
-pub(super) type Warning = (String, u16, String);
 
 /// A group's UTF-8 name and its tables, (database, table) as the client reads them.
 type GroupListing = (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
@@ -68,7 +65,7 @@ impl Session {
     async fn answer_error_or_note(&mut self, soften: bool, e: ErrorInfo) -> Result<(), End> {
         if soften {
             self.pending_warnings
-                .push(("Note".into(), e.code, e.message));
+                .push(Note::new(Level::Note, e.code, e.message));
             return self.answer_ok(0, 1).await;
         }
         self.answer_error(e).await
@@ -78,8 +75,7 @@ impl Session {
     /// refusal, if any, is returned for the caller to answer.
     pub(super) fn carry(&mut self, v: ddl_policy::DdlVerdict) -> Option<ErrorInfo> {
         for f in v.notes {
-            self.pending_warnings
-                .push((f.level.name().into(), f.code, f.message));
+            self.pending_warnings.push(Note::from(f));
         }
         v.refuse
     }
@@ -96,8 +92,11 @@ impl Session {
         if let Ok(rows) = self.rows("SHOW WARNINGS").await? {
             for r in rows {
                 let code = lossy(cell(&r, 1)).parse().unwrap_or(0);
-                self.pending_warnings
-                    .push((lossy(cell(&r, 0)), code, lossy(cell(&r, 2))));
+                self.pending_warnings.push(Note {
+                    level: Level::parse(cell(&r, 0)),
+                    code,
+                    message: lossy(cell(&r, 2)),
+                });
             }
         }
         Ok(())
@@ -432,7 +431,7 @@ impl Session {
             && self
                 .pending_warnings
                 .get(before..)
-                .is_some_and(|w| w.iter().any(|(_, code, _)| *code == ER_TABLE_EXISTS));
+                .is_some_and(|w| w.iter().any(|n| n.code == ER_TABLE_EXISTS));
         if existed {
             let n = self.pending_warnings.len() as u16;
             return self.answer_ok(0, n).await;
@@ -616,7 +615,13 @@ impl Session {
         let rows: Vec<Vec<Option<String>>> = self
             .pending_warnings
             .iter()
-            .map(|(l, c, m)| vec![Some(l.clone()), Some(c.to_string()), Some(m.clone())])
+            .map(|n| {
+                vec![
+                    Some(n.level.name().to_string()),
+                    Some(n.code.to_string()),
+                    Some(n.message.clone()),
+                ]
+            })
             .collect();
         self.answer_rows(&["Level", "Code", "Message"], &rows).await
     }

@@ -121,14 +121,14 @@ pub struct Session {
     /// What the backend can do natively (decides how HBase DDL is carried out); asked lazily.
     flavor: Option<crate::hbase::backend::Flavor>,
     /// Warnings of the last HBase statement, shown by SHOW WARNINGS.
-    pending_warnings: Vec<hbase::Warning>,
+    pending_warnings: Vec<Note>,
     /// How the backend reads SQL text (from its greeting, refined by `flavor`).
     dialect: Dialect,
     /// The backend compares table names case-insensitively (learned with `flavor`).
     names_ci: bool,
     /// The proxy's notes and warnings about the last statement, added to the backend's
     /// warnings by the next SHOW WARNINGS.
-    pending_notes: Vec<hbase::Warning>,
+    pending_notes: Vec<Note>,
     /// How many warnings and notes the proxy adds to the statement being carried out: the
     /// response relayed next counts them in its warning count (with the backend's own), as the
     /// next SHOW WARNINGS lists them. Taken by the relay; cleared before each command.
@@ -298,17 +298,12 @@ impl Session {
     /// SHOW WARNINGS and counted in the warning count of the response relayed next.
     fn keep_findings(&mut self, findings: Vec<crate::hbase::rules::Finding>) {
         if !findings.is_empty() {
-            self.keep_notes(
-                findings
-                    .into_iter()
-                    .map(|f| (f.level.name().to_string(), f.code, f.message))
-                    .collect(),
-            );
+            self.keep_notes(findings.into_iter().map(Note::from).collect());
         }
     }
 
     /// The proxy's warnings and notes for the statement about to run (`keep_findings`).
-    fn keep_notes(&mut self, notes: Vec<hbase::Warning>) {
+    fn keep_notes(&mut self, notes: Vec<Note>) {
         self.count_own_warnings(notes.len());
         self.pending_notes = notes;
     }
@@ -880,12 +875,7 @@ impl Session {
         }
         let refused = w.refused;
         if !w.notes.is_empty() {
-            self.keep_notes(
-                w.notes
-                    .into_iter()
-                    .map(|n| (n.level.name().to_string(), n.code, n.message))
-                    .collect(),
-            );
+            self.keep_notes(w.notes);
         }
         let (summary, next_seq) = self.send_and_relay(kind, refused.is_some()).await?;
         let failed = summary.error_code.is_some();
