@@ -4,17 +4,16 @@
 //!
 //! Pure: no I/O.
 
+use super::refusal::Refusal;
 use crate::hbase::live::Shape;
 use crate::hbase::rules::{self, Enforcement, Finding, GroupState, Level, Rule, RuleConfig};
-use crate::protocol::constants::er;
-use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{AlterAction, CreateTable, TableName};
 
 /// What the session carries out for an HBase DDL statement.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct DdlVerdict {
     /// Refused with this error: nothing reaches the backend.
-    pub refuse: Option<ErrorInfo>,
+    pub refuse: Option<Refusal>,
     /// Warnings and notes it runs with (SHOW WARNINGS).
     pub notes: Vec<Finding>,
 }
@@ -24,7 +23,7 @@ pub struct DdlVerdict {
 pub fn judge(mode: Enforcement, findings: Vec<Finding>) -> DdlVerdict {
     let v = rules::judge(mode, findings);
     DdlVerdict {
-        refuse: v.refuse.map(|f| f.to_error()),
+        refuse: v.refuse.map(Refusal::Rule),
         notes: v.warnings,
     }
 }
@@ -98,11 +97,12 @@ pub fn like_of_a_plain_table(
         return DdlVerdict::default();
     }
     DdlVerdict {
-        refuse: Some(ErrorInfo::new(
+        refuse: Some(Refusal::Rule(Finding::error(
+            Rule::R1,
             rules::ER_NOT_SUPPORTED,
             "42000",
-            format!("OBKV-HBase rule R1: '{name}' would be an HBase table copied from '{source}', which is not one; define it with CREATE TABLE {name} (K …, Q …, T …, V …)"),
-        )),
+            format!("'{name}' would be an HBase table copied from '{source}', which is not one; define it with CREATE TABLE {name} (K …, Q …, T …, V …)"),
+        ))),
         notes: Vec::new(),
     }
 }
@@ -123,27 +123,19 @@ pub fn kqtv_without_dollar(name: &TableName) -> DdlVerdict {
 }
 
 /// CREATE TABLEGROUP of a group that exists (a note and an OK with IF NOT EXISTS).
-pub fn tablegroup_exists(name: &str) -> ErrorInfo {
-    ErrorInfo::new(
-        er::TABLE_EXISTS_ERROR,
-        "42S01",
-        format!("Table group '{name}' already exists"),
-    )
+pub fn tablegroup_exists(name: &str) -> Refusal {
+    Refusal::GroupExists(name.to_string())
 }
 
 /// DROP TABLEGROUP of a group that does not exist (a note and an OK with IF EXISTS).
-pub fn unknown_tablegroup(name: &str) -> ErrorInfo {
-    ErrorInfo::new(
-        rules::ER_NO_SUCH_TABLEGROUP,
-        "42S02",
-        format!("Unknown table group '{name}'"),
-    )
+pub fn unknown_tablegroup(name: &str) -> Refusal {
+    Refusal::UnknownGroup(name.to_string())
 }
 
 /// DROP TABLEGROUP of a group that still has tables: refused, naming the tables the user may
 /// see (schema and name, UTF-8) and counting the `hidden` others.
-pub fn group_still_has_tables(name: &str, visible: &[(&[u8], &[u8])], hidden: usize) -> ErrorInfo {
-    let mut names: Vec<String> = visible
+pub fn group_still_has_tables(name: &str, visible: &[(&[u8], &[u8])], hidden: usize) -> Refusal {
+    let tables = visible
         .iter()
         .map(|(schema, table)| {
             format!(
@@ -153,45 +145,41 @@ pub fn group_still_has_tables(name: &str, visible: &[(&[u8], &[u8])], hidden: us
             )
         })
         .collect();
-    if hidden > 0 {
-        names.push(format!("{hidden} you may not see"));
+    Refusal::GroupHasTables {
+        group: name.to_string(),
+        tables,
+        hidden,
     }
-    ErrorInfo::new(
-        rules::ER_NOT_SUPPORTED,
-        "42000",
-        format!(
-            "Cannot drop table group '{name}': it still has tables ({}); drop them first",
-            names.join(", ")
-        ),
-    )
 }
 
 /// An adoption (`ALTER TABLE g$f TABLEGROUP = g`) with other actions in the same ALTER: refused
 /// (adopt first, then alter). `table` is the table's name in UTF-8.
-pub fn adoption_not_alone(table: &[u8], group_option: &str) -> ErrorInfo {
-    ErrorInfo::new(
+pub fn adoption_not_alone(table: &[u8], group_option: &str) -> Refusal {
+    Refusal::Rule(Finding::error(
+        Rule::R1,
         rules::ER_NOT_SUPPORTED,
         "42000",
         format!(
-            "OBKV-HBase rule R1: put '{}' in its table group with ALTER TABLE … TABLEGROUP = {} alone, then alter it",
+            "put '{}' in its table group with ALTER TABLE … TABLEGROUP = {} alone, then alter it",
             String::from_utf8_lossy(table),
             group_option
         ),
-    )
+    ))
 }
 
 /// An adoption whose TABLEGROUP is not the group part (`group`) of the table's name `table`
 /// (both UTF-8): refused.
-pub fn adoption_group_mismatch(table: &[u8], group_option: &str, group: &[u8]) -> ErrorInfo {
-    ErrorInfo::new(
+pub fn adoption_group_mismatch(table: &[u8], group_option: &str, group: &[u8]) -> Refusal {
+    Refusal::Rule(Finding::error(
+        Rule::R1,
         rules::ER_NOT_SUPPORTED,
         "42000",
         format!(
-            "OBKV-HBase rule R1: TABLEGROUP = {group_option} does not match the group part of '{}'; write TABLEGROUP = {}",
+            "TABLEGROUP = {group_option} does not match the group part of '{}'; write TABLEGROUP = {}",
             String::from_utf8_lossy(table),
             String::from_utf8_lossy(group)
         ),
-    )
+    ))
 }
 
 #[cfg(test)]
@@ -229,9 +217,9 @@ mod tests {
         assert!(ok.notes.iter().any(|f| f.rule == Rule::R5), "{ok:?}");
         let bad = table(&GOOD.replace("PARTITIONS 97", "PARTITIONS 96"));
         let strict = create_table(&bad, CFG, &group(), Enforcement::Strict);
-        let e = strict.refuse.expect("R6 refuses an even count");
-        assert_eq!(e.code, er::NOT_SUPPORTED_YET);
-        assert!(e.message.contains("R6"), "{e:?}");
+        let refusal = strict.refuse.expect("R6 refuses an even count");
+        assert_eq!(refusal.rule(), Some(Rule::R6), "{refusal:?}");
+        assert_eq!(refusal.to_error().code, er::NOT_SUPPORTED_YET);
         let warn = create_table(&bad, CFG, &group(), Enforcement::Warn);
         assert_eq!(warn.refuse, None);
         assert!(warn
@@ -245,7 +233,8 @@ mod tests {
         // the group must exist
         let missing = GroupState::default();
         let e = create_table(&table(GOOD), CFG, &missing, Enforcement::Strict).refuse;
-        assert_eq!(e.map(|e| e.code), Some(er::NO_SUCH_TABLE));
+        assert_eq!(e.as_ref().and_then(Refusal::rule), Some(Rule::R1), "{e:?}");
+        assert_eq!(e.map(|e| e.to_error().code), Some(er::NO_SUCH_TABLE));
     }
 
     #[test]
@@ -253,13 +242,15 @@ mod tests {
         let current = table(GOOD);
         let add = [AlterAction::AddColumn];
         let v = alter_table(&current, &add, CFG, &group(), Enforcement::Strict);
-        assert!(v.refuse.is_some_and(|e| e.message.contains("R2")));
+        assert!(v.refuse.is_some_and(|e| e.rule() == Some(Rule::R2)));
         let to = TableName::new(None, "nodollar");
         let from = TableName::new(None, "g$f");
         let v = rename([(&from, &to)], Enforcement::Strict);
-        assert!(v.refuse.is_some_and(|e| e.code == er::WRONG_TABLE_NAME));
+        assert!(v
+            .refuse
+            .is_some_and(|e| e.to_error().code == er::WRONG_TABLE_NAME));
         let v = create_index(&from, "INDEX", Enforcement::Strict);
-        assert!(v.refuse.is_some_and(|e| e.message.contains("R7")));
+        assert!(v.refuse.is_some_and(|e| e.rule() == Some(Rule::R7)));
         assert_eq!(create_index(&from, "INDEX", Enforcement::Off).refuse, None);
     }
 
@@ -272,7 +263,7 @@ mod tests {
             "an index".into(),
         )]);
         let v = adoption(&broken, Enforcement::Strict).expect("decided");
-        assert!(v.refuse.is_some_and(|e| e.message.contains("R7")));
+        assert!(v.refuse.is_some_and(|e| e.rule() == Some(Rule::R7)));
         assert_eq!(
             adoption(&broken, Enforcement::Warn).and_then(|v| v.refuse),
             None
@@ -306,19 +297,19 @@ mod tests {
 
     #[test]
     fn table_group_answers() {
-        let e = tablegroup_exists("g");
+        let e = tablegroup_exists("g").to_error();
         assert_eq!((e.code, &e.sqlstate), (er::TABLE_EXISTS_ERROR, b"42S01"));
         assert_eq!(e.message, "Table group 'g' already exists");
-        let e = unknown_tablegroup("g");
+        let e = unknown_tablegroup("g").to_error();
         assert_eq!((e.code, &e.sqlstate), (er::NO_SUCH_TABLE, b"42S02"));
         assert_eq!(e.message, "Unknown table group 'g'");
-        let e = group_still_has_tables("g", &[(b"db", b"g$f"), (b"db", b"g$h")], 2);
+        let e = group_still_has_tables("g", &[(b"db", b"g$f"), (b"db", b"g$h")], 2).to_error();
         assert_eq!((e.code, &e.sqlstate), (er::NOT_SUPPORTED_YET, b"42000"));
         assert_eq!(
             e.message,
             "Cannot drop table group 'g': it still has tables (db.g$f, db.g$h, 2 you may not see); drop them first"
         );
-        let e = group_still_has_tables("g", &[], 1);
+        let e = group_still_has_tables("g", &[], 1).to_error();
         assert_eq!(
             e.message,
             "Cannot drop table group 'g': it still has tables (1 you may not see); drop them first"
@@ -327,13 +318,13 @@ mod tests {
 
     #[test]
     fn an_adoption_is_alone_and_names_its_group() {
-        let e = adoption_not_alone(b"g$f", "g");
+        let e = adoption_not_alone(b"g$f", "g").to_error();
         assert_eq!((e.code, &e.sqlstate), (er::NOT_SUPPORTED_YET, b"42000"));
         assert_eq!(
             e.message,
             "OBKV-HBase rule R1: put 'g$f' in its table group with ALTER TABLE … TABLEGROUP = g alone, then alter it"
         );
-        let e = adoption_group_mismatch(b"g$f", "h", b"g");
+        let e = adoption_group_mismatch(b"g$f", "h", b"g").to_error();
         assert_eq!(e.code, er::NOT_SUPPORTED_YET);
         assert_eq!(
             e.message,

@@ -3,10 +3,9 @@
 
 use super::prefix_scan::{self, Need, TableView};
 use super::read::Scope;
+pub use super::refusal::{Alone, Command, Refusal, Unchecked, Unreadable};
 use super::write::{self, Txn, WriteRules};
 use crate::hbase::rules::Note;
-use crate::protocol::constants::er;
-use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::{Statement, TableName};
 use crate::sql::scan::Dialect;
 
@@ -77,7 +76,7 @@ pub enum DynamicSource {
 pub enum DynamicCheck {
     /// Nothing to check at its executions.
     Runs,
-    Refused(ErrorInfo),
+    Refused(Refusal),
     /// Read these, then ask again.
     NeedFacts(Need),
     /// A write (or locking read) on an HBase table: each execution is checked with `plan`,
@@ -98,7 +97,7 @@ pub struct Outbound {
     pub checked: bool,
     /// A statement of a multi-statement text is refused: the text sent ends before it (the
     /// statements before it run), and this error follows their results.
-    pub refused: Option<ErrorInfo>,
+    pub refused: Option<Box<Refusal>>,
     /// Warnings and notes for the client (SHOW WARNINGS).
     pub notes: Vec<Note>,
     /// The transaction's partition once the text has run, when the text changes it.
@@ -117,7 +116,8 @@ pub struct Outbound {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Answer {
-    Error(ErrorInfo),
+    /// Refused: its ERR instead of the backend's answer.
+    Refuse(Refusal),
     /// `SHOW PROXY STATUS`: the proxy's counters as a two-column result.
     ProxyStatus,
     /// `SHOW PROXY CREATE TABLEGROUPS`: a `CREATE TABLEGROUP IF NOT EXISTS` per table group,
@@ -177,38 +177,7 @@ impl Default for Context {
     }
 }
 
-/// A dynamic write inside a multi-statement text: its executions could not be checked.
-pub fn dynamic_write_in_text() -> ErrorInfo {
-    ErrorInfo::new(
-        er::NOT_SUPPORTED_YET,
-        "42000",
-        "obkv-proxy: send a PREPARE / EXECUTE of a write on an HBase table as a statement of its \
-         own, not inside a multi-statement text",
-    )
-}
-
-/// Why a view over an HBase table is refused.
-pub(super) const UPDATABLE_VIEW: &str =
-    "obkv-proxy: a view over an HBase table could take INSERT / UPDATE / \
-    DELETE that the cell rules and the transaction guard do not see; make its query read-only \
-    (GROUP BY, DISTINCT, an aggregate, UNION) or read the table directly";
-
-pub fn refuse(code: u16, message: &str) -> Decision {
-    Decision::Answer(Answer::Error(ErrorInfo::new(code, "42000", message)))
-}
-
-pub fn hbase_ddl_not_preparable() -> ErrorInfo {
-    ErrorInfo::new(
-        er::UNSUPPORTED_PS,
-        "HY000",
-        "HBase DDL is not supported in the prepared statement protocol; send it as a plain statement",
-    )
-}
-
-pub fn unreadable_dynamic() -> ErrorInfo {
-    ErrorInfo::new(
-        er::PARSE_ERROR,
-        "42000",
-        "obkv-proxy cannot read the text of this PREPARE/EXECUTE IMMEDIATE, so it cannot check it",
-    )
+/// Refuse the statement: the client gets the refusal's ERR, nothing reaches the backend.
+pub fn refuse(r: Refusal) -> Decision {
+    Decision::Answer(Answer::Refuse(r))
 }

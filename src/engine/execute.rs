@@ -6,9 +6,9 @@
 //! Pure: the values come in as `Bound`s the session read from its packets; no I/O.
 
 use super::prefix_scan::ConnCharset;
+use super::refusal::Refusal;
 use super::write::{self, Bound, Checked, Gathered, Place, Txn, WritePlan, WriteRules};
 use crate::hbase::rules::Finding;
-use crate::protocol::packets::ErrorInfo;
 
 /// What the session knows when an execution arrives.
 #[derive(Debug, Clone, Copy)]
@@ -26,7 +26,7 @@ pub struct ExecContext<'a> {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Verdict {
     /// Refused with this error (nothing reaches the backend).
-    pub refuse: Option<ErrorInfo>,
+    pub refuse: Option<Refusal>,
     /// Warnings and notes the statement runs with (SHOW WARNINGS, and counted in its OK).
     pub notes: Vec<Finding>,
     /// Inside a transaction, the partition the execution fixes (its first write).
@@ -38,7 +38,7 @@ impl Verdict {
     fn of(checked: Checked, ctx: &ExecContext) -> Verdict {
         let out = write::verdict(checked, ctx.rules, ctx.txn);
         Verdict {
-            refuse: out.refuse.map(|f| f.to_error()),
+            refuse: out.refuse.map(Refusal::Rule),
             notes: out.warnings,
             pin: out.pin,
         }
@@ -212,10 +212,8 @@ mod tests {
         }
     }
 
-    fn rule_of(v: &Verdict) -> Option<String> {
-        v.refuse
-            .as_ref()
-            .map(|e| e.message.split(':').next().unwrap_or("").to_string())
+    fn rule_of(v: &Verdict) -> Option<Rule> {
+        v.refuse.as_ref().and_then(Refusal::rule)
     }
 
     #[test]
@@ -251,9 +249,9 @@ mod tests {
             ),
         ] {
             let v = decide_execution(&p, Some(&bound), &e.ctx());
-            let err = v.refuse.clone().unwrap_or_else(|| panic!("{rule}: {v:?}"));
-            assert_eq!(err.code, code, "{rule}: {err:?}");
-            assert!(err.message.contains(rule.id()), "{rule}: {err:?}");
+            let refusal = v.refuse.clone().unwrap_or_else(|| panic!("{rule}: {v:?}"));
+            assert_eq!(refusal.rule(), Some(rule), "{refusal:?}");
+            assert_eq!(refusal.to_error().code, code, "{rule}: {refusal:?}");
         }
         // C5, a T that looks like seconds: a note, and the execution runs
         let v = decide_execution(
@@ -287,7 +285,7 @@ mod tests {
             }
         };
         let v = decide_execution(&p, Some(&long), &e.ctx());
-        assert!(rule_of(&v).is_some_and(|r| r.contains("C2")), "{v:?}");
+        assert!(rule_of(&v) == Some(Rule::C2), "{v:?}");
     }
 
     #[test]
@@ -317,9 +315,9 @@ mod tests {
             Some(&values(&other, -NOW as i128, Some(b"v"))),
             &then.ctx(),
         );
-        let err = v.refuse.expect("refused");
-        assert_eq!(err.code, er::NOT_SUPPORTED_YET);
-        assert!(err.message.contains("X1"), "{err:?}");
+        let refusal = v.refuse.expect("refused");
+        assert_eq!(refusal.rule(), Some(Rule::X1), "{refusal:?}");
+        assert_eq!(refusal.to_error().code, er::NOT_SUPPORTED_YET);
         // lax transactions: a warning instead
         let mut lax = Exec::new().in_transaction_at(Some(pin));
         lax.rules.transactions = Transactions::Warn;
@@ -346,7 +344,7 @@ mod tests {
         let v = bulk.finish(false, &e.ctx());
         assert!(v
             .refuse
-            .is_some_and(|e| e.message.contains("C1") && e.message.contains("row 3")));
+            .is_some_and(|r| r.rule() == Some(Rule::C1) && r.to_error().message.contains("row 3")));
         // DEFAULT for K (MariaDB's indicator): an absent rowkey
         let mut bulk = BulkExecution::new(&p);
         let default_k = |i| {
@@ -358,13 +356,13 @@ mod tests {
         };
         bulk.row(&default_k, &e.ctx());
         let v = bulk.finish(false, &e.ctx());
-        assert!(rule_of(&v).is_some_and(|r| r.contains("C1")), "{v:?}");
+        assert!(rule_of(&v) == Some(Rule::C1), "{v:?}");
         // a row the session could not read: a note, and in a transaction it cannot be placed
         let tx = Exec::new().in_transaction_at(None);
         let mut bulk = BulkExecution::new(&p);
         bulk.row(&values(b"abcd1", -NOW as i128, Some(b"v")), &tx.ctx());
         let v = bulk.finish(true, &tx.ctx());
-        assert!(rule_of(&v).is_some_and(|r| r.contains("X2")), "{v:?}");
+        assert!(rule_of(&v) == Some(Rule::X2), "{v:?}");
     }
 
     #[test]
@@ -380,7 +378,7 @@ mod tests {
         // inside one: its partition is unknown, refused
         let tx = Exec::new().in_transaction_at(None);
         let v = decide_unseen_load("g$f", "the client does not send files", &tx.ctx());
-        assert!(rule_of(&v).is_some_and(|r| r.contains("X2")), "{v:?}");
+        assert!(rule_of(&v) == Some(Rule::X2), "{v:?}");
     }
 
     #[test]

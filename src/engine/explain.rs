@@ -6,7 +6,7 @@
 
 use super::prefix_scan::{self, Need, Step};
 use super::read::{read_executed, Read};
-use super::router::{decide, Answer, Context, Decision, Origin};
+use super::router::{decide, Answer, Context, Decision, Origin, Refusal};
 use crate::sql::classify::Class;
 use crate::sql::dml;
 use crate::sql::scan::statements;
@@ -59,7 +59,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             and checked before it runs"
             .into(),
         Decision::Send(w) if w.checked => {
-            let mut n = match &w.refused {
+            let mut n = match w.refused.as_deref().map(Refusal::to_error) {
                 Some(e) => format!(
                     "the statements before the refused one run, then: refused: {} ({})",
                     e.message, e.code
@@ -89,7 +89,10 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         Decision::Dynamic(_) => "dynamic SQL: its text is checked before it is prepared, and \
             each execution with the values it binds"
             .into(),
-        Decision::Answer(Answer::Error(e)) => format!("refused: {} ({})", e.message, e.code),
+        Decision::Answer(Answer::Refuse(r)) => {
+            let e = r.to_error();
+            format!("refused: {} ({})", e.message, e.code)
+        }
         Decision::Answer(_) => "answered by the proxy".into(),
     };
     let rewritten = decision.rewritten().is_some();

@@ -10,6 +10,7 @@ pub mod execute;
 pub mod explain;
 pub mod prefix_scan;
 pub mod read;
+pub mod refusal;
 pub mod rewrite;
 pub mod router;
 pub mod text;

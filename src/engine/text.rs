@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use super::decision::{
-    dynamic_write_in_text, hbase_ddl_not_preparable, refuse, unreadable_dynamic, Answer, Context,
-    Decision, DynamicCheck, DynamicSource, DynamicSql, Origin, Outbound, UPDATABLE_VIEW,
+    refuse, Alone, Answer, Context, Decision, DynamicCheck, DynamicSource, DynamicSql, Origin,
+    Outbound, Refusal, Unchecked, Unreadable,
 };
 use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::read::*;
@@ -19,7 +19,6 @@ use super::rewrite;
 use super::write::{self, Touch, Txn, WriteRules};
 use crate::hbase::rules::{Level, Note, Rule};
 use crate::protocol::constants::er;
-use crate::protocol::packets::ErrorInfo;
 use crate::sql::ddl::TableName;
 use crate::sql::dml;
 use crate::sql::dynamic::Source;
@@ -30,7 +29,7 @@ use crate::sql::splice::Splice;
 /// `decide_dynamic` (its DDL, for a prepare) and `check_dynamic` (the write rules), which read
 /// that text with these same handlers. Passed in, so this file does not import the router.
 pub(super) struct Dynamic {
-    pub decide: fn(&[u8], &Context) -> Option<ErrorInfo>,
+    pub decide: fn(&[u8], &Context) -> Option<Refusal>,
     pub check: fn(&[u8], &Context) -> DynamicCheck,
 }
 
@@ -84,7 +83,7 @@ enum Flow {
     /// The text's decision, whatever the other statements are.
     Done(Box<Decision>),
     /// This statement is refused: the ones before it run (`Text::stop_at`).
-    Refuse(ErrorInfo),
+    Refuse(Refusal),
 }
 
 /// What the statements read so far gathered.
@@ -228,20 +227,20 @@ impl<'a> Text<'a> {
 
     /// Statement `i` of the text is refused: the statements before it run, then the client
     /// gets the refusal (as the backend itself stops a multi-statement text at an error).
-    fn stop_at(&mut self, i: usize, e: ErrorInfo) -> Decision {
+    fn stop_at(&mut self, i: usize, e: Refusal) -> Decision {
         if self.needs {
             // an earlier statement's decision is not known yet: read what it needs first
             return Decision::Need(std::mem::take(&mut self.need));
         }
         let Some(before) = i.checked_sub(1).and_then(|j| self.pieces.get(j)) else {
-            return Decision::Answer(Answer::Error(e));
+            return Decision::Answer(Answer::Refuse(e));
         };
         let sent = self.sql.get(..before.end).unwrap_or_default();
         let writes = std::mem::take(&mut self.writes);
         Decision::Send(Outbound {
             text: Some(std::mem::take(&mut self.splice).apply(sent)),
             checked: true,
-            refused: Some(e),
+            refused: Some(Box::new(e)),
             notes: writes.notes,
             txn_after: writes.txn_changed.then_some(writes.txn.pinned),
             ..Outbound::default()
@@ -484,12 +483,9 @@ impl<'a> Text<'a> {
 
     fn unreadable_load(&mut self, why: &str) -> Flow {
         if self.ctx.strict && self.ctx.writes.is_some() {
-            return Flow::Done(Box::new(refuse(
-                er::PARSE_ERROR,
-                &format!(
-                    "obkv-proxy cannot read this LOAD DATA ({why}), so it cannot check its rows"
-                ),
-            )));
+            return Flow::Done(Box::new(refuse(Refusal::Unreadable(Unreadable::Load(
+                why.to_string(),
+            )))));
         }
         Flow::Next
     }
@@ -501,11 +497,15 @@ impl<'a> Text<'a> {
             return Flow::Next;
         }
         let Some(view) = &ctx.tables else {
-            return Flow::Done(Box::new(refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW)));
+            return Flow::Done(Box::new(refuse(Refusal::Unchecked(
+                Unchecked::UpdatableView,
+            ))));
         };
         match hbase_table_named(at.piece, self.d, view) {
             Ok(None) => Flow::Next,
-            Ok(Some(_)) => Flow::Done(Box::new(refuse(er::NOT_SUPPORTED_YET, UPDATABLE_VIEW))),
+            Ok(Some(_)) => Flow::Done(Box::new(refuse(Refusal::Unchecked(
+                Unchecked::UpdatableView,
+            )))),
             Err(n) => self.need(n),
         }
     }
@@ -514,55 +514,40 @@ impl<'a> Text<'a> {
     fn ddl_or_program(&mut self, at: &At<'_>, read: &Read) -> Flow {
         let ctx = self.ctx;
         let start = self.pieces.get(at.i).map_or(0, |p| p.start);
-        let refuse_with = |code, message: &str| Flow::Done(Box::new(refuse(code, message)));
+        let refused = |r: Refusal| Flow::Done(Box::new(refuse(r)));
         match read {
-            Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::ProxyTrigger
+            Read::Hbase(_)
+            | Read::Unreadable(_)
+            | Read::ProgramWithHbaseDdl
+            | Read::ProxyTrigger
                 if self.many =>
             {
-                refuse_with(
-                    er::NOT_SUPPORTED_YET,
-                    "obkv-proxy: send HBase DDL as a statement of its own, not inside a multi-statement",
-                )
+                refused(Refusal::DdlNotAlone(Alone::InMultiStatement))
             }
-            Read::WrappedDdl => refuse_with(
-                er::NOT_SUPPORTED_YET,
-                "obkv-proxy: send HBase DDL as a statement of its own, not under SET STATEMENT … FOR",
-            ),
-            Read::WrappedUnsure if ctx.strict && ctx.writes.is_some() => refuse_with(
-                er::PARSE_ERROR,
-                "obkv-proxy cannot read with certainty the statement this SET STATEMENT … FOR \
-                 or ANALYZE runs (a placeholder in its settings, or an executable comment), so \
-                 it cannot check it; send the statement without the wrapper",
-            ),
+            Read::WrappedDdl => refused(Refusal::DdlNotAlone(Alone::UnderSetStatement)),
+            Read::WrappedUnsure if ctx.strict && ctx.writes.is_some() => {
+                refused(Refusal::Unreadable(Unreadable::Wrapped))
+            }
             // the proxy keeps this trigger already: answered OK, nothing runs
             Read::ProxyTrigger => Flow::Done(Box::new(Decision::Answer(Answer::Ok))),
             Read::Hbase(stmt) if self.origin == Origin::Prepare => {
                 Flow::Done(Box::new(match names_hbase_object(stmt, &ctx.scope) {
-                    true => Decision::Answer(Answer::Error(hbase_ddl_not_preparable())),
+                    true => refuse(Refusal::DdlPrepared),
                     false => Decision::forward(),
                 }))
             }
             // the session carries it out on the whole text: its offsets must be the text's
-            Read::Hbase(_) if start > 0 => refuse_with(
-                er::NOT_SUPPORTED_YET,
-                "obkv-proxy: send HBase DDL as a statement of its own, not after a ';'",
-            ),
+            Read::Hbase(_) if start > 0 => refused(Refusal::DdlNotAlone(Alone::AfterSemicolon)),
             Read::Hbase(stmt) => Flow::Done(Box::new(Decision::Ddl(stmt.clone()))),
-            Read::Unreadable(e) => refuse_with(
-                er::PARSE_ERROR,
-                &format!("obkv-proxy cannot read this HBase DDL, so it cannot check it: {e}"),
-            ),
-            Read::ProgramWritesHbase if ctx.strict && ctx.writes.is_some() => refuse_with(
-                er::NOT_SUPPORTED_YET,
-                "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
-                 statement writes to an HBase table, nor place them in a transaction; write them \
-                 from the client (plain or prepared statements are checked)",
-            ),
-            Read::ProgramWithHbaseDdl if ctx.strict => refuse_with(
-                er::NOT_SUPPORTED_YET,
-                "obkv-proxy: HBase DDL inside a stored program or compound statement cannot be \
-                 checked; run it as a statement of its own",
-            ),
+            Read::Unreadable(e) => {
+                refused(Refusal::Unreadable(Unreadable::HbaseDdl(Some(e.clone()))))
+            }
+            Read::ProgramWritesHbase if ctx.strict && ctx.writes.is_some() => {
+                refused(Refusal::Unchecked(Unchecked::ProgramWrites))
+            }
+            Read::ProgramWithHbaseDdl if ctx.strict => {
+                refused(Refusal::Unchecked(Unchecked::ProgramDdl))
+            }
             _ => Flow::Next,
         }
     }
@@ -575,8 +560,8 @@ impl<'a> Text<'a> {
                 if !self.many && self.origin == Origin::Text && ctx.writes.is_some() =>
             {
                 let Some(head) = crate::sql::dynamic::head(at.piece, self.d) else {
-                    return Flow::Done(Box::new(Decision::Answer(Answer::Error(
-                        unreadable_dynamic(),
+                    return Flow::Done(Box::new(refuse(Refusal::Unreadable(
+                        Unreadable::DynamicText,
                     ))));
                 };
                 let source = match source {
@@ -597,19 +582,17 @@ impl<'a> Text<'a> {
                 if self.origin == Origin::Prepare {
                     // the backend prepares no PREPARE; only its DDL is looked at (no recursion)
                     return match (self.dynamic.decide)(text, &inner) {
-                        Some(e) => Flow::Done(Box::new(Decision::Answer(Answer::Error(e)))),
+                        Some(e) => Flow::Done(Box::new(refuse(e))),
                         None => Flow::Next,
                     };
                 }
                 match (self.dynamic.check)(text, &inner) {
                     DynamicCheck::Runs => Flow::Next,
-                    DynamicCheck::Refused(e) => {
-                        Flow::Done(Box::new(Decision::Answer(Answer::Error(e))))
-                    }
+                    DynamicCheck::Refused(e) => Flow::Done(Box::new(refuse(e))),
                     DynamicCheck::NeedFacts(n) => self.need(n),
-                    DynamicCheck::Checked { .. } if ctx.strict => Flow::Done(Box::new(
-                        Decision::Answer(Answer::Error(dynamic_write_in_text())),
-                    )),
+                    DynamicCheck::Checked { .. } if ctx.strict => Flow::Done(Box::new(refuse(
+                        Refusal::Unchecked(Unchecked::DynamicWriteInText),
+                    ))),
                     DynamicCheck::Checked { .. } => Flow::Next,
                 }
             }
@@ -626,11 +609,9 @@ impl<'a> Text<'a> {
                         .is_some_and(|first| *first < start)
                 });
                 if ctx.strict && set_earlier {
-                    return Flow::Done(Box::new(refuse(
-                        er::NOT_SUPPORTED_YET,
-                        "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE: its variable \
-                         is set in the same multi-statement; send the PREPARE as a statement of its own",
-                    )));
+                    return Flow::Done(Box::new(refuse(Refusal::Unchecked(
+                        Unchecked::VariableSetInText,
+                    ))));
                 }
                 if !self.computed.contains(expr) {
                     self.computed.push(expr.clone());
@@ -639,12 +620,9 @@ impl<'a> Text<'a> {
             }
             // the backend refuses it by itself: nothing of it runs
             Source::Fails => Flow::Next,
-            Source::Expression if ctx.strict => Flow::Done(Box::new(refuse(
-                er::NOT_SUPPORTED_YET,
-                "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
-                 string literal, a user variable, or an expression of those and built-in string \
-                 functions (CONCAT, REPLACE, IF, …)",
-            ))),
+            Source::Expression if ctx.strict => Flow::Done(Box::new(refuse(Refusal::Unchecked(
+                Unchecked::DynamicExpression,
+            )))),
             Source::Expression => Flow::Next,
         }
     }
@@ -710,7 +688,7 @@ impl WriteState {
         checked: write::Checked,
         rules: &WriteRules,
         origin: Origin,
-    ) -> Option<ErrorInfo> {
+    ) -> Option<Refusal> {
         let mut checked = checked;
         if origin == Origin::Prepare {
             // a prepare runs nothing: its literals are checked now, its `?` and its place in
@@ -721,7 +699,7 @@ impl WriteState {
         self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);
         let out = write::verdict(checked, rules, &self.txn);
         if let Some(f) = out.refuse {
-            return Some(f.to_error());
+            return Some(Refusal::Rule(f));
         }
         if let Some(p) = out.pin {
             self.txn.pinned = Some(p);

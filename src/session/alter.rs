@@ -305,7 +305,7 @@ impl Session {
             .iter()
             .any(|a| !matches!(a, AlterAction::Option(o) if o.name == "TABLEGROUP"))
         {
-            let e = ddl_policy::adoption_not_alone(&name, group_option);
+            let e = ddl_policy::adoption_not_alone(&name, group_option).to_error();
             return self.answer_error(e).await;
         }
         let Some(dollar) = memchr::memchr(b'$', &name) else {
@@ -313,7 +313,7 @@ impl Session {
         };
         let group = name.get(..dollar).unwrap_or_default().to_vec();
         if !group_option.as_bytes().eq_ignore_ascii_case(&group) {
-            let e = ddl_policy::adoption_group_mismatch(&name, group_option, &group);
+            let e = ddl_policy::adoption_group_mismatch(&name, group_option, &group).to_error();
             return self.answer_error(e).await;
         }
         let key = marker::fold(&group, self.names_ci);

@@ -5,6 +5,7 @@
 //! side effects), and placed by the transaction guard.
 
 use crate::admin::bump;
+use crate::engine::refusal::{Refusal, Unchecked, Unreadable};
 use crate::engine::router::{self, DynamicCheck, DynamicSource, DynamicSql};
 use crate::engine::write::{Bound, Place, WritePlan};
 use crate::protocol::constants::er;
@@ -81,7 +82,9 @@ impl Session {
     ) -> Result<DynamicCheck, End> {
         let text = match text {
             SourceText::Text(t) => t,
-            SourceText::Unread(e) if self.strict() => return Ok(DynamicCheck::Refused(e)),
+            SourceText::Unread(e) if self.strict() => {
+                return Ok(DynamicCheck::Refused(Refusal::Error(e)))
+            }
             SourceText::Unread(_) => return Ok(DynamicCheck::Runs),
         };
         let text = std::sync::Arc::new(text);
@@ -95,7 +98,8 @@ impl Session {
                 tokio::task::spawn_blocking(move || router::check_dynamic(&t, &c))
                     .await
                     .unwrap_or_else(|_| {
-                        DynamicCheck::Refused(ErrorInfo::internal("while reading the statement"))
+                        let e = ErrorInfo::internal("while reading the statement");
+                        DynamicCheck::Refused(Refusal::Error(e))
                     })
             };
             let DynamicCheck::NeedFacts(need) = check else {
@@ -109,7 +113,8 @@ impl Session {
         }
         // what it needs cannot be had: not run unchecked
         if self.strict() {
-            return Ok(DynamicCheck::Refused(self.facts_missing()));
+            let blind = !self.blind.is_empty();
+            return Ok(DynamicCheck::Refused(Refusal::FactsMissing { blind }));
         }
         Ok(DynamicCheck::Runs)
     }
@@ -127,7 +132,7 @@ impl Session {
         // a refused PREPARE leaves the backend's statement of that name, and its plan, as
         // they were
         let (plan, params) = match self.check_dynamic_text(text).await? {
-            DynamicCheck::Refused(e) => return self.refuse(e).await,
+            DynamicCheck::Refused(e) => return self.refuse(e.to_error()).await,
             DynamicCheck::Runs | DynamicCheck::NeedFacts(_) => {
                 let summary = self.forward(kind).await?;
                 if let (true, Some(name), None) = (d.head.prepare, &d.head.name, summary.error_code)
@@ -243,18 +248,11 @@ impl Session {
                 return Ok(SqlExecutions::Forget(forget));
             }
             let e = if many {
-                router::dynamic_write_in_text()
+                Refusal::Unchecked(Unchecked::DynamicWriteInText)
             } else {
-                ErrorInfo::new(
-                    er::PARSE_ERROR,
-                    "42000",
-                    "obkv-proxy cannot tell how the backend reads the values of this EXECUTE (a \
-                     backslash in a \"…\" literal or after a multibyte character, a placeholder \
-                     or an executable comment in a SET STATEMENT … FOR), so it cannot check them; \
-                     give them as user variables, without a wrapper",
-                )
+                Refusal::Unreadable(Unreadable::ExecuteValues)
             };
-            self.refuse(e).await?;
+            self.refuse(e.to_error()).await?;
             return Ok(SqlExecutions::Answered);
         }
         let Some(p) = self.statements.by_name.get(&name) else {
@@ -343,7 +341,7 @@ impl Session {
         let ctx = self.exec_context(&rules, &txn);
         let out = crate::engine::decide_execution(plan, Some(&bound), &ctx);
         if let Some(e) = out.refuse {
-            return Ok(Verdict::Refused(e));
+            return Ok(Verdict::Refused(e.to_error()));
         }
         self.keep_findings(out.notes);
         Ok(Verdict::Runs(out.pin))

@@ -26,7 +26,7 @@ use crate::hbase::marker::{self, Marker};
 use crate::hbase::rules::{self, Level, Note, RuleConfig};
 use crate::hbase::translate;
 use crate::protocol::constants::er;
-use crate::protocol::packets::{ok_packet, parse_err_code, ErrorInfo, OkInfo};
+use crate::protocol::packets::{parse_err_code, ErrorInfo, OkInfo};
 use crate::protocol::response::ResponseKind;
 use crate::sql::ddl::{self, CreateTable, Statement, TableName};
 
@@ -40,25 +40,6 @@ impl Session {
             require_tablegroup_option: h.require_tablegroup_option,
             multiple_families: h.multiple_families,
         }
-    }
-
-    pub(super) async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
-        let p = ok_packet(affected, 0, self.last_status, warnings);
-        let seq = self.command_frames;
-        self.client
-            .send_packet(seq, &p)
-            .await
-            .map(drop)
-            .map_err(|_| End::ClientGone)
-    }
-
-    pub(super) async fn answer_raw(&mut self, packet: &[u8]) -> Result<(), End> {
-        let seq = self.command_frames;
-        self.client
-            .send_packet(seq, packet)
-            .await
-            .map(drop)
-            .map_err(|_| End::ClientGone)
     }
 
     /// IF [NOT] EXISTS turns an error into a note and an OK, as MySQL does for tables.
@@ -77,7 +58,7 @@ impl Session {
         for f in v.notes {
             self.pending_warnings.push(Note::from(f));
         }
-        v.refuse
+        v.refuse.map(|r| r.to_error())
     }
 
     pub(super) fn enforcement(&self) -> rules::Enforcement {
@@ -171,7 +152,7 @@ impl Session {
         match self.catalog_write(&sql).await? {
             Internal::Err(e) => self.answer_raw(&e).await,
             Internal::Ok(ok) if ok.affected_rows == 0 => {
-                let e = ddl_policy::tablegroup_exists(name);
+                let e = ddl_policy::tablegroup_exists(name).to_error();
                 self.answer_error_or_note(if_not_exists, e).await
             }
             _ => {
@@ -227,7 +208,7 @@ impl Session {
                 .partition(|m| visible.contains(&(m.schema.clone(), m.name.clone())));
             let shown: Vec<(&[u8], &[u8])> =
                 seen.iter().map(|m| (&m.schema[..], &m.name[..])).collect();
-            let e = ddl_policy::group_still_has_tables(name, &shown, hidden.len());
+            let e = ddl_policy::group_still_has_tables(name, &shown, hidden.len()).to_error();
             return self.answer_error(e).await;
         }
         if native {
@@ -242,11 +223,11 @@ impl Session {
                 self.answer_raw(&e).await
             }
             Internal::Err(_) => {
-                let e = ddl_policy::unknown_tablegroup(name);
+                let e = ddl_policy::unknown_tablegroup(name).to_error();
                 self.answer_error_or_note(if_exists, e).await
             }
             Internal::Ok(ok) if ok.affected_rows == 0 => {
-                let e = ddl_policy::unknown_tablegroup(name);
+                let e = ddl_policy::unknown_tablegroup(name).to_error();
                 self.answer_error_or_note(if_exists, e).await
             }
             _ => self.answer_ok(0, 0).await,

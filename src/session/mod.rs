@@ -6,6 +6,7 @@
 //! (`protocol::response`) to know where the response ends.
 
 mod alter;
+mod answer;
 mod catalog;
 mod dynamic;
 mod facts;
@@ -27,12 +28,13 @@ use crate::config::AuthMode;
 use crate::config::BackendKind;
 use crate::engine::prefix_scan::{ConnCharset, TableView};
 use crate::engine::read::Scope;
+use crate::engine::refusal::{Refusal, Unchecked};
 use crate::engine::router::{self, Answer, Context, Decision, Origin, Outbound};
 use crate::hbase::rules::Note;
 use crate::net::{ClientIo, ClientSock, Peer};
 use crate::protocol::compress::OutOfOrder;
 use crate::protocol::constants::{cap, com, er, status, Caps, MAX_FRAME};
-use crate::protocol::packets::{text_result_set, ErrorInfo};
+use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::{
     with_more_results, with_warnings_added, ResponseKind, ResponseTracker, Step, Summary,
 };
@@ -387,7 +389,7 @@ impl Session {
             if !need.variables.is_empty() {
                 // the texts of dynamic SQL: read and checked; then the text is sent as it is
                 let decision = match self.check_dynamic_texts(&need.variables).await? {
-                    Some(e) => Decision::Answer(Answer::Error(e)),
+                    Some(r) => router::refuse(r),
                     None => Decision::forward(),
                 };
                 return Ok((class, decision));
@@ -401,29 +403,10 @@ impl Session {
         }
         // facts that cannot be had: never forward unchecked what the rules would check
         if self.strict() {
-            return Ok((class, Decision::Answer(Answer::Error(self.facts_missing()))));
+            let blind = !self.blind.is_empty();
+            return Ok((class, router::refuse(Refusal::FactsMissing { blind })));
         }
         Ok((class, Decision::forward()))
-    }
-
-    /// Why a statement is refused when what it needs cannot be read.
-    fn facts_missing(&self) -> ErrorInfo {
-        if self.blind.is_empty() {
-            ErrorInfo::new(
-                er::PARSE_ERROR,
-                "42000",
-                "obkv-proxy could not learn what it needs to check this statement (a table's \
-                 schema, the current database or the character set); send it again",
-            )
-        } else {
-            ErrorInfo::new(
-                er::NOT_SUPPORTED_YET,
-                "42000",
-                "obkv-proxy has not read this HBase table's definition yet and does not read it \
-                 inside your transaction; run a statement on the table outside a transaction \
-                 first (or set hbase.catalog_user), then retry",
-            )
-        }
     }
 
     /// Runs `f` on the current command's text on the blocking pool (the buffer moves there and
@@ -451,7 +434,7 @@ impl Session {
 
     fn analysis_failed() -> (Class, Decision) {
         let err = ErrorInfo::internal("while reading the statement");
-        (Class::MaybeHbase, Decision::Answer(Answer::Error(err)))
+        (Class::MaybeHbase, router::refuse(Refusal::Error(err)))
     }
 
     async fn run(mut self) {
@@ -587,44 +570,77 @@ impl Session {
         }
     }
 
+    /// COM_QUERY, in the order PgDog's `QueryEngine::handle` reads: what the previous
+    /// statement left → decide (`engine::router`) → carry the decision out (`apply`) → after.
     async fn on_query(&mut self) -> Result<(), End> {
-        if !self.pending_notes.is_empty() {
-            let notes = std::mem::take(&mut self.pending_notes);
-            if classify::leading_words(&self.command[1..], 3) == ["SHOW", "WARNINGS"] {
-                return self.show_warnings_with_notes(notes).await;
-            }
+        // before: the previous statement's warnings are shown once, by SHOW WARNINGS; the facts
+        // this text may change are forgotten
+        if self.show_kept_warnings().await? {
+            return Ok(());
         }
         let ddl = self.forget_facts_after_query();
-        if !self.pending_warnings.is_empty() {
-            // warnings belong to the previous statement: shown once, by SHOW WARNINGS
-            if classify::leading_words(&self.command[1..], 3) == ["SHOW", "WARNINGS"] {
-                return self.show_pending_warnings().await;
-            }
-            self.pending_warnings.clear();
-        }
+        // `EXECUTE name USING …` of a statement whose executions are checked: carried out here
         let forget = match self.on_sql_executions().await? {
             dynamic::SqlExecutions::Answered => return Ok(()),
             dynamic::SqlExecutions::Forget(names) => names,
         };
+        // decide
         let (class, decision) = self.decide(Origin::Text).await?;
+        // a text the write stage cut short did not run whole
+        let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
+        // carry out
+        let result = self.apply(decision, ResponseKind::Query).await;
+        // after
+        self.after_query(class, &result, whole, &forget, ddl);
+        result.map(drop)
+    }
+
+    /// SHOW WARNINGS right after a statement the proxy kept warnings or notes for: answered
+    /// with them (true). Any other statement drops them: they belong to the previous one.
+    async fn show_kept_warnings(&mut self) -> Result<bool, End> {
+        let show = |s: &Self| classify::leading_words(&s.command[1..], 3) == ["SHOW", "WARNINGS"];
+        if !self.pending_notes.is_empty() {
+            let notes = std::mem::take(&mut self.pending_notes);
+            if show(self) {
+                self.show_warnings_with_notes(notes).await?;
+                return Ok(true);
+            }
+        }
+        if !self.pending_warnings.is_empty() {
+            if show(self) {
+                self.show_pending_warnings().await?;
+                return Ok(true);
+            }
+            self.pending_warnings.clear();
+        }
+        Ok(false)
+    }
+
+    /// After a text: the counters; the SQL-level prepared statements it replaced (`forget`,
+    /// when it ran whole and without an error) lose their plans; the schemas cached are dropped
+    /// after DDL. (The status and the transaction's partition follow each response:
+    /// `after_response`.)
+    fn after_query(
+        &mut self,
+        class: Class,
+        result: &Result<Option<Summary>, End>,
+        whole: bool,
+        forget: &[Vec<u8>],
+        ddl: bool,
+    ) {
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
-        // a text the write stage cut short did not run whole
-        let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
-        let result = self.apply(decision, ResponseKind::Query).await;
-        if let (Ok(Some(s)), true) = (&result, whole) {
+        if let (Ok(Some(s)), true) = (result, whole) {
             if s.error_code.is_none() {
-                for name in &forget {
+                for name in forget {
                     self.statements.by_name.remove(name);
                 }
             }
         }
-        let result = result.map(drop);
         if ddl {
             self.shared.schemas.clear();
         }
-        result
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
@@ -726,7 +742,7 @@ impl Session {
             Decision::Answer(answer) => {
                 bump(&self.shared.stats.answered_locally);
                 match answer {
-                    Answer::Error(e) => self.answer_error(e).await?,
+                    Answer::Refuse(r) => self.answer_error(r.to_error()).await?,
                     Answer::ProxyStatus => self.answer_proxy_status().await?,
                     Answer::TablegroupDdl => self.answer_tablegroup_ddl().await?,
                     Answer::Ok => self.answer_ok(0, 0).await?,
@@ -763,7 +779,7 @@ impl Session {
                 match out.refuse {
                     Some(e) => {
                         bump(&self.shared.stats.answered_locally);
-                        self.answer_error(e).await.map(|()| None)
+                        self.answer_error(e.to_error()).await.map(|()| None)
                     }
                     None => {
                         w.notes.extend(out.notes.into_iter().map(Note::from));
@@ -777,76 +793,19 @@ impl Session {
 
     /// Reads the user variables a PREPARE / EXECUTE IMMEDIATE takes its text from (a plain
     /// SELECT on the session's connection: no state changes) and checks each text.
-    async fn check_dynamic_texts(&mut self, names: &[Vec<u8>]) -> Result<Option<ErrorInfo>, End> {
+    async fn check_dynamic_texts(&mut self, names: &[Vec<u8>]) -> Result<Option<Refusal>, End> {
         for name in names {
             let text = self.variable_text(name).await?;
             match self.check_dynamic_text(text).await? {
                 router::DynamicCheck::Refused(e) => return Ok(Some(e)),
                 // inside a multi-statement text its executions could not be checked
                 router::DynamicCheck::Checked { .. } if self.strict() => {
-                    return Ok(Some(router::dynamic_write_in_text()))
+                    return Ok(Some(Refusal::Unchecked(Unchecked::DynamicWriteInText)))
                 }
                 _ => {}
             }
         }
         Ok(None)
-    }
-
-    async fn answer_error(&mut self, e: ErrorInfo) -> Result<(), End> {
-        let seq = self.command_frames;
-        if self.client.send_packet(seq, &e.to_packet()).await.is_err() {
-            return Err(End::ClientGone);
-        }
-        Ok(())
-    }
-
-    async fn answer_proxy_status(&mut self) -> Result<(), End> {
-        let mut rows: Vec<Vec<Option<String>>> = self
-            .shared
-            .stats
-            .rows()
-            .into_iter()
-            .map(|(k, v)| vec![Some(k.to_string()), Some(v)])
-            .collect();
-        let c = &self.shared.rewrite_counters;
-        for (name, v) in [
-            ("prefix_rewrites", &c.rewritten),
-            ("prefix_rewrites_declined", &c.declined),
-            ("prefix_rewrites_unreadable", &c.unreadable),
-        ] {
-            rows.push(vec![
-                Some(name.into()),
-                Some(v.load(Ordering::Relaxed).to_string()),
-            ]);
-        }
-        rows.push(vec![
-            Some("backend".into()),
-            Some(self.shared.config.backend.address.clone()),
-        ]);
-        rows.push(vec![
-            Some("idle_pooled_backend_connections".into()),
-            Some(self.shared.pool.idle_count().to_string()),
-        ]);
-        self.answer_rows(&["Variable_name", "Value"], &rows).await
-    }
-
-    /// A text result set made by the proxy, in the EOF style the client negotiated.
-    async fn answer_rows<T: AsRef<[u8]>>(
-        &mut self,
-        columns: &[&str],
-        rows: &[Vec<Option<T>>],
-    ) -> Result<(), End> {
-        let packets = text_result_set(
-            columns,
-            rows,
-            self.client_caps,
-            self.last_status & !status::MORE_RESULTS_EXISTS,
-        );
-        let mut seq = self.command_frames;
-        for p in &packets {
-            seq = self.client.queue_packet(seq, p);
-        }
-        self.client.flush().await.map_err(|_| End::ClientGone)
     }
 
     /// The status a response ended with: the session's transaction state follows it (COMMIT,
@@ -894,7 +853,7 @@ impl Session {
                 bump(&self.shared.stats.answered_locally);
                 if self
                     .client
-                    .send_packet(next_seq, &e.to_packet())
+                    .send_packet(next_seq, &e.to_error().to_packet())
                     .await
                     .is_err()
                 {

@@ -355,7 +355,7 @@ impl Session {
             decide_execution(&plan, Some(&bound), &ctx)
         };
         if let Some(e) = out.refuse {
-            return Ok(Checked::Refused(e, !long.is_empty()));
+            return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
         self.keep_findings(out.notes);
         let pin = out.pin;
