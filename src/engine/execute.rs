@@ -288,6 +288,180 @@ mod tests {
         assert!(rule_of(&v) == Some(Rule::C2), "{v:?}");
     }
 
+    /// A key in another partition than `pin`'s (4-byte prefix).
+    fn key_elsewhere(pin: &Place) -> Vec<u8> {
+        (b'b'..=b'z')
+            .map(|c| vec![c, c, c, c, b'1'])
+            .find(|k| schema().partition_of(k) != Some(pin.partition))
+            .expect("another partition")
+    }
+
+    /// The verdicts of one row on each execution-time path: a binary COM_STMT_EXECUTE, an
+    /// `EXECUTE … USING` (values as the session reads them: text), one row of a bulk execute,
+    /// one row of a LOAD DATA LOCAL file.
+    fn on_every_path(
+        k: &[u8],
+        t: i128,
+        v: Option<&[u8]>,
+        e: &Exec,
+    ) -> [(&'static str, Verdict); 4] {
+        let p = plan(INSERT);
+        let binary = values(k, t, v);
+        let t_text = t.to_string();
+        let using = |i: u32| match i {
+            0 => Bound::Text(k),
+            1 => Bound::Text(b"q"),
+            2 => Bound::Text(t_text.as_bytes()),
+            3 => v.map_or(Bound::Null, Bound::Text),
+            _ => Bound::Other,
+        };
+        let mut bulk = BulkExecution::new(&p);
+        bulk.row(&binary, &e.ctx());
+        let load = write::LoadPlan {
+            load: crate::sql::load::read(
+                b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
+                crate::sql::scan::Dialect::default(),
+            )
+            .expect("reads")
+            .expect("a LOAD"),
+            schema: schema(),
+        };
+        let mut file = write::LoadCheck::new(&load, e.rules);
+        let mut row = k.to_vec();
+        row.extend_from_slice(format!("\tq\t{t}\t").as_bytes());
+        row.extend_from_slice(v.unwrap_or(b"\\N"));
+        row.push(b'\n');
+        file.feed(&row);
+        [
+            (
+                "COM_STMT_EXECUTE",
+                decide_execution(&p, Some(&binary), &e.ctx()),
+            ),
+            (
+                "EXECUTE USING",
+                decide_execution(&p, Some(&using), &e.ctx()),
+            ),
+            ("bulk execute", bulk.finish(false, &e.ctx())),
+            ("LOAD DATA rows", decide_load(file.finish(), &e.ctx())),
+        ]
+    }
+
+    #[test]
+    fn every_rule_is_judged_on_every_execution_path() {
+        let e = Exec::new();
+        let long = [b'x'; 40];
+        // the cell rules: refused (strict), or noted
+        for (what, k, t, v, rule, refused) in [
+            (
+                "an empty K",
+                &b""[..],
+                -NOW as i128,
+                Some(&b"v"[..]),
+                Rule::C1,
+                true,
+            ),
+            (
+                "a V too long",
+                b"abcd1",
+                -NOW as i128,
+                Some(&long[..]),
+                Rule::C2,
+                true,
+            ),
+            ("a NULL V", b"abcd1", -NOW as i128, None, Rule::C3, true),
+            (
+                "a positive T",
+                b"abcd1",
+                NOW as i128,
+                Some(b"v"),
+                Rule::C4,
+                true,
+            ),
+            (
+                "a T in seconds",
+                b"abcd1",
+                -1_763_700_000,
+                Some(b"v"),
+                Rule::C5,
+                false,
+            ),
+        ] {
+            for (path, verdict) in on_every_path(k, t, v, &e) {
+                let got = if refused {
+                    verdict.refuse.as_ref().and_then(Refusal::rule)
+                } else {
+                    assert_eq!(verdict.refuse, None, "{what} on {path}");
+                    verdict.notes.first().map(|f| f.rule)
+                };
+                assert_eq!(got, Some(rule), "{what} on {path}: {verdict:?}");
+            }
+        }
+        // the guard: a transaction fixed to one partition refuses a row in another (X1)
+        let first = Exec::new().in_transaction_at(None);
+        let pin = decide_execution(
+            &plan(INSERT),
+            Some(&values(b"abcd1", -NOW as i128, Some(b"v"))),
+            &first.ctx(),
+        )
+        .pin
+        .expect("the first write fixes the partition");
+        let elsewhere = key_elsewhere(&pin);
+        let pinned = Exec::new().in_transaction_at(Some(pin));
+        for (path, verdict) in on_every_path(&elsewhere, -NOW as i128, Some(b"v"), &pinned) {
+            assert_eq!(
+                verdict.refuse.as_ref().and_then(Refusal::rule),
+                Some(Rule::X1),
+                "{path}: {verdict:?}"
+            );
+        }
+        // and a row it cannot place (X2): a rowkey of a type the proxy does not read
+        let unknown_k = |i: u32| match i {
+            0 => Bound::Other,
+            i => values(b"abcd1", -NOW as i128, Some(b"v"))(i),
+        };
+        let p = plan(INSERT);
+        let v = decide_execution(&p, Some(&unknown_k), &first.ctx());
+        assert_eq!(rule_of(&v), Some(Rule::X2), "{v:?}");
+        let mut bulk = BulkExecution::new(&p);
+        bulk.row(&unknown_k, &first.ctx());
+        let v = bulk.finish(false, &first.ctx());
+        assert_eq!(rule_of(&v), Some(Rule::X2), "{v:?}");
+        // one statement's rows in two partitions (X3), a bulk execute's and a LOAD file's: a
+        // warning by default, refused with strict transactions
+        let mut strict = Exec::new();
+        strict.rules.transactions = Transactions::Strict;
+        for (e, refused) in [(Exec::new(), false), (strict, true)] {
+            let mut bulk = BulkExecution::new(&p);
+            bulk.row(&values(b"abcd1", -NOW as i128, Some(b"v")), &e.ctx());
+            bulk.row(&values(&elsewhere, -NOW as i128, Some(b"v")), &e.ctx());
+            let load = write::LoadPlan {
+                load: crate::sql::load::read(
+                    b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
+                    crate::sql::scan::Dialect::default(),
+                )
+                .expect("reads")
+                .expect("a LOAD"),
+                schema: schema(),
+            };
+            let mut file = write::LoadCheck::new(&load, e.rules);
+            let mut rows = format!("abcd1\tq\t{}\tv\n", -NOW).into_bytes();
+            rows.extend_from_slice(&elsewhere);
+            rows.extend_from_slice(format!("\tq\t{}\tv\n", -NOW).as_bytes());
+            file.feed(&rows);
+            for v in [
+                bulk.finish(false, &e.ctx()),
+                decide_load(file.finish(), &e.ctx()),
+            ] {
+                let got = match refused {
+                    true => rule_of(&v),
+                    false => v.notes.first().map(|f| f.rule),
+                };
+                assert_eq!(got, Some(Rule::X3), "{v:?}");
+                assert_eq!(v.refuse.is_some(), refused, "{v:?}");
+            }
+        }
+    }
+
     #[test]
     fn an_execution_is_kept_in_the_transactions_partition() {
         let p = plan(INSERT);

@@ -78,6 +78,8 @@ pub enum Unreadable {
     DynamicText,
     /// The values of an `EXECUTE name USING …` of a checked statement.
     ExecuteValues,
+    /// The name of a PREPARE whose executions are checked.
+    PrepareName,
 }
 
 /// What the proxy cannot check.
@@ -95,6 +97,9 @@ pub enum Unchecked {
     DynamicExpression,
     /// A dynamic write inside a multi-statement text (its executions could not be checked).
     DynamicWriteInText,
+    /// The values of an `EXECUTE name USING …` of a checked statement, when they could not be
+    /// read.
+    ExecuteValues,
 }
 
 impl Refusal {
@@ -172,6 +177,10 @@ impl Refusal {
                      give them as user variables, without a wrapper"
                         .to_string()
                 }
+                Unreadable::PrepareName => {
+                    "obkv-proxy cannot read the name of this PREPARE, so it cannot check its executions"
+                        .to_string()
+                }
                 Unreadable::DynamicText => {
                     "obkv-proxy cannot read the text of this PREPARE/EXECUTE IMMEDIATE, so it cannot check it"
                         .to_string()
@@ -200,6 +209,10 @@ impl Refusal {
                     "obkv-proxy cannot see the text of this PREPARE/EXECUTE IMMEDIATE; give it as a \
                      string literal, a user variable, or an expression of those and built-in string \
                      functions (CONCAT, REPLACE, IF, …)"
+                }
+                Unchecked::ExecuteValues => {
+                    "obkv-proxy checks the values of an EXECUTE on an HBase table: give them as user \
+                     variables or literals"
                 }
                 Unchecked::DynamicWriteInText => {
                     "obkv-proxy: send a PREPARE / EXECUTE of a write on an HBase table as a statement of its \
@@ -253,5 +266,90 @@ impl Refusal {
 impl From<Finding> for Refusal {
     fn from(f: Finding) -> Refusal {
         Refusal::Rule(f)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hbase::rules::Rule;
+
+    /// The mapping: each kind of refusal gets the code and state drivers map it by.
+    #[test]
+    fn each_refusal_has_its_code_and_state() {
+        let rule = Finding::error(
+            Rule::C1,
+            er::TRUNCATED_WRONG_VALUE,
+            "22007",
+            "empty K".into(),
+        );
+        for (r, code, state) in [
+            (Refusal::Rule(rule), er::TRUNCATED_WRONG_VALUE, "22007"),
+            (
+                Refusal::DdlNotAlone(Alone::AfterSemicolon),
+                er::NOT_SUPPORTED_YET,
+                "42000",
+            ),
+            (Refusal::DdlPrepared, er::UNSUPPORTED_PS, "HY000"),
+            (Refusal::CommandPrepared, er::UNSUPPORTED_PS, "HY000"),
+            (
+                Refusal::UnknownCommand(Command::Obkv),
+                er::PARSE_ERROR,
+                "42000",
+            ),
+            (
+                Refusal::Unreadable(Unreadable::HbaseDdl(Some("at ')'".into()))),
+                er::PARSE_ERROR,
+                "42000",
+            ),
+            (
+                Refusal::Unchecked(Unchecked::UpdatableView),
+                er::NOT_SUPPORTED_YET,
+                "42000",
+            ),
+            (
+                Refusal::TLeftOutInDynamic,
+                er::NO_DEFAULT_FOR_FIELD,
+                "HY000",
+            ),
+            (
+                Refusal::FactsMissing { blind: false },
+                er::PARSE_ERROR,
+                "42000",
+            ),
+            (
+                Refusal::FactsMissing { blind: true },
+                er::NOT_SUPPORTED_YET,
+                "42000",
+            ),
+            (
+                Refusal::GroupExists("g".into()),
+                er::TABLE_EXISTS_ERROR,
+                "42S01",
+            ),
+            (
+                Refusal::UnknownGroup("g".into()),
+                er::NO_SUCH_TABLE,
+                "42S02",
+            ),
+        ] {
+            let e = r.to_error();
+            assert_eq!((e.code, &e.sqlstate[..]), (code, state.as_bytes()), "{r:?}");
+            assert!(!e.message.is_empty());
+        }
+        // the rule's own message, and the tables a group still has, named
+        let e = Refusal::Unreadable(Unreadable::HbaseDdl(Some("at ')'".into()))).to_error();
+        assert!(e.message.ends_with(": at ')'"), "{}", e.message);
+        let e = Refusal::GroupHasTables {
+            group: "g".into(),
+            tables: vec!["db.g$f".into()],
+            hidden: 2,
+        }
+        .to_error();
+        assert!(
+            e.message.contains("(db.g$f, 2 you may not see)"),
+            "{}",
+            e.message
+        );
     }
 }

@@ -178,11 +178,7 @@ impl Session {
             (true, None) => {
                 if self.strict() {
                     return self
-                        .refuse(ErrorInfo::new(
-                            er::PARSE_ERROR,
-                            "42000",
-                            "obkv-proxy cannot read the name of this PREPARE, so it cannot check its executions",
-                        ))
+                        .refuse(Refusal::Unreadable(Unreadable::PrepareName).to_error())
                         .await;
                 }
                 self.forward(kind).await.map(Some)
@@ -350,10 +346,5 @@ impl Session {
 
 /// The values of an EXECUTE the proxy could not read.
 fn unread_values() -> ErrorInfo {
-    ErrorInfo::new(
-        er::NOT_SUPPORTED_YET,
-        "42000",
-        "obkv-proxy checks the values of an EXECUTE on an HBase table: give them as user \
-         variables or literals",
-    )
+    Refusal::Unchecked(Unchecked::ExecuteValues).to_error()
 }
