@@ -11,6 +11,7 @@
 # counted (counters zeroed before each), and the difference divided by N is the cost per query,
 # with the connection's own cost taken out.
 #   COST_QUERIES (default 2000): N; COST_BACKEND (mariadb | seekdb, default mariadb);
+#   COST_WORKLOADS (default all five): which workloads to count, e.g. "scan_text".
 #   COST_PROXY_BIN (default target/release/obkv-proxy): another build to count, e.g. an
 #   older commit's, for a before/after comparison in one run.
 # Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
@@ -108,7 +109,7 @@ counted() {
 
 echo "instructions per query in user space (callgrind), $n queries, one connection, $backend, $bin"
 printf '%-14s %12s %12s %9s\n' workload obkv-proxy haproxy prx/hap
-for w in point_select read_only scan_text scan_prepared get_prepared; do
+for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_prepared}; do
   p=$(counted proxy "$w")
   h=$(counted haproxy "$w")
   printf '%-14s %12s %12s %9.3f\n' "$w" "$p" "$h" "$(echo "$p / $h" | bc -l)"

@@ -101,7 +101,7 @@ pub struct Outbound {
     /// Warnings and notes for the client (SHOW WARNINGS).
     pub notes: Vec<Note>,
     /// The transaction's partition once the text has run, when the text changes it.
-    pub txn_after: Option<Option<write::Place>>,
+    pub txn_after: Option<Option<Box<write::Place>>>,
     /// COM_STMT_PREPARE: what each execution is checked with.
     pub plan: Option<Box<write::WritePlan>>,
     /// COM_STMT_PREPARE: the prefix-scan plan of each execution, if any.

@@ -203,9 +203,8 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         // its text or its values would be taken from one reading of several
         return refuse(Refusal::Unreadable(Unreadable::AmbiguousDynamic));
     }
-    let rewrites = plain(&primary) != primary;
     if let Some(view) = &ctx.tables {
-        if rewrites && !rewrite_agreed {
+        if !rewrite_agreed && plain(&primary) != primary {
             // a text the proxy can read two ways is never rewritten
             tally.not_rewritten().add_to(&view.counters);
             return plain(&primary);
@@ -1453,7 +1452,7 @@ mod tests {
         );
         assert!(!sent.contains("DELETE"), "{sent}");
         // the pin the session keeps: the first write's partition
-        let pin = w.txn_after.flatten().expect("pinned");
+        let pin = *w.txn_after.flatten().expect("pinned");
         assert_eq!(Some(pin.partition), schema.partitioning.partition_of(a));
         // a session already in that partition may go on there, not elsewhere
         let txn = Txn {

@@ -41,7 +41,7 @@ pub(super) fn decide_pieces(
     (origin, ctx, d): (Origin, &Context, Dialect),
     dynamic: &Dynamic,
 ) -> (Decision, Tally) {
-    let text = Text {
+    let mut text = Text {
         dynamic,
         sql,
         pieces,
@@ -64,7 +64,8 @@ pub(super) fn decide_pieces(
         },
         tally: Tally::default(),
     };
-    let (decision, tally) = text.run();
+    let decision = text.run();
+    let tally = std::mem::take(&mut text.tally);
     let rewrote = match &decision {
         Decision::Send(s) => s.text.is_some(),
         Decision::Need(n) => n.variables.is_empty(),
@@ -121,7 +122,9 @@ struct At<'a> {
 }
 
 impl<'a> Text<'a> {
-    fn run(mut self) -> (Decision, Tally) {
+    /// Each statement to its handler; the text's decision (what it takes is taken out of
+    /// `self`).
+    fn run(&mut self) -> Decision {
         let (sql, d, ctx) = (self.sql, self.d, self.ctx);
         for (i, p) in self.pieces.iter().enumerate() {
             let (read, run) = read_executed(
@@ -164,15 +167,11 @@ impl<'a> Text<'a> {
             };
             match flow {
                 Flow::Next => {}
-                Flow::Done(decision) => return (*decision, self.tally),
-                Flow::Refuse(e) => {
-                    let decision = self.stop_at(i, e);
-                    return (decision, self.tally);
-                }
+                Flow::Done(decision) => return *decision,
+                Flow::Refuse(e) => return self.stop_at(i, e),
             }
         }
-        let decision = self.finish();
-        (decision, self.tally)
+        self.finish()
     }
 
     /// Every statement passed: what the session sends and carries out.
@@ -192,19 +191,19 @@ impl<'a> Text<'a> {
                 ..Outbound::default()
             });
         }
-        let splice = std::mem::take(&mut self.splice);
-        let text = (!splice.is_empty()).then(|| splice.apply(self.sql));
-        let writes = std::mem::take(&mut self.writes);
-        if writes.matters() {
+        let text =
+            (!self.splice.is_empty()).then(|| std::mem::take(&mut self.splice).apply(self.sql));
+        if self.writes.matters() {
+            let w = &mut self.writes;
             return Decision::Send(Outbound {
                 text,
                 checked: true,
                 refused: None,
-                notes: writes.notes,
-                txn_after: writes.txn_changed.then_some(writes.txn.pinned),
-                plan: writes.plan,
+                notes: std::mem::take(&mut w.notes),
+                txn_after: w.txn_changed.then(|| w.txn.pinned.take().map(Box::new)),
+                plan: w.plan.take(),
                 scan: self.prepared.take(),
-                load: writes.load,
+                load: w.load.take(),
                 read_catalog: Vec::new(),
             });
         }
@@ -215,11 +214,9 @@ impl<'a> Text<'a> {
         };
         if send.text.is_none() {
             send.scan = self.prepared.take();
-            if send.scan.is_none() {
-                if let Some(n) = self.note.take() {
-                    send.notes
-                        .push(Note::new(Level::Note, er::UNKNOWN_ERROR, n));
-                }
+            if let (None, Some(n)) = (&send.scan, self.note.take()) {
+                send.notes
+                    .push(Note::new(Level::Note, er::UNKNOWN_ERROR, n));
             }
         }
         Decision::Send(send)
@@ -236,13 +233,13 @@ impl<'a> Text<'a> {
             return Decision::Answer(Answer::Refuse(e));
         };
         let sent = self.sql.get(..before.end).unwrap_or_default();
-        let writes = std::mem::take(&mut self.writes);
+        let w = &mut self.writes;
         Decision::Send(Outbound {
             text: Some(std::mem::take(&mut self.splice).apply(sent)),
             checked: true,
             refused: Some(Box::new(e)),
-            notes: writes.notes,
-            txn_after: writes.txn_changed.then_some(writes.txn.pinned),
+            notes: std::mem::take(&mut w.notes),
+            txn_after: w.txn_changed.then(|| w.txn.pinned.take().map(Box::new)),
             ..Outbound::default()
         })
     }

@@ -726,6 +726,7 @@ impl Session {
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         match decision {
+            Decision::Send(w) if w.load.is_some() => self.send_load(w, kind).await,
             Decision::Send(w) => self.send(w, kind).await,
             // `decide` reads what is needed: a decision made without it is a forward (lax)
             Decision::Need(_) => self.forward(kind).await.map(Some),
@@ -754,13 +755,13 @@ impl Session {
         }
     }
 
-    /// Carries out a `Send`: catalog entries read first (LOCK TABLES), a LOAD DATA LOCAL's file
-    /// checked before it runs, then the text sent with its notes and the transaction's
-    /// partition after it.
-    async fn send(&mut self, mut w: Outbound, kind: ResponseKind) -> Result<Option<Summary>, End> {
-        if !w.read_catalog.is_empty() {
-            self.read_catalog_entries(&w.read_catalog).await?;
-        }
+    /// Carries out a `Send` with a LOAD DATA LOCAL: the file is checked before the statement
+    /// runs (or, when the client sends no files, judged unseen).
+    async fn send_load(
+        &mut self,
+        mut w: Outbound,
+        kind: ResponseKind,
+    ) -> Result<Option<Summary>, End> {
         match (w.load.is_some(), self.write_rules()) {
             // LOAD DATA LOCAL from a client that sends files: the file is checked first
             (true, Some(rules))
@@ -783,11 +784,11 @@ impl Session {
                     }
                     None => {
                         w.notes.extend(out.notes.into_iter().map(Note::from));
-                        self.carry_out_write(w, kind).await
+                        self.send(w, kind).await
                     }
                 }
             }
-            _ => self.carry_out_write(w, kind).await,
+            _ => self.send(w, kind).await,
         }
     }
 
@@ -819,15 +820,15 @@ impl Session {
         }
     }
 
-    /// A text with writes on HBase tables, as the write stage decided: the text (T filled in,
-    /// prefix predicates added) is forwarded; when a later statement of it was refused, the text
-    /// sent ends before that one and the refusal follows the results of those before it, as the
-    /// backend's own error would.
-    async fn carry_out_write(
-        &mut self,
-        w: Outbound,
-        kind: ResponseKind,
-    ) -> Result<Option<Summary>, End> {
+    /// Carries out a `Send`: catalog entries read first (LOCK TABLES); the text (T filled in,
+    /// prefix predicates added, or the client's) is forwarded with the proxy's notes; when a
+    /// later statement of it was refused, the text sent ends before that one and the refusal
+    /// follows the results of those before it, as the backend's own error would; the
+    /// transaction's partition follows.
+    async fn send(&mut self, w: Outbound, kind: ResponseKind) -> Result<Option<Summary>, End> {
+        if !w.read_catalog.is_empty() {
+            self.read_catalog_entries(&w.read_catalog).await?;
+        }
         if let Some(text) = w.text {
             self.command.truncate(1);
             self.command.extend_from_slice(&text);
@@ -839,7 +840,7 @@ impl Session {
         let (summary, next_seq) = self.send_and_relay(kind, refused.is_some()).await?;
         let failed = summary.error_code.is_some();
         if let (Some(after), false) = (w.txn_after, failed) {
-            self.txn_pin = after;
+            self.txn_pin = after.map(|p| *p);
         }
         self.after_response(&summary);
         if failed {
