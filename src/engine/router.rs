@@ -922,7 +922,6 @@ mod tests {
         }
     }
 
-    /// The code a decision refuses with, if it refuses.
     /// What a decision refuses with, if it refuses.
     fn refusal_of(d: &Decision) -> Option<&Refusal> {
         match d {
@@ -930,6 +929,31 @@ mod tests {
             Decision::Send(w) => w.refused.as_deref(),
             _ => None,
         }
+    }
+
+    #[test]
+    fn reads_are_never_refused_for_their_size() {
+        // past every reader's token limit: a read goes to the backend (outside a transaction),
+        // an UPDATE the proxy cannot follow is C9, and the refusal names the statement kind
+        let ctx = checked_ctx();
+        let many = "'a',".repeat(70_000);
+        let select = format!("SELECT * FROM g$f WHERE K IN ({many} 'b')");
+        let d = decide(select.as_bytes(), Origin::Text, &ctx).1;
+        assert!(d.is_forward(), "{:?}", refusal_of(&d));
+        let locking = format!("{select} FOR UPDATE");
+        assert!(decide(locking.as_bytes(), Origin::Text, &ctx)
+            .1
+            .is_forward());
+        // an UPDATE's long WHERE clause is not read (its SET list is); a SET list past the
+        // limit is C9, named an UPDATE
+        let update = format!("UPDATE g$f SET V = 'x' WHERE K IN ({many} 'b')");
+        let d = decide(update.as_bytes(), Origin::Text, &ctx).1;
+        assert!(refusal_of(&d).is_none(), "{d:?}");
+        let update = format!("UPDATE g$f SET V = CONCAT({many} 'b') WHERE K = 'k'");
+        let d = decide(update.as_bytes(), Origin::Text, &ctx).1;
+        let r = refusal_of(&d).expect("an UPDATE too long to read");
+        assert_eq!(r.rule(), Some(Rule::C9), "{r:?}");
+        assert!(r.to_error().message.contains("UPDATE"), "{r:?}");
     }
 
     #[test]

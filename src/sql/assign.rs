@@ -18,6 +18,11 @@ use super::scan::{ident_value, Dialect, Scanner, Tok, Token};
 
 /// Most tokens read, from the start of the statement to the end of its SET list.
 pub const MAX_TOKENS: usize = 65_536;
+
+/// The words that begin the statement after a WITH clause.
+const STATEMENT_VERBS: [&str; 7] = [
+    "SELECT", "UPDATE", "DELETE", "INSERT", "REPLACE", "TABLE", "VALUES",
+];
 /// Most assignments read.
 const MAX_ASSIGNMENTS: usize = 4096;
 
@@ -111,6 +116,11 @@ pub fn read(sql: &[u8], d: Dialect) -> Read {
             }
         }
         if t.len() >= MAX_TOKENS {
+            // a statement whose verb is already read as no UPDATE is none, however long it is
+            // (a long SELECT is not this reader's business)
+            if (Reader { sql, d, t: &t }).verb_is_not_update() {
+                return Read::NotUpdate;
+            }
             return Read::Unreadable("statement too long to analyse");
         }
         t.push(tok);
@@ -185,6 +195,25 @@ impl Reader<'_> {
     /// The index of the UPDATE keyword of a statement that runs one: `UPDATE …`,
     /// `WITH … UPDATE`. None otherwise (an EXPLAIN runs nothing; `EXPLAIN ANALYZE` is read
     /// through by `scan::executed_part` before this reader sees the statement).
+    /// Whether the tokens read so far already show the statement is no UPDATE: its first word
+    /// is another verb, or, after WITH, the statement's verb is read and is another.
+    fn verb_is_not_update(&self) -> bool {
+        if !self.word(0, "WITH") {
+            return !self.word(0, "UPDATE");
+        }
+        let mut depth = 0i32;
+        for (k, t) in self.t.iter().enumerate().skip(1) {
+            if t.is_punct(b'(') {
+                depth += 1;
+            } else if t.is_punct(b')') {
+                depth -= 1;
+            } else if depth == 0 && STATEMENT_VERBS.iter().any(|w| t.is_word(self.sql, w)) {
+                return !self.word(k, "UPDATE");
+            }
+        }
+        false
+    }
+
     fn verb_at(&self) -> Option<usize> {
         if self.word(0, "WITH") {
             // the CTEs are names, column lists and parenthesised queries: the statement is
@@ -195,13 +224,7 @@ impl Reader<'_> {
                     depth += 1;
                 } else if t.is_punct(b')') {
                     depth -= 1;
-                } else if depth == 0
-                    && [
-                        "SELECT", "UPDATE", "DELETE", "INSERT", "REPLACE", "TABLE", "VALUES",
-                    ]
-                    .iter()
-                    .any(|w| t.is_word(self.sql, w))
-                {
+                } else if depth == 0 && STATEMENT_VERBS.iter().any(|w| t.is_word(self.sql, w)) {
                     return self.word(k, "UPDATE").then_some(k);
                 }
             }
