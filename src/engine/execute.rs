@@ -463,6 +463,55 @@ mod tests {
     }
 
     #[test]
+    fn a_t_given_as_a_string_is_read_alike_on_every_path() {
+        // the same string for T gives the same finding however it arrives: a binary string
+        // parameter, an EXECUTE … USING value (text), a LOAD field, a text literal (router)
+        let p = plan(INSERT);
+        let e = Exec::new();
+        let load = write::LoadPlan {
+            load: crate::sql::load::read(
+                b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
+                crate::sql::scan::Dialect::default(),
+            )
+            .expect("reads")
+            .expect("a LOAD"),
+            schema: schema(),
+        };
+        let now = format!(" {} ", -NOW);
+        for (t, want) in [
+            ("5", Some(Rule::C4)),
+            ("+5", Some(Rule::C4)),
+            ("5abc", Some(Rule::C4)),
+            ("5.0", Some(Rule::C4)),
+            ("", Some(Rule::C4)),
+            (now.as_str(), None),
+        ] {
+            fn with_t<'a>(t: Bound<'a>) -> impl Fn(u32) -> Bound<'a> {
+                move |i: u32| match i {
+                    2 => t,
+                    i => values(b"abcd1", 0, Some(b"v"))(i),
+                }
+            }
+            let bytes = t.as_bytes();
+            let mut file = write::LoadCheck::new(&load, e.rules);
+            file.feed(format!("abcd1\tq\t{t}\tv\n").as_bytes());
+            for (path, v) in [
+                (
+                    "a string parameter",
+                    decide_execution(&p, Some(&with_t(Bound::Bytes(bytes, false))), &e.ctx()),
+                ),
+                (
+                    "EXECUTE USING",
+                    decide_execution(&p, Some(&with_t(Bound::Text(bytes))), &e.ctx()),
+                ),
+                ("a LOAD field", decide_load(file.finish(), &e.ctx())),
+            ] {
+                assert_eq!(rule_of(&v), want, "T {t:?} as {path}: {v:?}");
+            }
+        }
+    }
+
+    #[test]
     fn an_execution_is_kept_in_the_transactions_partition() {
         let p = plan(INSERT);
         let first = Exec::new().in_transaction_at(None);

@@ -932,6 +932,30 @@ mod tests {
     }
 
     #[test]
+    fn a_t_given_as_a_string_literal_is_read_as_the_backend_reads_it() {
+        let ctx = checked_ctx();
+        let rule = |t: &str| {
+            let sql = format!("INSERT INTO g$f (K, Q, T, V) VALUES ('abcd1', 'q', {t}, 'v')");
+            let d = decide(sql.as_bytes(), Origin::Text, &ctx).1;
+            match &d {
+                Decision::Send(w) => w
+                    .refused
+                    .as_deref()
+                    .and_then(Refusal::rule)
+                    .or_else(|| w.notes.first().map(|_| Rule::C8)),
+                _ => refusal_of(&d).and_then(Refusal::rule),
+            }
+        };
+        assert_eq!(rule("'5'"), Some(Rule::C4));
+        assert_eq!(rule("_utf8mb4' 5 '"), Some(Rule::C4));
+        assert_eq!(rule("'5abc'"), Some(Rule::C4));
+        assert_eq!(rule("'-1763700000000'"), None);
+        // hex or _binary: the backend reads one as a number, the other as a string: noted
+        assert_eq!(rule("X'35'"), Some(Rule::C8));
+        assert_eq!(rule("_binary'5'"), Some(Rule::C8));
+    }
+
+    #[test]
     fn reads_are_never_refused_for_their_size() {
         // past every reader's token limit: a read goes to the backend (outside a transaction),
         // an UPDATE the proxy cannot follow is C9, and the refusal names the statement kind

@@ -214,7 +214,18 @@ pub fn check_cell(
             "23000",
             format!("row {row}: the timestamp T is NULL"),
         )),
-        Seen::Unknown | Seen::Bytes(_) | Seen::Length(_) => unseen.push("T"),
+        // a string: what the backend makes of it for the integer column, on every path (a
+        // text literal, a bound string, EXECUTE … USING, a LOAD field)
+        Seen::Bytes(b) => match int_of_text(b) {
+            Some(t) => check_t(t, convention, window, row, out),
+            None => out.push(error(
+                Rule::C4,
+                ER_WRONG_VALUE,
+                "22007",
+                format!("row {row}: the timestamp T is the string {}, which is not an integer; give T as an integer", shown(b)),
+            )),
+        },
+        Seen::Unknown | Seen::Length(_) => unseen.push("T"),
         Seen::Absent | Seen::DefaultK => {}
     }
     if !unseen.is_empty() {
@@ -226,6 +237,28 @@ pub fn check_cell(
             ),
         ));
     }
+}
+
+/// The integer the backend reads from a string given for an integer column when it reads it
+/// exactly: an optional sign and decimal digits, with spaces around. None for anything else
+/// (a fraction, an exponent, other characters: rounded, cut or refused by the backend).
+pub fn int_of_text(b: &[u8]) -> Option<i128> {
+    let t = b.trim_ascii();
+    let digits = t
+        .strip_prefix(b"-")
+        .or_else(|| t.strip_prefix(b"+"))
+        .unwrap_or(t);
+    if digits.is_empty() || digits.len() > 30 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(t).ok()?.parse::<i128>().ok()
+}
+
+/// A value in a message: quoted, lossy, at most 40 bytes.
+fn shown(b: &[u8]) -> String {
+    let cut = b.get(..40).unwrap_or(b);
+    let more = if cut.len() < b.len() { "…" } else { "" };
+    format!("'{}{more}'", String::from_utf8_lossy(cut).escape_debug())
 }
 
 fn too_long(column: &str, len: usize, limit: Option<u64>, row: usize, out: &mut Vec<Finding>) {

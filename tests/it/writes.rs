@@ -171,6 +171,9 @@ fn each_cell_rule_refuses_and_accepts() {
              format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k6', 'q', {now}, '')")),
             ("C4 T sign", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k7', 'q', {}, 'v')", -now), 1292,
              format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k7', 'q', {now}, 'v')")),
+            // T as a string of digits: read as the integer the backend stores (issue 31)
+            ("C4 T sign as a string", format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k7', 'q', '{}', 'v')", -now), 1292,
+             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k7', 'q', '{now}', 'v')")),
             // the prefix column given another value than the rowkey's prefix; the rowkey's own
             // prefix (what a backup carries) is left to the backend
             ("C6 prefix column", format!("INSERT INTO {t} (K, Q, T, V, K_PREFIX) VALUES ('k8', 'q', {now}, 'v', 'zz')"), 3105,
@@ -881,6 +884,16 @@ fn prepared_writes_are_checked_with_their_values() {
             ("empty K", cell(b"", now, Some(b"v")), 1292),
             ("K too long", cell(&[7; 17], now, Some(b"v")), 1406),
             ("T of the wrong sign", cell(b"k2", -now, Some(b"v")), 1292),
+            (
+                "T of the wrong sign as a string",
+                vec![
+                    P::Str(b"k2".to_vec()),
+                    P::Str(b"q".to_vec()),
+                    P::Str((-now).to_string().into_bytes()),
+                    P::Blob(b"v".to_vec()),
+                ],
+                1292,
+            ),
             ("NULL V", cell(b"k3", now, None), 1048),
             ("V too long", cell(b"k4", now, Some(&[1; 33])), 1406),
         ] {

@@ -188,19 +188,6 @@ fn seen_bound(b: Bound<'_>, conn: Option<ConnCharset>) -> Seen<'_> {
     }
 }
 
-/// An integer column's reading of a value's text: plain decimal digits with an optional sign
-/// (what the backend converts exactly); anything else is not read.
-fn int_text(b: &[u8]) -> Seen<'static> {
-    let digits = b.strip_prefix(b"-").unwrap_or(b);
-    if digits.is_empty() || digits.len() > 30 || !digits.iter().all(u8::is_ascii_digit) {
-        return Seen::Unknown;
-    }
-    std::str::from_utf8(b)
-        .ok()
-        .and_then(|t| t.parse::<i128>().ok())
-        .map_or(Seen::Unknown, Seen::Int)
-}
-
 /// One execution of a prepared write: the cell rules on its bound values and where its rows
 /// are. `bound(i)` is the value of the i-th `?`; the rows it writes are numbered from
 /// `first_row + 1` in messages (a bulk execute's rows follow one another).
@@ -240,10 +227,7 @@ pub fn check_execution<'a>(
                         return Seen::Absent;
                     };
                     match v {
-                        Some(Value::Param(n)) => match bound(*n) {
-                            Bound::Text(b) if col_is(name.as_bytes(), "T") => int_text(b),
-                            b => seen_bound(b, conn),
-                        },
+                        Some(Value::Param(n)) => seen_bound(bound(*n), conn),
                         Some(v) => seen(v, conn, &mut ignored),
                         None => Seen::Unknown,
                     }

@@ -153,13 +153,8 @@ impl LoadCheck {
                             },
                         }
                     };
-                    let t = match get(self.slots[2]) {
-                        Seen::Bytes(b) => std::str::from_utf8(b)
-                            .ok()
-                            .and_then(|s| s.parse::<i128>().ok())
-                            .map_or(Seen::Unknown, Seen::Int),
-                        other => other,
-                    };
+                    // a field is a string: T's reading of it is the cell rules' (C4)
+                    let t = get(self.slots[2]);
                     let cell = Cell {
                         k: rowkey(get(self.slots[0])),
                         q: get(self.slots[1]),
