@@ -1399,6 +1399,34 @@ mod tests {
         }
     }
 
+    #[test]
+    fn a_locking_read_inside_another_statement_is_guarded() {
+        let txn = Txn {
+            active: true,
+            pinned: None,
+        };
+        for sql in [
+            "SET @x = (SELECT V FROM g$f WHERE K = 'abcd1' FOR UPDATE)",
+            "DO (SELECT 1 FROM g$f WHERE K = 'abcd1' LOCK IN SHARE MODE)",
+            "INSERT INTO plain SELECT K, V FROM g$f WHERE K = 'abcd1' FOR UPDATE",
+            "UPDATE plain SET a = (SELECT V FROM g$f WHERE K = 'abcd1' FOR SHARE)",
+        ] {
+            assert_eq!(refusal(sql, txn.clone()).rule, Rule::X2, "{sql}");
+            // outside a transaction nothing is held: forwarded
+            let d = decide(sql.as_bytes(), Origin::Text, &writing(Txn::default())).1;
+            assert!(refusal_of(&d).is_none(), "{sql}: {d:?}");
+        }
+        // no lock, or no HBase table: forwarded in the transaction too
+        for sql in [
+            "SET @x = (SELECT V FROM g$f WHERE K = 'abcd1')",
+            "SET @x = (SELECT a FROM plain FOR UPDATE)",
+            "INSERT INTO plain SELECT a FROM other FOR UPDATE",
+        ] {
+            let d = decide(sql.as_bytes(), Origin::Text, &writing(txn.clone())).1;
+            assert!(refusal_of(&d).is_none(), "{sql}: {d:?}");
+        }
+    }
+
     fn write_decision(sql: &str, txn: Txn) -> Outbound {
         match decide(sql.as_bytes(), Origin::Text, &writing(txn)).1 {
             Decision::Send(w) => w,

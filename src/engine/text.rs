@@ -144,7 +144,7 @@ impl<'a> Text<'a> {
                 self.writes.transaction_statement(at.piece, d, rules);
             }
             let flow = match &read {
-                Read::Plain => Flow::Next,
+                Read::Plain => self.hidden_locking_read(&at),
                 Read::Dml(x) => self.dml(&at, x),
                 Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
                 Read::Insert(table) => self.insert(&at, table),
@@ -276,6 +276,13 @@ impl<'a> Text<'a> {
         let Some(view) = &ctx.tables else {
             return Flow::Next;
         };
+        // on a plain table, inside a transaction: a locking read of an HBase table in it
+        if self.writes.txn.active && matches!(prefix_scan::table(x, view), Ok(None)) {
+            let flow = self.hidden_locking_read(at);
+            if !matches!(flow, Flow::Next) {
+                return flow;
+            }
+        }
         // a plain SELECT writes nothing and locks nothing: no write stage (and no second schema
         // lookup on the hot path)
         let writes_rows = x.verb != dml::Verb::Select || x.locking;
@@ -346,6 +353,38 @@ impl<'a> Text<'a> {
         Flow::Next
     }
 
+    /// Inside a transaction, a locking read of an HBase table that sits inside another
+    /// statement (`SET @x = (SELECT … FOR UPDATE)`, `DO (…)`, `INSERT INTO plain SELECT … FOR
+    /// UPDATE`, a subquery of a write on a plain table): its rows cannot be placed, X2.
+    fn hidden_locking_read(&mut self, at: &At<'_>) -> Flow {
+        let ctx = self.ctx;
+        let (Some(view), Some(rules), true, Origin::Text) = (
+            &ctx.tables,
+            &ctx.writes,
+            self.writes.txn.active,
+            self.origin,
+        ) else {
+            return Flow::Next;
+        };
+        if !locks_lexically(at.piece, self.d) {
+            return Flow::Next;
+        }
+        match hbase_table_named(at.piece, self.d, view) {
+            Ok(None) => Flow::Next,
+            Err(n) => self.need(n),
+            Ok(Some(schema)) => {
+                let checked = write::Checked {
+                    findings: Vec::new(),
+                    touch: Some(Touch::Unknown {
+                        table: schema.name.clone(),
+                        why: "a locking read inside another statement",
+                    }),
+                };
+                self.judge(checked, rules)
+            }
+        }
+    }
+
     /// A statement the DML reader does not follow: an UPDATE in any shape gets the cell rules
     /// on what it assigns; inside a transaction a write or locking read the proxy cannot place
     /// is X2.
@@ -391,7 +430,8 @@ impl<'a> Text<'a> {
         };
         let schema = match prefix_scan::table_named(table, view) {
             Ok(Some(s)) => s,
-            Ok(None) => return Flow::Next,
+            // into a plain table: its SELECT may lock HBase rows
+            Ok(None) => return self.hidden_locking_read(at),
             Err(n) => return self.need(n),
         };
         let fill = match self.origin {
@@ -709,6 +749,27 @@ impl WriteState {
         }
         None
     }
+}
+
+/// Whether a statement holds a locking clause anywhere (FOR UPDATE, FOR SHARE, LOCK IN SHARE
+/// MODE), at any depth.
+fn locks_lexically(piece: &[u8], d: Dialect) -> bool {
+    let is = |w: &[u8], s: &str| w.eq_ignore_ascii_case(s.as_bytes());
+    let mut prev: &[u8] = b"";
+    for t in Scanner::new(piece, d).map_while(Result::ok) {
+        if t.kind != Tok::Word {
+            prev = b"";
+            continue;
+        }
+        let w = t.text(piece);
+        if (is(prev, "FOR") && (is(w, "UPDATE") || is(w, "SHARE")))
+            || (is(prev, "IN") && is(w, "SHARE"))
+        {
+            return true;
+        }
+        prev = w;
+    }
+    false
 }
 
 /// What `assigned_cells` found.

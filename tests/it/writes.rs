@@ -716,6 +716,15 @@ fn a_transaction_stays_in_one_partition() {
             &format!("SELECT * FROM {t} WHERE K = X'{}' FOR UPDATE", hex(&b)),
         );
         assert_eq!(code, 1235);
+        // a locking read inside another statement (issue 31): refused, nothing locked
+        for hidden in [
+            format!("SET @x = (SELECT V FROM {t} WHERE K = X'{}' FOR UPDATE)", hex(&b)),
+            format!("DO (SELECT 1 FROM {t} WHERE K = X'{}' LOCK IN SHARE MODE)", hex(&b)),
+        ] {
+            let (code, msg) = refused(&mut s1, &hidden);
+            assert_eq!(code, 1235, "{}: {hidden}: {msg}", kind.name());
+            assert!(msg.contains("X2"), "{msg}");
+        }
         // the transaction is still open and still in its partition
         ok(&mut s1, &ins(&a2, "s1"));
         ok(
