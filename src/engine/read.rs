@@ -543,6 +543,64 @@ pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
 /// Whether a statement the DML reader does not follow writes or locks rows, by its words: an
 /// UPDATE or DELETE (also after WITH), or a SELECT with FOR UPDATE / FOR SHARE / LOCK IN SHARE
 /// MODE.
+/// What a statement does to the session's transaction state, read lexically: `SET
+/// autocommit = …` (off: every statement runs in a transaction; on: commits), `XA START` /
+/// `XA BEGIN` (begins one), `XA COMMIT` / `XA ROLLBACK` (ends it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum TxnEffect {
+    Begins,
+    Ends,
+}
+
+pub(super) fn txn_effect(piece: &[u8], d: Dialect) -> Option<TxnEffect> {
+    let toks: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(64)
+        .collect();
+    let word = |i: usize, w: &str| toks.get(i).is_some_and(|t| t.is_word(piece, w));
+    if word(0, "XA") {
+        if word(1, "START") || word(1, "BEGIN") {
+            return Some(TxnEffect::Begins);
+        }
+        if word(1, "COMMIT") || word(1, "ROLLBACK") {
+            return Some(TxnEffect::Ends);
+        }
+        return None;
+    }
+    if !word(0, "SET") || word(1, "STATEMENT") {
+        return None;
+    }
+    // SET [SESSION | LOCAL | @@[session.]]autocommit {= | :=} value, among other assignments
+    let mut effect = None;
+    let mut i = 1;
+    while let Some(t) = toks.get(i) {
+        let text = t.text(piece);
+        let named = matches!(t.kind, Tok::Word | Tok::Var)
+            && text.len() >= 10
+            && text
+                .get(text.len() - 10..)
+                .is_some_and(|end| end.eq_ignore_ascii_case(b"autocommit"))
+            && (text.len() == 10 || matches!(text.get(text.len() - 11), Some(b'.' | b'@')));
+        if named {
+            let mut j = i + 1;
+            if toks.get(j).is_some_and(|t| t.is_punct(b':')) {
+                j += 1;
+            }
+            if toks.get(j).is_some_and(|t| t.is_punct(b'=')) {
+                let v = toks.get(j + 1).map(|t| t.text(piece)).unwrap_or_default();
+                let is = |w: &str| v.eq_ignore_ascii_case(w.as_bytes());
+                if is("0") || is("OFF") || is("FALSE") {
+                    effect = Some(TxnEffect::Begins);
+                } else if is("1") || is("ON") || is("TRUE") {
+                    effect = Some(TxnEffect::Ends);
+                }
+            }
+        }
+        i += 1;
+    }
+    effect
+}
+
 pub(super) fn writes_rows_lexically(piece: &[u8], d: Dialect) -> bool {
     let mut words = Scanner::new(piece, d)
         .map_while(Result::ok)

@@ -1547,6 +1547,36 @@ mod tests {
         );
         let e = refusal("DELETE FROM g$f WHERE V = 'x'", txn);
         assert_eq!(e.rule, Rule::X2, "{}", e.message);
+        // a text that turns autocommit off or starts an XA transaction: the statements after
+        // it are one transaction (issue 31)
+        let two = format!(
+            "INSERT INTO g$f (K, Q, V) VALUES ('aaaa1', 'q', 'v'); DELETE FROM g$f WHERE K = X'{hex}'"
+        );
+        for begin in [
+            "SET autocommit = 0",
+            "SET @@session.autocommit=OFF",
+            "SET SESSION autocommit := 0, @a = 1",
+            "XA START 'x'",
+        ] {
+            let w = write_decision(&format!("{begin}; {two}"), Txn::default());
+            let e = w.refused.expect("the second partition is refused");
+            assert_eq!(e.rule(), Some(Rule::X1), "{begin}: {e:?}");
+        }
+        // autocommit on (it commits) or an XA transaction ended: each statement its own
+        for end in ["SET autocommit = 1", "XA COMMIT 'x' ONE PHASE"] {
+            let txn = Txn {
+                active: true,
+                pinned: None,
+            };
+            let w = write_decision(&format!("{end}; {two}"), txn);
+            assert!(w.refused.is_none(), "{end}: {w:?}");
+        }
+        // SET STATEMENT … FOR changes nothing after it
+        let w = write_decision(
+            &format!("SET STATEMENT autocommit=0 FOR SELECT 1; {two}"),
+            Txn::default(),
+        );
+        assert!(w.refused.is_none(), "{w:?}");
     }
 
     #[test]

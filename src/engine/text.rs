@@ -715,6 +715,23 @@ impl WriteState {
             // autocommit off: the next statement begins the next transaction
             self.txn.pinned = None;
             self.txn_changed = true;
+        } else if is(&["SET"]) || is(&["XA"]) {
+            match txn_effect(piece, d) {
+                // autocommit off (every statement after it runs in a transaction), XA START
+                Some(TxnEffect::Begins) => {
+                    self.txn.active = true;
+                    self.txn_changed = true;
+                }
+                // autocommit on commits; XA COMMIT / ROLLBACK ends the XA transaction
+                Some(TxnEffect::Ends) => {
+                    self.txn = Txn {
+                        active: false,
+                        pinned: None,
+                    };
+                    self.txn_changed = true;
+                }
+                None => {}
+            }
         }
     }
 
