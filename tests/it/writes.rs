@@ -718,8 +718,14 @@ fn a_transaction_stays_in_one_partition() {
         assert_eq!(code, 1235);
         // a locking read inside another statement (issue 31): refused, nothing locked
         for hidden in [
-            format!("SET @x = (SELECT V FROM {t} WHERE K = X'{}' FOR UPDATE)", hex(&b)),
-            format!("DO (SELECT 1 FROM {t} WHERE K = X'{}' LOCK IN SHARE MODE)", hex(&b)),
+            format!(
+                "SET @x = (SELECT V FROM {t} WHERE K = X'{}' FOR UPDATE)",
+                hex(&b)
+            ),
+            format!(
+                "DO (SELECT 1 FROM {t} WHERE K = X'{}' LOCK IN SHARE MODE)",
+                hex(&b)
+            ),
         ] {
             let (code, msg) = refused(&mut s1, &hidden);
             assert_eq!(code, 1235, "{}: {hidden}: {msg}", kind.name());
@@ -838,6 +844,21 @@ fn a_refused_statement_ends_a_multi_statement_text() {
             "1"
         );
         ok(&mut c, "ROLLBACK");
+        assert_eq!(f.rowkeys(t), [b"one".to_vec()], "{}", kind.name());
+        // autocommit turned off in the same text: the writes after it are one transaction, and
+        // the one leaving the partition stops the text (issue 31)
+        let text = format!(
+            "SET autocommit = 0; INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v'); \
+             INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'q', {now}, 'v'); COMMIT",
+            hex(&a),
+            hex(&b)
+        );
+        let frames = c.query(text.as_bytes()).expect("answered");
+        let (code, msg) = err_of(&frames.last().expect("frames").1).expect("refused");
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        assert!(msg.contains("X1"), "{msg}");
+        ok(&mut c, "ROLLBACK");
+        ok(&mut c, "SET autocommit = 1");
         assert_eq!(f.rowkeys(t), [b"one".to_vec()], "{}", kind.name());
         // a backend error before the refused statement ends the text by itself
         let text = format!(
