@@ -62,6 +62,9 @@ pub(super) enum Read {
     ProgramWritesHbase,
     /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump).
     ProxyTrigger,
+    /// CREATE TRIGGER of any other trigger on an HBase table: it would change cells after the
+    /// proxy checked them (`SET NEW.T = …`).
+    TriggerOnHbase,
     /// LOCK TABLES naming these HBase tables.
     Lock(Vec<TableName>),
     /// SELECT / UPDATE / DELETE on an HBase-style table, read for the rewriter.
@@ -233,6 +236,8 @@ pub(super) fn read_piece(
     if p.program {
         return if is_proxy_trigger(piece, d) {
             Read::ProxyTrigger
+        } else if trigger_on_hbase_table(piece, d, scope) {
+            Read::TriggerOnHbase
         } else {
             match program_body(piece, d, scope) {
                 ProgramBody::Ddl => Read::ProgramWithHbaseDdl,
@@ -392,6 +397,39 @@ pub(super) fn is_proxy_trigger(piece: &[u8], d: Dialect) -> bool {
         && ["bi", "bu"]
             .iter()
             .any(|s| trigger == crate::hbase::translate::derived_name(&table, s))
+}
+
+/// `CREATE … TRIGGER name {BEFORE | AFTER} event ON table …` where `table` is an HBase table (in
+/// scope): whatever its body does, it runs after the proxy's checks.
+pub(super) fn trigger_on_hbase_table(piece: &[u8], d: Dialect, scope: &Scope) -> bool {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(64)
+        .collect();
+    let word = |t: &scan::Token, w: &str| t.is_word(piece, w);
+    if !tokens.first().is_some_and(|t| word(t, "CREATE")) {
+        return false;
+    }
+    let Some(at) = tokens.iter().position(|t| word(t, "TRIGGER")) else {
+        return false;
+    };
+    let Some(on) = tokens
+        .iter()
+        .skip(at)
+        .position(|t| word(t, "ON"))
+        .map(|p| p + at)
+    else {
+        return false;
+    };
+    // the table: `name` or `db.name`
+    let (first, second, third) = (tokens.get(on + 1), tokens.get(on + 2), tokens.get(on + 3));
+    let (table, before) = match (first, second, third) {
+        (Some(db), Some(dot), Some(t)) if dot.is_punct(b'.') => (*t, [Some(*db), Some(*dot)]),
+        (Some(t), _, _) => (*t, [None, tokens.get(on).copied()]),
+        _ => return false,
+    };
+    memchr::memchr(b'$', table.text(piece)).is_some()
+        && names_hbase_table(piece, &table, before, scope)
 }
 
 /// `LOCK TABLE[S] t [AS a] READ|WRITE, …`: the HBase tables it names (in scope). While they are

@@ -89,6 +89,8 @@ pub enum Unchecked {
     ProgramWrites,
     /// HBase DDL inside a stored program or compound statement.
     ProgramDdl,
+    /// A trigger on an HBase table (not one of the proxy's own).
+    TriggerOnHbase,
     /// A view over an HBase table that could take writes.
     UpdatableView,
     /// Dynamic SQL whose text comes from a variable set earlier in the same text.
@@ -191,6 +193,11 @@ impl Refusal {
                     "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
                      statement writes to an HBase table, nor place them in a transaction; write them \
                      from the client (plain or prepared statements are checked)"
+                }
+                Unchecked::TriggerOnHbase => {
+                    "obkv-proxy: a trigger on an HBase table would change cells after the proxy \
+                     checked them (SET NEW.T = …) and write rows it never sees; HBase tables take \
+                     no triggers but the proxy's own"
                 }
                 Unchecked::ProgramDdl => {
                     "obkv-proxy: HBase DDL inside a stored program or compound statement cannot be \

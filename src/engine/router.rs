@@ -336,6 +336,7 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<Refusal> {
         | Read::LoadUnreadable(_)
         | Read::InsertUnreadable(_)
         | Read::ProgramWritesHbase
+        | Read::TriggerOnHbase
         | Read::DmlUnreadable(_) => None,
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::WrappedDdl => {
@@ -894,16 +895,21 @@ mod tests {
             assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramWrites)), "{sql}: {:?}", d(sql));
         }
         for sql in [
-            // reads of HBase tables, and events of a trigger on one
+            // reads of HBase tables
             "CREATE PROCEDURE p() BEGIN SELECT * FROM g$f FOR UPDATE; END",
             "CREATE PROCEDURE p() INSERT INTO plain SELECT K FROM g$f",
             "CREATE PROCEDURE p() DELETE FROM plain WHERE x IN (SELECT K FROM g$f)",
             "CREATE PROCEDURE p() UPDATE plain SET x = (SELECT COUNT(*) FROM g$f)",
-            "CREATE TRIGGER tr BEFORE INSERT ON g$f FOR EACH ROW SET NEW.V = REPLACE(NEW.V, 'a', 'b')",
             "CREATE PROCEDURE p() INSERT INTO plain VALUES (1) ON DUPLICATE KEY UPDATE x = 2",
         ] {
             assert_eq!(d(sql), Decision::forward(), "{sql}");
         }
+        // a trigger on an HBase table rewrites checked cells, whatever its body (issue 31)
+        let sql = "CREATE TRIGGER tr BEFORE INSERT ON g$f FOR EACH ROW SET NEW.V = REPLACE(NEW.V, 'a', 'b')";
+        assert!(
+            refused!(&d(sql), Refusal::Unchecked(Unchecked::TriggerOnHbase)),
+            "{sql}"
+        );
         // not strict: forwarded
         let lax = Context {
             strict: false,
@@ -1397,6 +1403,42 @@ mod tests {
             txn,
             ..Context::default()
         }
+    }
+
+    #[test]
+    fn triggers_on_hbase_tables_are_refused() {
+        let ctx = checked_ctx();
+        for sql in [
+            "CREATE TRIGGER t BEFORE INSERT ON g$f FOR EACH ROW SET NEW.T = 5",
+            "CREATE DEFINER = CURRENT_USER TRIGGER IF NOT EXISTS t AFTER UPDATE ON hb.`g$f` FOR EACH ROW INSERT INTO plain VALUES (1)",
+            "CREATE OR REPLACE TRIGGER t BEFORE INSERT ON g$f FOR EACH ROW BEGIN SET NEW.K = 'x'; END",
+        ] {
+            let d = decide(sql.as_bytes(), Origin::Text, &ctx).1;
+            assert!(
+                refused!(&d, Refusal::Unchecked(Unchecked::TriggerOnHbase)),
+                "{sql}: {d:?}"
+            );
+        }
+        // on a plain table, or a trigger that only reads an HBase table: not this rule's
+        for sql in [
+            "CREATE TRIGGER t BEFORE INSERT ON plain FOR EACH ROW SET NEW.a = 5",
+            "CREATE TRIGGER t BEFORE INSERT ON plain FOR EACH ROW SET NEW.a = (SELECT COUNT(*) FROM g$f)",
+        ] {
+            let d = decide(sql.as_bytes(), Origin::Text, &ctx).1;
+            assert!(refusal_of(&d).is_none(), "{sql}: {d:?}");
+        }
+        // warn mode: forwarded
+        let lax = Context {
+            strict: false,
+            ..ctx
+        };
+        let d = decide(
+            b"CREATE TRIGGER t BEFORE INSERT ON g$f FOR EACH ROW SET NEW.T = 5",
+            Origin::Text,
+            &lax,
+        )
+        .1;
+        assert!(refusal_of(&d).is_none(), "{d:?}");
     }
 
     #[test]

@@ -162,6 +162,7 @@ impl<'a> Text<'a> {
                 | Read::ProgramWithHbaseDdl
                 | Read::ProgramWritesHbase
                 | Read::ProxyTrigger
+                | Read::TriggerOnHbase
                 | Read::WrappedDdl
                 | Read::WrappedUnsure => self.ddl_or_program(&at, &read),
             };
@@ -584,6 +585,9 @@ impl<'a> Text<'a> {
             }
             Read::ProgramWithHbaseDdl if ctx.strict => {
                 refused(Refusal::Unchecked(Unchecked::ProgramDdl))
+            }
+            Read::TriggerOnHbase if ctx.strict && ctx.writes.is_some() => {
+                refused(Refusal::Unchecked(Unchecked::TriggerOnHbase))
             }
             _ => Flow::Next,
         }
