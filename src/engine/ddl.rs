@@ -62,6 +62,29 @@ pub fn rename<'a>(
     judge(mode, findings)
 }
 
+/// RENAME TABLE / ALTER TABLE … RENAME of a table with a plain name to an HBase name: refused
+/// (R1). A table takes an HBase name through CREATE TABLE (checked) or joins a group by
+/// adoption; a rename would skip the rules, and a temporary table renamed so would hide the
+/// HBase table of that name for the session.
+pub fn rename_into_hbase_names<'a>(
+    pairs: impl IntoIterator<Item = (&'a TableName, &'a TableName)>,
+    mode: Enforcement,
+) -> DdlVerdict {
+    let findings = pairs
+        .into_iter()
+        .filter(|(from, to)| to.is_hbase_name() && !from.is_hbase_name())
+        .map(|(from, to)| {
+            Finding::error(
+                Rule::R1,
+                rules::ER_NOT_SUPPORTED,
+                "42000",
+                format!("'{from}' cannot be renamed to the HBase name '{to}': a table takes an HBase name only through CREATE TABLE {to} (checked against the rules); a rename would skip them, and a temporary table renamed so would hide the HBase table '{to}'"),
+            )
+        })
+        .collect();
+    judge(mode, findings)
+}
+
 /// CREATE INDEX on an HBase table.
 pub fn create_index(table: &TableName, kind: &str, mode: Enforcement) -> DdlVerdict {
     judge(mode, rules::check_create_index(table, kind))
@@ -235,6 +258,28 @@ mod tests {
         let e = create_table(&table(GOOD), CFG, &missing, Enforcement::Strict).refuse;
         assert_eq!(e.as_ref().and_then(Refusal::rule), Some(Rule::R1), "{e:?}");
         assert_eq!(e.map(|e| e.to_error().code), Some(er::NO_SUCH_TABLE));
+    }
+
+    #[test]
+    fn a_plain_table_is_not_renamed_into_the_hbase_name_space() {
+        let (tmp, hb, other) = (
+            TableName::new(None, "tmp"),
+            TableName::new(None, "g$f"),
+            TableName::new(None, "g$h"),
+        );
+        let v = rename_into_hbase_names([(&tmp, &hb)], Enforcement::Strict);
+        let r = v.refuse.expect("refused");
+        assert_eq!(r.rule(), Some(Rule::R1), "{r:?}");
+        assert!(r.to_error().message.contains("temporary table"), "{r:?}");
+        // warn mode: a warning; HBase to HBase and plain to plain are other rules' business
+        let v = rename_into_hbase_names([(&tmp, &hb)], Enforcement::Warn);
+        assert!(v.refuse.is_none() && v.notes.iter().any(|f| f.rule == Rule::R1));
+        for (from, to) in [(&hb, &other), (&hb, &tmp), (&tmp, &tmp)] {
+            assert_eq!(
+                rename_into_hbase_names([(from, to)], Enforcement::Strict),
+                DdlVerdict::default()
+            );
+        }
     }
 
     #[test]

@@ -572,8 +572,14 @@ pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
         Statement::DropTable { tables, .. } => tables.iter().any(hbase),
         Statement::TruncateTable(t)
         | Statement::ShowCreateTable(t)
-        | Statement::CreateIndex { table: t, .. }
-        | Statement::AlterTable { table: t, .. } => hbase(t),
+        | Statement::CreateIndex { table: t, .. } => hbase(t),
+        // a rename to an HBase name too (refused unless the table is one)
+        Statement::AlterTable { table: t, actions } => {
+            hbase(t)
+                || actions
+                    .iter()
+                    .any(|a| matches!(a, crate::sql::ddl::AlterAction::Rename(n) if hbase(n)))
+        }
         Statement::RenameTable(pairs) => pairs.iter().any(|(a, b)| hbase(a) || hbase(b)),
     }
 }

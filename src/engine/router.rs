@@ -1406,6 +1406,18 @@ mod tests {
     }
 
     #[test]
+    fn a_rename_into_an_hbase_name_is_hbase_ddl() {
+        for sql in [
+            "ALTER TABLE tmp RENAME TO g$f",
+            "ALTER TABLE tmp RENAME AS hb.g$f",
+            "RENAME TABLE tmp TO g$f",
+        ] {
+            assert!(matches!(text(sql), Decision::Ddl(_)), "{sql}");
+        }
+        assert!(text("ALTER TABLE tmp RENAME TO other").is_forward());
+    }
+
+    #[test]
     fn triggers_on_hbase_tables_are_refused() {
         let ctx = checked_ctx();
         for sql in [

@@ -22,6 +22,14 @@ impl Session {
         table: &TableName,
         actions: &[AlterAction],
     ) -> Result<(), End> {
+        let renamed = actions.iter().filter_map(|a| match a {
+            AlterAction::Rename(to) => Some((table, to)),
+            _ => None,
+        });
+        let v = ddl_policy::rename_into_hbase_names(renamed, self.enforcement());
+        if let Some(e) = self.carry(v) {
+            return self.answer_error(e).await;
+        }
         let Some(entry) = self.catalog_entry(table).await? else {
             let tablegroup = actions.iter().find_map(|a| match a {
                 AlterAction::Option(o) if o.name == "TABLEGROUP" => Some(o.value.clone()),

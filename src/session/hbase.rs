@@ -495,6 +495,13 @@ impl Session {
     }
 
     async fn rename_tables(&mut self, pairs: &[(TableName, TableName)]) -> Result<(), End> {
+        let v = ddl_policy::rename_into_hbase_names(
+            pairs.iter().map(|(a, b)| (a, b)),
+            self.enforcement(),
+        );
+        if let Some(e) = self.carry(v) {
+            return self.answer_error(e).await;
+        }
         let mut hbase_pairs = Vec::new();
         for (from, to) in pairs {
             if self.catalog_entry(from).await?.is_some() {

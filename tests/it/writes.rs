@@ -1679,3 +1679,60 @@ fn load_data_files_share_one_spool_budget() {
         assert_eq!(spooled(&mut status), 0, "{name}");
     }
 }
+
+/// Issue 31: objects that would rewrite checked writes or hide an HBase table are refused, on
+/// both backends, and leave the table as it was: a trigger on an HBase table, and a plain or
+/// temporary table renamed to an HBase table's name.
+#[test]
+fn nothing_changes_a_cell_after_its_check() {
+    for kind in BOTH {
+        let tag = format!("o{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v')"),
+        );
+        let before = f.cells(t);
+        // a trigger that would make every later T positive
+        let (code, msg) = refused(
+            &mut c,
+            &format!("CREATE TRIGGER {tag}_t BEFORE INSERT ON {t} FOR EACH ROW SET NEW.T = 5"),
+        );
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        assert!(msg.contains("trigger"), "{msg}");
+        let triggers = f.direct(&format!(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_NAME = '{tag}_t'"
+        ));
+        assert_eq!(
+            triggers[0][0].as_deref(),
+            Some(&b"0"[..]),
+            "{}",
+            kind.name()
+        );
+        // a temporary table renamed over the HBase table's name (it would hide it for the
+        // session, and the rules would answer for the wrong table)
+        ok(
+            &mut c,
+            "CREATE TEMPORARY TABLE tmp (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32))",
+        );
+        for rename in [
+            format!("ALTER TABLE tmp RENAME TO {tag}$h"),
+            format!("RENAME TABLE tmp TO {tag}$h"),
+        ] {
+            let (code, msg) = refused(&mut c, &rename);
+            assert_eq!(code, 1235, "{}: {rename}: {msg}", kind.name());
+            assert!(msg.contains("R1"), "{msg}");
+        }
+        // the temporary table is still itself, and the HBase table unchanged
+        assert_eq!(c.scalar("SELECT COUNT(*) FROM tmp"), "0");
+        ok(&mut c, "DROP TEMPORARY TABLE tmp");
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+        // a plain name to a plain name is the backend's business
+        ok(&mut c, "CREATE TABLE plain1 (a int)");
+        ok(&mut c, "RENAME TABLE plain1 TO plain2");
+        ok(&mut c, "DROP TABLE plain2");
+    }
+}
