@@ -1719,7 +1719,7 @@ fn nothing_changes_a_cell_after_its_check() {
             "CREATE TEMPORARY TABLE tmp (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32))",
         );
         for rename in [
-            format!("ALTER TABLE tmp RENAME TO {tag}$h"),
+            format!("ALTER TABLE tmp RENAME TO {t}"),
             format!("RENAME TABLE tmp TO {tag}$h"),
         ] {
             let (code, msg) = refused(&mut c, &rename);
