@@ -65,6 +65,8 @@ pub(super) enum Read {
     /// CREATE TRIGGER of any other trigger on an HBase table: it would change cells after the
     /// proxy checked them (`SET NEW.T = …`).
     TriggerOnHbase,
+    /// DROP TRIGGER of a trigger the proxy keeps (the prefix column of a MariaDB/MySQL table).
+    DropProxyTrigger,
     /// LOCK TABLES naming these HBase tables.
     Lock(Vec<TableName>),
     /// SELECT / UPDATE / DELETE on an HBase-style table, read for the rewriter.
@@ -249,6 +251,9 @@ pub(super) fn read_piece(
     if first.is_word(piece, "PREPARE") || first.is_word(piece, "EXECUTE") {
         return crate::sql::dynamic::source(piece, d).map_or(Read::Plain, Read::Dynamic);
     }
+    if first.is_word(piece, "DROP") && drops_proxy_trigger(piece, d) {
+        return Read::DropProxyTrigger;
+    }
     if first.is_word(piece, "LOCK") {
         let tables = locked_hbase_tables(piece, d, scope);
         return if tables.is_empty() {
@@ -397,6 +402,33 @@ pub(super) fn is_proxy_trigger(piece: &[u8], d: Dialect) -> bool {
         && ["bi", "bu"]
             .iter()
             .any(|s| trigger == crate::hbase::translate::derived_name(&table, s))
+}
+
+/// `DROP TRIGGER [IF EXISTS] [db.]name` where `name` is one the proxy gives its own triggers
+/// (`obkv_<group$family>_bi` / `_bu`: `hbase::translate::derived_name`).
+pub(super) fn drops_proxy_trigger(piece: &[u8], d: Dialect) -> bool {
+    let tokens: Vec<scan::Token> = Scanner::new(piece, d)
+        .map_while(Result::ok)
+        .take(8)
+        .collect();
+    let word = |i: usize, w: &str| tokens.get(i).is_some_and(|t| t.is_word(piece, w));
+    if !word(0, "DROP") || !word(1, "TRIGGER") {
+        return false;
+    }
+    let mut i = 2;
+    if word(2, "IF") && word(3, "EXISTS") {
+        i = 4;
+    }
+    if tokens.get(i + 1).is_some_and(|t| t.is_punct(b'.')) {
+        i += 2;
+    }
+    let Some(name) = tokens.get(i) else {
+        return false;
+    };
+    let name = scan::ident_value(piece, name);
+    name.starts_with(b"obkv_")
+        && (name.ends_with(b"_bi") || name.ends_with(b"_bu"))
+        && memchr::memchr(b'$', &name).is_some()
 }
 
 /// `CREATE … TRIGGER name {BEFORE | AFTER} event ON table …` where `table` is an HBase table (in

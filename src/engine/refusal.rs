@@ -91,6 +91,8 @@ pub enum Unchecked {
     ProgramDdl,
     /// A trigger on an HBase table (not one of the proxy's own).
     TriggerOnHbase,
+    /// DROP TRIGGER of one of the proxy's own triggers.
+    ProxyTrigger,
     /// A view over an HBase table that could take writes.
     UpdatableView,
     /// Dynamic SQL whose text comes from a variable set earlier in the same text.
@@ -193,6 +195,10 @@ impl Refusal {
                     "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
                      statement writes to an HBase table, nor place them in a transaction; write them \
                      from the client (plain or prepared statements are checked)"
+                }
+                Unchecked::ProxyTrigger => {
+                    "obkv-proxy keeps this trigger: it fills the prefix column of an HBase table \
+                     (without it new rows miss every prefix scan); drop the table instead"
                 }
                 Unchecked::TriggerOnHbase => {
                     "obkv-proxy: a trigger on an HBase table would change cells after the proxy \

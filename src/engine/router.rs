@@ -338,6 +338,9 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<Refusal> {
         | Read::ProgramWritesHbase
         | Read::TriggerOnHbase
         | Read::DmlUnreadable(_) => None,
+        Read::DropProxyTrigger => ctx
+            .strict
+            .then_some(Refusal::Unchecked(Unchecked::ProxyTrigger)),
         Read::Hbase(stmt) if !names_hbase_object(stmt, &ctx.scope) => None,
         Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::WrappedDdl => {
             Some(Refusal::DdlPrepared)
@@ -1415,6 +1418,30 @@ mod tests {
             assert!(matches!(text(sql), Decision::Ddl(_)), "{sql}");
         }
         assert!(text("ALTER TABLE tmp RENAME TO other").is_forward());
+    }
+
+    #[test]
+    fn the_proxys_own_triggers_are_not_dropped() {
+        for sql in [
+            "DROP TRIGGER obkv_g$f_bi",
+            "DROP TRIGGER IF EXISTS hb.`obkv_g$f_bu`",
+        ] {
+            assert!(
+                refused!(&text(sql), Refusal::Unchecked(Unchecked::ProxyTrigger)),
+                "{sql}"
+            );
+            let prepared = format!("PREPARE s FROM '{}'", sql.replace('`', ""));
+            assert!(
+                refused!(
+                    &text(&prepared),
+                    Refusal::Unchecked(Unchecked::ProxyTrigger)
+                ),
+                "{prepared}: {:?}",
+                text(&prepared)
+            );
+        }
+        assert!(text("DROP TRIGGER mine$bi").is_forward());
+        assert!(text("DROP TRIGGER obkv_plain_bi").is_forward());
     }
 
     #[test]

@@ -163,6 +163,7 @@ impl<'a> Text<'a> {
                 | Read::ProgramWritesHbase
                 | Read::ProxyTrigger
                 | Read::TriggerOnHbase
+                | Read::DropProxyTrigger
                 | Read::WrappedDdl
                 | Read::WrappedUnsure => self.ddl_or_program(&at, &read),
             };
@@ -585,6 +586,9 @@ impl<'a> Text<'a> {
             }
             Read::ProgramWithHbaseDdl if ctx.strict => {
                 refused(Refusal::Unchecked(Unchecked::ProgramDdl))
+            }
+            Read::DropProxyTrigger if ctx.strict => {
+                refused(Refusal::Unchecked(Unchecked::ProxyTrigger))
             }
             Read::TriggerOnHbase if ctx.strict && ctx.writes.is_some() => {
                 refused(Refusal::Unchecked(Unchecked::TriggerOnHbase))
