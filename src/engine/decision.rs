@@ -125,6 +125,10 @@ pub enum Answer {
     TablegroupDdl,
     /// OK without involving the backend (a statement that is already in effect).
     Ok,
+    /// CREATE TRIGGER of one of the proxy's own triggers on this HBase table (a restored
+    /// dump): the session makes sure the proxy's triggers of the table exist, in the proxy's
+    /// own definition (not the text's), and answers OK.
+    ProxyTrigger(TableName),
     /// `EXPLAIN OBKV <statement>`: what the proxy does with the statement (`explain_obkv`).
     ExplainObkv,
     /// `SHOW OBKV TABLES`: every HBase table this user can see, with its group, partitioning,

@@ -60,8 +60,9 @@ pub(super) enum Read {
     ProgramWithHbaseDdl,
     /// A stored program or compound statement that writes HBase tables.
     ProgramWritesHbase,
-    /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump).
-    ProxyTrigger,
+    /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump): the
+    /// table.
+    ProxyTrigger(TableName),
     /// CREATE TRIGGER of any other trigger on an HBase table: it would change cells after the
     /// proxy checked them (`SET NEW.T = …`).
     TriggerOnHbase,
@@ -154,9 +155,10 @@ pub(super) fn read_executed(
     };
     let read = read_piece(sql, inner, d, scope, dml_too, kept);
     match read {
-        Read::Hbase(_) | Read::Unreadable(_) | Read::ProgramWithHbaseDdl | Read::ProxyTrigger => {
-            (Read::WrappedDdl, p)
-        }
+        Read::Hbase(_)
+        | Read::Unreadable(_)
+        | Read::ProgramWithHbaseDdl
+        | Read::ProxyTrigger(_) => (Read::WrappedDdl, p),
         Read::Plain => (Read::Plain, p),
         Read::Dml(x) if ex.unsure && x.verb == dml::Verb::Select && !x.locking => (Read::Plain, p),
         Read::DmlUnreadable(_)
@@ -236,8 +238,8 @@ pub(super) fn read_piece(
         };
     }
     if p.program {
-        return if is_proxy_trigger(piece, d) {
-            Read::ProxyTrigger
+        return if let Some(table) = proxy_trigger_table(piece, d) {
+            Read::ProxyTrigger(table)
         } else if trigger_on_hbase_table(piece, d, scope) {
             Read::TriggerOnHbase
         } else {
@@ -358,50 +360,49 @@ pub(super) fn variable_first_mentions(sql: &[u8], d: Dialect) -> HashMap<Vec<u8>
 
 /// `CREATE [DEFINER = …] TRIGGER name … ON table …` where `name` is one of the triggers the
 /// proxy itself keeps on an HBase table (MariaDB/MySQL translation): a dump made through the
-/// proxy lists them, and restoring it must not fail on them.
-pub(super) fn is_proxy_trigger(piece: &[u8], d: Dialect) -> bool {
+/// proxy lists them, and restoring it must not fail on them. The table it is on.
+pub(super) fn proxy_trigger_table(piece: &[u8], d: Dialect) -> Option<TableName> {
     let tokens: Vec<scan::Token> = Scanner::new(piece, d)
         .map_while(Result::ok)
         .take(40)
         .collect();
     let word = |t: &scan::Token, w: &str| t.is_word(piece, w);
-    let Some(at) = tokens.iter().position(|t| word(t, "TRIGGER")) else {
-        return false;
-    };
+    let at = tokens.iter().position(|t| word(t, "TRIGGER"))?;
     if !tokens.first().is_some_and(|t| word(t, "CREATE")) {
-        return false;
+        return None;
     }
-    let name_of = |i: usize| -> Option<(String, usize)> {
-        // a name, possibly qualified: returns its last part and the index after it
-        let mut i = i;
-        let mut last = None;
-        while let Some(t) = tokens.get(i) {
-            if !matches!(t.kind, Tok::Word | Tok::QuotedIdent) {
-                break;
+    // a name, possibly qualified: (qualifier, last part)
+    let name_of = |i: usize| -> Option<(Option<Vec<u8>>, Vec<u8>)> {
+        let first = tokens
+            .get(i)
+            .filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))?;
+        match (tokens.get(i + 1), tokens.get(i + 2)) {
+            (Some(dot), Some(last))
+                if dot.is_punct(b'.') && matches!(last.kind, Tok::Word | Tok::QuotedIdent) =>
+            {
+                Some((
+                    Some(scan::ident_value(piece, first)),
+                    scan::ident_value(piece, last),
+                ))
             }
-            last = Some(String::from_utf8_lossy(&scan::ident_value(piece, t)).into_owned());
-            if tokens.get(i + 1).is_some_and(|n| n.is_punct(b'.')) {
-                i += 2;
-            } else {
-                i += 1;
-                break;
-            }
+            _ => Some((None, scan::ident_value(piece, first))),
         }
-        last.map(|l| (l, i))
     };
-    let Some((trigger, _)) = name_of(at + 1) else {
-        return false;
-    };
-    let Some(on) = tokens.iter().position(|t| word(t, "ON")) else {
-        return false;
-    };
-    let Some((table, _)) = name_of(on + 1) else {
-        return false;
-    };
-    table.contains('$')
+    let (_, trigger) = name_of(at + 1)?;
+    let on = tokens.iter().skip(at).position(|t| word(t, "ON"))? + at;
+    let (schema, raw_name) = name_of(on + 1)?;
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    let (table, trigger) = (lossy(&raw_name), lossy(&trigger));
+    let ours = table.contains('$')
         && ["bi", "bu"]
             .iter()
-            .any(|s| trigger == crate::hbase::translate::derived_name(&table, s))
+            .any(|s| trigger == crate::hbase::translate::derived_name(&table, s));
+    ours.then(|| TableName {
+        schema: schema.as_deref().map(lossy),
+        name: table,
+        raw_schema: schema,
+        raw_name,
+    })
 }
 
 /// `DROP TRIGGER [IF EXISTS] [db.]name` where `name` is one the proxy gives its own triggers

@@ -161,7 +161,7 @@ impl<'a> Text<'a> {
                 | Read::Unreadable(_)
                 | Read::ProgramWithHbaseDdl
                 | Read::ProgramWritesHbase
-                | Read::ProxyTrigger
+                | Read::ProxyTrigger(_)
                 | Read::TriggerOnHbase
                 | Read::DropProxyTrigger
                 | Read::WrappedDdl
@@ -558,7 +558,7 @@ impl<'a> Text<'a> {
             Read::Hbase(_)
             | Read::Unreadable(_)
             | Read::ProgramWithHbaseDdl
-            | Read::ProxyTrigger
+            | Read::ProxyTrigger(_)
                 if self.many =>
             {
                 refused(Refusal::DdlNotAlone(Alone::InMultiStatement))
@@ -568,7 +568,9 @@ impl<'a> Text<'a> {
                 refused(Refusal::Unreadable(Unreadable::Wrapped))
             }
             // the proxy keeps this trigger already: answered OK, nothing runs
-            Read::ProxyTrigger => Flow::Done(Box::new(Decision::Answer(Answer::Ok))),
+            Read::ProxyTrigger(table) => Flow::Done(Box::new(Decision::Answer(
+                Answer::ProxyTrigger(table.clone()),
+            ))),
             Read::Hbase(stmt) if self.origin == Origin::Prepare => {
                 Flow::Done(Box::new(match names_hbase_object(stmt, &ctx.scope) {
                     true => refuse(Refusal::DdlPrepared),

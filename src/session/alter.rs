@@ -337,6 +337,61 @@ impl Session {
         unlocked
     }
 
+    /// The proxy's two prefix-column triggers of a MariaDB/MySQL table, created where missing
+    /// (in the proxy's own definition).
+    pub(super) async fn ensure_prefix_triggers(
+        &mut self,
+        schema: &[u8],
+        name: &[u8],
+        column: &str,
+        n: u64,
+    ) -> Result<Result<(), Vec<u8>>, End> {
+        let qualified = [
+            catalog::ident_bytes(schema),
+            b".".to_vec(),
+            catalog::ident_bytes(name),
+        ]
+        .concat();
+        let triggers = translate::prefix_triggers(schema, &qualified, &lossy(name), column, n);
+        for (trigger, stmt) in triggers {
+            let q = format!(
+                "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND TRIGGER_NAME = {}",
+                catalog::client_text(schema),
+                catalog::client_text(trigger.as_bytes())
+            );
+            let exists = match self.rows(&q).await? {
+                Ok(rows) => rows.first().is_some_and(|r| cell(r, 0) != b"0"),
+                Err(e) => return Ok(Err(e)),
+            };
+            if exists {
+                continue;
+            }
+            if let Internal::Err(e) = self.internal(&stmt).await? {
+                return Ok(Err(e));
+            }
+        }
+        Ok(Ok(()))
+    }
+
+    /// CREATE TRIGGER of one of the proxy's own triggers (a restored dump): the proxy's triggers
+    /// of the table are made where missing, in its own definition, and the client gets OK.
+    pub(super) async fn answer_proxy_trigger(&mut self, t: &TableName) -> Result<(), End> {
+        if self.flavor().await? == Flavor::MySqlFamily {
+            if let Some(entry) = self.catalog_entry(t).await? {
+                if let Some((col, n)) = entry.def.table.prefix_column() {
+                    let col = col.to_string();
+                    let done = self
+                        .ensure_prefix_triggers(&entry.schema, &entry.name, &col, n)
+                        .await?;
+                    if let Err(e) = done {
+                        return self.answer_raw(&e).await;
+                    }
+                }
+            }
+        }
+        self.answer_ok(0, 0).await
+    }
+
     async fn adopt_table_locked(
         &mut self,
         (schema, name): (Vec<u8>, Vec<u8>),
@@ -368,30 +423,8 @@ impl Session {
         // MariaDB / MySQL: the prefix column is kept by the proxy's triggers
         if flavor == Flavor::MySqlFamily {
             if let Some((col, n)) = model.prefix_column() {
-                let qualified = [
-                    catalog::ident_bytes(&schema),
-                    b".".to_vec(),
-                    catalog::ident_bytes(&name),
-                ]
-                .concat();
-                let triggers =
-                    translate::prefix_triggers(&schema, &qualified, &lossy(&name), col, n);
-                for (trigger, stmt) in triggers {
-                    let q = format!(
-                        "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = {} AND TRIGGER_NAME = {}",
-                        catalog::client_text(&schema),
-                        catalog::client_text(trigger.as_bytes())
-                    );
-                    let exists = match self.rows(&q).await? {
-                        Ok(rows) => rows.first().is_some_and(|r| cell(r, 0) != b"0"),
-                        Err(e) => return self.answer_raw(&e).await,
-                    };
-                    if exists {
-                        continue;
-                    }
-                    if let Internal::Err(e) = self.internal(&stmt).await? {
-                        return self.answer_raw(&e).await;
-                    }
+                if let Err(e) = self.ensure_prefix_triggers(&schema, &name, col, n).await? {
+                    return self.answer_raw(&e).await;
                 }
             }
         }

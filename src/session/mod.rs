@@ -747,6 +747,7 @@ impl Session {
                     Answer::ProxyStatus => self.answer_proxy_status().await?,
                     Answer::TablegroupDdl => self.answer_tablegroup_ddl().await?,
                     Answer::Ok => self.answer_ok(0, 0).await?,
+                    Answer::ProxyTrigger(t) => self.answer_proxy_trigger(&t).await?,
                     Answer::ExplainObkv => self.answer_explain_obkv().await?,
                     Answer::ObkvTables => self.answer_obkv_tables().await?,
                 }

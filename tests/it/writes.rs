@@ -1714,9 +1714,15 @@ fn nothing_changes_a_cell_after_its_check() {
         );
         // a temporary table renamed over the HBase table's name (it would hide it for the
         // session, and the rules would answer for the wrong table)
+        // (seekdb has no temporary tables: a plain table there, which the rule covers too)
+        let temporary = if kind == Kind::MariaDb {
+            "TEMPORARY "
+        } else {
+            ""
+        };
         ok(
             &mut c,
-            "CREATE TEMPORARY TABLE tmp (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32))",
+            &format!("CREATE {temporary}TABLE tmp (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32))"),
         );
         for rename in [
             format!("ALTER TABLE tmp RENAME TO {t}"),
@@ -1728,8 +1734,40 @@ fn nothing_changes_a_cell_after_its_check() {
         }
         // the temporary table is still itself, and the HBase table unchanged
         assert_eq!(c.scalar("SELECT COUNT(*) FROM tmp"), "0");
-        ok(&mut c, "DROP TEMPORARY TABLE tmp");
+        ok(&mut c, &format!("DROP {temporary}TABLE tmp"));
         assert_eq!(f.cells(t), before, "{}", kind.name());
+        // MariaDB: the proxy's own prefix triggers are not dropped, and a restore's CREATE
+        // TRIGGER of one makes it again, in the proxy's definition
+        if kind == Kind::MariaDb {
+            let count = |f: &Fixture| {
+                f.direct(&format!(
+                    "SELECT COUNT(*) FROM information_schema.TRIGGERS WHERE TRIGGER_SCHEMA = '{}' AND TRIGGER_NAME LIKE 'obkv\\_{tag}$f\\_%'",
+                    f.db
+                ))[0][0]
+                    .clone()
+                    .unwrap_or_default()
+            };
+            assert_eq!(count(&f), b"2".to_vec());
+            let (code, msg) = refused(&mut c, &format!("DROP TRIGGER `obkv_{t}_bi`"));
+            assert_eq!(code, 1235, "{msg}");
+            assert_eq!(count(&f), b"2".to_vec());
+            // dropped behind the proxy's back: the dump's CREATE TRIGGER makes it again (its
+            // body is not the one run: a body that set T is ignored)
+            f.direct(&format!("DROP TRIGGER `obkv_{t}_bi`"));
+            assert_eq!(count(&f), b"1".to_vec());
+            ok(
+                &mut c,
+                &format!("CREATE TRIGGER `obkv_{t}_bi` BEFORE INSERT ON `{t}` FOR EACH ROW SET NEW.T = 5"),
+            );
+            assert_eq!(count(&f), b"2".to_vec());
+            ok(
+                &mut c,
+                &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k2', 'q', {now}, 'v')"),
+            );
+            let t_of_k2 = f.direct(&format!("SELECT T, K_PREFIX FROM {t} WHERE K = 'k2'"));
+            assert_eq!(t_of_k2[0][0], Some(now.to_string().into_bytes()));
+            assert_eq!(t_of_k2[0][1], Some(b"k2".to_vec()));
+        }
         // a plain name to a plain name is the backend's business
         ok(&mut c, "CREATE TABLE plain1 (a int)");
         ok(&mut c, "RENAME TABLE plain1 TO plain2");
