@@ -524,10 +524,17 @@ pub(super) enum ProgramBody {
 /// INSERT … SELECT is not taken for one); a verb after BEFORE / AFTER / ON / FOR / KEY is a
 /// trigger event, a referential action, a locking read or an upsert clause, not a write.
 pub(super) fn program_body(piece: &[u8], d: Dialect, scope: &Scope) -> ProgramBody {
+    program_body_at(piece, d, scope, true)
+}
+
+/// `program_body`; with `literals`, the text of a `PREPARE name FROM '…'` / `EXECUTE IMMEDIATE
+/// '…'` literal in the body is read too (one level: not the literals inside it).
+fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> ProgramBody {
     let mut in_ddl = false;
     let mut in_write = false;
     let mut writes = false;
-    let mut first = true;
+    // the program's own leading word is not one of its statements; a literal's first word is
+    let mut first = literals;
     let mut before: [Option<scan::Token>; 2] = [None, None];
     for t in Scanner::new(piece, d).map_while(Result::ok) {
         let two_back = before;
@@ -538,6 +545,20 @@ pub(super) fn program_body(piece: &[u8], d: Dialect, scope: &Scope) -> ProgramBo
             continue;
         }
         let is_first = std::mem::replace(&mut first, false);
+        // dynamic SQL the body runs, when its text is a literal
+        if literals
+            && t.kind == Tok::Str
+            && two_back[1]
+                .is_some_and(|p| p.is_word(piece, "FROM") || p.is_word(piece, "IMMEDIATE"))
+        {
+            let text = scan::string_value(piece, &t, d);
+            match program_body_at(&text, d, scope, false) {
+                ProgramBody::Ddl => return ProgramBody::Ddl,
+                ProgramBody::Writes => writes = true,
+                ProgramBody::Nothing => {}
+            }
+            continue;
+        }
         if t.kind == Tok::Word
             && ["CREATE", "ALTER", "DROP", "RENAME", "TRUNCATE"]
                 .iter()

@@ -894,6 +894,11 @@ mod tests {
             "CREATE EVENT e ON SCHEDULE EVERY 1 DAY DO REPLACE g$f (K, Q, T, V) VALUES ('k', 'q', -1, 'v')",
             "BEGIN NOT ATOMIC SELECT 1; LOAD DATA INFILE '/f' INTO TABLE g$f; END",
             "CREATE FUNCTION f() RETURNS int BEGIN DELETE g FROM g$f AS g WHERE K = 'k'; RETURN 1; END",
+            // an event's body changed later, and dynamic SQL of a literal in a body (issue 31)
+            "ALTER EVENT e DO INSERT INTO g$f (K, Q, T, V) VALUES ('k', 'q', 5, 'v')",
+            "ALTER DEFINER = CURRENT_USER EVENT e ON SCHEDULE EVERY 1 DAY DO BEGIN SELECT 1; REPLACE g$f VALUES ('k', 'q', 5, 'v'); END",
+            "CREATE PROCEDURE p() BEGIN PREPARE s FROM 'INSERT INTO g$f (K, Q, T, V) VALUES (''k'', ''q'', 5, ''v'')'; EXECUTE s; END",
+            "CREATE PROCEDURE p() EXECUTE IMMEDIATE 'UPDATE g$f SET T = 5'",
         ] {
             assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramWrites)), "{sql}: {:?}", d(sql));
         }

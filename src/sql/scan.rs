@@ -744,11 +744,13 @@ pub fn statements_keeping(
         }
         if t.kind == Tok::Word && words_seen < 8 && !program {
             words_seen += 1;
-            // CREATE [OR REPLACE] [DEFINER = …] [AGGREGATE] PROCEDURE|FUNCTION|TRIGGER|EVENT
-            if first.is_some_and(|f| f.is_word(sql, "CREATE"))
+            // CREATE [OR REPLACE] [DEFINER = …] [AGGREGATE] PROCEDURE|FUNCTION|TRIGGER|EVENT,
+            // and ALTER [DEFINER = …] EVENT (its DO body is a program too)
+            if (first.is_some_and(|f| f.is_word(sql, "CREATE"))
                 && ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"]
                     .iter()
-                    .any(|k| t.is_word(sql, k))
+                    .any(|k| t.is_word(sql, k)))
+                || (first.is_some_and(|f| f.is_word(sql, "ALTER")) && t.is_word(sql, "EVENT"))
             {
                 program = true;
             }
