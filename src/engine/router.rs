@@ -899,6 +899,9 @@ mod tests {
             "ALTER DEFINER = CURRENT_USER EVENT e ON SCHEDULE EVERY 1 DAY DO BEGIN SELECT 1; REPLACE g$f VALUES ('k', 'q', 5, 'v'); END",
             "CREATE PROCEDURE p() BEGIN PREPARE s FROM 'INSERT INTO g$f (K, Q, T, V) VALUES (''k'', ''q'', 5, ''v'')'; EXECUTE s; END",
             "CREATE PROCEDURE p() EXECUTE IMMEDIATE 'UPDATE g$f SET T = 5'",
+            // anonymous blocks of MariaDB's sql_mode=ORACLE
+            "BEGIN INSERT INTO g$f (K, Q, T, V) VALUES ('k', 'q', 5, 'v'); END",
+            "DECLARE x INT; BEGIN UPDATE g$f SET V = 'x' WHERE K = 'k'; END",
         ] {
             assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramWrites)), "{sql}: {:?}", d(sql));
         }

@@ -604,7 +604,9 @@ pub struct Piece {
 pub type Pieces = smallvec::SmallVec<[Piece; 2]>;
 
 /// Words that open a compound statement outside a stored program (MariaDB).
-const COMPOUND_OPENERS: [&str; 6] = ["BEGIN", "IF", "CASE", "LOOP", "WHILE", "REPEAT"];
+/// `DECLARE … BEGIN … END` is an anonymous block under MariaDB's sql_mode=ORACLE (and a syntax
+/// error otherwise).
+const COMPOUND_OPENERS: [&str; 7] = ["BEGIN", "IF", "CASE", "LOOP", "WHILE", "REPEAT", "DECLARE"];
 
 /// Splits a text into its statements (empty ones dropped). Fails where the backend would fail
 /// to read the text (an unterminated string or comment-free quote).
@@ -714,7 +716,10 @@ pub fn statements_keeping(
         kept.push(t);
         if after_begin {
             after_begin = false;
-            program = t.is_word(sql, "NOT");
+            // BEGIN NOT ATOMIC, and under sql_mode=ORACLE an anonymous `BEGIN stmt; … END`
+            // block (in other modes BEGIN is followed by `;`, WORK or the end, else the backend
+            // refuses it): one statement, read as a program
+            program = !(t.is_punct(b';') || t.is_word(sql, "WORK"));
         }
         if t.is_punct(b';') && !program {
             if first.is_some() {
