@@ -641,6 +641,52 @@ pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
 /// Whether a statement the DML reader does not follow writes or locks rows, by its words: an
 /// UPDATE or DELETE (also after WITH), or a SELECT with FOR UPDATE / FOR SHARE / LOCK IN SHARE
 /// MODE.
+/// Whether a statement of a text, before its last, changes how the backend reads the ones
+/// after it: `SET sql_mode …`, `SET NAMES …`, `SET CHARACTER SET …`, a `character_set_*` or
+/// `collation_connection` variable (not `SET STATEMENT … FOR`, which holds for its statement).
+pub(super) fn changes_reading_state(sql: &[u8], pieces: &[Piece], d: Dialect) -> bool {
+    let Some((_, before_last)) = pieces.split_last() else {
+        return false;
+    };
+    before_last.iter().any(|p| {
+        let piece = sql.get(p.start..p.end).unwrap_or_default();
+        let mut toks = Scanner::new(piece, d).map_while(Result::ok).take(64);
+        let (Some(first), second) = (toks.next(), toks.next()) else {
+            return false;
+        };
+        if !first.is_word(piece, "SET") || second.is_some_and(|t| t.is_word(piece, "STATEMENT")) {
+            return false;
+        }
+        let named = |t: &scan::Token| {
+            let lower = t.text(piece).to_ascii_lowercase();
+            let has = |w: &[u8]| lower.windows(w.len()).any(|x| x == w);
+            matches!(t.kind, Tok::Word | Tok::Var | Tok::QuotedIdent)
+                && (has(b"sql_mode")
+                    || has(b"character_set")
+                    || has(b"collation_connection")
+                    || t.is_word(piece, "NAMES")
+                    || t.is_word(piece, "CHARACTER")
+                    || t.is_word(piece, "CHARSET"))
+        };
+        second.is_some_and(|t| named(&t)) || toks.any(|t| named(&t))
+    })
+}
+
+/// Whether a text the scanner cannot split mentions the reading state anywhere (`sql_mode`,
+/// `NAMES`, `CHARACTER SET`, `character_set_…`, `collation_connection`): then it is read under
+/// every state, as a split text with such a SET is.
+pub(super) fn mentions_reading_state(sql: &[u8]) -> bool {
+    [
+        &b"sql_mode"[..],
+        b"names",
+        b"character",
+        b"charset",
+        b"collation_connection",
+    ]
+    .iter()
+    .any(|w| sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w)))
+}
+
 /// What a statement does to the session's transaction state, read lexically: `SET
 /// autocommit = …` (off: every statement runs in a transaction; on: commits), `XA START` /
 /// `XA BEGIN` (begins one), `XA COMMIT` / `XA ROLLBACK` (ends it).

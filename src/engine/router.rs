@@ -300,7 +300,7 @@ fn decide_reading(
     } else {
         dml::MAX_TOKENS + 1
     });
-    let (pieces, ambiguity) = match scan::statements_keeping(sql, d, &mut kept) {
+    let (pieces, mut ambiguity) = match scan::statements_keeping(sql, d, &mut kept) {
         Ok(split) => split,
         // the backend cannot read it either, in this reading; its error is the answer — unless
         // the backend reads it another way (a backslash after a multibyte lead byte, `"…"`
@@ -311,11 +311,16 @@ fn decide_reading(
                 scan::Ambiguity {
                     quotes: true,
                     multibyte: true,
+                    // a SET of the reading state the split did not reach
+                    state: mentions_reading_state(sql),
                 },
                 Tally::default(),
-            )
+            );
         }
     };
+    // a statement that changes the reading state before another one: the text is read under
+    // every state (issue 31: SET sql_mode = 'NO_BACKSLASH_ESCAPES'; INSERT …)
+    ambiguity.state |= changes_reading_state(sql, &pieces, d);
     let dynamic = text::Dynamic {
         decide: decide_dynamic,
         check: check_dynamic,
@@ -1455,6 +1460,40 @@ mod tests {
         }
         assert!(text("DROP TRIGGER mine$bi").is_forward());
         assert!(text("DROP TRIGGER obkv_plain_bi").is_forward());
+    }
+
+    #[test]
+    fn a_text_that_changes_the_reading_state_is_read_under_every_state() {
+        let ctx = Context {
+            dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
+            ..checked_ctx()
+        };
+        let d = |sql: &str| decide(sql.as_bytes(), Origin::Text, &ctx).1;
+        // NO_BACKSLASH_ESCAPES set earlier in the text: the backend reads 'abcd\' as a string
+        // and stores T = 5; the proxy's usual reading does not end the string
+        let smuggle = r"INSERT INTO g$f (K, Q, T, V) VALUES ('abcd\', 'q', 5, 'v')";
+        for set in [
+            "SET sql_mode = 'NO_BACKSLASH_ESCAPES'",
+            "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+            "SET @@session.sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES', @x = 1",
+        ] {
+            let got = d(&format!("{set}; {smuggle}"));
+            assert!(
+                refused!(&got, Refusal::Unreadable(Unreadable::Ambiguous)),
+                "{set}: {got:?}"
+            );
+        }
+        // a prefix scan whose prefix depends on the escapes: not rewritten, so the backend's
+        // own reading gives the rows
+        let scan = r"SET NAMES utf8mb4; SELECT * FROM g$f WHERE K LIKE 'abc\%%'";
+        assert!(d(scan).rewritten().is_none(), "{:?}", d(scan));
+        let plain = "SET NAMES utf8mb4; SELECT * FROM g$f WHERE K LIKE 'abcd%'";
+        assert!(d(plain).rewritten().is_some(), "{:?}", d(plain));
+        // the same statements without the state change, or after SET STATEMENT … FOR (it holds
+        // for its own statement): read as usual
+        assert!(refusal_of(&d(&format!("SET @a = 1; {smuggle}"))).is_none());
+        let scoped = r"SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR SELECT 1; SELECT * FROM g$f WHERE K LIKE 'abc\%%'";
+        assert!(d(scoped).rewritten().is_some(), "{:?}", d(scoped));
     }
 
     #[test]

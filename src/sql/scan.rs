@@ -99,7 +99,15 @@ impl Dialect {
                 ..self
             });
         }
-        if ambiguity.quotes {
+        if ambiguity.state {
+            for i in 0..out.len() {
+                out.push(Dialect {
+                    no_backslash_escapes: !out[i].no_backslash_escapes,
+                    ..out[i]
+                });
+            }
+        }
+        if ambiguity.quotes || ambiguity.state {
             for i in 0..out.len() {
                 out.push(Dialect {
                     ansi_quotes: !out[i].ansi_quotes,
@@ -107,7 +115,7 @@ impl Dialect {
                 });
             }
         }
-        if ambiguity.multibyte {
+        if ambiguity.multibyte || ambiguity.state {
             for i in 0..out.len() {
                 out.push(Dialect {
                     multibyte_backslash: !out[i].multibyte_backslash,
@@ -183,6 +191,10 @@ pub struct Ambiguity {
     pub quotes: bool,
     /// A backslash follows a byte >= 0x80 inside a literal (multibyte character sets).
     pub multibyte: bool,
+    /// A statement of the text changes how the backend reads the statements after it
+    /// (`SET sql_mode`, `SET NAMES`, a connection character set): they are read under every
+    /// state (backslash escapes, ANSI_QUOTES, a multibyte character set).
+    pub state: bool,
 }
 
 /// The bytes of an unquoted word: letters, digits, `_`, `$` and every byte of 0x80 or more
