@@ -90,7 +90,7 @@ impl Session {
         let text = std::sync::Arc::new(text);
         self.blind.clear();
         let mut ctx = self.context().await?;
-        for _ in 0..3 {
+        for round in 0..3 {
             let check = if text.len() <= router::LARGE_TEXT {
                 router::check_dynamic(&text, &ctx)
             } else {
@@ -107,7 +107,9 @@ impl Session {
             };
             self.read_facts(&need).await?;
             ctx = self.context().await?;
-            if let Some(t) = ctx.tables.as_mut() {
+            // the last decision is made with what is known: a fact still missing then (a
+            // table not readable, no character set) is taken as it stands
+            if let (Some(t), true) = (ctx.tables.as_mut(), round >= 1) {
                 t.settled = true;
             }
         }

@@ -33,11 +33,15 @@ impl Session {
     /// Reads what the rewriter asked for.
     pub(super) async fn read_facts(&mut self, need: &Need) -> Result<(), End> {
         if need.current_db || need.charset || self.db_fact.is_none() {
-            let sql = "SELECT DATABASE(), @@character_set_client, @@character_set_connection";
+            let sql =
+                "SELECT DATABASE(), @@character_set_client, @@character_set_connection, @@sql_mode";
             if let Ok(rows) = self.rows(sql).await? {
                 if let Some(r) = rows.first() {
                     self.db_fact = Some(r.first().cloned().flatten().map(Into::into));
                     self.charset_fact = Some(ConnCharset::from_names(cell(r, 1), cell(r, 2)));
+                    let mode = cell(r, 3).to_ascii_uppercase();
+                    let has = |w: &[u8]| mode.split(|c| *c == b',').any(|m| m == w);
+                    self.mode_fact = Some((has(b"NO_BACKSLASH_ESCAPES"), has(b"ANSI_QUOTES")));
                 }
             }
         }
@@ -409,6 +413,7 @@ impl Session {
     pub(super) fn forget_session_facts(&mut self) {
         self.db_fact = None;
         self.charset_fact = None;
+        self.mode_fact = None;
     }
 }
 

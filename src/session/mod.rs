@@ -142,6 +142,9 @@ pub struct Session {
     db_fact: Option<Option<std::sync::Arc<[u8]>>>,
     /// The connection's character set as last read (None: not known).
     charset_fact: Option<ConnCharset>,
+    /// `@@sql_mode` as last read, on OceanBase (which reports NO_BACKSLASH_ESCAPES in no
+    /// status flag): (NO_BACKSLASH_ESCAPES, ANSI_QUOTES). None: not known.
+    mode_fact: Option<(bool, bool)>,
     /// HBase tables whose definition could not be read for the statement being decided
     /// (inside the user's transaction, not cached): its writes are refused, not guessed.
     blind: Vec<(Vec<u8>, Vec<u8>)>,
@@ -190,6 +193,7 @@ impl Session {
             names_ci: false,
             db_fact: None,
             charset_fact: None,
+            mode_fact: None,
             blind: Vec::new(),
             pending_notes: Vec::new(),
             own_warnings: 0,
@@ -223,7 +227,9 @@ impl Session {
         }
         // the current database as the session tracks it (read once, forgotten whenever a
         // command may change it), not asked again for every statement
-        if scoped && self.db_fact.is_none() {
+        // on OceanBase also the sql_mode (NO_BACKSLASH_ESCAPES is in no status flag there)
+        let ob = self.dialect.flavor == SqlFlavor::OceanBase;
+        if (scoped || ob) && self.db_fact.is_none() {
             self.read_facts(&Default::default()).await?;
         }
         let current = match (scoped, &self.db_fact) {
@@ -273,9 +279,22 @@ impl Session {
     /// How the backend reads this session's text now: the dialect its greeting and flavor
     /// gave, with NO_BACKSLASH_ESCAPES as the last status reported it.
     fn reading(&self) -> Dialect {
-        Dialect {
-            no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
-            ..self.dialect
+        match self.mode_fact {
+            // OceanBase: the mode as the session last read it
+            Some((no_backslash_escapes, ansi_quotes))
+                if self.dialect.flavor == SqlFlavor::OceanBase =>
+            {
+                Dialect {
+                    no_backslash_escapes,
+                    ansi_quotes,
+                    mode_read: true,
+                    ..self.dialect
+                }
+            }
+            _ => Dialect {
+                no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
+                ..self.dialect
+            },
         }
     }
 
@@ -369,7 +388,7 @@ impl Session {
         let mut ctx = self.context().await?;
         // facts are read at most twice (a reading may need a table's schema, then the
         // character set); the third decision is made with what is known (settled)
-        for _ in 0..3 {
+        for round in 0..3 {
             let decision = if large {
                 let c = ctx.clone();
                 match self
@@ -397,7 +416,9 @@ impl Session {
             debug!(?need, "reading facts for the statement");
             self.read_facts(&need).await?;
             ctx = self.context().await?;
-            if let Some(t) = ctx.tables.as_mut() {
+            // the last decision is made with what is known: a fact still missing then (a
+            // table not readable, no character set) is taken as it stands
+            if let (Some(t), true) = (ctx.tables.as_mut(), round >= 1) {
                 t.settled = true;
             }
         }

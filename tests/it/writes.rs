@@ -1774,3 +1774,42 @@ fn nothing_changes_a_cell_after_its_check() {
         ok(&mut c, "DROP TABLE plain2");
     }
 }
+
+/// Issue 31: a statement is read with the state the backend reads it with: NO_BACKSLASH_ESCAPES
+/// set by a statement of its own (which OceanBase reports in no status flag: the proxy asks),
+/// or earlier in the same text.
+#[test]
+fn statements_are_read_in_the_sessions_sql_mode() {
+    for kind in BOTH {
+        let tag = format!("s{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let mut c = f.via();
+        // under NO_BACKSLASH_ESCAPES 'abcd\' is a string, and T is 5
+        let smuggle = format!("INSERT INTO {t} (K, Q, T, V) VALUES ('abcd\\', 'q', 5, 'v')");
+        let before = f.cells(t);
+        // earlier in the same text: read under every state, refused
+        let text = format!("SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES'); {smuggle}");
+        let frames = c.query(text.as_bytes()).expect("answered");
+        let (code, msg) = err_of(&frames.last().expect("frames").1)
+            .unwrap_or_else(|| panic!("{}: not refused: {frames:?}", kind.name()));
+        assert_eq!(code, 1064, "{}: {msg}", kind.name());
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+        // by a statement of its own: the next statement is read without escapes, C4 refused
+        ok(
+            &mut c,
+            "SET sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
+        );
+        let (code, msg) = refused(&mut c, &smuggle);
+        assert_eq!(code, 1292, "{}: {msg}", kind.name());
+        assert!(msg.contains("C4"), "{msg}");
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+        // and a correct row goes in, its backslash kept
+        let now = -now_ms();
+        ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('abcd\\', 'q', {now}, 'v')"),
+        );
+        assert_eq!(f.rowkeys(t), [b"abcd\\".to_vec()], "{}", kind.name());
+    }
+}
