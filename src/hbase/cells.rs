@@ -176,6 +176,13 @@ pub fn check_cell(
             "23000",
             format!("row {row}: the rowkey K is NULL"),
         )),
+        // sent in pieces (COM_STMT_SEND_LONG_DATA) that hold nothing: an empty rowkey
+        Seen::Length(0) => out.push(error(
+            Rule::C1,
+            ER_WRONG_VALUE,
+            "22007",
+            format!("row {row}: the rowkey K is empty (sent as long data of no bytes); an HBase row needs a rowkey"),
+        )),
         Seen::Length(n) => too_long_n("K", n, limits.k, row, out),
         Seen::Unknown | Seen::Int(_) => unseen.push("K"),
         Seen::DefaultK => out.push(error(
@@ -436,6 +443,8 @@ mod tests {
         assert_eq!(c(|x| x.v = Seen::Bytes(&[1u8; 17])), [Rule::C2]);
         assert_eq!(c(|x| x.v = Seen::Null), [Rule::C3]);
         assert_eq!(c(|x| x.t = Seen::Int(NOW)), [Rule::C4]);
+        assert_eq!(c(|x| x.k = Seen::Length(0)), [Rule::C1]);
+        assert_eq!(c(|x| x.k = Seen::Length(3)), Vec::<Rule>::new());
         assert_eq!(c(|x| x.t = Seen::Null), [Rule::C4]);
         assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000)), [Rule::C5]); // seconds
         assert_eq!(c(|x| x.t = Seen::Int(-1_763_700_000_000_000)), [Rule::C5]); // µs

@@ -41,7 +41,7 @@ impl Session {
                     self.charset_fact = Some(ConnCharset::from_names(cell(r, 1), cell(r, 2)));
                     let mode = cell(r, 3).to_ascii_uppercase();
                     let has = |w: &[u8]| mode.split(|c| *c == b',').any(|m| m == w);
-                    self.mode_fact = Some((has(b"NO_BACKSLASH_ESCAPES"), has(b"ANSI_QUOTES")));
+                    self.mode_fact = Some(has(b"NO_BACKSLASH_ESCAPES"));
                 }
             }
         }

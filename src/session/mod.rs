@@ -142,9 +142,9 @@ pub struct Session {
     db_fact: Option<Option<std::sync::Arc<[u8]>>>,
     /// The connection's character set as last read (None: not known).
     charset_fact: Option<ConnCharset>,
-    /// `@@sql_mode` as last read, on OceanBase (which reports NO_BACKSLASH_ESCAPES in no
-    /// status flag): (NO_BACKSLASH_ESCAPES, ANSI_QUOTES). None: not known.
-    mode_fact: Option<(bool, bool)>,
+    /// Whether `@@sql_mode` as last read holds NO_BACKSLASH_ESCAPES, on OceanBase (which
+    /// reports it in no status flag). None: not known.
+    mode_fact: Option<bool>,
     /// HBase tables whose definition could not be read for the statement being decided
     /// (inside the user's transaction, not cached): its writes are refused, not guessed.
     blind: Vec<(Vec<u8>, Vec<u8>)>,
@@ -280,17 +280,12 @@ impl Session {
     /// gave, with NO_BACKSLASH_ESCAPES as the last status reported it.
     fn reading(&self) -> Dialect {
         match self.mode_fact {
-            // OceanBase: the mode as the session last read it
-            Some((no_backslash_escapes, ansi_quotes))
-                if self.dialect.flavor == SqlFlavor::OceanBase =>
-            {
-                Dialect {
-                    no_backslash_escapes,
-                    ansi_quotes,
-                    mode_read: true,
-                    ..self.dialect
-                }
-            }
+            // OceanBase: string literals read as the session's mode last read says (LIKE's
+            // escape stays unknown there: `Dialect::reported_backslash_escape`, measured)
+            Some(no_backslash_escapes) if self.dialect.flavor == SqlFlavor::OceanBase => Dialect {
+                no_backslash_escapes,
+                ..self.dialect
+            },
             _ => Dialect {
                 no_backslash_escapes: self.last_status & status::NO_BACKSLASH_ESCAPES != 0,
                 ..self.dialect

@@ -38,9 +38,6 @@ pub struct Dialect {
     pub ansi_quotes: bool,
     /// A backslash after a byte of 0x80 or more belongs to a multibyte character.
     pub multibyte_backslash: bool,
-    /// `no_backslash_escapes` was read from the session's `@@sql_mode` (OceanBase does not
-    /// report it in the status flags; the session asks).
-    pub mode_read: bool,
 }
 
 impl Default for Dialect {
@@ -51,7 +48,6 @@ impl Default for Dialect {
             no_backslash_escapes: false,
             ansi_quotes: false,
             multibyte_backslash: false,
-            mode_read: false,
         }
     }
 }
@@ -90,8 +86,7 @@ impl Dialect {
     /// as the backend reports it: MySQL and MariaDB report NO_BACKSLASH_ESCAPES in every status;
     /// OceanBase does not (measured on seekdb 1.4), so there it is not known (None).
     pub fn reported_backslash_escape(self) -> Option<bool> {
-        (self.mode_read || matches!(self.flavor, Flavor::MySql | Flavor::MariaDb))
-            .then_some(!self.no_backslash_escapes)
+        matches!(self.flavor, Flavor::MySql | Flavor::MariaDb).then_some(!self.no_backslash_escapes)
     }
 
     /// Every reading of a text to consider: this one first, then those that differ in what
