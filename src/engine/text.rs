@@ -567,7 +567,9 @@ impl<'a> Text<'a> {
             Read::WrappedUnsure if ctx.strict && ctx.writes.is_some() => {
                 refused(Refusal::Unreadable(Unreadable::Wrapped))
             }
-            // the proxy keeps this trigger already: answered OK, nothing runs
+            // one of the proxy's own triggers (a restore): the session makes the proxy's triggers
+            // of the table where missing, in its own definition, and answers OK; the text never
+            // runs
             Read::ProxyTrigger(table) => Flow::Done(Box::new(Decision::Answer(
                 Answer::ProxyTrigger(table.clone()),
             ))),
