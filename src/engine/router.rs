@@ -209,6 +209,17 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
             tally.not_rewritten().add_to(&view.counters);
             return plain(&primary);
         }
+        if ambiguity.state && tally.rewritten > 0 && ctx.rewrite {
+            // a prefix after a change of the connection's character set in the same text: its
+            // bytes are the new character set's, which no reading models; decided again
+            // without prefix rewrites (the write stage's own edits, a T filled in, stay)
+            tally.not_rewritten().add_to(&view.counters);
+            let unrewritten = Context {
+                rewrite: false,
+                ..ctx.clone()
+            };
+            return decide_reading(sql, origin, &unrewritten, ctx.dialect).0;
+        }
         tally.add_to(&view.counters);
     }
     primary
@@ -1487,8 +1498,17 @@ mod tests {
         // own reading gives the rows
         let scan = r"SET NAMES utf8mb4; SELECT * FROM g$f WHERE K LIKE 'abc\%%'";
         assert!(d(scan).rewritten().is_none(), "{:?}", d(scan));
-        let plain = "SET NAMES utf8mb4; SELECT * FROM g$f WHERE K LIKE 'abcd%'";
-        assert!(d(plain).rewritten().is_some(), "{:?}", d(plain));
+        // after a change of character set no prefix is rewritten (its bytes are the new
+        // set's); the write stage still fills in T
+        let plain = "SET NAMES gbk; SELECT * FROM g$f WHERE K LIKE 'abcd%'";
+        assert!(d(plain).rewritten().is_none(), "{:?}", d(plain));
+        let write = "SET NAMES gbk; INSERT INTO g$f (K, Q, V) VALUES ('abcd1', 'q', 'v')";
+        let w = d(write);
+        let text = w
+            .rewritten()
+            .map(String::from_utf8_lossy)
+            .unwrap_or_default();
+        assert!(text.contains("T)") && refusal_of(&w).is_none(), "{w:?}");
         // the same statements without the state change, or after SET STATEMENT … FOR (it holds
         // for its own statement): read as usual
         assert!(refusal_of(&d(&format!("SET @a = 1; {smuggle}"))).is_none());

@@ -940,7 +940,7 @@ pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
 /// The rewriter's counts for one text.
 #[derive(Default)]
 pub(super) struct Tally {
-    rewritten: u64,
+    pub(super) rewritten: u64,
     declined: u64,
     unreadable: u64,
 }
