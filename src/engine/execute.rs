@@ -201,6 +201,19 @@ mod tests {
 
     const INSERT: &str = "INSERT INTO hb.g$f (K, Q, T, V) VALUES (?, ?, ?, ?)";
 
+    /// A LOAD DATA LOCAL of K, Q, T, V into `hb.g$f`.
+    fn load_plan() -> write::LoadPlan {
+        write::LoadPlan {
+            load: crate::sql::load::read(
+                b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
+                crate::sql::scan::Dialect::default(),
+            )
+            .expect("reads")
+            .expect("a LOAD"),
+            schema: schema(),
+        }
+    }
+
     fn values<'a>(k: &'a [u8], t: i128, v: Option<&'a [u8]>) -> impl Fn(u32) -> Bound<'a> {
         move |i| match (i, v) {
             (0, _) => Bound::Bytes(k, false),
@@ -317,15 +330,7 @@ mod tests {
         };
         let mut bulk = BulkExecution::new(&p);
         bulk.row(&binary, &e.ctx());
-        let load = write::LoadPlan {
-            load: crate::sql::load::read(
-                b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
-                crate::sql::scan::Dialect::default(),
-            )
-            .expect("reads")
-            .expect("a LOAD"),
-            schema: schema(),
-        };
+        let load = load_plan();
         let mut file = write::LoadCheck::new(&load, e.rules);
         let mut row = k.to_vec();
         row.extend_from_slice(format!("\tq\t{t}\t").as_bytes());
@@ -434,15 +439,7 @@ mod tests {
             let mut bulk = BulkExecution::new(&p);
             bulk.row(&values(b"abcd1", -NOW as i128, Some(b"v")), &e.ctx());
             bulk.row(&values(&elsewhere, -NOW as i128, Some(b"v")), &e.ctx());
-            let load = write::LoadPlan {
-                load: crate::sql::load::read(
-                    b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
-                    crate::sql::scan::Dialect::default(),
-                )
-                .expect("reads")
-                .expect("a LOAD"),
-                schema: schema(),
-            };
+            let load = load_plan();
             let mut file = write::LoadCheck::new(&load, e.rules);
             let mut rows = format!("abcd1\tq\t{}\tv\n", -NOW).into_bytes();
             rows.extend_from_slice(&elsewhere);
@@ -468,15 +465,7 @@ mod tests {
         // parameter, an EXECUTE … USING value (text), a LOAD field, a text literal (router)
         let p = plan(INSERT);
         let e = Exec::new();
-        let load = write::LoadPlan {
-            load: crate::sql::load::read(
-                b"LOAD DATA LOCAL INFILE 'f' INTO TABLE hb.`g$f` (K, Q, T, V)",
-                crate::sql::scan::Dialect::default(),
-            )
-            .expect("reads")
-            .expect("a LOAD"),
-            schema: schema(),
-        };
+        let load = load_plan();
         let now = format!(" {} ", -NOW);
         for (t, want) in [
             ("5", Some(Rule::C4)),

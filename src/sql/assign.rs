@@ -198,8 +198,21 @@ impl Reader<'_> {
     /// Whether the tokens read so far already show the statement is no UPDATE: its first word
     /// is another verb, or, after WITH, the statement's verb is read and is another.
     fn verb_is_not_update(&self) -> bool {
+        self.statement_verb()
+            .is_some_and(|k| !self.word(k, "UPDATE"))
+    }
+
+    /// The statement's verb if it is UPDATE.
+    fn verb_at(&self) -> Option<usize> {
+        self.statement_verb().filter(|&k| self.word(k, "UPDATE"))
+    }
+
+    /// Where the statement's verb is: its first word, or after WITH (whose CTEs are names,
+    /// column lists and parenthesised queries) the first statement word at depth 0; None
+    /// while the WITH clause has not ended.
+    fn statement_verb(&self) -> Option<usize> {
         if !self.word(0, "WITH") {
-            return !self.word(0, "UPDATE");
+            return Some(0);
         }
         let mut depth = 0i32;
         for (k, t) in self.t.iter().enumerate().skip(1) {
@@ -208,29 +221,10 @@ impl Reader<'_> {
             } else if t.is_punct(b')') {
                 depth -= 1;
             } else if depth == 0 && STATEMENT_VERBS.iter().any(|w| t.is_word(self.sql, w)) {
-                return !self.word(k, "UPDATE");
+                return Some(k);
             }
         }
-        false
-    }
-
-    fn verb_at(&self) -> Option<usize> {
-        if self.word(0, "WITH") {
-            // the CTEs are names, column lists and parenthesised queries: the statement is
-            // the first of these words at depth 0
-            let mut depth = 0i32;
-            for (k, t) in self.t.iter().enumerate().skip(1) {
-                if t.is_punct(b'(') {
-                    depth += 1;
-                } else if t.is_punct(b')') {
-                    depth -= 1;
-                } else if depth == 0 && STATEMENT_VERBS.iter().any(|w| t.is_word(self.sql, w)) {
-                    return self.word(k, "UPDATE").then_some(k);
-                }
-            }
-            return None;
-        }
-        self.word(0, "UPDATE").then_some(0)
+        None
     }
 
     /// The `$` table references among tokens `[from, to)`, and whether every alias was read
