@@ -165,6 +165,13 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     } else {
         Vec::new()
     };
+    // an executable comment OceanBase may run or not: the readings must agree on what the rules
+    // found too (`/*!999999 - */ -5` is a checked T in one reading, an expression in the other)
+    let exact = ambiguity.comment && ctx.dialect.may_be_oceanbase();
+    let notes = |d: &Decision| match d {
+        Decision::Send(w) => w.notes.clone(),
+        _ => Vec::new(),
+    };
     let mut other_needs: Option<Need> = None;
     for other in others.into_iter().skip(1) {
         // a reading in which the backend refuses the first statement by itself runs nothing of
@@ -184,10 +191,21 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
             Decision::Send(w) => w.txn_after.clone(),
             _ => None,
         };
+        // a text cut short by a refusal: the bytes sent are read by the backend too
+        let cut = |d: &Decision| match d {
+            Decision::Send(w) if w.refused.is_some() => w.text.clone(),
+            _ => None,
+        };
         if action(&plain(&decision)) != action(&plain(&primary))
             || pins(&decision) != pins(&primary)
+            || cut(&decision) != cut(&primary)
+            || (exact && notes(&decision) != notes(&primary))
         {
-            // e.g. a string that ends in one reading and not in the other hides a statement
+            // e.g. a string that ends in one reading and not in the other hides a statement;
+            // where the backend's own reading refuses the whole text, its refusal says more
+            if matches!(primary, Decision::Answer(Answer::Refuse(_))) {
+                return primary;
+            }
             return if ctx.strict {
                 refuse(Refusal::Unreadable(Unreadable::Ambiguous))
             } else {
@@ -225,11 +243,28 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
     primary
 }
 
-/// Whether, in reading `d`, the first statement of a text is dynamic SQL the backend refuses
-/// by itself (`dynamic::Source::Fails`, or a PREPARE / EXECUTE that does not lex before its
+/// The decision under one reading alone, as if the proxy knew that the backend reads the text
+/// so (a flagged text); None where the backend refuses the text's first statement by itself in
+/// that reading, so that nothing of it runs. The `state_reading` fuzz target holds `decide` to
+/// it: for every reading the proxy cannot rule out, `decide` refuses or does what this does.
+pub fn decide_as_read(sql: &[u8], origin: Origin, ctx: &Context, d: Dialect) -> Option<Decision> {
+    if fails_first(sql, d, &ctx.scope) {
+        return None;
+    }
+    Some(decide_reading(sql, origin, ctx, d).0)
+}
+
+/// Whether, in reading `d`, nothing of the text runs: it is empty (all of it a comment), or
+/// its first statement is dynamic SQL the backend refuses by itself (`dynamic::Source::Fails`, or a PREPARE / EXECUTE that does not lex before its
 /// end: `PREPARE s FROM "a\"b"` under ANSI_QUOTES): then nothing of the text runs in that
 /// reading.
 fn fails_first(sql: &[u8], d: Dialect, scope: &Scope) -> bool {
+    // OceanBase's reading of executable comments as comments: a text that is all comment
+    // (mysqldump's `/*!40000 ALTER TABLE t DISABLE KEYS */`) is empty in it, and the backend
+    // runs nothing of an empty text
+    if d.plain_comments && statements(sql, d).is_ok_and(|(p, _)| p.is_empty()) {
+        return true;
+    }
     // one token decides for every other text (`SET STATEMENT … FOR PREPARE …` is read through)
     let mut toks = Scanner::new(sql, d);
     let Some(Ok(first)) = toks.next() else {
@@ -324,6 +359,7 @@ fn decide_reading(
                     multibyte: true,
                     // a SET of the reading state the split did not reach
                     state: mentions_reading_state(sql),
+                    comment: dml::has_executable_comment(sql),
                 },
                 Tally::default(),
             );
@@ -588,6 +624,36 @@ mod tests {
             maria("SELECT 1 /*!50700 ; DROP TABLE g$f */"),
             Decision::forward()
         );
+        // OceanBase runs the code after five digits, or reads the comment as a comment where
+        // the code does not parse: HBase DDL in one reading only is refused
+        let ob = Context {
+            dialect: Dialect {
+                flavor: scan::Flavor::OceanBase,
+                ..Dialect::default()
+            },
+            strict: true,
+            scope: Scope::default(),
+            ..Context::default()
+        };
+        for sql in [
+            b"SELECT 1 /*!999999 ; DROP TABLE g$f */".as_slice(),
+            b"SELECT 1 /*!123 ; DROP TABLE g$f */",
+        ] {
+            // (the code reading refuses the whole text by itself: its refusal is the answer)
+            assert!(refused!(
+                &decide(sql, Origin::Text, &ob).1,
+                Refusal::DdlNotAlone(Alone::InMultiStatement)
+            ));
+        }
+        // where the code reading alone would let the text through, the disagreement refuses
+        let sql = b"SELECT 1 /*!99999 ; SELECT 2 */ ; DROP TABLE g$f -- */";
+        assert!(refused!(
+            &decide(sql, Origin::Text, &ob).1,
+            Refusal::Unreadable(Unreadable::Ambiguous) | Refusal::DdlNotAlone(_)
+        ));
+        // a comment that changes nothing of the HBase statement is read as it is
+        let sql = b"SELECT /*!50726 SQL_NO_CACHE */ K FROM g$f";
+        assert_eq!(decide(sql, Origin::Text, &ob).1, Decision::forward());
     }
 
     #[test]
@@ -1370,6 +1436,27 @@ mod tests {
         assert!(refused!(
             &decide(sql, Origin::Text, &Context::default()).1,
             Refusal::Unreadable(Unreadable::Ambiguous)
+        ));
+        // a backquote after a byte >= 0x80 is a second byte under gbk, big5 or sjis: what
+        // reads as one SELECT in UTF-8 is a SELECT and an ALTER there
+        assert!(refused!(
+            &decide(
+                b"SELECT \x81`; ALTER TABLE g$f ADD COLUMN X int; #`",
+                Origin::Text,
+                &Context::default()
+            )
+            .1,
+            Refusal::Unreadable(Unreadable::Ambiguous)
+        ));
+        // in a name: the UTF-8 reading sees the ALTER and refuses the text by itself
+        assert!(refused!(
+            &decide(
+                b"SELECT `a\x81`; ALTER TABLE g$f ADD COLUMN X int; #`",
+                Origin::Text,
+                &Context::default()
+            )
+            .1,
+            Refusal::DdlNotAlone(_)
         ));
         // unambiguous texts with backslashes are read normally
         assert_eq!(text("SELECT 'a\\'b', \"x\" FROM g$f"), Decision::forward());

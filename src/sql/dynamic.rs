@@ -512,7 +512,9 @@ pub fn read_names(sql: &[u8], primary: Dialect, planned: impl Fn(&[u8]) -> bool)
     let Ok((_, ambiguity)) = super::scan::statements(sql, primary) else {
         return out; // the backend cannot read it either
     };
-    out.unsure = ambiguity.quotes || ambiguity.multibyte;
+    out.unsure = ambiguity.quotes
+        || ambiguity.multibyte
+        || (ambiguity.comment && primary.may_be_oceanbase());
     for (i, d) in primary.readings(ambiguity).into_iter().enumerate() {
         let Ok((pieces, _)) = super::scan::statements(sql, d) else {
             continue;

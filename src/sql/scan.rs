@@ -9,8 +9,9 @@
 //!   every OK/EOF status, and the session keeps it current).
 //! - `"…"`: a string, or an identifier under ANSI_QUOTES, where a backslash escapes nothing.
 //!   The proxy does not track sql_mode, so a `"…"` holding a backslash is *ambiguous*.
-//! - 0x5C (`\`) as the second byte of a multibyte character (gbk, big5, sjis, cp932): a byte
-//!   of 0x80 or more before a backslash inside a literal is *ambiguous* too.
+//! - 0x5C (`\`) or 0x60 (`` ` ``) as the second byte of a multibyte character (gbk, big5, sjis,
+//!   cp932): a byte of 0x80 or more before a backslash inside a literal, or before a backquote
+//!   (or other ASCII punctuation) in or after a name, is *ambiguous* too.
 //!
 //! The scanner reports such ambiguity instead of guessing; callers read the text again under
 //! the other readings (`Dialect::readings`) and act only where every reading agrees.
@@ -36,8 +37,14 @@ pub struct Dialect {
     pub no_backslash_escapes: bool,
     /// `"…"` is an identifier (sql_mode ANSI_QUOTES).
     pub ansi_quotes: bool,
-    /// A backslash after a byte of 0x80 or more belongs to a multibyte character.
+    /// A byte of 0x80 or more and the byte after it are one character (gbk, big5, sjis,
+    /// cp932): a backslash in a literal, or a backquote in or after a name, is then no escape,
+    /// quote or delimiter of its own.
     pub multibyte_backslash: bool,
+    /// Executable comments are plain comments: OceanBase's reading of a text whose code
+    /// reading does not parse (measured on seekdb 1.4: `SELECT 1 /*!999999 +1 */` is 1,
+    /// `SELECT /*!999999 - */ -5` is 14).
+    pub plain_comments: bool,
 }
 
 impl Default for Dialect {
@@ -48,6 +55,7 @@ impl Default for Dialect {
             no_backslash_escapes: false,
             ansi_quotes: false,
             multibyte_backslash: false,
+            plain_comments: false,
         }
     }
 }
@@ -123,7 +131,24 @@ impl Dialect {
                 });
             }
         }
+        // OceanBase runs an executable comment's code, or reads it as a comment when the text
+        // does not parse so: which one, only a parser as complete as the backend's could tell
+        if ambiguity.comment {
+            for i in 0..out.len() {
+                if out[i].flavor == Flavor::OceanBase && !out[i].plain_comments {
+                    out.push(Dialect {
+                        plain_comments: true,
+                        ..out[i]
+                    });
+                }
+            }
+        }
         out
+    }
+
+    /// Whether the backend may be OceanBase, whose executable comments read two ways.
+    pub fn may_be_oceanbase(self) -> bool {
+        matches!(self.flavor, Flavor::OceanBase | Flavor::MySqlOrOceanBase)
     }
 }
 
@@ -189,12 +214,16 @@ pub struct Ambiguity {
     /// A `"…"` token: a string, or a name under ANSI_QUOTES (which the backend does not
     /// report); with a backslash inside, its extent differs too.
     pub quotes: bool,
-    /// A backslash follows a byte >= 0x80 inside a literal (multibyte character sets).
+    /// A backslash follows a byte >= 0x80 inside a literal, or ASCII punctuation (a backquote)
+    /// follows one in or after a name: read otherwise under gbk, big5 or sjis.
     pub multibyte: bool,
     /// A statement of the text changes how the backend reads the statements after it
     /// (`SET sql_mode`, `SET NAMES`, a connection character set): they are read under every
     /// state (backslash escapes, ANSI_QUOTES, a multibyte character set).
     pub state: bool,
+    /// An executable comment (`/*!…`): OceanBase reads it as code or, where the text does not
+    /// parse so, as a comment (`Dialect::plain_comments`).
+    pub comment: bool,
 }
 
 /// The bytes of an unquoted word: letters, digits, `_`, `$` and every byte of 0x80 or more
@@ -209,6 +238,20 @@ const WORD_BYTE: [bool; 256] = {
     }
     t
 };
+
+/// A byte that can begin a two-byte character in gbk, big5 or sjis/cp932 (their lead ranges
+/// together: 0x81-0xFE).
+#[inline]
+fn mb_lead(c: u8) -> bool {
+    (0x81..=0xFE).contains(&c)
+}
+
+/// A byte that can be the second of a two-byte character in gbk, big5 or sjis/cp932 (their
+/// trail ranges together: 0x40-0x7E and 0x80-0xFE).
+#[inline]
+fn mb_trail(c: u8) -> bool {
+    (0x40..=0x7E).contains(&c) || (0x80..=0xFE).contains(&c)
+}
 
 pub struct Scanner<'a> {
     sql: &'a [u8],
@@ -240,18 +283,27 @@ impl<'a> Scanner<'a> {
     fn skip_noise(&mut self) {
         loop {
             let Some(c) = self.at(self.pos) else { return };
-            if c.is_ascii_whitespace() {
+            // (vertical tab too: white space to MariaDB, a syntax error to OceanBase)
+            if c.is_ascii_whitespace() || c == 0x0B {
                 self.pos += 1;
                 continue;
             }
-            // `-- ` needs a space or control character after the dashes (or the end)
             if c == b'#'
                 || (c == b'-'
                     && self.at(self.pos + 1) == Some(b'-')
-                    && self.at(self.pos + 2).is_none_or(|c| c <= b' '))
+                    && self
+                        .at(self.pos + 2)
+                        .is_none_or(|c| self.opens_dash_comment(c)))
             {
-                self.pos = memchr::memchr(b'\n', &self.sql[self.pos..])
-                    .map_or(self.sql.len(), |j| self.pos + j + 1);
+                // the line ends at LF; on OceanBase at CR too (measured: `SELECT 1 # x\r+7`
+                // is 8 on seekdb, 1 on MariaDB)
+                let rest = &self.sql[self.pos..];
+                let end = if self.d.flavor == Flavor::OceanBase {
+                    memchr::memchr2(b'\n', b'\r', rest)
+                } else {
+                    memchr::memchr(b'\n', rest)
+                };
+                self.pos = end.map_or(self.sql.len(), |j| self.pos + j + 1);
                 continue;
             }
             if c == b'*' && self.in_code_comment && self.at(self.pos + 1) == Some(b'/') {
@@ -276,6 +328,17 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// Whether `--` followed by `c` opens a comment, measured byte by byte on the servers:
+    /// MariaDB (and MySQL) take a space or any control character but NUL, DEL (0x7F) included
+    /// (`SELECT 1 --\x7F '` … is a comment there, a string to a reader that takes only
+    /// spaces); OceanBase takes only a space, tab, LF or CR (`--\x0B` is a syntax error).
+    fn opens_dash_comment(&self, c: u8) -> bool {
+        match self.d.flavor {
+            Flavor::OceanBase => matches!(c, b' ' | b'\t' | b'\n' | b'\r'),
+            _ => (1..=b' ').contains(&c) || c == 0x7F,
+        }
+    }
+
     /// For a comment whose body starts at `body` (after `/*`): where its code starts, if the
     /// backend runs it. The rules, measured on the servers themselves:
     /// - MySQL: `/*!` runs; five (or six) digits after it are a version, run when not above the
@@ -283,14 +346,23 @@ impl<'a> Scanner<'a> {
     /// - MariaDB 10.11: six digits are a version compared with the server's (101119); five
     ///   digits run only below 50700 (MariaDB leaves MySQL 5.7+ comments alone); fewer digits
     ///   are code. `/*M!` likewise, with five digits compared with the server's version.
-    /// - OceanBase 4.3: `/*!` followed by exactly five digits runs whatever they say; any other
-    ///   count of digits makes it a plain comment; no digits runs. `/*M!` is a comment.
-    fn executable_comment(&self, body: usize) -> Option<usize> {
+    /// - OceanBase 4.3 (seekdb 1.4): `/*!` always runs: five or more digits after it are a
+    ///   version whatever it says and only the first five are (`/*!999999 - */ -5` runs
+    ///   `9 - -5`); fewer than five are code (`/*!123 */` is 123). Where the text does not parse
+    ///   so, it is read again with every executable comment a plain comment
+    ///   (`Dialect::plain_comments`). `/*M!` is a comment.
+    fn executable_comment(&mut self, body: usize) -> Option<usize> {
         let (start, maria_only) = match (self.at(body), self.at(body + 1)) {
             (Some(b'!'), _) => (body + 1, false),
             (Some(b'M'), Some(b'!')) => (body + 2, true),
             _ => return None,
         };
+        if !maria_only {
+            self.ambiguity.comment = true;
+        }
+        if self.d.plain_comments {
+            return None;
+        }
         let flavor = match self.d.flavor {
             Flavor::MySqlOrOceanBase => Flavor::MySql,
             f => f,
@@ -311,9 +383,8 @@ impl<'a> Scanner<'a> {
         let server = self.d.version;
         match flavor {
             Flavor::OceanBase => match digits {
-                0 => Some(start),
-                5 => Some(start + 5),
-                _ => None,
+                0..=4 => Some(start),
+                _ => Some(start + 5),
             },
             Flavor::MariaDb => match digits {
                 0..=4 => Some(start),
@@ -360,6 +431,16 @@ impl<'a> Scanner<'a> {
             if c == b'\\' && q == b'"' {
                 self.ambiguity.quotes = true;
             }
+            if c == b'`' && q == b'`' && prev_high {
+                // under gbk, big5 or sjis a byte >= 0x80 and a backquote may be one character
+                // of the name: the name goes on in that reading
+                self.ambiguity.multibyte = true;
+                if self.d.multibyte_backslash {
+                    prev_high = false;
+                    j += 1;
+                    continue;
+                }
+            }
             if c == q {
                 if self.at(j + 1) == Some(q) {
                     j += 2;
@@ -368,17 +449,47 @@ impl<'a> Scanner<'a> {
                 }
                 return Ok(j + 1);
             }
-            prev_high = c >= 0x80 && !prev_high;
+            prev_high = !(prev_high && mb_trail(c)) && mb_lead(c);
             j += 1;
         }
     }
 
-    fn word_end(&self, j: usize) -> usize {
-        let rest = self.sql.get(j..).unwrap_or_default();
-        j + rest
-            .iter()
-            .position(|&c| !WORD_BYTE[usize::from(c)])
-            .unwrap_or(rest.len())
+    fn word_end(&mut self, j: usize) -> usize {
+        self.run_end(j, |c| WORD_BYTE[usize::from(c)])
+    }
+
+    /// The end of a run of bytes from `j` that `part` accepts (a word, a variable's name).
+    /// Under gbk, big5 or sjis a byte of 0x80 or more and the byte after it may be one
+    /// character: when that byte is ASCII punctuation (`` ` ``, `@`, `[`, `\`, …) the run goes
+    /// on in that reading and ends in the other (`SELECT \x81`` ; UPDATE …` hides a statement
+    /// in one of them), so the text is *ambiguous* (`Ambiguity::multibyte`).
+    fn run_end(&mut self, j: usize, part: impl Fn(u8) -> bool) -> usize {
+        let sql = self.sql;
+        let rest = sql.get(j..).unwrap_or_default();
+        let end = j + rest.iter().position(|&c| !part(c)).unwrap_or(rest.len());
+        // the common case: not ended by punctuation right after a byte >= 0x80
+        let before_high = end > j && sql.get(end - 1).is_some_and(|&c| mb_lead(c));
+        if !before_high || !sql.get(end).is_some_and(|&c| mb_trail(c) && !part(c)) {
+            return end;
+        }
+        // walk it character by character, as those character sets do
+        let mut k = j;
+        loop {
+            let Some(&c) = sql.get(k) else { return k };
+            match sql.get(k + 1) {
+                Some(&n) if mb_lead(c) && mb_trail(n) => {
+                    if !part(n) {
+                        self.ambiguity.multibyte = true;
+                        if !self.d.multibyte_backslash {
+                            return k + 1;
+                        }
+                    }
+                    k += 2;
+                }
+                _ if part(c) => k += 1,
+                _ => return k,
+            }
+        }
     }
 
     fn next_token(&mut self) -> Result<Option<Token>, LexError> {
@@ -464,15 +575,9 @@ impl<'a> Scanner<'a> {
                 let end = match self.at(j) {
                     Some(q @ (b'\'' | b'"')) => self.quoted(j, q, escapes)?,
                     Some(b'`') => self.quoted(j, b'`', false)?,
-                    _ => {
-                        let mut k = j;
-                        while self.at(k).is_some_and(|c| {
-                            c.is_ascii_alphanumeric() || b"_$.".contains(&c) || c >= 0x80
-                        }) {
-                            k += 1;
-                        }
-                        k
-                    }
+                    _ => self.run_end(j, |c| {
+                        c.is_ascii_alphanumeric() || b"_$.".contains(&c) || c >= 0x80
+                    }),
                 };
                 tok(Tok::Var, end)
             }
@@ -545,7 +650,7 @@ pub fn string_value(sql: &[u8], t: &Token, d: Dialect) -> Vec<u8> {
             continue;
         }
         out.push(c);
-        prev_high = c >= 0x80 && !prev_high;
+        prev_high = !(prev_high && mb_trail(c)) && mb_lead(c);
         i += 1;
     }
     out
@@ -996,8 +1101,8 @@ mod tests {
             ("/*!50700 +1 */", false, true, true),
             ("/*!50800 +1 */", false, true, false),
             ("/*!99999 +1 */", false, true, false),
-            ("/*!101119 +1 */", true, false, false),
-            ("/*!101120 +1 */", false, false, false),
+            ("/*!101119 +1 */", true, true, false),
+            ("/*!101120 +1 */", false, true, false),
             ("/*!12345+1 */", true, true, true),
             ("/*M! +1 */", true, false, false),
             ("/*M!50100 +1 */", true, false, false),
@@ -1012,12 +1117,33 @@ mod tests {
                 assert_eq!(runs, *want, "{c} on {:?}", d.flavor);
             }
         }
-        // fewer than five digits: code on MariaDB ("5 +1"), a comment on OceanBase
+        // fewer than five digits: code on MariaDB and on OceanBase ("5 +1")
         assert_eq!(
             words("SELECT 1 /*!5 +1 */", maria()),
             ["SELECT", "1", "5", "+", "1"]
         );
-        assert_eq!(words("SELECT 1 /*!5 +1 */", ob), ["SELECT", "1"]);
+        assert_eq!(
+            words("SELECT 1 /*!5 +1 */", ob),
+            ["SELECT", "1", "5", "+", "1"]
+        );
+        // more than five on OceanBase: the first five are the version, the rest is code
+        assert_eq!(
+            words("SELECT /*!999999 - */ -5", ob),
+            ["SELECT", "9", "-", "-", "5"]
+        );
+        // and OceanBase's other reading, where the code does not parse: a comment
+        let (_, a) = statements(b"SELECT 1 /*!999999 +1 */", ob).expect("lexes");
+        assert!(a.comment);
+        let readings = ob.readings(a);
+        assert_eq!(readings.len(), 2);
+        assert!(readings[1].plain_comments);
+        assert_eq!(
+            words("SELECT 1 /*!999999 +1 */", readings[1]),
+            ["SELECT", "1"]
+        );
+        // MariaDB's and MySQL's rules are exact: no other reading
+        assert_eq!(maria().readings(a).len(), 1);
+        assert_eq!(mysql.readings(a).len(), 1);
         // a `*/` inside a string of the code does not end the comment
         assert_eq!(words("/*! 'x*/y' */ Z", maria()), ["'x*/y'", "Z"]);
         assert_eq!(words("/*!", maria()), Vec::<String>::new());
@@ -1097,6 +1223,68 @@ mod tests {
             .expect("lexes")
             .0;
         assert_eq!(split.len(), 2);
+    }
+
+    #[test]
+    fn dash_comments_open_as_each_server_opens_them() {
+        let ob = Dialect {
+            flavor: Flavor::OceanBase,
+            ..Dialect::default()
+        };
+        // DEL after the dashes: a comment on MariaDB (measured), so the quote is no string
+        let del: &[u8] = b"SELECT 1 --\x7F '\n; UPDATE g$f SET T = 5; -- '";
+        assert_eq!(statements(del, maria()).expect("lexes").0.len(), 2);
+        assert_eq!(words("SELECT 1 --\x0B 2", maria()), ["SELECT", "1"]);
+        // OceanBase takes only a space, tab, LF or CR
+        assert_eq!(words("SELECT 1 --\t2", ob), ["SELECT", "1"]);
+        assert_eq!(
+            words("SELECT 1 --\x0B2", ob),
+            ["SELECT", "1", "-", "-", "2"]
+        );
+        // and ends a line comment at CR as well as LF: a statement after CR runs there
+        let cr: &[u8] = b"SELECT 1 # x\r; UPDATE g$f SET T = 5";
+        assert_eq!(statements(cr, ob).expect("lexes").0.len(), 2);
+        assert_eq!(statements(cr, maria()).expect("lexes").0.len(), 1);
+        assert_eq!(words("SELECT 1 -- x\r+7", ob), ["SELECT", "1", "+", "7"]);
+    }
+
+    #[test]
+    fn a_backquote_after_a_multibyte_lead_byte_reads_two_ways() {
+        let mb = Dialect {
+            multibyte_backslash: true,
+            ..Dialect::default()
+        };
+        let count = |sql: &[u8], d: Dialect| statements(sql, d).expect("lexes").0.len();
+        // after a word: one statement in UTF-8 (a name from the backquote to the end), two
+        // under gbk (the backquote is the second byte of a character of the word)
+        let after_word: &[u8] = b"SELECT \x81`; UPDATE g$f SET T = 5; #`";
+        let (_, a) = statements(after_word, Dialect::default()).expect("lexes");
+        assert!(a.multibyte);
+        assert_eq!(count(after_word, Dialect::default()), 1);
+        assert_eq!(count(after_word, mb), 2);
+        // inside a name: the name ends in UTF-8 and goes on under gbk
+        let in_name: &[u8] = b"SELECT 1 AS `\x81`; UPDATE g$f SET T = 5; #`";
+        let (_, a) = statements(in_name, Dialect::default()).expect("lexes");
+        assert!(a.multibyte);
+        assert_eq!(count(in_name, Dialect::default()), 2);
+        assert_eq!(count(in_name, mb), 1);
+        // after a variable's name
+        let after_var: &[u8] = b"SELECT @a\x81`; UPDATE g$f SET T = 5; #`";
+        assert!(
+            statements(after_var, Dialect::default())
+                .expect("lexes")
+                .1
+                .multibyte
+        );
+        assert_eq!(count(after_var, mb), 2);
+        // a pair of high bytes is one character: the backquote after it is a quote in both
+        let paired: &[u8] = b"SELECT \x81\x81`x`; SELECT 1";
+        let (_, a) = statements(paired, Dialect::default()).expect("lexes");
+        assert!(!a.multibyte);
+        assert_eq!(count(paired, mb), 2);
+        // a letter after the high byte is a character with it in every reading
+        let (_, a) = statements(b"SELECT \x81A`x`", Dialect::default()).expect("lexes");
+        assert!(!a.multibyte);
     }
 
     #[test]
