@@ -20,6 +20,7 @@ mod hbase;
 mod loopback;
 mod mariadb_ext;
 mod prefix;
+mod readings;
 mod resilience;
 mod streaming;
 mod sysbench;

@@ -780,6 +780,26 @@ fn a_transaction_stays_in_one_partition() {
         ok(&mut s1, &ins(&b, "ac"));
         ok(&mut s1, "ROLLBACK");
         ok(&mut s1, "SET autocommit = 1");
+        // an XA transaction in statements of their own (MariaDB; seekdb has no XA): the
+        // backend reports it in its status (IN_TRANS from XA START to XA COMMIT, measured)
+        if kind == Kind::MariaDb {
+            ok(&mut s1, "XA START 'obkv1'");
+            ok(&mut s1, &ins(&a, "xa"));
+            let (code, msg) = refused(&mut s1, &ins(&b, "xa"));
+            assert_eq!(code, 1235, "{msg}");
+            ok(&mut s1, "XA END 'obkv1'");
+            ok(&mut s1, "XA COMMIT 'obkv1' ONE PHASE");
+            // after it, another partition is another transaction's
+            ok(&mut s1, &ins(&b, "xa"));
+            let xa: Vec<Vec<u8>> = f
+                .direct(&format!("SELECT K FROM {t} WHERE Q = 'xa' ORDER BY K"))
+                .into_iter()
+                .map(|r| r[0].clone().unwrap_or_default())
+                .collect();
+            let mut want = vec![a.clone(), b.clone()];
+            want.sort();
+            assert_eq!(xa, want);
+        }
         // a statement of its own across partitions: a warning, not an error
         ok(&mut s1, &format!("INSERT INTO {t} (K, Q, T, V) VALUES (X'{}', 'm', {now}, 'v'), (X'{}', 'm', {now}, 'v')", hex(&a), hex(&b)));
         let warnings = s1.rows("SHOW WARNINGS");
@@ -1811,5 +1831,145 @@ fn statements_are_read_in_the_sessions_sql_mode() {
             &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('abcd\\', 'q', {now}, 'v')"),
         );
         assert_eq!(f.rowkeys(t), [b"abcd\\".to_vec()], "{}", kind.name());
+    }
+}
+
+/// The answer to the last statement a text ran: its error, if it was refused.
+fn last_error(c: &mut RawConn, text: &[u8]) -> Option<(u16, String)> {
+    let frames = c.query(text).expect("answered");
+    err_of(&frames.last().expect("frames").1)
+}
+
+/// Issue 31: what a character set or an executable comment could hide from the rules. Under
+/// gbk, big5 and sjis a byte of 0x80 or more and a backquote are one character (MariaDB;
+/// seekdb has none of these character sets): what reads as one SELECT in UTF-8 runs a second
+/// statement there. seekdb runs `/*!999999 - */` as `9 -` (its own rule: five digits are the
+/// version, whatever it says) and reads the comment as a comment where the code does not parse.
+/// Each is shown to work directly on a plain table, then refused through the proxy with the
+/// HBase table unchanged.
+#[test]
+fn what_a_character_set_or_a_comment_could_hide_is_refused() {
+    for kind in BOTH {
+        let tag = format!("h{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let mut c = f.via();
+        let now = -now_ms();
+        ok(
+            &mut c,
+            &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k1', 'q', {now}, 'v')"),
+        );
+        ok(&mut c, "CREATE TABLE plain (a bigint)");
+        ok(&mut c, "INSERT INTO plain VALUES (1)");
+        let before = f.cells(t);
+        let mut direct = RawConn::connect(&f.backend, "root", "", Some(&f.db)).expect("direct");
+        if kind == Kind::MariaDb {
+            for cs in ["gbk", "big5", "sjis"] {
+                // 0xE0 leads a two-byte character in all three
+                let hide = |target: &str| -> Vec<u8> {
+                    let mut v = b"SELECT 1 AS \xE0`; ".to_vec();
+                    v.extend_from_slice(target.as_bytes());
+                    v.extend_from_slice(b"; #`");
+                    v
+                };
+                direct
+                    .warnings_or_error(&format!("SET NAMES {cs}"))
+                    .expect("set names");
+                direct
+                    .query(&hide("UPDATE plain SET a = 5"))
+                    .expect("direct");
+                assert_eq!(
+                    direct.scalar("SELECT a FROM plain"),
+                    "5",
+                    "{cs}: the hidden UPDATE ran"
+                );
+                direct
+                    .warnings_or_error("UPDATE plain SET a = 1")
+                    .expect("reset");
+                ok(&mut c, &format!("SET NAMES {cs}"));
+                let text = hide(&format!("UPDATE {t} SET T = 5 WHERE K = 'k1'"));
+                let (code, msg) =
+                    last_error(&mut c, &text).unwrap_or_else(|| panic!("{cs}: not refused"));
+                assert_eq!(code, 1064, "{cs}: {msg}");
+                assert_eq!(f.cells(t), before, "{cs}");
+                // inside a name: the name goes on under {cs} (the UPDATE is part of it there),
+                // and ends in UTF-8: refused where one reading breaks a rule
+                let mut in_name = b"SELECT `a\xE0`; ".to_vec();
+                in_name.extend_from_slice(
+                    format!("UPDATE {t} SET T = 5 WHERE K = 'k1'; #`").as_bytes(),
+                );
+                let (code, msg) =
+                    last_error(&mut c, &in_name).unwrap_or_else(|| panic!("{cs}: not refused"));
+                assert_eq!(code, 1064, "{cs}: {msg}");
+                assert_eq!(f.cells(t), before, "{cs}");
+                // where both readings keep the rules, the text goes to the backend as it is
+                let mut harmless = b"SELECT `a\xE0`; ".to_vec();
+                harmless.extend_from_slice(
+                    format!("UPDATE {t} SET V = 'w' WHERE K = 'k1'; #`").as_bytes(),
+                );
+                let (code, _) = last_error(&mut c, &harmless).expect("the backend's error");
+                assert_eq!(code, 1054, "{cs}: one unknown column under {cs}");
+                ok(&mut c, "SET NAMES utf8mb4");
+            }
+        }
+        // a line comment opens and ends on the bytes the backend opens and ends it on: DEL
+        // after `--` opens one on MariaDB; CR ends one on OceanBase
+        let hide = |target: &str| -> Vec<u8> {
+            let mut v = if kind == Kind::MariaDb {
+                b"SELECT 1 --\x7F '\n; ".to_vec()
+            } else {
+                b"SELECT 1 # '\r; ".to_vec()
+            };
+            v.extend_from_slice(target.as_bytes());
+            v.extend_from_slice(b"; -- '");
+            v
+        };
+        direct
+            .query(&hide("UPDATE plain SET a = 5"))
+            .expect("direct");
+        assert_eq!(
+            direct.scalar("SELECT a FROM plain"),
+            "5",
+            "{}: the hidden UPDATE ran",
+            kind.name()
+        );
+        let (code, msg) = last_error(
+            &mut c,
+            &hide(&format!("UPDATE {t} SET T = 5 WHERE K = 'k1'")),
+        )
+        .unwrap_or_else(|| panic!("{}: not refused", kind.name()));
+        assert_eq!(code, 1235, "{}: {msg}", kind.name());
+        assert!(msg.contains("C7"), "{msg}");
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+        if kind == Kind::SeekDb {
+            let hide = |target: &str, digits: &str| -> String {
+                format!("INSERT INTO {target} VALUES (/*!{digits} - */ {now})")
+            };
+            for digits in ["999999", "50726", "123"] {
+                direct
+                    .warnings_or_error("DELETE FROM plain")
+                    .expect("reset");
+                direct
+                    .warnings_or_error(&hide("plain", digits))
+                    .expect("direct");
+                assert_ne!(
+                    direct.scalar("SELECT a FROM plain"),
+                    now.to_string(),
+                    "{digits}: the comment ran"
+                );
+                let sql = format!(
+                    "INSERT INTO {t} (K, Q, T, V) VALUES ('k2', 'q', /*!{digits} - */ {now}, 'v')"
+                );
+                let (code, msg) = refused(&mut c, &sql);
+                assert!([1064, 1292].contains(&code), "{digits}: {code} {msg}");
+                assert_eq!(f.cells(t), before, "{digits}");
+            }
+            // a comment that leaves the HBase statement as it is is read as it is
+            ok(
+                &mut c,
+                &format!("SELECT /*!50726 SQL_NO_CACHE */ K FROM {t} WHERE K = 'k1'"),
+            );
+        }
+        ok(&mut c, "DROP TABLE plain");
     }
 }
