@@ -31,6 +31,7 @@ fuzz_target!(|data: &[u8]| {
         no_backslash_escapes: flags & 1 != 0,
         ansi_quotes: flags & 2 != 0,
         multibyte_backslash: flags & 4 != 0,
+        plain_comments: false,
     };
     let limits = CellLimits {
         k: Some(8),

@@ -36,6 +36,7 @@ fuzz_target!(|data: &[u8]| {
         no_backslash_escapes: flags & 4 != 0,
         ansi_quotes: flags & 8 != 0,
         multibyte_backslash: flags & 16 != 0,
+        plain_comments: false,
     };
     let scope = if flags & 128 != 0 {
         Scope {
