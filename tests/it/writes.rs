@@ -1220,6 +1220,20 @@ fn bulk_executes_are_checked_row_by_row() {
     .expect("one partition");
     ok(&mut c, "COMMIT");
     assert!(f.cells(t).is_empty());
+    // issue 31: K sent as MariaDB's DEFAULT (2) or IGNORE (3) indicator is a rowkey the
+    // backend fills with its default — empty under a non-strict sql_mode: C1
+    ok(&mut c, "SET SESSION sql_mode = ''");
+    for indicator in [2u8, 3] {
+        let mut p = bulk_packet(id, &[cell(&a, b"qd", now, Some(b"v"))]);
+        // command, id, flags and four types; then K's indicator and value
+        let k_at = 1 + 4 + 2 + 8;
+        assert_eq!(p[k_at], 0);
+        let k_len = 1 + a.len();
+        p.splice(k_at..k_at + 1 + k_len, [indicator]);
+        let (code, msg) = execute(&mut c, &p).expect_err("K left to its default");
+        assert!(msg.contains("C1"), "indicator {indicator}: {code} {msg}");
+        assert!(f.cells(t).is_empty(), "indicator {indicator}");
+    }
 }
 
 /// LOAD DATA LOCAL INFILE over the wire: the statement, then the file (in pieces of `chunk`
