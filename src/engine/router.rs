@@ -41,12 +41,24 @@ pub fn decide(sql: &[u8], origin: Origin, ctx: &Context) -> (Class, Decision) {
 
 /// `decide` for a text whose pre-check class is already known.
 pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context) -> Decision {
-    match class {
+    decide_observed(sql, class, origin, ctx).0
+}
+
+/// `decide_classified`, and what the text does to HBase tables (for the metrics).
+pub fn decide_observed(
+    sql: &[u8],
+    class: Class,
+    origin: Origin,
+    ctx: &Context,
+) -> (Decision, Activity) {
+    let mut activity = Activity::default();
+    let d = match class {
         Class::Plain => Decision::forward(),
-        Class::MaybeHbase => decide_flagged(sql, origin, ctx),
+        Class::MaybeHbase => decide_flagged(sql, origin, ctx, &mut activity),
         Class::ProxyCommand => decide_proxy_command(sql, origin),
         Class::ServerProbe => decide_probe(sql, origin, ctx.socket.as_deref()),
-    }
+    };
+    (d, activity)
 }
 
 /// A driver's probe of the server's variables (`sql::probe`): `@@socket` is answered empty.
@@ -96,7 +108,7 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
     if class != Class::MaybeHbase {
         return DynamicCheck::Runs;
     }
-    let w = match decide_flagged(text, Origin::Prepare, ctx) {
+    let w = match decide_flagged(text, Origin::Prepare, ctx, &mut Activity::default()) {
         Decision::Need(n) if n.variables.is_empty() => return DynamicCheck::NeedFacts(n),
         Decision::Answer(Answer::Refuse(e)) => return DynamicCheck::Refused(e),
         Decision::Send(w) => w,
@@ -122,14 +134,16 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
     }
 }
 
-fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
-    let (primary, mut ambiguity, tally) = decide_reading(sql, origin, ctx, ctx.dialect);
+fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Activity) -> Decision {
+    let (primary, mut ambiguity, mut tally) = decide_reading(sql, origin, ctx, ctx.dialect);
+    *activity = std::mem::take(&mut tally.activity);
     if needs_facts(&primary) {
         return primary;
     }
     // a backslash after a byte >= 0x80 reads another way only where the client's character
     // set has such characters (gbk, big5, sjis, cp932): not when the session's is known to be
     // UTF-8, latin1 or binary (a backup of binary rowkeys restored under SET NAMES utf8mb4)
+    let mut single_byte = false;
     if ambiguity.multibyte && !ctx.dialect.multibyte_backslash {
         if let Some(view) = &ctx.tables {
             match view.charset {
@@ -137,7 +151,10 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
                     prefix_scan::ConnCharset::Utf8
                     | prefix_scan::ConnCharset::Latin1
                     | prefix_scan::ConnCharset::Binary,
-                ) => ambiguity.multibyte = false,
+                ) => {
+                    ambiguity.multibyte = false;
+                    single_byte = true;
+                }
                 None if !view.settled => {
                     return Decision::Need(Need {
                         charset: true,
@@ -157,29 +174,57 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context) -> Decision {
         other => other.clone(),
     };
     let mut rewrite_agreed = true;
-    // other readings exist only for an ambiguous text or a server not told apart yet
-    let others = if ambiguity != scan::Ambiguity::default()
+    // other readings exist only for an ambiguous text or a server not told apart yet; what
+    // another reading finds ambiguous widens the set (a `"…"` that is a name under ANSI_QUOTES
+    // may hold a backquote after a multibyte lead byte that the first reading never saw)
+    let known_single_byte = |mut a: scan::Ambiguity| {
+        if single_byte {
+            a.multibyte = false;
+        }
+        a
+    };
+    let mut seen = ambiguity;
+    let mut queue: Vec<Dialect> = if ambiguity != scan::Ambiguity::default()
         || ctx.dialect.flavor == scan::Flavor::MySqlOrOceanBase
     {
-        ctx.dialect.readings(ambiguity)
+        ctx.dialect
+            .readings(ambiguity)
+            .into_iter()
+            .skip(1)
+            .collect()
     } else {
         Vec::new()
     };
-    // an executable comment OceanBase may run or not: the readings must agree on what the rules
-    // found too (`/*!999999 - */ -5` is a checked T in one reading, an expression in the other)
-    let exact = ambiguity.comment && ctx.dialect.may_be_oceanbase();
+    let mut tried = vec![ctx.dialect];
     let notes = |d: &Decision| match d {
         Decision::Send(w) => w.notes.clone(),
         _ => Vec::new(),
     };
     let mut other_needs: Option<Need> = None;
-    for other in others.into_iter().skip(1) {
+    while let Some(other) = queue.pop() {
+        if tried.contains(&other) {
+            continue;
+        }
+        tried.push(other);
         // a reading in which the backend refuses the first statement by itself runs nothing of
         // the text, so it cannot disagree (`PREPARE s FROM "…"`: a name under ANSI_QUOTES)
         if fails_first(sql, other, &ctx.scope) {
             continue;
         }
-        let (decision, _, _) = decide_reading(sql, origin, ctx, other);
+        let (decision, found, _) = decide_reading(sql, origin, ctx, other);
+        let widened = seen.union(known_single_byte(found));
+        if widened != seen {
+            seen = widened;
+            for d in ctx.dialect.readings(seen) {
+                if !tried.contains(&d) && !queue.contains(&d) {
+                    queue.push(d);
+                }
+            }
+        }
+        // an executable comment OceanBase may run or not: the readings must agree on what the
+        // rules found too (`/*!999999 - */ -5` is a checked T in one reading, an expression in
+        // the other)
+        let exact = seen.comment && ctx.dialect.may_be_oceanbase();
         if let (true, Decision::Need(n)) = (needs_facts(&decision), &decision) {
             let n = n.clone();
             // another reading needs facts too: read them, then compare the readings' decisions

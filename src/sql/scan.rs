@@ -226,6 +226,18 @@ pub struct Ambiguity {
     pub comment: bool,
 }
 
+impl Ambiguity {
+    /// What either found ambiguous.
+    pub fn union(self, o: Ambiguity) -> Ambiguity {
+        Ambiguity {
+            quotes: self.quotes || o.quotes,
+            multibyte: self.multibyte || o.multibyte,
+            state: self.state || o.state,
+            comment: self.comment || o.comment,
+        }
+    }
+}
+
 /// The bytes of an unquoted word: letters, digits, `_`, `$` and every byte of 0x80 or more
 /// (one lookup per byte on the hot path of every flagged statement).
 const WORD_BYTE: [bool; 256] = {
