@@ -18,6 +18,8 @@ if [[ $what == test ]]; then
   [[ -e /usr/include/mariadb/mysql.h ]] || need_apt+=(libmariadb-dev)
   # MariaDB's mysql-test-run (scripts/mtr-suites.sh)
   [[ -x /usr/share/mysql/mysql-test/mtr ]] || need_apt+=(mariadb-test)
+  # Prometheus's own checker of the metrics exposition, and its server (tests/it/operations.rs)
+  command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
 if ((${#need_apt[@]})); then

@@ -33,6 +33,26 @@ pub struct Config {
     pub tls: TlsSection,
     pub log: LogSection,
     pub hbase: HbaseSection,
+    pub admin: AdminSection,
+}
+
+/// `[admin]`: the operations listener (Prometheus metrics, health checks).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdminSection {
+    /// HTTP listener for `/metrics`, `/livez` and `/readyz`, HOST:PORT; empty: none.
+    pub listen: String,
+    /// Most HBase tables with a label of their own in the metrics (the rest: `_other`).
+    pub max_tables: usize,
+}
+
+impl Default for AdminSection {
+    fn default() -> Self {
+        AdminSection {
+            listen: "127.0.0.1:9883".into(),
+            max_tables: 1000,
+        }
+    }
 }
 
 /// `hbase.enforcement`: how the OBKV-HBase rules apply (the model owns it).
@@ -254,6 +274,18 @@ pub struct TlsSection {
 #[serde(deny_unknown_fields, default)]
 pub struct LogSection {
     pub level: String,
+    /// `text` (human) or `json` (one object per line).
+    pub format: LogFormat,
+    /// Statements slower than this (milliseconds, as the client waited) are logged, with
+    /// literals masked; 0: none.
+    pub slow_statement_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 impl Default for ProxySection {
@@ -306,6 +338,8 @@ impl Default for LogSection {
     fn default() -> Self {
         LogSection {
             level: "info".into(),
+            format: LogFormat::Text,
+            slow_statement_ms: 1000,
         }
     }
 }
@@ -362,6 +396,12 @@ impl Config {
         }
         if self.proxy.max_packet_bytes < 1024 {
             return bad("proxy.max_packet_bytes must be at least 1024".into());
+        }
+        if !self.admin.listen.is_empty() && self.admin.listen.parse::<SocketAddr>().is_err() {
+            return bad(format!(
+                "admin.listen = {:?} is not HOST:PORT (an IP address and a port), nor empty",
+                self.admin.listen
+            ));
         }
         let [lo, hi] = self.hbase.timestamp_window_ms;
         if lo < 0 || hi <= lo {

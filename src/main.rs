@@ -18,6 +18,10 @@ struct Cli {
     /// Backend database address, HOST:PORT (overrides backend.address).
     #[arg(long, env = "OBKV_PROXY_BACKEND", global = true)]
     backend: Option<String>,
+    /// Admin HTTP listener for /metrics, /livez, /readyz, HOST:PORT, or "" for none (overrides
+    /// admin.listen).
+    #[arg(long, env = "OBKV_PROXY_ADMIN_LISTEN", global = true)]
+    admin_listen: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -60,6 +64,9 @@ fn load(cli: &Cli) -> Result<Config, String> {
     }
     if let Some(b) = &cli.backend {
         cfg.backend.address = b.clone();
+    }
+    if let Some(a) = &cli.admin_listen {
+        cfg.admin.listen = a.clone();
     }
     cfg.validate().map_err(|e| e.to_string())?;
     Ok(cfg)

@@ -8,6 +8,7 @@ use super::write::{self, Txn, WriteRules};
 use crate::hbase::rules::Note;
 use crate::sql::ddl::{Statement, TableName};
 use crate::sql::scan::Dialect;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Decision {
@@ -184,4 +185,27 @@ impl Default for Context {
 /// Refuse the statement: the client gets the refusal's ERR, nothing reaches the backend.
 pub fn refuse(r: Refusal) -> Decision {
     Decision::Answer(Answer::Refuse(r))
+}
+
+/// What a text did to HBase tables, for the metrics: kept beside the decision, never part of it.
+#[derive(Debug, Default, Clone)]
+pub struct Activity {
+    /// Each HBase table a statement read, wrote or had rewritten, in the text's order.
+    pub tables: Vec<(Arc<crate::hbase::schema::TableSchema>, TableUse)>,
+}
+
+/// What a statement did to an HBase table.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TableUse {
+    Read,
+    Write,
+    /// Its prefix scan was rewritten to one partition.
+    Rewrite,
+}
+
+impl Activity {
+    /// Whether a statement of the text writes (or locks for writing) an HBase table.
+    pub fn writes(&self) -> bool {
+        self.tables.iter().any(|(_, t)| *t == TableUse::Write)
+    }
 }

@@ -309,8 +309,18 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
 /// The rewrite stage for one statement (`backslash_escape`: NO_BACKSLASH_ESCAPES is off, None
 /// when the backend does not say).
 pub fn plan(dml: &Dml, view: &TableView, backslash_escape: Option<bool>) -> Step {
+    plan_looked_up(dml, view, table(dml, view), backslash_escape)
+}
+
+/// `plan` with the statement's table already looked up (`table`).
+pub fn plan_looked_up(
+    dml: &Dml,
+    view: &TableView,
+    looked_up: Result<Option<Arc<TableSchema>>, Need>,
+    backslash_escape: Option<bool>,
+) -> Step {
     let reported_escape = backslash_escape;
-    let schema = match table(dml, view) {
+    let schema = match looked_up {
         Ok(Some(t)) => t,
         Ok(None) => return Step::Untouched,
         // a schema that stays unreadable (inside the user's transaction): not rewritten

@@ -106,7 +106,67 @@ pub enum Unchecked {
     ExecuteValues,
 }
 
+/// A refusal's label in the proxy's metrics: the rule's id for a rule's refusal, else the kind
+/// of refusal. A fixed set: the label's bound.
+pub const REFUSAL_LABELS: [&str; 32] = [
+    "R0",
+    "R1",
+    "R2",
+    "R3",
+    "R4",
+    "R5",
+    "R6",
+    "R7",
+    "R8",
+    "R9",
+    "C1",
+    "C2",
+    "C3",
+    "C4",
+    "C5",
+    "C6",
+    "C7",
+    "C8",
+    "C9",
+    "X1",
+    "X2",
+    "X3",
+    "ddl_not_alone",
+    "ddl_prepared",
+    "command_prepared",
+    "unknown_command",
+    "unreadable",
+    "unchecked",
+    "t_left_out_in_dynamic",
+    "facts_missing",
+    "tablegroup",
+    "error",
+];
+
 impl Refusal {
+    /// Its label's index in `REFUSAL_LABELS`.
+    pub fn label(&self) -> usize {
+        let kind = match self {
+            Refusal::Rule(f) => return f.rule as usize,
+            Refusal::DdlNotAlone(_) => "ddl_not_alone",
+            Refusal::DdlPrepared => "ddl_prepared",
+            Refusal::CommandPrepared => "command_prepared",
+            Refusal::UnknownCommand(_) => "unknown_command",
+            Refusal::Unreadable(_) => "unreadable",
+            Refusal::Unchecked(_) => "unchecked",
+            Refusal::TLeftOutInDynamic => "t_left_out_in_dynamic",
+            Refusal::FactsMissing { .. } => "facts_missing",
+            Refusal::GroupExists(_) | Refusal::UnknownGroup(_) | Refusal::GroupHasTables { .. } => {
+                "tablegroup"
+            }
+            Refusal::Error(_) => "error",
+        };
+        REFUSAL_LABELS
+            .iter()
+            .position(|l| *l == kind)
+            .unwrap_or(REFUSAL_LABELS.len() - 1)
+    }
+
     /// The rule a rule's refusal is for.
     pub fn rule(&self) -> Option<crate::hbase::rules::Rule> {
         match self {
@@ -286,6 +346,27 @@ impl From<Finding> for Refusal {
 mod tests {
     use super::*;
     use crate::hbase::rules::Rule;
+
+    /// A rule's refusal is labelled with the rule's own id (the label set starts with the
+    /// rules in their order), any other with its kind.
+    #[test]
+    fn refusals_are_labelled_by_rule_or_kind() {
+        use Rule::*;
+        for r in [
+            R0, R1, R2, R3, R4, R5, R6, R7, R8, R9, C1, C2, C3, C4, C5, C6, C7, C8, C9, X1, X2, X3,
+        ] {
+            let f = Finding::error(r, er::NOT_SUPPORTED_YET, "42000", String::new());
+            assert_eq!(REFUSAL_LABELS[Refusal::Rule(f).label()], r.id());
+        }
+        assert_eq!(
+            REFUSAL_LABELS[Refusal::Unreadable(Unreadable::Ambiguous).label()],
+            "unreadable"
+        );
+        assert_eq!(
+            REFUSAL_LABELS[Refusal::UnknownGroup("g".into()).label()],
+            "tablegroup"
+        );
+    }
 
     /// The mapping: each kind of refusal gets the code and state drivers map it by.
     #[test]

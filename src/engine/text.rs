@@ -10,8 +10,8 @@
 use std::collections::HashMap;
 
 use super::decision::{
-    refuse, Alone, Answer, Context, Decision, DynamicCheck, DynamicSource, DynamicSql, Origin,
-    Outbound, Refusal, Unchecked, Unreadable,
+    refuse, Activity, Alone, Answer, Context, Decision, DynamicCheck, DynamicSource, DynamicSql,
+    Origin, Outbound, Refusal, TableUse, Unchecked, Unreadable,
 };
 use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::read::*;
@@ -278,18 +278,27 @@ impl<'a> Text<'a> {
         let Some(view) = &ctx.tables else {
             return Flow::Next;
         };
+        // the statement's table, looked up once for the write stage and the rewriter
+        let looked_up = prefix_scan::table(x, view);
         // on a plain table, inside a transaction: a locking read of an HBase table in it
-        if self.writes.txn.active && matches!(prefix_scan::table(x, view), Ok(None)) {
+        if self.writes.txn.active && matches!(looked_up, Ok(None)) {
             let flow = self.hidden_locking_read(at);
             if !matches!(flow, Flow::Next) {
                 return flow;
             }
         }
-        // a plain SELECT writes nothing and locks nothing: no write stage (and no second schema
-        // lookup on the hot path)
+        // a plain SELECT writes nothing and locks nothing: no write stage
         let writes_rows = x.verb != dml::Verb::Select || x.locking;
+        if let (Ok(Some(schema)), false) = (&looked_up, x.explain) {
+            let touch = if writes_rows {
+                TableUse::Write
+            } else {
+                TableUse::Read
+            };
+            self.tally.activity.tables.push((schema.clone(), touch));
+        }
         if let (Some(rules), false, true) = (&ctx.writes, x.explain, writes_rows) {
-            let checked = match prefix_scan::table(x, view) {
+            let checked = match &looked_up {
                 Ok(Some(schema)) => {
                     if self.prepares_one() {
                         self.writes.plan = Some(Box::new(write::WritePlan {
@@ -299,7 +308,7 @@ impl<'a> Text<'a> {
                     }
                     write::check_dml(
                         x,
-                        &schema,
+                        schema,
                         rules,
                         view.charset,
                         self.d.reported_backslash_escape(),
@@ -307,7 +316,7 @@ impl<'a> Text<'a> {
                     )
                 }
                 Ok(None) => Ok(write::Checked::default()),
-                Err(n) => return self.need(n),
+                Err(n) => return self.need(n.clone()),
             };
             match checked {
                 Ok(c) => {
@@ -321,12 +330,19 @@ impl<'a> Text<'a> {
         if !ctx.rewrite {
             return Flow::Next;
         }
-        self.prefix_scan(at, x, view)
+        self.prefix_scan(at, x, view, looked_up)
     }
 
     /// The prefix-scan rewriter on a statement the DML reader follows.
-    fn prefix_scan(&mut self, at: &At<'_>, x: &dml::Dml, view: &TableView) -> Flow {
-        match prefix_scan::plan(x, view, self.d.reported_backslash_escape()) {
+    fn prefix_scan(
+        &mut self,
+        at: &At<'_>,
+        x: &dml::Dml,
+        view: &TableView,
+        looked_up: Result<Option<std::sync::Arc<crate::hbase::schema::TableSchema>>, Need>,
+    ) -> Flow {
+        let schema = looked_up.as_ref().ok().and_then(Option::clone);
+        match prefix_scan::plan_looked_up(x, view, looked_up, self.d.reported_backslash_escape()) {
             Step::Untouched => {}
             Step::Note(n) => self.note = Some(n),
             Step::Declined(why) => {
@@ -337,6 +353,9 @@ impl<'a> Text<'a> {
             Step::Splice { text, .. } => {
                 if rewrite::add_prefix_predicate(&mut self.splice, at.run.start, x, text) {
                     self.tally.rewritten += 1;
+                    if let Some(schema) = schema {
+                        self.tally.activity.tables.push((schema, TableUse::Rewrite));
+                    }
                 }
             }
             // counted at each execution
@@ -436,6 +455,10 @@ impl<'a> Text<'a> {
             Ok(None) => return self.hidden_locking_read(at),
             Err(n) => return self.need(n),
         };
+        self.tally
+            .activity
+            .tables
+            .push((schema.clone(), TableUse::Write));
         let fill = match self.origin {
             Origin::Text => write::FillT::Literal,
             Origin::Prepare => write::FillT::Expression,
@@ -496,6 +519,10 @@ impl<'a> Text<'a> {
             Ok(None) => return Flow::Next,
             Err(n) => return self.need(n),
         };
+        self.tally
+            .activity
+            .tables
+            .push((schema.clone(), TableUse::Write));
         let unchecked = if !l.local {
             Some("the server reads its file, which obkv-proxy does not see")
         } else if self.origin == Origin::Prepare {
@@ -937,18 +964,22 @@ pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
     out
 }
 
-/// The rewriter's counts for one text.
+/// The rewriter's counts for one text, and what it did to HBase tables.
 #[derive(Default)]
 pub(super) struct Tally {
     pub(super) rewritten: u64,
     declined: u64,
     unreadable: u64,
+    pub(super) activity: Activity,
 }
 
 impl Tally {
     /// The text was not rewritten after all (another statement's decision, or two readings):
     /// its rewrites count as declined.
-    pub(super) fn not_rewritten(self) -> Tally {
+    pub(super) fn not_rewritten(mut self) -> Tally {
+        self.activity
+            .tables
+            .retain(|(_, t)| *t != TableUse::Rewrite);
         Tally {
             declined: self.declined + self.rewritten,
             rewritten: 0,

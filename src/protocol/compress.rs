@@ -109,6 +109,8 @@ pub struct Codec {
     hpos: u8,
     hlen: usize,
     left: usize,
+    /// Encoded bytes written out so far.
+    written: u64,
 }
 
 impl Default for Codec {
@@ -135,6 +137,7 @@ impl Codec {
             hpos: 0,
             hlen: 0,
             left: 0,
+            written: 0,
         }
     }
 
@@ -397,7 +400,13 @@ impl Codec {
     }
 
     pub fn output_written(&mut self) {
+        self.written += self.out.len() as u64;
         self.out.clear();
+    }
+
+    /// Bytes of encoded output written so far.
+    pub fn written(&self) -> u64 {
+        self.written
     }
 }
 

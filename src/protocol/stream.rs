@@ -33,6 +33,9 @@ pub struct PacketStream<S> {
     comp: Option<Box<Codec>>,
     /// Offsets in `wbuf` where a command starts: its first frame restarts the frame sequence.
     cuts: Vec<usize>,
+    /// Bytes read from the socket, and written to it uncompressed, since the stream began.
+    read: u64,
+    written: u64,
 }
 
 /// Header of one frame: payload length and sequence id.
@@ -60,7 +63,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             wbuf: Vec::new(),
             comp: None,
             cuts: Vec::new(),
+            read: 0,
+            written: 0,
         }
+    }
+
+    /// Bytes read from the socket and written to it (on the wire: compressed, when the
+    /// compressed protocol is on), since the stream began.
+    pub fn traffic(&self) -> (u64, u64) {
+        let compressed = self.comp.as_deref().map_or(0, Codec::written);
+        (self.read, self.written + compressed)
     }
 
     /// Switches to the compressed protocol (call right after the login's OK, with nothing
@@ -144,6 +156,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
                     Step::Produced(_) => return Ok(()),
                     Step::NeedInput => {
                         let n = self.io.read_buf(c.input_buffer(READ_CHUNK)).await?;
+                        self.read += n as u64;
                         if n == 0 {
                             return Err(io::ErrorKind::UnexpectedEof.into());
                         }
@@ -152,6 +165,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             }
         }
         let n = self.io.read_buf(&mut self.rbuf).await?;
+        self.read += n as u64;
         if n == 0 {
             return Err(io::ErrorKind::UnexpectedEof.into());
         }
@@ -284,6 +298,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             out.reserve(len.min(READ_CHUNK));
             let spare = (out.capacity() - out.len()).min(len);
             let n = (&mut self.io).take(spare as u64).read_buf(out).await?;
+            self.read += n as u64;
             if n == 0 {
                 return Err(io::ErrorKind::UnexpectedEof.into());
             }
@@ -572,6 +587,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             }
         } else if !self.wbuf.is_empty() {
             self.io.write_all(&self.wbuf).await?;
+            self.written += self.wbuf.len() as u64;
             self.wbuf.clear();
             if self.wbuf.capacity() > 4 * WRITE_HIGH_WATER {
                 self.wbuf.shrink_to(WRITE_HIGH_WATER);
@@ -597,6 +613,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             } else {
                 self.flush_partial().await?;
                 self.io.write_all(&rest[..n]).await?;
+                self.written += n as u64;
             }
             seq = seq.wrapping_add(1);
             rest = &rest[n..];

@@ -134,7 +134,10 @@ impl Session {
         // a refused PREPARE leaves the backend's statement of that name, and its plan, as
         // they were
         let (plan, params) = match self.check_dynamic_text(text).await? {
-            DynamicCheck::Refused(e) => return self.refuse(e.to_error()).await,
+            DynamicCheck::Refused(e) => {
+                self.count_refusal(&e);
+                return self.refuse(e.to_error()).await;
+            }
             DynamicCheck::Runs | DynamicCheck::NeedFacts(_) => {
                 let summary = self.forward(kind).await?;
                 if let (true, Some(name), None) = (d.head.prepare, &d.head.name, summary.error_code)
@@ -250,6 +253,7 @@ impl Session {
             } else {
                 Refusal::Unreadable(Unreadable::ExecuteValues)
             };
+            self.count_refusal(&e);
             self.refuse(e.to_error()).await?;
             return Ok(SqlExecutions::Answered);
         }
@@ -339,6 +343,7 @@ impl Session {
         let ctx = self.exec_context(&rules, &txn);
         let out = crate::engine::decide_execution(plan, Some(&bound), &ctx);
         if let Some(e) = out.refuse {
+            self.count_refusal(&e);
             return Ok(Verdict::Refused(e.to_error()));
         }
         self.keep_findings(out.notes);

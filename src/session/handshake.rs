@@ -253,7 +253,8 @@ async fn establish_relayed(
         Caps::new(client_caps, client_ext),
         None,
     )
-    .with_backend(&greeting.server_version, status))
+    .with_backend(&greeting.server_version, status)
+    .with_user(&response.user))
 }
 
 /// TLS to the backend as `backend.tls.mode` says (the client's own TLS ends at the proxy):
@@ -463,7 +464,8 @@ async fn establish_proxy_auth(
     let status = backend_greeting.status;
     Ok(
         Session::new(shared, peer, client, stream, caps, Some(pooled))
-            .with_backend(&backend_greeting.server_version, status),
+            .with_backend(&backend_greeting.server_version, status)
+            .with_user(&response.user),
     )
 }
 

@@ -58,7 +58,10 @@ impl Session {
         for f in v.notes {
             self.pending_warnings.push(Note::from(f));
         }
-        v.refuse.map(|r| r.to_error())
+        v.refuse.map(|r| {
+            self.count_refusal(&r);
+            r.to_error()
+        })
     }
 
     pub(super) fn enforcement(&self) -> rules::Enforcement {

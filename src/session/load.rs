@@ -105,6 +105,7 @@ impl Session {
         let out = crate::engine::execute::decide_load(checked, &ctx);
         if let Some(e) = out.refuse {
             bump(&self.shared.stats.answered_locally);
+            self.count_refusal(&e);
             return self.answer_load_error(next, e.to_error()).await;
         }
         let Some(spool) = spool else {

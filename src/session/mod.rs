@@ -13,6 +13,7 @@ mod facts;
 pub mod handshake;
 mod hbase;
 mod load;
+mod observe;
 mod prepared;
 mod relay;
 
@@ -22,7 +23,7 @@ use std::sync::Arc;
 
 use tracing::{debug, warn};
 
-use crate::admin::bump;
+use crate::admin::{bump, metrics};
 use crate::backend::{BackendStream, PooledLogin};
 use crate::config::AuthMode;
 use crate::config::BackendKind;
@@ -73,7 +74,7 @@ pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     {
         Ok(Ok(slot)) => slot,
         _ => {
-            bump(&shared.stats.connections_refused);
+            bump(&shared.stats.refused_login_slots);
             debug!(%peer, "no login slot within {} ms", timeout.as_millis());
             let e = ErrorInfo::new(
                 er::CON_COUNT_ERROR,
@@ -93,10 +94,14 @@ pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     let session = match established {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => {
+            if matches!(e, handshake::HandshakeFailure::Rejected(_)) {
+                bump(&shared.stats.refused_login_failed);
+            }
             debug!(%peer, "no session: {e:?}");
             return;
         }
         Err(_) => {
+            bump(&shared.stats.refused_login_timeout);
             debug!(%peer, "login not finished within {} ms", timeout.as_millis());
             return;
         }
@@ -148,6 +153,14 @@ pub struct Session {
     /// HBase tables whose definition could not be read for the statement being decided
     /// (inside the user's transaction, not cached): its writes are refused, not guessed.
     blind: Vec<(Vec<u8>, Vec<u8>)>,
+    /// What the statement being carried out does to HBase tables, and its class and outcome
+    /// for the metrics (`observe`).
+    activity: crate::engine::decision::Activity,
+    statement: Option<(metrics::Class, metrics::Outcome)>,
+    /// The client stream's traffic when the last command's metrics were counted.
+    traffic: (u64, u64),
+    /// The user the client logged in as (for the log of refusals).
+    user: Arc<str>,
 }
 
 enum ReadError {
@@ -198,7 +211,20 @@ impl Session {
             pending_notes: Vec::new(),
             own_warnings: 0,
             txn_pin: None,
+            activity: Default::default(),
+            statement: None,
+            traffic: (0, 0),
+            user: Arc::from(""),
         }
+    }
+
+    fn with_user(mut self, user: &[u8]) -> Self {
+        self.user = Arc::from(String::from_utf8_lossy(user).as_ref());
+        self.shared.stats.backend_logged_in();
+        if self.client.get_ref().is_tls() {
+            bump(&self.shared.stats.tls_sessions);
+        }
+        self
     }
 
     /// What the backend's greeting and login said: how it reads SQL, and the status after login.
@@ -380,14 +406,15 @@ impl Session {
             return Ok((class, decision));
         }
         self.blind.clear();
+        self.activity = Default::default();
         let mut ctx = self.context().await?;
         // facts are read at most twice (a reading may need a table's schema, then the
         // character set); the third decision is made with what is known (settled)
         for round in 0..3 {
-            let decision = if large {
+            let (decision, activity) = if large {
                 let c = ctx.clone();
                 match self
-                    .off_loop(move |sql| router::decide_classified(sql, class, origin, &c))
+                    .off_loop(move |sql| router::decide_observed(sql, class, origin, &c))
                     .await
                 {
                     Some(d) => d,
@@ -395,8 +422,9 @@ impl Session {
                 }
             } else {
                 let sql = self.command.get(1..).unwrap_or_default();
-                router::decide_classified(sql, class, origin, &ctx)
+                router::decide_observed(sql, class, origin, &ctx)
             };
+            self.activity = activity;
             let Decision::Need(need) = decision else {
                 return Ok((class, decision));
             };
@@ -537,8 +565,10 @@ impl Session {
                         .await;
                 }
             }
-            bump(&self.shared.stats.commands_total);
+            let started = std::time::Instant::now();
+            let command = self.command.first().copied().unwrap_or_default();
             self.own_warnings = 0;
+            self.statement = None;
             let result = match self.command.first().copied() {
                 None => {
                     self.answer_error(ErrorInfo::new(
@@ -580,6 +610,7 @@ impl Session {
                 Some(com::CHANGE_USER) => self.on_change_user().await,
                 Some(other) => self.answer_error(ErrorInfo::unknown_command(other)).await,
             };
+            self.observe_command(command, started);
             if let Err(end) = result {
                 return end;
             }
@@ -602,6 +633,7 @@ impl Session {
         };
         // decide
         let (class, decision) = self.decide(Origin::Text).await?;
+        self.note_statement(class, &decision);
         // a text the write stage cut short did not run whole
         let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
         // carry out
@@ -661,6 +693,7 @@ impl Session {
 
     async fn on_prepare(&mut self) -> Result<(), End> {
         let (class, decision) = self.decide(Origin::Prepare).await?;
+        self.note_statement(class, &decision);
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
@@ -797,6 +830,7 @@ impl Session {
                 match out.refuse {
                     Some(e) => {
                         bump(&self.shared.stats.answered_locally);
+                        self.count_refusal(&e);
                         self.answer_error(e.to_error()).await.map(|()| None)
                     }
                     None => {

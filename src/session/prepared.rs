@@ -16,7 +16,9 @@ use std::sync::atomic::Ordering::Relaxed;
 
 use super::{End, Session};
 use crate::admin::bump;
+use crate::admin::metrics::Outcome;
 use crate::backend;
+use crate::engine::decision::TableUse;
 use crate::engine::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
 use crate::engine::write::{self, Bound as WriteBound, WritePlan};
 use crate::engine::{decide_execution, BulkExecution, ExecContext};
@@ -210,6 +212,15 @@ impl Session {
             Some(p) => (p.changes_session, p.ddl, p.rewrite.is_some()),
             None => (false, false, false),
         };
+        // the HBase table an execution writes or scans, for the metrics
+        let table =
+            id.and_then(|id| self.statements.get(id))
+                .and_then(|p| match (&p.write, &p.rewrite) {
+                    (Some(w), _) => Some((w.plan.schema.clone(), TableUse::Write)),
+                    (None, Some(r)) => Some((r.plan.schema.clone(), TableUse::Read)),
+                    _ => None,
+                });
+        self.activity.tables = table.iter().cloned().collect();
         if changes_session {
             self.forget_session_facts();
         }
@@ -219,6 +230,7 @@ impl Session {
             match self.check_write_execution(id, bulk).await? {
                 Checked::Refused(e, long_data) => {
                     bump(&self.shared.stats.answered_locally);
+                    self.note_execution(table.as_ref().map(|(t, u)| (&**t, *u)), Outcome::Refused);
                     if long_data {
                         // the backend holds the pieces sent for this execution: dropped, so
                         // the next execution's pieces do not add to them
@@ -231,6 +243,12 @@ impl Session {
                 Checked::Runs(p) => pin = p,
             }
         }
+        let outcome = if rewrite && !bulk {
+            Outcome::Rewritten
+        } else {
+            Outcome::Forwarded
+        };
+        self.note_execution(table.as_ref().map(|(t, u)| (&**t, *u)), outcome);
         let result = match (id, rewrite && !bulk) {
             (Some(id), true) => self.execute_with_rewrite(id).await,
             _ => {
@@ -355,6 +373,7 @@ impl Session {
             decide_execution(&plan, Some(&bound), &ctx)
         };
         if let Some(e) = out.refuse {
+            self.count_refusal(&e);
             return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
         self.keep_findings(out.notes);

@@ -6,6 +6,7 @@
 pub mod assign;
 pub mod classify;
 pub mod ddl;
+pub mod digest;
 pub mod dml;
 pub mod dynamic;
 pub mod insert;

@@ -19,6 +19,7 @@ mod hardening;
 mod hbase;
 mod loopback;
 mod mariadb_ext;
+mod operations;
 mod prefix;
 mod readings;
 mod resilience;

@@ -17,6 +17,8 @@ pub fn config_for(backend: &str) -> Config {
     // no Unix socket unless a test asks for one (tests/it/clients.rs)
     c.proxy.socket = String::new();
     c.proxy.shutdown_grace_ms = 2000;
+    // no admin listener unless a test asks for one (tests/it/operations.rs)
+    c.admin.listen = String::new();
     c
 }
 
@@ -93,8 +95,12 @@ pub fn spawn_binary(backend: &str, extra: &[&str]) -> ProxyProcess {
     std::fs::create_dir_all(log.parent().expect("dir")).expect("log dir");
     let logf = std::fs::File::create(&log).expect("log file");
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_obkv-proxy"));
-    cmd.args(["--listen", &addr, "--backend", backend])
-        .args(extra)
+    cmd.args(["--listen", &addr, "--backend", backend]);
+    // no admin listener unless the test asks for one
+    if !extra.contains(&"--admin-listen") {
+        cmd.args(["--admin-listen", ""]);
+    }
+    cmd.args(extra)
         .env("RUST_LOG", "info")
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -1,5 +1,8 @@
 //! The accept loop: `run(listener, config, shutdown)` serves until `shutdown` completes, then
-//! lets sessions finish their current command (up to `proxy.shutdown_grace_ms`).
+//! lets sessions finish their current command (up to `proxy.shutdown_grace_ms`); the admin
+//! listener (`admin_http`) beside it.
+
+pub mod admin_http;
 
 use std::future::Future;
 use std::sync::Arc;
@@ -49,7 +52,28 @@ pub async fn run_on(
         None => None,
     };
     shared.socket = unix.as_ref().map(|(_, p)| Arc::from(p.as_str()));
+    crate::admin::metrics::init(shared.config.admin.max_tables);
     let shared = Arc::new(shared);
+    if !shared.config.admin.listen.is_empty() {
+        match TcpListener::bind(&shared.config.admin.listen).await {
+            Ok(l) => {
+                if let Ok(a) = l.local_addr() {
+                    info!(admin = %a, "admin listener: /metrics, /livez, /readyz");
+                }
+                tokio::spawn(admin_http::serve(
+                    l,
+                    shared.clone(),
+                    shared.shutdown.clone(),
+                ));
+            }
+            // the proxy serves without it (a second proxy on the host, a port taken): said
+            // loudly, and /readyz probes then fail, which is how an orchestrator notices
+            Err(e) => error!(
+                admin = %shared.config.admin.listen,
+                "cannot listen on admin.listen, serving without the admin listener: {e}"
+            ),
+        }
+    }
     let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
     let mut sessions = JoinSet::new();
     tokio::pin!(shutdown);

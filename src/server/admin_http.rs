@@ -1,0 +1,238 @@
+//! The admin HTTP listener (`admin.listen`, loopback by default): `GET /metrics` (Prometheus
+//! text), `/livez` (the process serves) and `/readyz` (the backend answers and, with a catalog
+//! account, the catalog can be read; 503 and the reason otherwise).
+//!
+//! A small HTTP/1.x responder of its own (docs/DESIGN.md, "The admin listener"): GET and HEAD of
+//! three paths, one request per connection, `Connection: close`. What a hostile client can make
+//! it hold is bounded: at most `MAX_CONNECTIONS` connections, a request head of at most
+//! `MAX_HEAD` bytes, read within `HEAD_TIMEOUT`; the body it sends is never read.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{watch, Semaphore};
+use tracing::{debug, warn};
+
+use crate::admin::prometheus::{self, Extra};
+use crate::shared::Shared;
+
+const MAX_CONNECTIONS: usize = 64;
+const MAX_HEAD: usize = 8 * 1024;
+const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// A readiness answer is reused for this long (a load balancer polling every second costs the
+/// backend one probe a second at most).
+const READY_FOR: Duration = Duration::from_secs(1);
+/// A backend login by a session this recently proves the backend answers: no probe then.
+const RECENT_LOGIN: Duration = Duration::from_secs(10);
+
+/// Serves the admin listener until `stop` turns true.
+pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
+    let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let ready = Arc::new(Mutex::new(None::<(Instant, Result<(), String>)>));
+    loop {
+        let accepted = tokio::select! {
+            a = listener.accept() => a,
+            _ = stop.changed() => return,
+        };
+        let (tcp, peer) = match accepted {
+            Ok(a) => a,
+            Err(e) => {
+                warn!("admin listener: accept failed: {e}");
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                continue;
+            }
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(tcp); // too many at once: closed
+            continue;
+        };
+        let (shared, ready) = (shared.clone(), ready.clone());
+        tokio::spawn(async move {
+            if let Err(e) = answer(tcp, &shared, &ready).await {
+                debug!(%peer, "admin request: {e}");
+            }
+            drop(slot);
+        });
+    }
+}
+
+/// Reads one request head and answers it.
+async fn answer(
+    mut tcp: TcpStream,
+    shared: &Shared,
+    ready: &Mutex<Option<(Instant, Result<(), String>)>>,
+) -> std::io::Result<()> {
+    let mut head = Vec::with_capacity(1024);
+    let read = tokio::time::timeout(HEAD_TIMEOUT, async {
+        let mut buf = [0u8; 1024];
+        loop {
+            let n = tcp.read(&mut buf).await?;
+            if n == 0 {
+                return Ok::<bool, std::io::Error>(false);
+            }
+            head.extend_from_slice(buf.get(..n).unwrap_or_default());
+            if memchr::memmem::find(&head, b"\r\n\r\n").is_some()
+                || memchr::memmem::find(&head, b"\n\n").is_some()
+            {
+                return Ok(true);
+            }
+            if head.len() > MAX_HEAD {
+                return Ok(false);
+            }
+        }
+    })
+    .await;
+    let complete = matches!(read, Ok(Ok(true)));
+    let (status, content_type, body, head_only) = if !complete {
+        (400, "text/plain", "bad request\n".to_string(), false)
+    } else {
+        route(&head, shared, ready).await
+    };
+    let reason = match status {
+        200 => "OK",
+        400 => "Bad Request",
+        404 => "Not Found",
+        405 => "Method Not Allowed",
+        _ => "Service Unavailable",
+    };
+    let mut out = format!(
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n",
+        body.len()
+    )
+    .into_bytes();
+    if !head_only {
+        out.extend_from_slice(body.as_bytes());
+    }
+    tcp.write_all(&out).await?;
+    tcp.shutdown().await
+}
+
+/// (status, content type, body, HEAD: no body).
+async fn route(
+    head: &[u8],
+    shared: &Shared,
+    ready: &Mutex<Option<(Instant, Result<(), String>)>>,
+) -> (u16, &'static str, String, bool) {
+    let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
+    let mut parts = line
+        .split(|&b| b == b' ')
+        .filter(|p| !p.is_empty())
+        .map(|p| p.strip_suffix(b"\r").unwrap_or(p));
+    let (method, target) = (
+        parts.next().unwrap_or_default(),
+        parts.next().unwrap_or_default(),
+    );
+    let head_only = method == b"HEAD";
+    if method != b"GET" && !head_only {
+        return (405, "text/plain", "only GET and HEAD\n".into(), false);
+    }
+    let path = target.split(|&b| b == b'?').next().unwrap_or_default();
+    match path {
+        b"/metrics" => (
+            200,
+            "text/plain; version=0.0.4; charset=utf-8",
+            prometheus::render(&shared.stats, &extras(shared)),
+            head_only,
+        ),
+        b"/livez" => (200, "text/plain", "ok\n".into(), head_only),
+        b"/readyz" => match readiness(shared, ready).await {
+            Ok(()) => (200, "text/plain", "ready\n".into(), head_only),
+            Err(why) => (503, "text/plain", format!("not ready: {why}\n"), head_only),
+        },
+        _ => (
+            404,
+            "text/plain",
+            "not found: /metrics, /livez, /readyz\n".into(),
+            head_only,
+        ),
+    }
+}
+
+/// Gauges read at scrape time.
+fn extras(shared: &Shared) -> Vec<Extra> {
+    let c = &shared.rewrite_counters;
+    vec![
+        Extra {
+            name: "pool_idle_connections",
+            help: "Idle backend connections in the pool (proxy auth mode).",
+            kind: "gauge",
+            value: shared.pool.idle_count() as f64,
+        },
+        Extra {
+            name: "prefix_rewrites_total",
+            help: "Prefix scans rewritten to one partition.",
+            kind: "counter",
+            value: c.rewritten.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "prefix_rewrites_declined_total",
+            help: "Prefix scans the rewriter left as they were (a reason is logged at debug).",
+            kind: "counter",
+            value: c.declined.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "prefix_rewrites_unreadable_total",
+            help: "Statements on HBase tables the rewriter could not read.",
+            kind: "counter",
+            value: c.unreadable.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "config_reloads_total",
+            help: "Configuration reloads applied (SIGHUP).",
+            kind: "counter",
+            value: shared.stats.config_reloads.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "config_reload_failures_total",
+            help: "Configuration reloads refused (the file did not read or check; the old configuration stays).",
+            kind: "counter",
+            value: shared.stats.config_reload_failures.load(Relaxed) as f64,
+        },
+    ]
+}
+
+/// Whether the proxy can serve: the backend answers (a session logged in within the last
+/// `RECENT_LOGIN`, or a probe reads its greeting now) and, with a catalog account, the catalog
+/// can be read. The answer is reused for `READY_FOR`.
+async fn readiness(
+    shared: &Shared,
+    cache: &Mutex<Option<(Instant, Result<(), String>)>>,
+) -> Result<(), String> {
+    if let Some((at, r)) = cache.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+        if at.elapsed() < READY_FOR {
+            return r.clone();
+        }
+    }
+    let r = probe(shared).await;
+    *cache.lock().unwrap_or_else(|e| e.into_inner()) = Some((Instant::now(), r.clone()));
+    r
+}
+
+async fn probe(shared: &Shared) -> Result<(), String> {
+    if shared.catalog_conn.is_some() {
+        let sql = format!(
+            "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}'",
+            shared.config.hbase.catalog_schema.replace('\'', "''")
+        );
+        return match shared.catalog_query(sql.as_bytes()).await {
+            Some(Ok(_)) => Ok(()),
+            Some(Err(e)) => Err(format!("the catalog cannot be read: {e}")),
+            None => Ok(()),
+        };
+    }
+    if shared.stats.backend_login_within(RECENT_LOGIN) {
+        return Ok(());
+    }
+    let addr = &shared.config.backend.address;
+    let wait = shared.config.connect_timeout();
+    let mut s = crate::backend::connect(addr, wait)
+        .await
+        .map_err(|e| format!("backend {addr}: {e}"))?;
+    crate::backend::read_greeting_within(&mut s, wait)
+        .await
+        .map_err(|e| format!("backend {addr}: {e}"))?;
+    Ok(())
+}

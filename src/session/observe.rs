@@ -1,0 +1,152 @@
+//! What a session tells the metrics and the log about each command: its kind, the statement's
+//! class and outcome, how long the client waited, the bytes each way, the HBase tables it
+//! touched, and every refusal (counted by rule, logged with the rule, the table, the client's
+//! address and user — never a value). Counting is per thread (`admin::metrics`).
+
+use std::time::Instant;
+
+use tracing::{info, warn};
+
+use super::Session;
+use crate::admin::metrics::{self, Class as Kind, Outcome, TableEvent};
+use crate::engine::decision::TableUse;
+use crate::engine::refusal::{Refusal, REFUSAL_LABELS};
+use crate::engine::router::{Answer, Decision};
+use crate::hbase::schema::TableSchema;
+use crate::sql::classify::Class;
+
+/// A table's label: `database.table`.
+fn label(t: &TableSchema) -> String {
+    format!("{}.{}", t.schema, t.name)
+}
+
+impl Session {
+    /// The class and outcome of the text or prepare just decided, and what it did to tables.
+    pub(super) fn note_statement(&mut self, class: Class, d: &Decision) {
+        let refusal = match d {
+            Decision::Answer(Answer::Refuse(r)) => Some(r),
+            Decision::Send(w) => w.refused.as_deref(),
+            _ => None,
+        };
+        let kind = match d {
+            Decision::Ddl(_) => Kind::HbaseDdl,
+            _ if self.activity.writes() => Kind::HbaseWrite,
+            _ if !self.activity.tables.is_empty() => Kind::HbaseRead,
+            // a refusal of what names no table the proxy could read: by the rule's family
+            _ if class != Class::Plain && refusal.is_some() => refusal_kind(refusal),
+            _ => Kind::Plain,
+        };
+        let outcome = match d {
+            _ if refusal.is_some() => Outcome::Refused,
+            Decision::Answer(_) | Decision::Ddl(_) => Outcome::Answered,
+            Decision::Send(w) if w.text.is_some() => Outcome::Rewritten,
+            _ => Outcome::Forwarded,
+        };
+        self.statement = Some((kind, outcome));
+        for (t, how) in &self.activity.tables {
+            let event = match how {
+                TableUse::Read => TableEvent::Read,
+                TableUse::Write => TableEvent::Write,
+                TableUse::Rewrite => TableEvent::Rewrite,
+            };
+            metrics::table(&label(t), event);
+        }
+        if let Some(r) = refusal {
+            self.count_refusal(r);
+        }
+    }
+
+    /// An execution of a prepared statement: its class (a checked write, a prefix scan, or
+    /// plain) and outcome.
+    pub(super) fn note_execution(
+        &mut self,
+        table: Option<(&TableSchema, TableUse)>,
+        outcome: Outcome,
+    ) {
+        let kind = match table {
+            Some((_, TableUse::Write)) => Kind::HbaseWrite,
+            Some(_) => Kind::HbaseRead,
+            None => Kind::Plain,
+        };
+        // (a refusal was counted, with its table, where it was decided)
+        if let (Some((t, how)), false) = (table, outcome == Outcome::Refused) {
+            let event = match how {
+                TableUse::Write => TableEvent::Write,
+                TableUse::Read => TableEvent::Read,
+                TableUse::Rewrite => TableEvent::Rewrite,
+            };
+            metrics::table(&label(t), event);
+        }
+        self.statement = Some((kind, outcome));
+    }
+
+    /// A refusal: counted under its rule (or kind), the table it was about, and logged.
+    pub(super) fn count_refusal(&mut self, r: &Refusal) {
+        let rule = REFUSAL_LABELS.get(r.label()).copied().unwrap_or("error");
+        metrics::refusal(r.label());
+        // the statement being carried out ends refused (HBase DDL, dynamic SQL, a LOAD's rows)
+        if let Some((kind, _)) = self.statement {
+            self.statement = Some((kind, Outcome::Refused));
+        }
+        let table = self.activity.tables.last().map(|(t, _)| label(t));
+        if let Some(t) = &table {
+            metrics::table(t, TableEvent::Refusal);
+        }
+        info!(
+            target: "obkv_proxy::refusal",
+            rule,
+            table = table.as_deref().unwrap_or(""),
+            client = %self.peer,
+            user = %self.user,
+            "statement refused"
+        );
+    }
+
+    /// After each command: its kind, the statement's latency as the client saw it (from its
+    /// last byte read to the answer's last byte written), the bytes each way; a statement slower
+    /// than `log.slow_statement_ms` is logged.
+    pub(super) fn observe_command(&mut self, command: u8, started: Instant) {
+        metrics::command(command);
+        if let Some((kind, outcome)) = self.statement.take() {
+            let took = started.elapsed();
+            metrics::statement(kind, outcome, took);
+            let slow = self.shared.config.log.slow_statement_ms;
+            if slow > 0 && took.as_millis() >= u128::from(slow) {
+                let table = self.activity.tables.last().map(|(t, _)| label(t));
+                warn!(
+                    target: "obkv_proxy::slow",
+                    class = metrics::CLASSES[kind as usize],
+                    outcome = metrics::OUTCOMES[outcome as usize],
+                    ms = took.as_millis() as u64,
+                    table = table.as_deref().unwrap_or(""),
+                    client = %self.peer,
+                    user = %self.user,
+                    statement = %crate::sql::digest::digest(self.command.get(1..).unwrap_or_default(), self.reading()),
+                    "slow statement"
+                );
+            }
+        }
+        let now = self.client.traffic();
+        metrics::bytes(
+            now.0.saturating_sub(self.traffic.0),
+            now.1.saturating_sub(self.traffic.1),
+        );
+        self.traffic = now;
+    }
+}
+
+/// The class a refusal of no known table belongs to: DDL rules and DDL refusals are DDL, the
+/// rest are writes (what the rules check).
+fn refusal_kind(r: Option<&Refusal>) -> Kind {
+    match r {
+        Some(Refusal::Rule(f)) if f.rule.id().starts_with('R') => Kind::HbaseDdl,
+        Some(
+            Refusal::DdlNotAlone(_)
+            | Refusal::DdlPrepared
+            | Refusal::GroupExists(_)
+            | Refusal::UnknownGroup(_)
+            | Refusal::GroupHasTables { .. },
+        ) => Kind::HbaseDdl,
+        _ => Kind::HbaseWrite,
+    }
+}

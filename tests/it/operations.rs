@@ -1,0 +1,225 @@
+//! Issue 32: operating the proxy. The admin listener's `/metrics` counts exactly what a client
+//! sent through a proxy process of its own (statements by class and outcome, a refusal under
+//! its rule, a rewrite under its table, a latency histogram whose count is the statements
+//! sent), Prometheus's own `promtool check metrics` accepts the exposition, and `/livez` and
+//! `/readyz` answer for a proxy with a backend and one without.
+
+use std::collections::HashMap;
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use crate::common::backends::free_port;
+use crate::common::proxy;
+use crate::common::raw::RawConn;
+use crate::common::{shared, BOTH};
+
+/// A GET on the admin listener: (status, body).
+pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    let mut s = TcpStream::connect(addr).expect("admin listener");
+    s.set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("request");
+    let mut out = Vec::new();
+    s.read_to_end(&mut out).expect("response");
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let (head, body) = text.split_once("\r\n\r\n").expect("a head and a body");
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|s| s.parse().ok())
+        .expect("status");
+    (status, body.to_string())
+}
+
+/// The samples of an exposition: `name{labels}` → value.
+pub fn samples(text: &str) -> HashMap<String, f64> {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.is_empty())
+        .filter_map(|l| {
+            let (k, v) = l.rsplit_once(' ')?;
+            Some((k.to_string(), v.parse().ok()?))
+        })
+        .collect()
+}
+
+fn ok(c: &mut RawConn, sql: &str) {
+    c.warnings_or_error(sql)
+        .unwrap_or_else(|e| panic!("{sql}: {e:?}"));
+}
+
+#[test]
+fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
+    for kind in BOTH {
+        let admin = format!("127.0.0.1:{}", free_port());
+        let p = proxy::spawn_binary(&shared(kind).addr, &["--admin-listen", &admin]);
+        let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+        let db = format!("ops_{}", kind.name());
+        // plain statements, each counted once
+        let plain = [
+            format!("DROP DATABASE IF EXISTS {db}"),
+            format!("CREATE DATABASE {db}"),
+            format!("USE {db}"),
+        ];
+        for sql in &plain {
+            ok(&mut c, sql);
+        }
+        let selects = 25;
+        for i in 0..selects {
+            assert_eq!(c.scalar(&format!("SELECT {i} + 1")), (i + 1).to_string());
+        }
+        // HBase DDL, a write, a refused write, a prefix scan rewritten to one partition
+        let ddl = [
+            "DROP TABLEGROUP IF EXISTS opsg".to_string(),
+            "CREATE TABLEGROUP opsg".to_string(),
+            "CREATE TABLE opsg$f (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32) NOT NULL, \
+             K_PREFIX varbinary(16) GENERATED ALWAYS AS (substring(K, 1, 4)), PRIMARY KEY (K, Q, T)) \
+             TABLEGROUP = opsg PARTITION BY KEY(K_PREFIX) PARTITIONS 13"
+                .to_string(),
+        ];
+        for sql in &ddl {
+            ok(&mut c, sql);
+        }
+        ok(
+            &mut c,
+            "INSERT INTO opsg$f (K, Q, T, V) VALUES ('abcd1', 'q', -1700000000000, 'v')",
+        );
+        let refused = c
+            .warnings_or_error("INSERT INTO opsg$f (K, Q, T, V) VALUES ('abcd2', 'q', 5, 'v')")
+            .expect_err("C4");
+        assert!(refused.1.contains("C4"), "{refused:?}");
+        let rows = c.rows("SELECT K FROM opsg$f WHERE K LIKE 'abcd%'");
+        assert_eq!(rows.len(), 1);
+
+        let (status, text) = http_get(&admin, "/metrics");
+        assert_eq!(status, 200, "{}", kind.name());
+        let m = samples(&text);
+        let get = |k: &str| {
+            *m.get(k)
+                .unwrap_or_else(|| panic!("{}: no sample {k}", kind.name()))
+        };
+        let n_plain = (plain.len() + selects) as f64;
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="plain",outcome="forwarded"}"#),
+            n_plain,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statement_duration_seconds_count{class="plain"}"#),
+            n_plain
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statement_duration_seconds_bucket{class="plain",le="+Inf"}"#),
+            n_plain
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="hbase_ddl",outcome="answered"}"#),
+            ddl.len() as f64
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="hbase_write",outcome="forwarded"}"#),
+            1.0
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="hbase_write",outcome="refused"}"#),
+            1.0
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="hbase_read",outcome="rewritten"}"#),
+            1.0
+        );
+        assert_eq!(get(r#"obkv_proxy_refusals_total{rule="C4"}"#), 1.0);
+        assert_eq!(get(r#"obkv_proxy_refusals_total{rule="C1"}"#), 0.0);
+        let table = format!("{db}.opsg$f");
+        for (event, n) in [
+            ("rewrites", 1.0),
+            ("reads", 1.0),
+            ("writes", 2.0),
+            ("refusals", 1.0),
+        ] {
+            assert_eq!(
+                get(&format!(
+                    r#"obkv_proxy_table_events_total{{table="{table}",event="{event}"}}"#
+                )),
+                n,
+                "{}: {event}",
+                kind.name()
+            );
+        }
+        let queries = (plain.len() + selects + ddl.len() + 3) as f64;
+        assert_eq!(
+            get(r#"obkv_proxy_commands_total{command="query"}"#),
+            queries
+        );
+        assert!(get("obkv_proxy_client_received_bytes_total") > 0.0);
+        assert!(get("obkv_proxy_client_sent_bytes_total") > 0.0);
+        assert_eq!(get("obkv_proxy_connections_active"), 1.0);
+        // SHOW PROXY STATUS shows the same numbers
+        let status_rows = c.rows("SHOW PROXY STATUS");
+        let row = |name: &str| {
+            status_rows
+                .iter()
+                .find(|r| r[0].as_deref() == Some(name.as_bytes()))
+                .and_then(|r| r[1].clone())
+                .map(|v| String::from_utf8_lossy(&v).into_owned())
+                .unwrap_or_else(|| panic!("no row {name}"))
+        };
+        assert_eq!(row("refusals_C4"), "1");
+        assert_eq!(row("statements_hbase_read_rewritten"), "1");
+        assert_eq!(row(&format!("table_{table}_rewrites")), "1");
+        // Prometheus's own checker
+        let mut promtool = Command::new("promtool")
+            .args(["check", "metrics"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("promtool (scripts/install-deps.sh installs Debian's prometheus)");
+        promtool
+            .stdin
+            .take()
+            .expect("stdin")
+            .write_all(text.as_bytes())
+            .expect("exposition to promtool");
+        let out = promtool.wait_with_output().expect("promtool ran");
+        assert!(
+            out.status.success(),
+            "{}: promtool: {}{}",
+            kind.name(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        ok(&mut c, "DROP TABLE opsg$f");
+        ok(&mut c, "DROP TABLEGROUP opsg");
+        ok(&mut c, &format!("DROP DATABASE {db}"));
+    }
+}
+
+#[test]
+fn health_checks_tell_a_live_proxy_from_a_ready_one() {
+    for kind in BOTH {
+        let admin = format!("127.0.0.1:{}", free_port());
+        let p = proxy::spawn_binary(&shared(kind).addr, &["--admin-listen", &admin]);
+        assert_eq!(http_get(&admin, "/livez"), (200, "ok\n".into()));
+        assert_eq!(http_get(&admin, "/readyz"), (200, "ready\n".into()));
+        assert_eq!(http_get(&admin, "/nothing").0, 404);
+        drop(p);
+    }
+    // a backend that does not answer: alive, not ready, and why
+    let dead = format!("127.0.0.1:{}", free_port());
+    let admin = format!("127.0.0.1:{}", free_port());
+    let _p = proxy::spawn_binary(&dead, &["--admin-listen", &admin]);
+    assert_eq!(http_get(&admin, "/livez").0, 200);
+    let (status, body) = http_get(&admin, "/readyz");
+    assert_eq!(status, 503, "{body}");
+    assert!(body.contains(&dead), "{body}");
+    // a request that never ends its head is answered 400 within the head timeout, and a
+    // huge one is cut off: the listener keeps answering
+    let mut slow = TcpStream::connect(&admin).expect("admin");
+    slow.write_all(b"GET /metrics HTTP/1.1\r\n").expect("part");
+    let mut huge = TcpStream::connect(&admin).expect("admin");
+    let _ = huge.write_all(&vec![b'a'; 64 * 1024]);
+    assert_eq!(http_get(&admin, "/livez").0, 200);
+}
