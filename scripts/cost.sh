@@ -14,6 +14,8 @@
 #   COST_WORKLOADS (default all five): which workloads to count, e.g. "scan_text".
 #   COST_PROXY_BIN (default target/release/obkv-proxy): another build to count, e.g. an
 #   older commit's, for a before/after comparison in one run.
+#   COST_PROXY_ARGS: more arguments for the counted proxy, e.g. `--config off.toml` with
+#   `[admin] metrics = false` to count what the metrics cost (docs/PERFORMANCE.md).
 # Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
 # the natural prefix scan `K LIKE 'p%'` of examples/prefix_bench.rs as text and prepared
 # (HAProxy relays the hand-written `AND K_PREFIX = 'p'` statement: the same rows), and the
@@ -83,7 +85,8 @@ counted() {
   out="$work/cg.$hop.$w"
   if [[ $hop == proxy ]]; then
     valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
-      "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" >"$work/$hop.log" 2>&1 &
+      # shellcheck disable=SC2086 # COST_PROXY_ARGS is a list of arguments
+      "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" ${COST_PROXY_ARGS:-} >"$work/$hop.log" 2>&1 &
   else
     haproxy_config "$port" "$mport" >"$work/haproxy.$port.cfg"
     valgrind --tool=callgrind --callgrind-out-file="$out.%p" haproxy -f "$work/haproxy.$port.cfg" -db >"$work/$hop.log" 2>&1 &

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -23,7 +23,7 @@ pub enum ConfigError {
     Invalid(String),
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct Config {
     pub proxy: ProxySection,
@@ -37,13 +37,16 @@ pub struct Config {
 }
 
 /// `[admin]`: the operations listener (Prometheus metrics, health checks).
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AdminSection {
     /// HTTP listener for `/metrics`, `/livez` and `/readyz`, HOST:PORT; empty: none.
     pub listen: String,
     /// Most HBase tables with a label of their own in the metrics (the rest: `_other`).
     pub max_tables: usize,
+    /// Sessions count commands, statements, latencies and refusals (off: the counters stay 0,
+    /// for measuring what counting costs).
+    pub metrics: bool,
 }
 
 impl Default for AdminSection {
@@ -51,6 +54,7 @@ impl Default for AdminSection {
         AdminSection {
             listen: "127.0.0.1:9883".into(),
             max_tables: 1000,
+            metrics: true,
         }
     }
 }
@@ -61,7 +65,7 @@ pub use crate::hbase::rules::Enforcement;
 
 pub use crate::hbase::backend::BackendKind;
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct HbaseSection {
     pub enforcement: Enforcement,
@@ -107,7 +111,7 @@ pub struct HbaseSection {
 }
 
 /// `hbase.transactions`: what a transaction (or a statement) that leaves one partition gets.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Transactions {
     /// A write or locking read inside a transaction that leaves its partition is refused
@@ -122,7 +126,7 @@ pub enum Transactions {
     Off,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Switch {
     On,
@@ -154,7 +158,7 @@ impl Default for HbaseSection {
     }
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct ProxySection {
     pub listen: String,
@@ -183,7 +187,7 @@ pub struct ProxySection {
     pub compression: bool,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BackendSection {
     pub address: String,
@@ -191,7 +195,7 @@ pub struct BackendSection {
     pub tls: BackendTlsSection,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendTlsMode {
     /// Never TLS to the backend.
@@ -204,7 +208,7 @@ pub enum BackendTlsMode {
     Required,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct BackendTlsSection {
     pub mode: BackendTlsMode,
@@ -229,7 +233,7 @@ impl Default for BackendTlsSection {
     }
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AuthMode {
     /// The backend authenticates every client with its own accounts; the proxy stores nothing.
@@ -238,14 +242,14 @@ pub enum AuthMode {
     Proxy,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct AuthSection {
     pub mode: AuthMode,
     pub users: Vec<ProxyUser>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProxyUser {
     pub name: String,
@@ -256,21 +260,21 @@ pub struct ProxyUser {
     pub backend_password: String,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct PoolSection {
     pub max_idle: usize,
     pub idle_timeout_ms: u64,
 }
 
-#[derive(Debug, Clone, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct TlsSection {
     pub cert: Option<PathBuf>,
     pub key: Option<PathBuf>,
 }
 
-#[derive(Debug, Clone, Deserialize)]
+#[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields, default)]
 pub struct LogSection {
     pub level: String,
@@ -281,7 +285,7 @@ pub struct LogSection {
     pub slow_statement_ms: u64,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     Text,
@@ -369,6 +373,91 @@ impl Config {
     }
 
     /// Checks what serde cannot: addresses, limits, user entries, TLS file pairs.
+    /// Checks that every file the configuration names can be read (certificates, keys, CA
+    /// bundles) and that the LOAD DATA spool directory is a directory: a proxy that starts (or
+    /// reloads) with this configuration does not fail on them later.
+    pub fn check_files(&self) -> Result<(), ConfigError> {
+        let files = [
+            ("tls.cert", &self.tls.cert),
+            ("tls.key", &self.tls.key),
+            ("backend.tls.ca", &self.backend.tls.ca),
+            ("backend.tls.cert", &self.backend.tls.cert),
+            ("backend.tls.key", &self.backend.tls.key),
+        ];
+        for (key, path) in files {
+            if let Some(p) = path {
+                if let Err(e) = std::fs::File::open(p).and_then(|mut f| {
+                    use std::io::Read;
+                    f.read(&mut [0u8; 1])
+                }) {
+                    return Err(ConfigError::Invalid(format!(
+                        "{key} = {}: cannot be read: {e}",
+                        p.display()
+                    )));
+                }
+            }
+        }
+        if let Some(d) = &self.hbase.load_data_spool_dir {
+            if !Path::new(d).is_dir() {
+                return Err(ConfigError::Invalid(format!(
+                    "hbase.load_data_spool_dir = {d}: not a directory"
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The effective configuration as TOML, secrets replaced by "(set)".
+    pub fn to_toml(&self) -> String {
+        let mut shown = self.clone();
+        if !shown.hbase.catalog_password.is_empty() {
+            shown.hbase.catalog_password = "(set)".into();
+        }
+        for u in &mut shown.auth.users {
+            if !u.backend_password.is_empty() {
+                u.backend_password = "(set)".into();
+            }
+        }
+        toml::to_string(&shown).unwrap_or_else(|e| format!("# cannot show: {e}\n"))
+    }
+
+    /// This configuration for a running process that started with `running`: the settings a
+    /// process cannot change while it runs (listen addresses, threads, the connection limits'
+    /// semaphores, the pool, the backend and its TLS, users, the catalog account, the HBase
+    /// databases and the schema cache's lifetime) keep `running`'s values; the names of those
+    /// asked to change are returned.
+    pub fn keeping_fixed(&self, running: &Config) -> (Config, Vec<String>) {
+        let mut out = self.clone();
+        let mut kept = Vec::new();
+        macro_rules! fixed {
+            ($($field:ident).+, $name:expr) => {
+                if format!("{:?}", out.$($field).+) != format!("{:?}", running.$($field).+) {
+                    kept.push($name.to_string());
+                    out.$($field).+ = running.$($field).+.clone();
+                }
+            };
+        }
+        fixed!(proxy.listen, "proxy.listen");
+        fixed!(proxy.socket, "proxy.socket");
+        fixed!(proxy.worker_threads, "proxy.worker_threads");
+        fixed!(proxy.max_connections, "proxy.max_connections");
+        fixed!(
+            proxy.max_preauth_connections,
+            "proxy.max_preauth_connections"
+        );
+        fixed!(backend.address, "backend.address");
+        fixed!(backend.tls, "backend.tls");
+        fixed!(auth, "auth");
+        fixed!(pool, "pool");
+        fixed!(admin, "admin");
+        fixed!(hbase.catalog_user, "hbase.catalog_user");
+        fixed!(hbase.catalog_password, "hbase.catalog_password");
+        fixed!(hbase.catalog_schema, "hbase.catalog_schema");
+        fixed!(hbase.databases, "hbase.databases");
+        fixed!(hbase.schema_cache_ms, "hbase.schema_cache_ms");
+        (out, kept)
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         if self.proxy.listen.parse::<SocketAddr>().is_err() {

@@ -69,6 +69,7 @@ fn load(cli: &Cli) -> Result<Config, String> {
         cfg.admin.listen = a.clone();
     }
     cfg.validate().map_err(|e| e.to_string())?;
+    cfg.check_files().map_err(|e| e.to_string())?;
     Ok(cfg)
 }
 
@@ -107,26 +108,13 @@ fn main() -> ExitCode {
         }
     };
     if let Some(Command::CheckConfig) = &cli.command {
-        println!("configuration OK");
-        // secrets are not printed
-        let mut shown = cfg.clone();
-        if !shown.hbase.catalog_password.is_empty() {
-            shown.hbase.catalog_password = "(set)".into();
-        }
-        for u in &mut shown.auth.users {
-            if !u.backend_password.is_empty() {
-                u.backend_password = "(set)".into();
-            }
-        }
-        println!("{shown:#?}");
+        // (`load` checked that every file it names can be read)
+        // the effective configuration (file, environment and flags applied), secrets hidden
+        println!("# configuration OK: the effective settings");
+        print!("{}", cfg.to_toml());
         return ExitCode::SUCCESS;
     }
-    let filter =
-        EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cfg.log.level));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .init();
+    let logs = Logs::init(&cfg);
 
     let workers = match Workers::start(cfg.proxy.worker_threads) {
         Ok(w) => w,
@@ -147,6 +135,23 @@ fn main() -> ExitCode {
         }
     };
     let handles = workers.handles.clone();
+    // SIGHUP: the configuration is read again (file, environment, flags) and handed to the
+    // server, which applies it or keeps the running one (and says why)
+    let (reload_tx, reload_rx) = tokio::sync::mpsc::unbounded_channel();
+    #[cfg(unix)]
+    runtime.spawn(async move {
+        use tokio::signal::unix::{signal, SignalKind};
+        let Ok(mut hup) = signal(SignalKind::hangup()) else {
+            return;
+        };
+        while hup.recv().await.is_some() {
+            if reload_tx.send(load(&cli)).is_err() {
+                return;
+            }
+        }
+    });
+    #[cfg(not(unix))]
+    drop(reload_tx);
     let code = runtime.block_on(async move {
         let listener = match tokio::net::TcpListener::bind(&cfg.proxy.listen).await {
             Ok(l) => l,
@@ -155,7 +160,11 @@ fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
-        match obkv_proxy::server::run_on(listener, cfg, shutdown_signal(), handles).await {
+        let applied = move |c: &Config| logs.apply(c);
+        let reloads = obkv_proxy::server::Reloads::new(reload_rx, applied);
+        match obkv_proxy::server::run_reloading(listener, cfg, shutdown_signal(), handles, reloads)
+            .await
+        {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
                 eprintln!("obkv-proxy: {e}");
@@ -165,6 +174,60 @@ fn main() -> ExitCode {
     });
     workers.stop();
     code
+}
+
+/// The log: text or JSON lines on stderr, at the configured level (RUST_LOG, when set, wins);
+/// both can change on reload.
+struct Logs {
+    filter: tracing_subscriber::reload::Handle<EnvFilter, tracing_subscriber::Registry>,
+    json: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    from_env: bool,
+}
+
+impl Logs {
+    fn init(cfg: &Config) -> Logs {
+        use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+        use tracing_subscriber::layer::SubscriberExt;
+        use tracing_subscriber::util::SubscriberInitExt;
+        use tracing_subscriber::{filter::filter_fn, Layer};
+        let from_env = std::env::var_os("RUST_LOG").is_some();
+        let filter =
+            EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new(&cfg.log.level));
+        let (filter, handle) = tracing_subscriber::reload::Layer::new(filter);
+        let json = std::sync::Arc::new(AtomicBool::new(
+            cfg.log.format == obkv_proxy::config::LogFormat::Json,
+        ));
+        let (j1, j2) = (json.clone(), json.clone());
+        let text_layer = tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_filter(filter_fn(move |_| !j1.load(Relaxed)));
+        let json_layer = tracing_subscriber::fmt::layer()
+            .json()
+            .with_current_span(false)
+            .with_writer(std::io::stderr)
+            .with_filter(filter_fn(move |_| j2.load(Relaxed)));
+        tracing_subscriber::registry()
+            .with(filter)
+            .with(text_layer)
+            .with(json_layer)
+            .init();
+        Logs {
+            filter: handle,
+            json,
+            from_env,
+        }
+    }
+
+    /// A reloaded configuration's log settings.
+    fn apply(&self, cfg: &Config) {
+        self.json.store(
+            cfg.log.format == obkv_proxy::config::LogFormat::Json,
+            std::sync::atomic::Ordering::Relaxed,
+        );
+        if !self.from_env {
+            let _ = self.filter.reload(EnvFilter::new(&cfg.log.level));
+        }
+    }
 }
 
 /// One single-threaded runtime per worker thread, each parked on its own event loop until stop.

@@ -66,6 +66,39 @@ impl BackendIo {
     }
 }
 
+impl ClientIo {
+    /// The cipher and protocol of a TLS client connection, named as MySQL servers name them in
+    /// `Ssl_cipher` and `Ssl_version` (OpenSSL's names); None for a plain one.
+    pub fn tls_description(&self) -> Option<(String, String)> {
+        let MaybeTls::Tls(s) = self else {
+            return None;
+        };
+        let conn = &s.get_ref().1;
+        let iana = conn
+            .negotiated_cipher_suite()
+            .and_then(|c| c.suite().as_str())
+            .unwrap_or("");
+        let cipher = match iana {
+            "TLS13_AES_128_GCM_SHA256" => "TLS_AES_128_GCM_SHA256",
+            "TLS13_AES_256_GCM_SHA384" => "TLS_AES_256_GCM_SHA384",
+            "TLS13_CHACHA20_POLY1305_SHA256" => "TLS_CHACHA20_POLY1305_SHA256",
+            "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256" => "ECDHE-ECDSA-AES128-GCM-SHA256",
+            "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384" => "ECDHE-ECDSA-AES256-GCM-SHA384",
+            "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-ECDSA-CHACHA20-POLY1305",
+            "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256" => "ECDHE-RSA-AES128-GCM-SHA256",
+            "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384" => "ECDHE-RSA-AES256-GCM-SHA384",
+            "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256" => "ECDHE-RSA-CHACHA20-POLY1305",
+            other => other,
+        };
+        let version = match conn.protocol_version() {
+            Some(rustls::ProtocolVersion::TLSv1_3) => "TLSv1.3",
+            Some(rustls::ProtocolVersion::TLSv1_2) => "TLSv1.2",
+            _ => "",
+        };
+        Some((cipher.to_string(), version.to_string()))
+    }
+}
+
 impl ClientSock {
     pub fn is_unix(&self) -> bool {
         matches!(self, ClientSock::Unix(_))

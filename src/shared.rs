@@ -5,6 +5,8 @@
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
 use std::time::Duration;
 
 use tokio::sync::{watch, Semaphore};
@@ -20,8 +22,12 @@ use crate::protocol::handshake::Greeting;
 
 /// State every session shares.
 pub struct Shared {
-    pub config: Config,
-    pub tls: Option<TlsAcceptor>,
+    /// The configuration in force: replaced whole by a reload (`reload`); sessions keep their
+    /// own `Arc` of it and take the new one between commands (`config_generation`).
+    live: ArcSwap<Config>,
+    generation: std::sync::atomic::AtomicU64,
+    /// TLS for clients, replaced by a reload that names other certificate files.
+    tls: ArcSwap<Option<TlsAcceptor>>,
     /// TLS to the backend; None when `backend.tls.mode = "off"`.
     pub backend_tls: Option<crate::tls::BackendTls>,
     pub stats: Stats,
@@ -91,7 +97,8 @@ impl Shared {
             hbase_databases: config.hbase.databases.clone().into(),
             backend_tls,
             preauth: Arc::new(Semaphore::new(config.proxy.max_preauth_connections)),
-            tls,
+            tls: ArcSwap::from_pointee(tls),
+            generation: std::sync::atomic::AtomicU64::new(0),
             stats: Stats::default(),
             pool,
             shutdown,
@@ -101,8 +108,44 @@ impl Shared {
             backend_greeting: Mutex::new(None),
             backend_facts: Mutex::new(None),
             catalog_ready: std::sync::atomic::AtomicBool::new(false),
-            config,
+            live: ArcSwap::from_pointee(config),
         })
+    }
+
+    /// The configuration in force.
+    pub fn config(&self) -> Arc<Config> {
+        self.live.load_full()
+    }
+
+    /// Changes with each reload: a session compares it between commands (one relaxed load of
+    /// a line no one writes) and takes `config()` again when it moved.
+    pub fn config_generation(&self) -> u64 {
+        self.generation.load(Ordering::Relaxed)
+    }
+
+    /// TLS for new client connections, if configured.
+    pub fn tls(&self) -> Option<TlsAcceptor> {
+        self.tls.load().as_ref().clone()
+    }
+
+    /// Applies a new configuration read from the file (SIGHUP): the rules, limits, timeouts,
+    /// log settings and certificates hold for new statements and connections. Settings that
+    /// cannot change in a running process keep their value; what was asked of them is returned
+    /// (to be logged). An invalid configuration, or certificates that do not load, change
+    /// nothing: the error is returned.
+    pub fn reload(&self, new: Config) -> Result<Vec<String>, ConfigError> {
+        new.validate()?;
+        new.check_files()?;
+        let tls = match (&new.tls.cert, &new.tls.key) {
+            (Some(c), Some(k)) => Some(crate::tls::acceptor(c, k)?),
+            _ => None,
+        };
+        let old = self.config();
+        let (applied, kept) = new.keeping_fixed(&old);
+        self.tls.store(Arc::new(tls));
+        self.live.store(Arc::new(applied));
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        Ok(kept)
     }
 
     pub fn backend_facts(&self) -> Option<crate::hbase::backend::BackendFacts> {
@@ -121,8 +164,8 @@ impl Shared {
         let c = self.catalog_conn.as_ref()?;
         Some(
             c.query(
-                &self.config.backend.address,
-                self.config.connect_timeout().max(Duration::from_secs(10)),
+                &self.config().backend.address,
+                self.config().connect_timeout().max(Duration::from_secs(10)),
                 self.backend_tls.as_ref(),
                 sql,
             )
@@ -154,9 +197,12 @@ impl Shared {
         {
             return Ok(g);
         }
-        let mut s =
-            backend::connect(&self.config.backend.address, self.config.connect_timeout()).await?;
-        let (_, g) = backend::read_greeting_within(&mut s, self.config.connect_timeout()).await?;
+        let mut s = backend::connect(
+            &self.config().backend.address,
+            self.config().connect_timeout(),
+        )
+        .await?;
+        let (_, g) = backend::read_greeting_within(&mut s, self.config().connect_timeout()).await?;
         *self
             .backend_greeting
             .lock()
@@ -170,8 +216,8 @@ impl Shared {
             return Ok(c);
         }
         backend::login(
-            &self.config.backend.address,
-            self.config.connect_timeout(),
+            &self.config().backend.address,
+            self.config().connect_timeout(),
             spec,
             self.backend_tls.as_ref(),
         )
@@ -182,7 +228,7 @@ impl Shared {
     /// the reset leaves it exactly as a fresh login (`backend::reset_to`); otherwise closes it.
     pub fn recycle(self: &Arc<Self>, spec: LoginSpec, mut conn: LoggedIn) {
         let shared = self.clone();
-        let wait = self.config.connect_timeout();
+        let wait = self.config().connect_timeout();
         tokio::spawn(async move {
             let reset = backend::reset_to(
                 &mut conn.stream,

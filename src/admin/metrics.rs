@@ -227,6 +227,39 @@ struct TableSlots {
 
 static REGISTRY: OnceLock<Registry> = OnceLock::new();
 
+/// Whether sessions count (`admin.metrics`): off, a command costs one load of this flag.
+static ENABLED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+pub fn set_enabled(on: bool) {
+    ENABLED.store(on, Relaxed);
+}
+
+#[inline]
+pub fn enabled() -> bool {
+    ENABLED.load(Relaxed)
+}
+
+/// The clock latencies are read with: the CPU's time-stamp counter where it is invariant
+/// (a few instructions a reading; the OS clock costs about forty times more), the OS's
+/// monotonic clock elsewhere. Calibrated once.
+fn clock() -> &'static quanta::Clock {
+    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
+    CLOCK.get_or_init(quanta::Clock::new)
+}
+
+/// A reading of the latency clock (`since` turns two into a duration).
+#[inline]
+pub fn now() -> u64 {
+    clock().raw()
+}
+
+/// The time since `start` (a `now()` reading).
+#[inline]
+pub fn since(start: u64) -> Duration {
+    let c = clock();
+    c.delta(start, c.raw())
+}
+
 /// Most tables with a label of their own when `init` was not called (tests, tools).
 pub const DEFAULT_MAX_TABLES: usize = 1000;
 
@@ -234,6 +267,7 @@ pub const DEFAULT_MAX_TABLES: usize = 1000;
 /// call counts, and it must come before the first count to take effect.
 pub fn init(max_tables: usize) {
     let _ = REGISTRY.set(Registry::new(max_tables));
+    clock();
 }
 
 fn registry() -> &'static Registry {
@@ -255,9 +289,10 @@ impl Registry {
 /// the thread ends.
 struct Local {
     block: Arc<Block>,
-    /// Table name → slot, as this thread has met them (bounded: past the limit, the registry's
-    /// map is asked again).
-    slots: RefCell<HashMap<Box<str>, usize>>,
+    /// A table's name hashed (foldhash) → its slot, as this thread has
+    /// met them (bounded: past the limit, the registry's map is asked again). Looking a table
+    /// up allocates nothing; two names with one hash would share a label, nothing worse.
+    slots: RefCell<HashMap<u64, usize, foldhash::fast::FixedState>>,
 }
 
 impl Local {
@@ -270,7 +305,7 @@ impl Local {
             .push(block.clone());
         Local {
             block,
-            slots: RefCell::new(HashMap::new()),
+            slots: RefCell::new(HashMap::with_hasher(foldhash::fast::FixedState::default())),
         }
     }
 }
@@ -292,23 +327,35 @@ fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
     LOCAL.try_with(f).ok()
 }
 
-/// A command arrived (its first byte).
+/// A command done: its first byte, the statement's class, outcome and how long the client
+/// waited for its answer (if it was a statement), and the bytes each way — one visit to the
+/// thread's block.
 #[inline]
-pub fn command(c: u8) {
-    with(|l| bump_by(&l.block.commands[command_slot(c)], 1));
+pub fn command(
+    c: u8,
+    statement: Option<(Class, Outcome, Duration)>,
+    from_client: u64,
+    to_client: u64,
+) {
+    with(|l| {
+        let b = &l.block;
+        bump_by(&b.commands[command_slot(c)], 1);
+        bump_by(&b.bytes_in, from_client);
+        bump_by(&b.bytes_out, to_client);
+        if let Some((class, outcome, took)) = statement {
+            let c = class as usize;
+            bump_by(&b.statements[c][outcome as usize], 1);
+            let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
+            let bucket = BUCKETS_US.partition_point(|&b| b < us);
+            bump_by(&b.latency[c][bucket], 1);
+            bump_by(&b.latency_sum_us[c], us);
+        }
+    });
 }
 
-/// A statement's class and outcome, and how long the client waited for its answer.
-#[inline]
+/// `command` for a statement alone (tests).
 pub fn statement(class: Class, outcome: Outcome, took: Duration) {
-    with(|l| {
-        let c = class as usize;
-        bump_by(&l.block.statements[c][outcome as usize], 1);
-        let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-        let bucket = BUCKETS_US.partition_point(|&b| b < us);
-        bump_by(&l.block.latency[c][bucket], 1);
-        bump_by(&l.block.latency_sum_us[c], us);
-    });
+    command(0x03, Some((class, outcome, took)), 0, 0);
 }
 
 /// A refusal, by its label's index in `REFUSAL_LABELS`.
@@ -321,27 +368,20 @@ pub fn refusal(label: usize) {
     });
 }
 
-/// Bytes read from a client and written to it.
-#[inline]
-pub fn bytes(from_client: u64, to_client: u64) {
+/// An event on an HBase table `database.table`.
+pub fn table(database: &str, name: &str, event: TableEvent) {
+    use std::hash::BuildHasher;
     with(|l| {
-        bump_by(&l.block.bytes_in, from_client);
-        bump_by(&l.block.bytes_out, to_client);
-    });
-}
-
-/// An event on an HBase table, named `database.table`.
-pub fn table(name: &str, event: TableEvent) {
-    with(|l| {
+        let key = foldhash::fast::FixedState::default().hash_one((database, name));
         let slot = {
-            let cached = l.slots.borrow().get(name).copied();
+            let cached = l.slots.borrow().get(&key).copied();
             match cached {
                 Some(s) => s,
                 None => {
-                    let s = slot_of(name);
+                    let s = slot_of(&format!("{database}.{name}"));
                     let mut slots = l.slots.borrow_mut();
                     if slots.len() < 4 * registry().max_tables.max(16) {
-                        slots.insert(name.into(), s);
+                        slots.insert(key, s);
                     }
                     s
                 }
@@ -502,7 +542,7 @@ mod tests {
             .map(|_| {
                 std::thread::spawn(|| {
                     for _ in 0..100 {
-                        command(0x03);
+                        command(0x03, None, 0, 0);
                     }
                     statement(
                         Class::HbaseWrite,
@@ -535,7 +575,7 @@ mod tests {
     fn tables_beyond_the_bound_share_one_label() {
         let r = registry();
         for i in 0..r.max_tables + 5 {
-            table(&format!("db.t{i}$f"), TableEvent::Read);
+            table("db", &format!("t{i}$f"), TableEvent::Read);
         }
         let s = snapshot();
         let tables = s.tables();

@@ -191,7 +191,7 @@ pub fn refuse(r: Refusal) -> Decision {
 #[derive(Debug, Default, Clone)]
 pub struct Activity {
     /// Each HBase table a statement read, wrote or had rewritten, in the text's order.
-    pub tables: Vec<(Arc<crate::hbase::schema::TableSchema>, TableUse)>,
+    pub tables: smallvec::SmallVec<[(Arc<crate::hbase::schema::TableSchema>, TableUse); 2]>,
 }
 
 /// What a statement did to an HBase table.

@@ -1,7 +1,7 @@
 //! What the backend can do natively, which decides how HBase DDL is carried out.
 
 /// The backend's kind as configured (`hbase.backend_kind`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum BackendKind {
     /// Detected from the server version at connect time.

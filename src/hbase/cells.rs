@@ -26,7 +26,7 @@ pub const ER_WRONG_VALUE: u16 = er::TRUNCATED_WRONG_VALUE;
 pub const ER_GENERATED_COLUMN: u16 = er::NON_DEFAULT_VALUE_FOR_GENERATED_COLUMN;
 
 /// `hbase.timestamp`: how T encodes a cell's time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Convention {
     /// OceanBase 4.x's HBase API: T = −epoch_ms (newer versions sort first).

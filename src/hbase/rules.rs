@@ -200,7 +200,7 @@ pub struct GroupState {
 }
 
 /// How the rules apply (`hbase.enforcement`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Enforcement {
     /// Refuse statements that break a rule (nothing reaches the database).

@@ -215,7 +215,7 @@ async fn probe(shared: &Shared) -> Result<(), String> {
     if shared.catalog_conn.is_some() {
         let sql = format!(
             "SELECT COUNT(*) FROM information_schema.TABLES WHERE TABLE_SCHEMA = '{}'",
-            shared.config.hbase.catalog_schema.replace('\'', "''")
+            shared.config().hbase.catalog_schema.replace('\'', "''")
         );
         return match shared.catalog_query(sql.as_bytes()).await {
             Some(Ok(_)) => Ok(()),
@@ -226,8 +226,8 @@ async fn probe(shared: &Shared) -> Result<(), String> {
     if shared.stats.backend_login_within(RECENT_LOGIN) {
         return Ok(());
     }
-    let addr = &shared.config.backend.address;
-    let wait = shared.config.connect_timeout();
+    let addr = &shared.config().backend.address;
+    let wait = shared.config().connect_timeout();
     let mut s = crate::backend::connect(addr, wait)
         .await
         .map_err(|e| format!("backend {addr}: {e}"))?;

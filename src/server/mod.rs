@@ -40,6 +40,60 @@ pub async fn run_on(
     shutdown: impl Future<Output = ()>,
     workers: Vec<Handle>,
 ) -> Result<(), ConfigError> {
+    let (keep, rx) = tokio::sync::mpsc::unbounded_channel();
+    let reloads = Reloads::new(rx, |_: &Config| {});
+    let served = run_reloading(listener, config, shutdown, workers, reloads).await;
+    drop(keep);
+    served
+}
+
+/// Configurations read again (SIGHUP), or why one could not be read; `applied` is told of each
+/// one the server applies (the process's log settings follow it).
+pub struct Reloads {
+    rx: tokio::sync::mpsc::UnboundedReceiver<Result<Config, String>>,
+    applied: Box<dyn Fn(&Config) + Send>,
+}
+
+impl Reloads {
+    pub fn new(
+        rx: tokio::sync::mpsc::UnboundedReceiver<Result<Config, String>>,
+        applied: impl Fn(&Config) + Send + 'static,
+    ) -> Reloads {
+        Reloads {
+            rx,
+            applied: Box::new(applied),
+        }
+    }
+}
+
+/// Applies one reload: the new configuration for new statements and connections, or the old
+/// one kept, with the reason logged and counted.
+fn reload(shared: &Shared, read: Result<Config, String>, applied: &dyn Fn(&Config)) {
+    let outcome = read.and_then(|c| shared.reload(c).map_err(|e| e.to_string()));
+    match outcome {
+        Ok(kept) => {
+            bump(&shared.stats.config_reloads);
+            applied(&shared.config());
+            for k in &kept {
+                warn!(setting = %k, "configuration reloaded, but {k} changes only with a restart: kept");
+            }
+            info!("configuration reloaded: applies to new statements and connections");
+        }
+        Err(e) => {
+            bump(&shared.stats.config_reload_failures);
+            error!("configuration reload refused, the running configuration stays: {e}");
+        }
+    }
+}
+
+/// `run_on`, applying each configuration `reloads` brings.
+pub async fn run_reloading(
+    listener: TcpListener,
+    config: Config,
+    shutdown: impl Future<Output = ()>,
+    workers: Vec<Handle>,
+    mut reloads: Reloads,
+) -> Result<(), ConfigError> {
     if workers.is_empty() {
         return Err(ConfigError::Invalid("no worker runtime".into()));
     }
@@ -47,15 +101,16 @@ pub async fn run_on(
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shared = Shared::new(config, stop_rx)?;
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
-    let unix = match socket_path(&shared.config.proxy.socket, port) {
+    let unix = match socket_path(&shared.config().proxy.socket, port) {
         Some(path) => bind_unix(&path).await.map(|l| (l, path)),
         None => None,
     };
     shared.socket = unix.as_ref().map(|(_, p)| Arc::from(p.as_str()));
-    crate::admin::metrics::init(shared.config.admin.max_tables);
+    crate::admin::metrics::init(shared.config().admin.max_tables);
+    crate::admin::metrics::set_enabled(shared.config().admin.metrics);
     let shared = Arc::new(shared);
-    if !shared.config.admin.listen.is_empty() {
-        match TcpListener::bind(&shared.config.admin.listen).await {
+    if !shared.config().admin.listen.is_empty() {
+        match TcpListener::bind(&shared.config().admin.listen).await {
             Ok(l) => {
                 if let Ok(a) = l.local_addr() {
                     info!(admin = %a, "admin listener: /metrics, /livez, /readyz");
@@ -69,16 +124,16 @@ pub async fn run_on(
             // the proxy serves without it (a second proxy on the host, a port taken): said
             // loudly, and /readyz probes then fail, which is how an orchestrator notices
             Err(e) => error!(
-                admin = %shared.config.admin.listen,
+                admin = %shared.config().admin.listen,
                 "cannot listen on admin.listen, serving without the admin listener: {e}"
             ),
         }
     }
-    let limit = Arc::new(Semaphore::new(shared.config.proxy.max_connections));
+    let limit = Arc::new(Semaphore::new(shared.config().proxy.max_connections));
     let mut sessions = JoinSet::new();
     tokio::pin!(shutdown);
     if let Ok(addr) = listener.local_addr() {
-        info!(listen = %addr, backend = %shared.config.backend.address, auth = ?shared.config.auth.mode, tls = shared.tls.is_some(), "obkv-proxy serving");
+        info!(listen = %addr, backend = %shared.config().backend.address, auth = ?shared.config().auth.mode, tls = shared.tls().is_some(), "obkv-proxy serving");
     }
     let accept_unix = || async {
         match &unix {
@@ -89,6 +144,7 @@ pub async fn run_on(
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
+            Some(read) = reloads.rx.recv() => reload(&shared, read, &*reloads.applied),
             accepted = accept_unix() => match accepted {
                 Ok(sock) => {
                     bump(&shared.stats.connections_total);
@@ -169,7 +225,7 @@ pub async fn run_on(
         let _ = std::fs::remove_file(&path);
     }
     let _ = stop_tx.send(true);
-    let grace = Duration::from_millis(shared.config.proxy.shutdown_grace_ms);
+    let grace = Duration::from_millis(shared.config().proxy.shutdown_grace_ms);
     let drained = tokio::time::timeout(grace, async {
         while sessions.join_next().await.is_some() {}
     })

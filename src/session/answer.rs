@@ -19,6 +19,70 @@ impl Session {
         Ok(())
     }
 
+    /// `SHOW [SESSION] STATUS [LIKE …]` that can list `Ssl_*`: the backend's rows, with
+    /// `Ssl_cipher` and `Ssl_version` describing the client's own connection to the proxy
+    /// (empty for a plain one), added where the backend has no such row and the pattern
+    /// matches them.
+    pub(super) async fn answer_ssl_status(
+        &mut self,
+        q: crate::sql::probe::SslStatus,
+    ) -> Result<(), End> {
+        let sql = String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()).into_owned();
+        let rows = match self.rows(&sql).await? {
+            Ok(r) => r,
+            Err(packet) => {
+                let seq = self.command_frames;
+                if self.client.send_packet(seq, &packet).await.is_err() {
+                    return Err(End::ClientGone);
+                }
+                return Ok(());
+            }
+        };
+        let (cipher, version) = self.client.get_ref().tls_description().unwrap_or_default();
+        let ours = |name: &str| -> Option<&str> {
+            match name {
+                n if n.eq_ignore_ascii_case("Ssl_cipher") => Some(&cipher),
+                n if n.eq_ignore_ascii_case("Ssl_version") => Some(&version),
+                _ => None,
+            }
+        };
+        let mut out: Vec<Vec<Option<Vec<u8>>>> = Vec::with_capacity(rows.len() + 2);
+        let mut seen = [false; 2];
+        for mut r in rows {
+            let name = r
+                .first()
+                .and_then(|v| v.as_deref())
+                .map(|v| String::from_utf8_lossy(v).into_owned())
+                .unwrap_or_default();
+            if let Some(v) = ours(&name) {
+                if let Some(i) = crate::sql::probe::SSL_VARIABLES
+                    .iter()
+                    .position(|s| s.eq_ignore_ascii_case(&name))
+                {
+                    seen[i] = true;
+                }
+                if let Some(cell) = r.get_mut(1) {
+                    *cell = Some(v.as_bytes().to_vec());
+                }
+            }
+            out.push(r);
+        }
+        for (i, name) in crate::sql::probe::SSL_VARIABLES.iter().enumerate() {
+            let wanted = q
+                .pattern
+                .as_deref()
+                .is_none_or(|p| crate::hbase::catalog::like(p, name));
+            if !seen[i] && wanted {
+                let v = ours(name).unwrap_or_default();
+                out.push(vec![
+                    Some(name.as_bytes().to_vec()),
+                    Some(v.as_bytes().to_vec()),
+                ]);
+            }
+        }
+        self.answer_rows(&["Variable_name", "Value"], &out).await
+    }
+
     pub(super) async fn answer_proxy_status(&mut self) -> Result<(), End> {
         let mut rows: Vec<Vec<Option<String>>> = self
             .shared
@@ -40,7 +104,7 @@ impl Session {
         }
         rows.push(vec![
             Some("backend".into()),
-            Some(self.shared.config.backend.address.clone()),
+            Some(self.cfg.backend.address.clone()),
         ]);
         rows.push(vec![
             Some("idle_pooled_backend_connections".into()),

@@ -89,7 +89,7 @@ impl Session {
             self.learn_flavor(facts);
             return Ok(facts.flavor);
         }
-        let kind = self.shared.config.hbase.backend_kind;
+        let kind = self.cfg.hbase.backend_kind;
         let sql = "SELECT CONCAT(VERSION(), ' ', @@version_comment), @@lower_case_table_names";
         let row = match self.rows(sql).await? {
             Ok(r) => r.into_iter().next().unwrap_or_default(),
@@ -132,7 +132,7 @@ impl Session {
 
     pub(super) fn catalog(&self) -> Catalog<'_> {
         Catalog {
-            schema: &self.shared.config.hbase.catalog_schema,
+            schema: &self.cfg.hbase.catalog_schema,
         }
     }
 
@@ -296,8 +296,8 @@ impl Session {
         key: &[u8],
         shown: &[u8],
     ) -> Result<Result<String, Vec<u8>>, End> {
-        let base = marker::lock_name(&self.shared.config.hbase.catalog_schema, key);
-        let ms = self.shared.config.hbase.ddl_lock_timeout_ms;
+        let base = marker::lock_name(&self.cfg.hbase.catalog_schema, key);
+        let ms = self.cfg.hbase.ddl_lock_timeout_ms;
         let deadline = Instant::now() + Duration::from_millis(ms);
         let flavor = self.flavor().await?;
         let outliving = matches!(flavor, Flavor::OceanBase | Flavor::SeekDb);

@@ -109,7 +109,7 @@ impl Session {
         let utf8 = |i| {
             String::from_utf8_lossy(&marker::from_hex(cell(r, i)).unwrap_or_default()).into_owned()
         };
-        let blob_limit = self.shared.config.hbase.cell_limit_bytes;
+        let blob_limit = self.cfg.hbase.cell_limit_bytes;
         let Some((m, _)) = Marker::find(cell(r, 2)) else {
             // made without the proxy: an HBase table by what it is
             let (db_name, table) = (utf8(0), utf8(1));
@@ -200,7 +200,7 @@ impl Session {
     /// `$` tables built like one that break a rule, with their findings.
     pub(super) async fn answer_obkv_tables(&mut self) -> Result<(), End> {
         const LIMIT: usize = 1000;
-        let sql = catalog::dollar_tables(&self.shared.config.hbase.catalog_schema, LIMIT);
+        let sql = catalog::dollar_tables(&self.cfg.hbase.catalog_schema, LIMIT);
         let listed = match self.rows(&sql).await? {
             Ok(r) => r,
             Err(packet) => return self.answer_raw(&packet).await,

@@ -53,7 +53,7 @@ pub async fn establish(
     peer: Peer,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
-    match shared.config.auth.mode {
+    match shared.config().auth.mode {
         AuthMode::Backend => establish_relayed(tcp, peer, shared).await,
         AuthMode::Proxy => establish_proxy_auth(tcp, peer, shared).await,
     }
@@ -114,7 +114,7 @@ async fn read_login_request(
     if !is_ssl_request(&first) {
         return Ok((PacketStream::new(ClientIo::Plain(tcp)), first, seq));
     }
-    let Some(acceptor) = shared.tls.as_ref().filter(|_| advertised & cap::SSL != 0) else {
+    let Some(acceptor) = shared.tls().filter(|_| advertised & cap::SSL != 0) else {
         let _ = write_raw_packet(
             &mut tcp,
             seq.wrapping_add(1),
@@ -168,12 +168,12 @@ async fn establish_relayed(
     peer: Peer,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
-    let addr = shared.config.backend.address.clone();
-    let mut backend = match backend::connect(&addr, shared.config.connect_timeout()).await {
+    let addr = shared.config().backend.address.clone();
+    let mut backend = match backend::connect(&addr, shared.config().connect_timeout()).await {
         Ok(b) => b,
         Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
     };
-    let wait = shared.config.connect_timeout();
+    let wait = shared.config().connect_timeout();
     let (mut greeting_raw, greeting) = match backend::read_greeting_within(&mut backend, wait).await
     {
         Ok(g) => g,
@@ -186,8 +186,8 @@ async fn establish_relayed(
     };
     let advertised = advertised_caps(
         greeting.capabilities,
-        shared.tls.is_some(),
-        shared.config.proxy.compression,
+        shared.tls().is_some(),
+        shared.config().proxy.compression,
     );
     let advertised_ext = greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     set_greeting_capabilities(&mut greeting_raw, &greeting, advertised, advertised_ext);
@@ -230,7 +230,7 @@ async fn establish_relayed(
         seq_delta,
         seq.wrapping_add(1),
         &addr,
-        shared.config.handshake_timeout(),
+        shared.config().handshake_timeout(),
     )
     .await?
     else {
@@ -283,7 +283,7 @@ async fn backend_tls_for(
     if !wanted {
         return Ok((backend, client_caps, 1));
     }
-    let wait = shared.config.connect_timeout();
+    let wait = shared.config().connect_timeout();
     match backend::upgrade_tls(
         backend,
         tls,
@@ -295,7 +295,7 @@ async fn backend_tls_for(
     {
         Ok(b) => Ok((b, client_caps | cap::SSL, 2)),
         Err(e) => {
-            warn!(backend = %shared.config.backend.address, "{e}");
+            warn!(backend = %shared.config().backend.address, "{e}");
             Err(ErrorInfo::new(
                 er::CR_SSL_CONNECTION_ERROR,
                 "HY000",
@@ -395,7 +395,7 @@ async fn establish_proxy_auth(
     peer: Peer,
     shared: Arc<Shared>,
 ) -> Result<Session, HandshakeFailure> {
-    let addr = shared.config.backend.address.clone();
+    let addr = shared.config().backend.address.clone();
     let backend_greeting = match shared.backend_greeting().await {
         Ok(g) => g,
         Err(e) => return Err(report_backend_down(&mut tcp, &shared, &addr, &e).await),
@@ -403,8 +403,8 @@ async fn establish_proxy_auth(
     let salt = random_salt();
     let advertised = advertised_caps(
         backend_greeting.capabilities,
-        shared.tls.is_some(),
-        shared.config.proxy.compression,
+        shared.tls().is_some(),
+        shared.config().proxy.compression,
     );
     let advertised_ext = backend_greeting.ext_capabilities & ext::PROXY_SUPPORTED;
     let conn_id = shared.next_connection_id();
@@ -569,10 +569,7 @@ pub async fn proxy_change_user(
             Ok(false)
         }
         Err(e) => {
-            let err = ErrorInfo::backend_unreachable(
-                &session.shared.config.backend.address,
-                &e.to_string(),
-            );
+            let err = ErrorInfo::backend_unreachable(&session.cfg.backend.address, &e.to_string());
             session.client.send_packet(seq, &err.to_packet()).await?;
             Ok(false)
         }

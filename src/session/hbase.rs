@@ -35,7 +35,7 @@ type GroupListing = (Vec<u8>, Vec<(Vec<u8>, Vec<u8>)>);
 
 impl Session {
     pub(super) fn rule_config(&self) -> RuleConfig {
-        let h = &self.shared.config.hbase;
+        let h = &self.cfg.hbase;
         RuleConfig {
             require_tablegroup_option: h.require_tablegroup_option,
             multiple_families: h.multiple_families,
@@ -65,7 +65,7 @@ impl Session {
     }
 
     pub(super) fn enforcement(&self) -> rules::Enforcement {
-        self.shared.config.hbase.enforcement
+        self.cfg.hbase.enforcement
     }
 
     /// Backend warnings of the statement just run, kept before the catalog writes reset them.

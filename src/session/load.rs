@@ -41,7 +41,7 @@ impl Reserved {
     /// Takes `n` more bytes of the budget; false (nothing taken) if that would pass it.
     fn grow(&mut self, n: u64) -> bool {
         let total = &self.shared.stats.load_spool_bytes;
-        let limit = self.shared.config.hbase.load_data_spool_total_bytes;
+        let limit = self.shared.config().hbase.load_data_spool_total_bytes;
         let before = total.fetch_add(n, Ordering::Relaxed);
         if before.saturating_add(n) > limit {
             total.fetch_sub(n, Ordering::Relaxed);
@@ -144,7 +144,7 @@ impl Session {
         next: &mut u8,
         reserved: &mut Reserved,
     ) -> Result<(Option<tokio::fs::File>, Result<write::Checked, ErrorInfo>), End> {
-        let h = &self.shared.config.hbase;
+        let h = &self.cfg.hbase;
         let max = h.load_data_max_bytes;
         let dir = h
             .load_data_spool_dir
@@ -169,7 +169,7 @@ impl Session {
         let mut check = LoadCheck::new(plan, rules);
         let mut total = 0u64;
         let mut previous_full = false;
-        let net_read = self.shared.config.net_read_timeout();
+        let net_read = self.cfg.net_read_timeout();
         let mut chunk: Vec<u8> = Vec::with_capacity(CHUNK);
         loop {
             let header = match tokio::time::timeout(net_read, self.client.read_header()).await {
@@ -215,7 +215,7 @@ impl Session {
                     continue;
                 }
                 if spool.is_some() && !reserved.grow(n as u64) {
-                    let limit = self.shared.config.hbase.load_data_spool_total_bytes;
+                    let limit = self.cfg.hbase.load_data_spool_total_bytes;
                     stop = Some(ErrorInfo::new(
                         er::OUT_OF_RESOURCES,
                         "HY000",

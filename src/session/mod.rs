@@ -66,7 +66,7 @@ pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
         let _ = tcp.set_nodelay(true);
     }
     let tcp = sock;
-    let timeout = shared.config.handshake_timeout();
+    let timeout = shared.config().handshake_timeout();
     let deadline = tokio::time::Instant::now() + timeout;
     // A slot among the clients logging in: bounds what unauthenticated clients hold (a backend
     // connection each, in the default auth mode). A burst waits; a flood gets 1040.
@@ -111,6 +111,10 @@ pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
 
 pub struct Session {
     shared: Arc<Shared>,
+    /// The configuration this session follows, and its generation: taken again between
+    /// commands when a reload changed it (`refresh_config`).
+    cfg: Arc<crate::config::Config>,
+    cfg_generation: u64,
     peer: Peer,
     client: PacketStream<ClientIo>,
     backend: BackendStream,
@@ -190,6 +194,8 @@ impl Session {
         pooled: Option<PooledLogin>,
     ) -> Self {
         Session {
+            cfg: shared.config(),
+            cfg_generation: shared.config_generation(),
             shared,
             peer,
             client,
@@ -231,7 +237,7 @@ impl Session {
     fn with_backend(mut self, server_version: &[u8], status: u16) -> Self {
         self.dialect = Dialect::from_server_version(server_version);
         // a configured kind settles what the greeting cannot say
-        self.dialect.flavor = match self.shared.config.hbase.backend_kind {
+        self.dialect.flavor = match self.cfg.hbase.backend_kind {
             BackendKind::Oceanbase | BackendKind::Seekdb => SqlFlavor::OceanBase,
             BackendKind::Mariadb => SqlFlavor::MariaDb,
             BackendKind::Mysql => SqlFlavor::MySql,
@@ -262,7 +268,7 @@ impl Session {
             (true, Some(Some(db))) => Some(String::from_utf8_lossy(db).into_owned()),
             _ => None,
         };
-        let rewrite = self.shared.config.hbase.rewrite == crate::config::Switch::On;
+        let rewrite = self.cfg.hbase.rewrite == crate::config::Switch::On;
         let writes = self.write_rules();
         Ok(Context {
             dialect: self.reading(),
@@ -321,7 +327,7 @@ impl Session {
 
     /// `hbase.enforcement = "strict"`: refuse what the proxy cannot check.
     fn strict(&self) -> bool {
-        self.shared.config.hbase.enforcement == crate::config::Enforcement::Strict
+        self.cfg.hbase.enforcement == crate::config::Enforcement::Strict
     }
 
     /// The session's transaction as the write guard sees it: inside one when the backend says
@@ -356,7 +362,7 @@ impl Session {
     }
 
     fn write_rules(&self) -> Option<crate::engine::write::WriteRules> {
-        let h = &self.shared.config.hbase;
+        let h = &self.cfg.hbase;
         if h.enforcement == crate::config::Enforcement::Off
             && h.transactions == crate::config::Transactions::Off
         {
@@ -508,7 +514,7 @@ impl Session {
 
     async fn command_loop(&mut self) -> End {
         let mut shutdown = self.shared.shutdown.clone();
-        let cfg = &self.shared.config;
+        let cfg = &self.cfg;
         let limits = ReadLimits {
             max_bytes: cfg.proxy.max_packet_bytes,
             idle: cfg.idle_timeout(),
@@ -559,14 +565,20 @@ impl Session {
                     return self.protocol_error(seq, ErrorInfo::out_of_order()).await;
                 }
                 Err(ReadError::TooLarge(seq)) => {
-                    let limit = self.shared.config.proxy.max_packet_bytes;
+                    let limit = self.cfg.proxy.max_packet_bytes;
                     return self
                         .protocol_error(seq, ErrorInfo::packet_too_large(limit))
                         .await;
                 }
             }
-            let started = std::time::Instant::now();
+            let started = metrics::enabled().then(metrics::now);
             let command = self.command.first().copied().unwrap_or_default();
+            // a reload applies from the next command on
+            let generation = self.shared.config_generation();
+            if generation != self.cfg_generation {
+                self.cfg = self.shared.config();
+                self.cfg_generation = generation;
+            }
             self.own_warnings = 0;
             self.statement = None;
             let result = match self.command.first().copied() {
@@ -624,6 +636,13 @@ impl Session {
         // this text may change are forgotten
         if self.show_kept_warnings().await? {
             return Ok(());
+        }
+        // the TLS status a client reads is its own connection's, not the proxy's backend link's
+        if self.client.get_ref().is_tls() || self.backend.get_ref().is_tls() {
+            let sql = self.command.get(1..).unwrap_or_default();
+            if let Some(q) = crate::sql::probe::ssl_status(sql, self.reading()) {
+                return self.answer_ssl_status(q).await;
+            }
         }
         let ddl = self.forget_facts_after_query();
         // `EXECUTE name USING …` of a statement whose executions are checked: carried out here
@@ -737,7 +756,7 @@ impl Session {
         self.statements.clear();
         self.txn_pin = None;
         self.forget_session_facts();
-        if self.shared.config.auth.mode == AuthMode::Proxy {
+        if self.cfg.auth.mode == AuthMode::Proxy {
             let Some(request) =
                 handshake::parse_change_user(&self.command[1..], self.client_caps.base)
             else {
@@ -753,8 +772,8 @@ impl Session {
         if self.backend.flush().await.is_err() {
             return Err(self.lose_backend(1).await);
         }
-        let addr = self.shared.config.backend.address.clone();
-        let wait = self.shared.config.handshake_timeout();
+        let addr = self.cfg.backend.address.clone();
+        let wait = self.cfg.handshake_timeout();
         match handshake::relay_auth(&mut self.client, &mut self.backend, 0, 1, &addr, wait).await {
             Ok(Some(st)) => {
                 self.last_status = st;

@@ -3,8 +3,6 @@
 //! touched, and every refusal (counted by rule, logged with the rule, the table, the client's
 //! address and user — never a value). Counting is per thread (`admin::metrics`).
 
-use std::time::Instant;
-
 use tracing::{info, warn};
 
 use super::Session;
@@ -49,7 +47,7 @@ impl Session {
                 TableUse::Write => TableEvent::Write,
                 TableUse::Rewrite => TableEvent::Rewrite,
             };
-            metrics::table(&label(t), event);
+            metrics::table(&t.schema, &t.name, event);
         }
         if let Some(r) = refusal {
             self.count_refusal(r);
@@ -75,7 +73,7 @@ impl Session {
                 TableUse::Read => TableEvent::Read,
                 TableUse::Rewrite => TableEvent::Rewrite,
             };
-            metrics::table(&label(t), event);
+            metrics::table(&t.schema, &t.name, event);
         }
         self.statement = Some((kind, outcome));
     }
@@ -88,10 +86,11 @@ impl Session {
         if let Some((kind, _)) = self.statement {
             self.statement = Some((kind, Outcome::Refused));
         }
-        let table = self.activity.tables.last().map(|(t, _)| label(t));
-        if let Some(t) = &table {
-            metrics::table(t, TableEvent::Refusal);
+        let last = self.activity.tables.last().map(|(t, _)| t.clone());
+        if let Some(t) = &last {
+            metrics::table(&t.schema, &t.name, TableEvent::Refusal);
         }
+        let table = last.as_deref().map(label);
         info!(
             target: "obkv_proxy::refusal",
             rule,
@@ -105,14 +104,30 @@ impl Session {
     /// After each command: its kind, the statement's latency as the client saw it (from its
     /// last byte read to the answer's last byte written), the bytes each way; a statement slower
     /// than `log.slow_statement_ms` is logged.
-    pub(super) fn observe_command(&mut self, command: u8, started: Instant) {
-        metrics::command(command);
-        if let Some((kind, outcome)) = self.statement.take() {
-            let took = started.elapsed();
-            metrics::statement(kind, outcome, took);
-            let slow = self.shared.config.log.slow_statement_ms;
+    pub(super) fn observe_command(&mut self, command: u8, started: Option<u64>) {
+        // counting off (`admin.metrics = false`): nothing
+        let Some(started) = started else {
+            self.statement = None;
+            return;
+        };
+        let now = self.client.traffic();
+        let (from_client, to_client) = (
+            now.0.saturating_sub(self.traffic.0),
+            now.1.saturating_sub(self.traffic.1),
+        );
+        self.traffic = now;
+        let Some((kind, outcome)) = self.statement.take() else {
+            metrics::command(command, None, from_client, to_client);
+            return;
+        };
+        // (what the statement touched is its own: the next one starts with nothing)
+        let touched = std::mem::take(&mut self.activity.tables);
+        let took = metrics::since(started);
+        metrics::command(command, Some((kind, outcome, took)), from_client, to_client);
+        {
+            let slow = self.cfg.log.slow_statement_ms;
             if slow > 0 && took.as_millis() >= u128::from(slow) {
-                let table = self.activity.tables.last().map(|(t, _)| label(t));
+                let table = touched.last().map(|(t, _)| label(t));
                 warn!(
                     target: "obkv_proxy::slow",
                     class = metrics::CLASSES[kind as usize],
@@ -126,12 +141,6 @@ impl Session {
                 );
             }
         }
-        let now = self.client.traffic();
-        metrics::bytes(
-            now.0.saturating_sub(self.traffic.0),
-            now.1.saturating_sub(self.traffic.1),
-        );
-        self.traffic = now;
     }
 }
 

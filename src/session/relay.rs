@@ -214,7 +214,7 @@ impl Session {
     /// LOAD DATA LOCAL: the client sends the file as packets ending with an empty one.
     pub(super) async fn relay_local_infile(&mut self, seq_delta: u8) -> Result<(), End> {
         let mut previous_full = false;
-        let net_read = self.shared.config.net_read_timeout();
+        let net_read = self.cfg.net_read_timeout();
         loop {
             let h = match tokio::time::timeout(net_read, self.client.read_header()).await {
                 Ok(Ok(h)) => h,
@@ -258,7 +258,7 @@ impl Session {
     /// The backend connection failed mid-command: tell the client (2013) and end the session.
     pub(super) async fn lose_backend(&mut self, seq: u8) -> End {
         bump(&self.shared.stats.backend_lost);
-        let addr = &self.shared.config.backend.address;
+        let addr = &self.cfg.backend.address;
         warn!(peer = %self.peer, backend = %addr, "lost backend connection");
         let _ = self
             .client

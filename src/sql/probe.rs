@@ -256,3 +256,79 @@ mod tests {
         assert_eq!(hidden(&long), None);
     }
 }
+
+/// What a `SHOW [SESSION | LOCAL] STATUS [LIKE '…' | WHERE …]` asks about the connection's
+/// TLS: the proxy answers `Ssl_cipher` and `Ssl_version` of the client's own connection to it
+/// (the backend would describe its link to the proxy). `pattern`: the LIKE pattern, if any.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SslStatus {
+    pub pattern: Option<String>,
+}
+
+/// The variables a client's own connection decides.
+pub const SSL_VARIABLES: [&str; 2] = ["Ssl_cipher", "Ssl_version"];
+
+/// Reads `sql` as a SHOW STATUS that can list `Ssl_*` variables of the session; None for
+/// anything else (GLOBAL status is the server's, forwarded). Costs plain traffic one look at its
+/// first non-blank bytes.
+pub fn ssl_status(sql: &[u8], d: super::scan::Dialect) -> Option<SslStatus> {
+    let start = sql.iter().position(|c| !c.is_ascii_whitespace())?;
+    if !sql.get(start..start + 4)?.eq_ignore_ascii_case(b"show") || sql.len() > MAX_PROBE {
+        return None;
+    }
+    let words: Vec<super::scan::Token> = super::scan::Scanner::new(sql, d)
+        .map_while(Result::ok)
+        .take(8)
+        .collect();
+    let w = |i: usize, s: &str| words.get(i).is_some_and(|t| t.is_word(sql, s));
+    let mut i = 1;
+    if w(i, "SESSION") || w(i, "LOCAL") {
+        i += 1;
+    }
+    if !w(i, "STATUS") {
+        return None;
+    }
+    let pattern = if w(i + 1, "LIKE") {
+        let t = words
+            .get(i + 2)
+            .filter(|t| t.kind == super::scan::Tok::Str)?;
+        let p = String::from_utf8(super::scan::string_value(sql, t, d)).ok()?;
+        // one statement: a LIKE pattern and nothing after it but a `;`
+        match words.get(i + 3) {
+            None => {}
+            Some(t) if t.is_punct(b';') && words.get(i + 4).is_none() => {}
+            _ => return None,
+        }
+        Some(p)
+    } else if words.get(i + 1).is_none_or(|t| t.is_punct(b';')) && words.len() <= i + 2 {
+        None
+    } else {
+        return None; // WHERE …: the backend's
+    };
+    Some(SslStatus { pattern })
+}
+
+#[cfg(test)]
+mod ssl_tests {
+    use super::*;
+    use crate::sql::scan::Dialect;
+
+    #[test]
+    fn show_status_about_tls_is_recognised() {
+        let d = Dialect::default();
+        let p = |s: &str| ssl_status(s.as_bytes(), d);
+        assert_eq!(
+            p("SHOW STATUS LIKE 'Ssl_cipher'"),
+            Some(SslStatus {
+                pattern: Some("Ssl_cipher".into())
+            })
+        );
+        assert!(p("  show session status like 'ssl%';").is_some());
+        assert_eq!(p("SHOW STATUS"), Some(SslStatus { pattern: None }));
+        assert_eq!(p("SHOW GLOBAL STATUS LIKE 'Ssl_cipher'"), None);
+        assert_eq!(p("SHOW STATUS WHERE Variable_name = 'Ssl_cipher'"), None);
+        assert_eq!(p("SHOW STATUS LIKE 'Ssl_cipher'; SELECT 1"), None);
+        assert_eq!(p("SELECT 1"), None);
+        assert_eq!(p("SHOW TABLES"), None);
+    }
+}

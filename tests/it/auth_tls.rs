@@ -347,7 +347,9 @@ fn require_ssl_accounts_log_in_through_a_tls_proxy_with_backend_tls() {
     let mut direct = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
     assert!(direct.query_ok("CREATE USER sec@'%' IDENTIFIED BY 'pw' REQUIRE SSL"));
     assert!(direct.query_ok("GRANT SELECT ON *.* TO sec@'%'"));
-    let cipher_sql = "SHOW SESSION STATUS LIKE 'Ssl_cipher'";
+    // the backend link's own cipher (SHOW STATUS describes the client's connection to the
+    // proxy: issue 32)
+    let cipher_sql = "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'";
 
     // auto (the default): TLS to the backend because the client used TLS to the proxy, with
     // the backend's certificate verified against the CA
@@ -364,7 +366,7 @@ fn require_ssl_accounts_log_in_through_a_tls_proxy_with_backend_tls() {
         .lines()
         .last()
         .unwrap_or_default()
-        .trim_start_matches("Ssl_cipher")
+        .trim_start_matches("SSL_CIPHER")
         .trim();
     assert!(
         !cipher.is_empty(),
@@ -388,6 +390,15 @@ fn require_ssl_accounts_log_in_through_a_tls_proxy_with_backend_tls() {
     assert!(c.rows(cipher_sql)[0][1]
         .as_deref()
         .is_some_and(|v| !v.is_empty()));
+    // while the client's own connection is plain, and SHOW STATUS says so
+    for sql in [
+        "SHOW STATUS LIKE 'Ssl_cipher'",
+        "SHOW SESSION STATUS LIKE 'Ssl_version'",
+    ] {
+        let rows = c.rows(sql);
+        assert_eq!(rows.len(), 1, "{sql}");
+        assert_eq!(rows[0][1].as_deref(), Some(&b""[..]), "{sql}");
+    }
     drop(p);
 
     // a backend certificate the configured CA did not sign is refused, with an error packet
@@ -422,4 +433,23 @@ fn require_ssl_accounts_log_in_through_a_tls_proxy_with_backend_tls() {
     let p = proxy::start(tls_proxy_config(&seekdb.addr, &proxy_cert, "auto", None));
     let (ok, out) = cli(&p.addr, "root", "", &["--ssl"], "SELECT 'plain backend'");
     assert!(ok && out.contains("plain backend"), "{out}");
+    // a TLS client reads its own connection's cipher, though the backend link is plain (Go's
+    // driver's TLS test asks exactly this)
+    for sql in [
+        "SHOW STATUS LIKE 'Ssl_cipher'",
+        "SHOW STATUS LIKE 'Ssl_version'",
+    ] {
+        let (ok, out) = cli(&p.addr, "root", "", &["--ssl"], sql);
+        let value = out
+            .lines()
+            .last()
+            .unwrap_or_default()
+            .split('\t')
+            .nth(1)
+            .unwrap_or_default()
+            .trim()
+            .to_string();
+        assert!(ok && !value.is_empty(), "{sql}: {out}");
+        assert!(value.starts_with("TLS"), "{sql}: {value}");
+    }
 }

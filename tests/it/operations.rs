@@ -223,3 +223,98 @@ fn health_checks_tell_a_live_proxy_from_a_ready_one() {
     let _ = huge.write_all(&vec![b'a'; 64 * 1024]);
     assert_eq!(http_get(&admin, "/livez").0, 200);
 }
+
+/// Waits until `/metrics` shows `sample` at `want` (a reload is applied by the proxy's own
+/// loop: its counter says when).
+fn wait_for(admin: &str, sample: &str, want: f64) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let (_, text) = http_get(admin, "/metrics");
+        if samples(&text).get(sample) == Some(&want) {
+            return;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{sample} never reached {want}"
+        );
+        std::thread::yield_now();
+    }
+}
+
+/// SIGHUP: a changed rule mode changes the next statement's answer in a session that stays
+/// open; a broken file keeps the running configuration (and is counted, and logged).
+#[test]
+fn sighup_reloads_the_rules_and_a_broken_file_changes_nothing() {
+    let kind = crate::common::Kind::MariaDb;
+    let dir = tempfile::tempdir().expect("tmp");
+    let file = dir.path().join("obkv-proxy.toml");
+    let write = |mode: &str| {
+        std::fs::write(
+            &file,
+            format!("[hbase]\nenforcement = \"{mode}\"\nmultiple_families = true\n"),
+        )
+        .expect("config file")
+    };
+    write("strict");
+    let admin = format!("127.0.0.1:{}", free_port());
+    let cfg = file.to_str().expect("path").to_string();
+    let p = proxy::spawn_binary(
+        &shared(kind).addr,
+        &["--admin-listen", &admin, "--config", &cfg],
+    );
+    let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+    ok(&mut c, "DROP DATABASE IF EXISTS ops_reload");
+    ok(&mut c, "CREATE DATABASE ops_reload");
+    ok(&mut c, "USE ops_reload");
+    ok(&mut c, "DROP TABLEGROUP IF EXISTS opsr");
+    ok(&mut c, "CREATE TABLEGROUP opsr");
+    ok(
+        &mut c,
+        "CREATE TABLE opsr$f (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32) NOT NULL, \
+         PRIMARY KEY (K, Q, T)) TABLEGROUP = opsr PARTITION BY KEY(K) PARTITIONS 3",
+    );
+    let insert = |t: i64| format!("INSERT INTO opsr$f (K, Q, T, V) VALUES ('k', 'q', {t}, 'v')");
+    let (code, msg) = c.warnings_or_error(&insert(5)).expect_err("strict: C4");
+    assert!(msg.contains("C4"), "{code} {msg}");
+    // warn mode, by SIGHUP: the same session's next statement runs, with the finding as a
+    // warning
+    write("warn");
+    unsafe {
+        libc::kill(p.pid as i32, libc::SIGHUP);
+    }
+    wait_for(&admin, "obkv_proxy_config_reloads_total", 1.0);
+    let warnings = c.warnings_or_error(&insert(5)).expect("warn: runs");
+    assert!(warnings >= 1);
+    // a broken file: refused, the running configuration stays
+    std::fs::write(&file, "[hbase]\nenforcement = \"nonsense\"\n").expect("broken file");
+    unsafe {
+        libc::kill(p.pid as i32, libc::SIGHUP);
+    }
+    wait_for(&admin, "obkv_proxy_config_reload_failures_total", 1.0);
+    c.warnings_or_error(&insert(6)).expect("still warn mode");
+    assert!(
+        p.log_text().contains("configuration reload refused"),
+        "{}",
+        p.log_text()
+    );
+    // a setting that cannot change live is kept, and said to be
+    std::fs::write(
+        &file,
+        "[proxy]\nmax_connections = 7\n[hbase]\nenforcement = \"strict\"\nmultiple_families = true\n",
+    )
+    .expect("config file");
+    unsafe {
+        libc::kill(p.pid as i32, libc::SIGHUP);
+    }
+    wait_for(&admin, "obkv_proxy_config_reloads_total", 2.0);
+    assert!(
+        p.log_text()
+            .contains("proxy.max_connections changes only with a restart"),
+        "{}",
+        p.log_text()
+    );
+    let (_, msg) = c.warnings_or_error(&insert(7)).expect_err("strict again");
+    assert!(msg.contains("C4"), "{msg}");
+    ok(&mut c, "DROP DATABASE ops_reload");
+    ok(&mut c, "DROP TABLEGROUP opsr");
+}
