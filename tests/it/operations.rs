@@ -20,7 +20,11 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     let mut s = TcpStream::connect(addr).expect("admin listener");
     s.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
-    write!(s, "GET {path} HTTP/1.1\r\nHost: {addr}\r\n\r\n").expect("request");
+    write!(
+        s,
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+    )
+    .expect("request");
     let mut out = Vec::new();
     s.read_to_end(&mut out).expect("response");
     let text = String::from_utf8_lossy(&out).into_owned();
@@ -317,4 +321,176 @@ fn sighup_reloads_the_rules_and_a_broken_file_changes_nothing() {
     assert!(msg.contains("C4"), "{msg}");
     ok(&mut c, "DROP DATABASE ops_reload");
     ok(&mut c, "DROP TABLEGROUP opsr");
+}
+
+/// A Prometheus server of our own (Debian's package) scraping one target every second, on a
+/// loopback port, with its data in a temporary folder; stopped on drop.
+struct Prometheus {
+    addr: String,
+    child: std::process::Child,
+    _dir: tempfile::TempDir,
+}
+
+impl Prometheus {
+    fn start(target: &str) -> Prometheus {
+        let dir = tempfile::tempdir().expect("tmp");
+        let cfg = dir.path().join("prometheus.yml");
+        std::fs::write(
+            &cfg,
+            format!(
+                "global:\n  scrape_interval: 1s\n  scrape_timeout: 1s\nscrape_configs:\n  - job_name: obkv-proxy\n    static_configs:\n      - targets: ['{target}']\n"
+            ),
+        )
+        .expect("prometheus.yml");
+        let addr = format!("127.0.0.1:{}", free_port());
+        let child = Command::new("prometheus")
+            .arg(format!("--config.file={}", cfg.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("data").display()
+            ))
+            .arg(format!("--web.listen-address={addr}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("prometheus (scripts/install-deps.sh installs Debian's prometheus)");
+        Prometheus {
+            addr,
+            child,
+            _dir: dir,
+        }
+    }
+
+    /// The value of an instant query with one series, once it equals `want` (Prometheus scrapes
+    /// every second: polled, within a deadline).
+    fn wait_for(&self, query: &str, want: f64) {
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let path = format!("/api/v1/query?query={}", encode(query));
+        let mut last = String::new();
+        loop {
+            if let Ok(mut s) = TcpStream::connect(&self.addr) {
+                let _ = s.set_read_timeout(Some(Duration::from_secs(5)));
+                let _ = write!(
+                    s,
+                    "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+                    self.addr
+                );
+                let mut out = Vec::new();
+                let _ = s.read_to_end(&mut out);
+                let text = String::from_utf8_lossy(&out).into_owned();
+                if let Some((_, body)) = text.split_once("\r\n\r\n") {
+                    let value = serde_json::from_str::<serde_json::Value>(body)
+                        .ok()
+                        .and_then(|v| {
+                            v["data"]["result"][0]["value"][1]
+                                .as_str()
+                                .and_then(|x| x.parse::<f64>().ok())
+                        });
+                    if value == Some(want) {
+                        return;
+                    }
+                    last = body.to_string();
+                }
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "prometheus never answered {want} for {query}: {last}"
+            );
+            std::thread::yield_now();
+        }
+    }
+}
+
+impl Drop for Prometheus {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A query string's bytes, percent-encoded.
+fn encode(q: &str) -> String {
+    q.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'_' | b'.' => (b as char).to_string(),
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A real Prometheus server scrapes a proxy under sysbench's point selects and an HBase
+/// workload: its query API returns the refusal under its rule, the rewrite under its table, and
+/// a latency histogram whose count is the statements sent.
+#[test]
+fn a_prometheus_server_scrapes_the_proxy_under_load() {
+    let kind = crate::common::Kind::MariaDb;
+    let admin = format!("127.0.0.1:{}", free_port());
+    let p = proxy::spawn_binary(&shared(kind).addr, &["--admin-listen", &admin]);
+    let prom = Prometheus::start(&admin);
+    let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+    ok(&mut c, "DROP DATABASE IF EXISTS ops_prom");
+    ok(&mut c, "CREATE DATABASE ops_prom");
+    ok(&mut c, "USE ops_prom");
+    // sysbench's point selects (prepared statements), exactly 400 of them
+    crate::sysbench::sysbench(&p.addr, "ops_prom", &["oltp_point_select", "prepare"]);
+    crate::sysbench::sysbench(
+        &p.addr,
+        "ops_prom",
+        &[
+            "oltp_point_select",
+            "--threads=2",
+            "--events=400",
+            "--time=0",
+            "run",
+        ],
+    );
+    // the HBase workload: writes, one refusal, one rewritten prefix scan
+    ok(&mut c, "DROP TABLEGROUP IF EXISTS opsp");
+    ok(&mut c, "CREATE TABLEGROUP opsp");
+    ok(
+        &mut c,
+        "CREATE TABLE opsp$f (K varbinary(16), Q varbinary(8), T bigint, V varbinary(32) NOT NULL, \
+         K_PREFIX varbinary(16) GENERATED ALWAYS AS (substring(K, 1, 4)), PRIMARY KEY (K, Q, T)) \
+         TABLEGROUP = opsp PARTITION BY KEY(K_PREFIX) PARTITIONS 13",
+    );
+    let writes = 30;
+    for i in 0..writes {
+        ok(
+            &mut c,
+            &format!(
+                "INSERT INTO opsp$f (K, Q, T, V) VALUES ('user{i}', 'q', -1700000000000, 'v')"
+            ),
+        );
+    }
+    let refused = c
+        .warnings_or_error("INSERT INTO opsp$f (K, Q, T, V) VALUES ('user', 'q', 5, 'v')")
+        .expect_err("C4");
+    assert!(refused.1.contains("C4"), "{refused:?}");
+    assert_eq!(
+        c.rows("SELECT K FROM opsp$f WHERE K LIKE 'user1%'").len(),
+        11
+    );
+    prom.wait_for(r#"obkv_proxy_refusals_total{rule="C4"}"#, 1.0);
+    prom.wait_for(
+        r#"obkv_proxy_table_events_total{table="ops_prom.opsp$f",event="rewrites"}"#,
+        1.0,
+    );
+    // every write was timed: the refused one too
+    prom.wait_for(
+        r#"obkv_proxy_statement_duration_seconds_count{class="hbase_write"}"#,
+        f64::from(writes + 1),
+    );
+    prom.wait_for(
+        r#"sum(obkv_proxy_statements_total{class="hbase_write"})"#,
+        f64::from(writes + 1),
+    );
+    // sysbench's 400 point selects were executions of a prepared statement
+    prom.wait_for(
+        r#"obkv_proxy_commands_total{command="stmt_execute"}"#,
+        400.0,
+    );
+    ok(&mut c, "DROP TABLE opsp$f");
+    ok(&mut c, "DROP TABLEGROUP opsp");
+    ok(&mut c, "DROP DATABASE ops_prom");
 }

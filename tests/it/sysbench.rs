@@ -7,7 +7,7 @@ use crate::common::proxy;
 use crate::common::raw::RawConn;
 use crate::common::{shared, BOTH};
 
-fn sysbench(addr: &str, db: &str, args: &[&str]) -> String {
+pub(crate) fn sysbench(addr: &str, db: &str, args: &[&str]) -> String {
     let (host, port) = addr.rsplit_once(':').expect("addr");
     let out = Command::new("sysbench")
         .args(args)
