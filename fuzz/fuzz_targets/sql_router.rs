@@ -4,15 +4,13 @@
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
-use std::sync::{Arc, OnceLock};
+
+mod tables;
 
 use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::engine::read::Scope;
 use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin};
 use obkv_proxy::engine::write::{check_execution, Bound, Txn, WriteRules};
-use obkv_proxy::hbase::cells::CellLimits;
-use obkv_proxy::hbase::partition::Partitioning;
-use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::dml;
 use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner};
 
@@ -48,37 +46,7 @@ fuzz_target!(|data: &[u8]| {
         Scope::default()
     };
     // the rewriter sees `g$f` (and `hb.g$f`) as a KEY(K_PREFIX) table with n = 4
-    static CACHE: OnceLock<Arc<SchemaCache>> = OnceLock::new();
-    let cache = CACHE
-        .get_or_init(|| {
-            let c = SchemaCache::new(std::time::Duration::from_secs(86_400));
-            let schema = TableSchema {
-                schema: "hb".into(),
-                name: "g$f".into(),
-                partitioning: Partitioning::Key {
-                    prefix_len: Some(4),
-                    partitions: 97,
-                },
-                prefix_column: Some(("K_PREFIX".into(), 4)),
-                placement: Placement::OceanBase,
-                grouped: true,
-                limits: CellLimits {
-                    k: Some(16),
-                    q: Some(8),
-                    v: Some(32),
-                    prefix_column: Some("K_PREFIX".into()),
-                    columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
-                },
-            };
-            // a second family, with a blob V: joins of two HBase tables
-            let mut blob = schema.clone();
-            blob.name = "g$h".into();
-            blob.limits.v = Some(1 << 20);
-            c.put(key(b"hb", b"g$f", true), Some(Arc::new(schema)));
-            c.put(key(b"hb", b"g$h", true), Some(Arc::new(blob)));
-            Arc::new(c)
-        })
-        .clone();
+    let cache = tables::cache();
     let tables = TableView {
         cache,
         current_db: Some(Some(std::sync::Arc::from(&b"hb"[..]))),

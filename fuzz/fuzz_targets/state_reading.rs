@@ -15,48 +15,18 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use std::sync::{Arc, OnceLock};
+mod tables;
+
+use std::sync::Arc;
 
 use obkv_proxy::engine::decision::{Answer, Decision};
 use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
 use obkv_proxy::engine::read::Scope;
 use obkv_proxy::engine::router::{decide, decide_as_read, Context, Origin};
 use obkv_proxy::engine::write::{Txn, WriteRules};
-use obkv_proxy::hbase::cells::CellLimits;
-use obkv_proxy::hbase::partition::Partitioning;
-use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
 use obkv_proxy::sql::classify::Class;
 use obkv_proxy::sql::scan::{Dialect, Flavor, Scanner, Tok};
 
-/// `hb.g$f`: a KEY(K_PREFIX) table with n = 4, 97 partitions, as the session would know it.
-fn tables() -> Arc<SchemaCache> {
-    static CACHE: OnceLock<Arc<SchemaCache>> = OnceLock::new();
-    CACHE
-        .get_or_init(|| {
-            let c = SchemaCache::new(std::time::Duration::from_secs(86_400));
-            let schema = TableSchema {
-                schema: "hb".into(),
-                name: "g$f".into(),
-                partitioning: Partitioning::Key {
-                    prefix_len: Some(4),
-                    partitions: 97,
-                },
-                prefix_column: Some(("K_PREFIX".into(), 4)),
-                placement: Placement::OceanBase,
-                grouped: true,
-                limits: CellLimits {
-                    k: Some(16),
-                    q: Some(8),
-                    v: Some(32),
-                    prefix_column: Some("K_PREFIX".into()),
-                    columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
-                },
-            };
-            c.put(key(b"hb", b"g$f", true), Some(Arc::new(schema)));
-            Arc::new(c)
-        })
-        .clone()
-}
 
 /// What the reading of a text must agree on: where statements may end and what is quoted.
 #[derive(Debug, PartialEq, Eq)]
@@ -356,7 +326,7 @@ fuzz_target!(|data: &[u8]| {
             names_ci: true,
         },
         tables: Some(TableView {
-            cache: tables(),
+            cache: tables::cache(),
             current_db: Some(Some(Arc::from(&b"hb"[..]))),
             charset: Some(charset),
             names_ci: true,

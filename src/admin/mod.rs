@@ -22,6 +22,8 @@ pub struct Stats {
     pub refused_login_failed: AtomicU64,
     /// Client sessions that use TLS (since start).
     pub tls_sessions: AtomicU64,
+    /// Sessions that logged in to the backend (since start).
+    pub backend_logins: AtomicU64,
     /// Configuration reloads applied, and refused (SIGHUP).
     pub config_reloads: AtomicU64,
     pub config_reload_failures: AtomicU64,
@@ -54,6 +56,7 @@ impl Default for Stats {
             refused_login_timeout: AtomicU64::new(0),
             refused_login_failed: AtomicU64::new(0),
             tls_sessions: AtomicU64::new(0),
+            backend_logins: AtomicU64::new(0),
             config_reloads: AtomicU64::new(0),
             config_reload_failures: AtomicU64::new(0),
             last_backend_login: AtomicU64::new(0),
@@ -79,6 +82,7 @@ impl Stats {
     pub fn backend_logged_in(&self) {
         let now = u64::try_from(self.started.elapsed().as_millis()).unwrap_or(u64::MAX - 1);
         self.last_backend_login.store(now + 1, Ordering::Relaxed);
+        bump(&self.backend_logins);
     }
 
     /// Whether a session logged in to the backend within `d`.
@@ -117,6 +121,7 @@ impl Stats {
             ("socket_probes_answered", g(&self.socket_probes_answered)),
             ("compressed_sessions", g(&self.compressed_sessions)),
             ("socket_connections", g(&self.socket_connections)),
+            ("backend_logins", g(&self.backend_logins)),
             ("backend_connect_errors", g(&self.backend_connect_errors)),
             ("backend_lost", g(&self.backend_lost)),
             ("client_protocol_errors", g(&self.client_protocol_errors)),

@@ -174,6 +174,12 @@ pub fn render(stats: &Stats, extra: &[Extra]) -> String {
         bytes_out,
     );
     o.single(
+        "backend_logins_total",
+        "counter",
+        "Sessions that logged in to the backend (each holds one backend connection).",
+        g(&stats.backend_logins),
+    );
+    o.single(
         "backend_connect_errors_total",
         "counter",
         "Backend connections that could not be made.",
