@@ -84,8 +84,9 @@ counted() {
   port=$(free_port)
   out="$work/cg.$hop.$w"
   if [[ $hop == proxy ]]; then
+    # COST_PROXY_ARGS is a list of arguments: split on purpose
+    # shellcheck disable=SC2086
     valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
-      # shellcheck disable=SC2086 # COST_PROXY_ARGS is a list of arguments
       "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" ${COST_PROXY_ARGS:-} >"$work/$hop.log" 2>&1 &
   else
     haproxy_config "$port" "$mport" >"$work/haproxy.$port.cfg"

@@ -18,6 +18,11 @@ scripts/client-suites.sh || status=$?
 scripts/rust-driver-suite.sh || status=$?
 # MariaDB's own mysql-test-run suites that use dynamic SQL, directly and through the proxy
 scripts/mtr-suites.sh || status=$?
+# the container images built from the Dockerfiles users build, and the compose workflow: the
+# guide's statements through the front, both proxies scraped, a proxy stopped under a client
+# loop with no committed write lost, down/up keeping seekdb's data (dockerd started and
+# stopped by the script; base images made from Debian's packages where no registry is reached)
+scripts/docker.sh test || status=$?
 # data folders of this run's private instances (about 2 GB per seekdb)
 rm -rf target/obkv-test
 exit $status

@@ -34,6 +34,13 @@ enum Command {
     CheckConfig,
     /// Print the mysql_native_password hash of a password, for auth.users.password_hash.
     HashPassword { password: String },
+    /// GET a path of the running proxy's admin listener (admin.listen, on loopback when it
+    /// listens on every address) and print the body: exit 0 on 200, 1 otherwise. The
+    /// container image's HEALTHCHECK runs `obkv-proxy probe` (/readyz).
+    Probe {
+        #[arg(default_value = "/readyz")]
+        path: String,
+    },
     /// Show which partition OceanBase puts rowkeys in, for a table definition: the partition of
     /// each KEY given, or how the keys of --keys-file spread over the partitions (skew).
     Partition {
@@ -107,6 +114,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    if let Some(Command::Probe { path }) = &cli.command {
+        return probe(&cfg.admin.listen, path);
+    }
     if let Some(Command::CheckConfig) = &cli.command {
         // (`load` checked that every file it names can be read)
         // the effective configuration (file, environment and flags applied), secrets hidden
@@ -174,6 +184,43 @@ fn main() -> ExitCode {
     });
     workers.stop();
     code
+}
+
+/// `obkv-proxy probe PATH`: one GET on the admin listener, within 5 seconds.
+fn probe(listen: &str, path: &str) -> ExitCode {
+    use std::io::{Read, Write};
+    let Ok(mut addr) = listen.parse::<std::net::SocketAddr>() else {
+        eprintln!("obkv-proxy probe: admin.listen = {listen:?} is not an address");
+        return ExitCode::from(2);
+    };
+    if addr.ip().is_unspecified() {
+        addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+    }
+    let wait = std::time::Duration::from_secs(5);
+    let got = std::net::TcpStream::connect_timeout(&addr, wait).and_then(|mut s| {
+        s.set_read_timeout(Some(wait))?;
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        )?;
+        let mut out = Vec::new();
+        s.take(16 << 20).read_to_end(&mut out)?;
+        Ok(out)
+    });
+    let out = match got {
+        Ok(o) => String::from_utf8_lossy(&o).into_owned(),
+        Err(e) => {
+            eprintln!("obkv-proxy probe: {addr}: {e}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let (head, body) = out.split_once("\r\n\r\n").unwrap_or((&out, ""));
+    print!("{body}");
+    if head.split(' ').nth(1) == Some("200") {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    }
 }
 
 /// The log: text or JSON lines on stderr, at the configured level (RUST_LOG, when set, wins);

@@ -108,6 +108,8 @@ impl Stats {
         let snap = metrics::snapshot();
         let mut rows: Vec<(String, String)> = [
             ("version", env!("CARGO_PKG_VERSION").to_string()),
+            // which proxy answers, behind a load balancer (a container's name)
+            ("proxy_host", host_name()),
             (
                 "uptime_seconds",
                 self.started.elapsed().as_secs().to_string(),
@@ -168,4 +170,11 @@ impl Stats {
         }
         rows
     }
+}
+
+/// This machine's (or container's) host name.
+pub fn host_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .map(|h| h.trim().to_string())
+        .unwrap_or_default()
 }

@@ -209,6 +209,17 @@ fn health_checks_tell_a_live_proxy_from_a_ready_one() {
         assert_eq!(http_get(&admin, "/livez"), (200, "ok\n".into()));
         assert_eq!(http_get(&admin, "/readyz"), (200, "ready\n".into()));
         assert_eq!(http_get(&admin, "/nothing").0, 404);
+        // the binary's own probe (the container image's HEALTHCHECK)
+        let probe = |path: &str| {
+            Command::new(env!("CARGO_BIN_EXE_obkv-proxy"))
+                .args(["--admin-listen", &admin, "probe", path])
+                .output()
+                .expect("probe runs")
+        };
+        let ready = probe("/readyz");
+        assert!(ready.status.success());
+        assert_eq!(String::from_utf8_lossy(&ready.stdout), "ready\n");
+        assert!(!probe("/nothing").status.success());
         drop(p);
     }
     // a backend that does not answer: alive, not ready, and why
@@ -219,6 +230,14 @@ fn health_checks_tell_a_live_proxy_from_a_ready_one() {
     let (status, body) = http_get(&admin, "/readyz");
     assert_eq!(status, 503, "{body}");
     assert!(body.contains(&dead), "{body}");
+    let probe = Command::new(env!("CARGO_BIN_EXE_obkv-proxy"))
+        .args(["--admin-listen", &admin, "probe"])
+        .output()
+        .expect("probe runs");
+    assert!(
+        !probe.status.success(),
+        "a proxy without a backend probed ready"
+    );
     // a request that never ends its head is answered 400 within the head timeout, and a
     // huge one is cut off: the listener keeps answering
     let mut slow = TcpStream::connect(&admin).expect("admin");
