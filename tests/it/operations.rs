@@ -17,7 +17,19 @@ use crate::common::{shared, BOTH};
 
 /// A GET on the admin listener: (status, body).
 pub fn http_get(addr: &str, path: &str) -> (u16, String) {
-    let mut s = TcpStream::connect(addr).expect("admin listener");
+    // a proxy process binds its admin listener just after its SQL port, which is what
+    // `spawn_binary` waits for: a refused connection is tried again, within a deadline
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    let mut s = loop {
+        match TcpStream::connect(addr) {
+            Ok(s) => break s,
+            Err(e) if std::time::Instant::now() < deadline => {
+                assert_eq!(e.kind(), std::io::ErrorKind::ConnectionRefused, "{e}");
+                std::thread::yield_now();
+            }
+            Err(e) => panic!("admin listener {addr}: {e}"),
+        }
+    };
     s.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
     write!(
