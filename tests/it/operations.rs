@@ -105,8 +105,25 @@ fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
             .warnings_or_error("INSERT INTO opsg$f (K, Q, T, V) VALUES ('abcd2', 'q', 5, 'v')")
             .expect_err("C4");
         assert!(refused.1.contains("C4"), "{refused:?}");
-        let rows = c.rows("SELECT K FROM opsg$f WHERE K LIKE 'abcd%'");
-        assert_eq!(rows.len(), 1);
+        // the prefix scan, until the rewriter rewrote one (it declines when it cannot read the
+        // table's schema in time: seen once in three full runs under load, cause not found;
+        // the rewriter's own tests are tests/it/prefix.rs — here the counting is checked)
+        let (mut scans, mut status_reads) = (0, 0);
+        loop {
+            let rows = c.rows("SELECT K FROM opsg$f WHERE K LIKE 'abcd%'");
+            assert_eq!(rows.len(), 1);
+            scans += 1;
+            let rewrites = c
+                .rows("SHOW PROXY STATUS")
+                .iter()
+                .find(|r| r[0].as_deref() == Some(&b"prefix_rewrites"[..]))
+                .and_then(|r| r[1].clone())
+                .unwrap_or_default();
+            status_reads += 1;
+            if rewrites == b"1" || scans == 5 {
+                break;
+            }
+        }
 
         let (status, text) = http_get(&admin, "/metrics");
         assert_eq!(status, 200, "{}", kind.name());
@@ -122,13 +139,15 @@ fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
             "{}",
             kind.name()
         );
+        // every plain statement timed: those forwarded and the proxy's own status reads
+        let timed_plain = n_plain + f64::from(status_reads);
         assert_eq!(
             get(r#"obkv_proxy_statement_duration_seconds_count{class="plain"}"#),
-            n_plain
+            timed_plain
         );
         assert_eq!(
             get(r#"obkv_proxy_statement_duration_seconds_bucket{class="plain",le="+Inf"}"#),
-            n_plain
+            timed_plain
         );
         assert_eq!(
             get(r#"obkv_proxy_statements_total{class="hbase_ddl",outcome="answered"}"#),
@@ -146,12 +165,20 @@ fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
             get(r#"obkv_proxy_statements_total{class="hbase_read",outcome="rewritten"}"#),
             1.0
         );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="hbase_read",outcome="forwarded"}"#),
+            f64::from(scans - 1)
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="plain",outcome="answered"}"#),
+            f64::from(status_reads)
+        );
         assert_eq!(get(r#"obkv_proxy_refusals_total{rule="C4"}"#), 1.0);
         assert_eq!(get(r#"obkv_proxy_refusals_total{rule="C1"}"#), 0.0);
         let table = format!("{db}.opsg$f");
         for (event, n) in [
             ("rewrites", 1.0),
-            ("reads", 1.0),
+            ("reads", f64::from(scans)),
             ("writes", 2.0),
             ("refusals", 1.0),
         ] {
@@ -164,7 +191,8 @@ fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
                 kind.name()
             );
         }
-        let queries = (plain.len() + selects + ddl.len() + 3) as f64;
+        let queries =
+            (plain.len() + selects + ddl.len() + 2) as f64 + f64::from(scans + status_reads);
         assert_eq!(
             get(r#"obkv_proxy_commands_total{command="query"}"#),
             queries
@@ -498,10 +526,19 @@ fn a_prometheus_server_scrapes_the_proxy_under_load() {
         .warnings_or_error("INSERT INTO opsp$f (K, Q, T, V) VALUES ('user', 'q', 5, 'v')")
         .expect_err("C4");
     assert!(refused.1.contains("C4"), "{refused:?}");
-    assert_eq!(
-        c.rows("SELECT K FROM opsp$f WHERE K LIKE 'user1%'").len(),
-        11
-    );
+    // (until one is rewritten: see the metrics test)
+    for _ in 0..5 {
+        assert_eq!(
+            c.rows("SELECT K FROM opsp$f WHERE K LIKE 'user1%'").len(),
+            11
+        );
+        let status = c.rows("SHOW PROXY STATUS");
+        if status.iter().any(|r| {
+            r[0].as_deref() == Some(&b"prefix_rewrites"[..]) && r[1].as_deref() == Some(&b"1"[..])
+        }) {
+            break;
+        }
+    }
     prom.wait_for(r#"obkv_proxy_refusals_total{rule="C4"}"#, 1.0);
     prom.wait_for(
         r#"obkv_proxy_table_events_total{table="ops_prom.opsp$f",event="rewrites"}"#,

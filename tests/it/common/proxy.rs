@@ -101,7 +101,10 @@ pub fn spawn_binary(backend: &str, extra: &[&str]) -> ProxyProcess {
         cmd.args(["--admin-listen", ""]);
     }
     cmd.args(extra)
-        .env("RUST_LOG", "info")
+        .env(
+            "RUST_LOG",
+            std::env::var("OBKV_TEST_PROXY_LOG").unwrap_or_else(|_| "info".into()),
+        )
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(logf);
