@@ -21,18 +21,7 @@ mirror=${DEBIAN_MIRROR:-http://deb.debian.org/debian}
 docker=/usr/bin/docker
 export DOCKER_HOST=${DOCKER_HOST:-unix:///var/run/docker.sock}
 
-need=()
-[[ -x /usr/bin/docker ]] || need+=(docker.io)
-command -v docker-compose >/dev/null 2>&1 || need+=(docker-compose)
-command -v debootstrap >/dev/null 2>&1 || need+=(debootstrap)
-if ((${#need[@]})); then
-  echo "installing Debian packages: ${need[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
-  rm -f /usr/sbin/policy-rc.d
-fi
+scripts/install-deps.sh docker
 
 # dockerd: started here when not running, and stopped by `test` at its end
 started_dockerd=

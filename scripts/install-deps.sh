@@ -2,12 +2,28 @@
 # Installs what obkv-proxy's run and test commands need, skipping what is already there.
 #   scripts/install-deps.sh run    -> seekdb (PyPI pylibseekdb) + a MySQL client
 #   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL, libmariadb-dev
+#   scripts/install-deps.sh docker -> Debian's docker.io, docker-compose and debootstrap (only)
 # Python packages go into a project-local virtualenv (.venv) so nothing system-wide is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 what=${1:-test}
 
 need_apt=()
+if [[ $what == docker ]]; then
+  # scripts/docker.sh: the engine, compose and the base-image maker
+  [[ -x /usr/bin/docker ]] || need_apt+=(docker.io)
+  command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
+  command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+  if ((${#need_apt[@]})); then
+    echo "installing Debian packages: ${need_apt[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+    rm -f /usr/sbin/policy-rc.d
+  fi
+  exit 0
+fi
 command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
 if [[ $what == test ]]; then
   command -v mariadbd >/dev/null 2>&1 || [[ -x /usr/sbin/mariadbd ]] || need_apt+=(mariadb-server)
