@@ -125,6 +125,9 @@ fn main() -> ExitCode {
         return ExitCode::SUCCESS;
     }
     let logs = Logs::init(&cfg);
+    // the metrics' registry and clock (whose calibration takes a while) before the listener is
+    // bound: once the port answers, the proxy is ready
+    obkv_proxy::admin::metrics::init(cfg.admin.max_tables);
 
     let workers = match Workers::start(cfg.proxy.worker_threads) {
         Ok(w) => w,
