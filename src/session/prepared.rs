@@ -208,19 +208,25 @@ impl Statements {
 impl Session {
     pub(super) async fn on_execute(&mut self) -> Result<(), End> {
         let id = self.statements.resolve(&self.command);
-        let (changes_session, ddl, rewrite) = match id.and_then(|id| self.statements.get(id)) {
-            Some(p) => (p.changes_session, p.ddl, p.rewrite.is_some()),
-            None => (false, false, false),
-        };
-        // the HBase table an execution writes or scans, for the metrics
-        let table =
-            id.and_then(|id| self.statements.get(id))
-                .and_then(|p| match (&p.write, &p.rewrite) {
+        // (and the HBase table an execution writes or scans, for the metrics: one lookup)
+        let (changes_session, ddl, rewrite, table) = match id.and_then(|id| self.statements.get(id))
+        {
+            Some(p) => (
+                p.changes_session,
+                p.ddl,
+                p.rewrite.is_some(),
+                match (&p.write, &p.rewrite) {
                     (Some(w), _) => Some((w.plan.schema.clone(), TableUse::Write)),
                     (None, Some(r)) => Some((r.plan.schema.clone(), TableUse::Read)),
                     _ => None,
-                });
-        self.activity.tables = table.iter().cloned().collect();
+                },
+            ),
+            None => (false, false, false, None),
+        };
+        self.activity.tables.clear();
+        if let Some(t) = &table {
+            self.activity.tables.push(t.clone());
+        }
         if changes_session {
             self.forget_session_facts();
         }
