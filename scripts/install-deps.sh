@@ -9,19 +9,23 @@ cd "$(dirname "$0")/.."
 what=${1:-test}
 
 need_apt=()
+# installs need_apt's packages, if any
+apt_install() {
+  ((${#need_apt[@]})) || return 0
+  echo "installing Debian packages: ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  # policy-rc.d keeps the package's own service from starting: our scripts start private instances.
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
+  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
+  rm -f /usr/sbin/policy-rc.d
+}
 if [[ $what == docker ]]; then
   # scripts/docker.sh: the engine, compose and the base-image maker
   [[ -x /usr/bin/docker ]] || need_apt+=(docker.io)
   command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
   command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
-  if ((${#need_apt[@]})); then
-    echo "installing Debian packages: ${need_apt[*]}"
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-    apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-    rm -f /usr/sbin/policy-rc.d
-  fi
+  apt_install
   exit 0
 fi
 command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)
@@ -38,15 +42,7 @@ if [[ $what == test ]]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
 fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
-if ((${#need_apt[@]})); then
-  echo "installing Debian packages: ${need_apt[*]}"
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  # policy-rc.d keeps the package's own service from starting: our scripts start private instances.
-  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d
-  apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
-  rm -f /usr/sbin/policy-rc.d
-fi
+apt_install
 
 if [[ ! -x .venv/bin/python ]]; then
   python3 -m venv .venv
