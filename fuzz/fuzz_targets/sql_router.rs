@@ -166,6 +166,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = obkv_proxy::sql::view::read(sql, dialect);
+    // what the slow-statement log and the TLS status probe read of a client's text
+    let digest = obkv_proxy::sql::digest::digest(sql, dialect);
+    assert!(digest.len() <= obkv_proxy::sql::digest::MAX + 8, "digest past its bound");
+    let _ = obkv_proxy::sql::probe::ssl_status(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::engine::explain::explain_obkv(sql, &ctx);
