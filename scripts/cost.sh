@@ -16,6 +16,8 @@
 #   older commit's, for a before/after comparison in one run.
 #   COST_PROXY_ARGS: more arguments for the counted proxy, e.g. `--config off.toml` with
 #   `[admin] metrics = false` to count what the metrics cost (docs/PERFORMANCE.md).
+#   COST_KEEP: a directory to keep each N-query callgrind dump in (`callgrind_annotate` them
+#   to see where the instructions went).
 # Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
 # the natural prefix scan `K LIKE 'p%'` of examples/prefix_bench.rs as text and prepared
 # (HAProxy relays the hand-written `AND K_PREFIX = 'p'` statement: the same rows), and the
@@ -106,6 +108,10 @@ counted() {
   callgrind_control -z "$pid" >/dev/null 2>&1
   qn=$(load "$w" "$hop" "$port" $((n + 1)))
   in=$(total)
+  if [[ -n ${COST_KEEP:-} ]]; then
+    mkdir -p "$COST_KEEP"
+    cp "$(ls -t "$out.$pid".* | head -1)" "$COST_KEEP/$hop.$w.callgrind"
+  fi
   kill "$pid" 2>/dev/null || true
   wait "$pid" 2>/dev/null || true
   echo "scale=0; ($in - $i1) / ($qn - $q1)" | bc

@@ -96,6 +96,17 @@ pub const BUCKETS_US: [u64; 16] = [
     1_000_000, 2_500_000, 5_000_000, 10_000_000,
 ];
 
+/// The same bounds in nanoseconds (what a latency is counted in).
+const BUCKETS_NS: [u64; 16] = {
+    let mut ns = [0; 16];
+    let mut i = 0;
+    while i < 16 {
+        ns[i] = BUCKETS_US[i] * 1000;
+        i += 1;
+    }
+    ns
+};
+
 /// Command bytes with a name (the rest are counted as `other`).
 pub const COMMANDS: [(u8, &str); 20] = [
     (0x01, "quit"),
@@ -144,7 +155,7 @@ struct Block {
     statements: [[AtomicU64; 4]; 4],
     refusals: Vec<AtomicU64>,
     latency: [[AtomicU64; LAT]; 4],
-    latency_sum_us: [AtomicU64; 4],
+    latency_sum_ns: [AtomicU64; 4],
     bytes_in: AtomicU64,
     bytes_out: AtomicU64,
     /// Per table slot (the last: `_other`), per event; allocated with the block.
@@ -164,7 +175,7 @@ impl Block {
                 .map(|_| AtomicU64::new(0))
                 .collect(),
             latency: std::array::from_fn(|_| zeros()),
-            latency_sum_us: zeros(),
+            latency_sum_ns: zeros(),
             bytes_in: AtomicU64::new(0),
             bytes_out: AtomicU64::new(0),
             tables: (0..=tables).map(|_| zeros()).collect(),
@@ -192,7 +203,7 @@ impl Block {
                 add(a, b);
             }
         }
-        for (a, b) in self.latency_sum_us.iter().zip(&o.latency_sum_us) {
+        for (a, b) in self.latency_sum_ns.iter().zip(&o.latency_sum_ns) {
             add(a, b);
         }
         add(&self.bytes_in, &o.bytes_in);
@@ -253,11 +264,11 @@ pub fn now() -> u64 {
     clock().raw()
 }
 
-/// The time since `start` (a `now()` reading).
+/// The nanoseconds since `start` (a `now()` reading).
 #[inline]
-pub fn since(start: u64) -> Duration {
+pub fn since_ns(start: u64) -> u64 {
     let c = clock();
-    c.delta(start, c.raw())
+    c.delta_as_nanos(start, c.raw())
 }
 
 /// Most tables with a label of their own when `init` was not called (tests, tools).
@@ -331,31 +342,38 @@ fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 /// waited for its answer (if it was a statement), and the bytes each way — one visit to the
 /// thread's block.
 #[inline]
-pub fn command(
-    c: u8,
-    statement: Option<(Class, Outcome, Duration)>,
-    from_client: u64,
-    to_client: u64,
-) {
+pub fn command(c: u8, statement: Option<(Class, Outcome, u64)>, from_client: u64, to_client: u64) {
     with(|l| {
         let b = &l.block;
         bump_by(&b.commands[command_slot(c)], 1);
         bump_by(&b.bytes_in, from_client);
         bump_by(&b.bytes_out, to_client);
-        if let Some((class, outcome, took)) = statement {
+        if let Some((class, outcome, ns)) = statement {
             let c = class as usize;
             bump_by(&b.statements[c][outcome as usize], 1);
-            let us = u64::try_from(took.as_micros()).unwrap_or(u64::MAX);
-            let bucket = BUCKETS_US.partition_point(|&b| b < us);
+            // most statements fall in the first buckets: a scan from the bottom ends soonest
+            let bucket = BUCKETS_NS
+                .iter()
+                .position(|&b| ns <= b)
+                .unwrap_or(BUCKETS_NS.len());
             bump_by(&b.latency[c][bucket], 1);
-            bump_by(&b.latency_sum_us[c], us);
+            bump_by(&b.latency_sum_ns[c], ns);
         }
+    });
+}
+
+/// Bytes each way that no command was counted with (a session's last answer).
+pub fn traffic(from_client: u64, to_client: u64) {
+    with(|l| {
+        bump_by(&l.block.bytes_in, from_client);
+        bump_by(&l.block.bytes_out, to_client);
     });
 }
 
 /// `command` for a statement alone (tests).
 pub fn statement(class: Class, outcome: Outcome, took: Duration) {
-    command(0x03, Some((class, outcome, took)), 0, 0);
+    let ns = u64::try_from(took.as_nanos()).unwrap_or(u64::MAX);
+    command(0x03, Some((class, outcome, ns)), 0, 0);
 }
 
 /// A refusal, by its label's index in `REFUSAL_LABELS`.
@@ -490,7 +508,7 @@ impl Snapshot {
                 acc
             })
             .collect();
-        let sum = Self::get(&self.sum.latency_sum_us[class as usize]) as f64 / 1e6;
+        let sum = Self::get(&self.sum.latency_sum_ns[class as usize]) as f64 / 1e9;
         (buckets, sum, acc)
     }
 

@@ -75,6 +75,18 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         (self.read, self.written + compressed)
     }
 
+    /// `traffic`, with what is queued to be written counted as written (exactly, unless the
+    /// stream is compressed: then the queue is counted once encoded and written).
+    pub fn traffic_queued(&self) -> (u64, u64) {
+        let (read, written) = self.traffic();
+        let queued = if self.comp.is_none() {
+            self.wbuf.len() as u64
+        } else {
+            0
+        };
+        (read, written + queued)
+    }
+
     /// Switches to the compressed protocol (call right after the login's OK, with nothing
     /// queued): bytes already read and not consumed are compressed ones. `server`: the proxy is
     /// the server on this stream (the client's leg), so the packets it writes are numbered as a

@@ -13,6 +13,7 @@ impl Session {
     /// `Refusal::to_error`, then this).
     pub(super) async fn answer_error(&mut self, e: ErrorInfo) -> Result<(), End> {
         let seq = self.command_frames;
+        self.observe_end();
         if self.client.send_packet(seq, &e.to_packet()).await.is_err() {
             return Err(End::ClientGone);
         }
@@ -32,6 +33,7 @@ impl Session {
             Ok(r) => r,
             Err(packet) => {
                 let seq = self.command_frames;
+                self.observe_end();
                 if self.client.send_packet(seq, &packet).await.is_err() {
                     return Err(End::ClientGone);
                 }
@@ -129,12 +131,14 @@ impl Session {
         for p in &packets {
             seq = self.client.queue_packet(seq, p);
         }
+        self.observe_end();
         self.client.flush().await.map_err(|_| End::ClientGone)
     }
 
     pub(super) async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
         let p = ok_packet(affected, 0, self.last_status, warnings);
         let seq = self.command_frames;
+        self.observe_end();
         self.client
             .send_packet(seq, &p)
             .await
@@ -144,6 +148,7 @@ impl Session {
 
     pub(super) async fn answer_raw(&mut self, packet: &[u8]) -> Result<(), End> {
         let seq = self.command_frames;
+        self.observe_end();
         self.client
             .send_packet(seq, packet)
             .await

@@ -129,6 +129,7 @@ impl Session {
     }
 
     async fn answer_load_error(&mut self, seq: u8, e: ErrorInfo) -> Result<Option<Summary>, End> {
+        self.observe_end();
         match self.client.send_packet(seq, &e.to_packet()).await {
             Ok(_) => Ok(None),
             Err(_) => Err(End::ClientGone),

@@ -161,6 +161,8 @@ pub struct Session {
     /// for the metrics (`observe`).
     activity: crate::engine::decision::Activity,
     statement: Option<(metrics::Class, metrics::Outcome)>,
+    /// When the command being carried out was read (None: counted already, or counting off).
+    started: Option<u64>,
     /// The client stream's traffic when the last command's metrics were counted.
     traffic: (u64, u64),
     /// The user the client logged in as (for the log of refusals).
@@ -219,6 +221,7 @@ impl Session {
             txn_pin: None,
             activity: Default::default(),
             statement: None,
+            started: None,
             traffic: (0, 0),
             user: Arc::from(""),
         }
@@ -491,6 +494,7 @@ impl Session {
         let stats = &self.shared.stats;
         stats.connections_active.fetch_add(1, Ordering::Relaxed);
         let end = self.command_loop().await;
+        self.observe_close();
         self.shared
             .stats
             .connections_active
@@ -571,8 +575,7 @@ impl Session {
                         .await;
                 }
             }
-            let started = metrics::enabled().then(metrics::now);
-            let command = self.command.first().copied().unwrap_or_default();
+            self.started = metrics::enabled().then(metrics::now);
             // a reload applies from the next command on
             let generation = self.shared.config_generation();
             if generation != self.cfg_generation {
@@ -581,6 +584,7 @@ impl Session {
             }
             self.own_warnings = 0;
             self.statement = None;
+            self.activity.tables.clear();
             let result = match self.command.first().copied() {
                 None => {
                     self.answer_error(ErrorInfo::new(
@@ -622,7 +626,7 @@ impl Session {
                 Some(com::CHANGE_USER) => self.on_change_user().await,
                 Some(other) => self.answer_error(ErrorInfo::unknown_command(other)).await,
             };
-            self.observe_command(command, started);
+            self.observe_end();
             if let Err(end) = result {
                 return end;
             }
@@ -922,6 +926,7 @@ impl Session {
             Some(_) if failed => {}
             Some(e) => {
                 bump(&self.shared.stats.answered_locally);
+                self.observe_end();
                 if self
                     .client
                     .send_packet(next_seq, &e.to_error().to_packet())

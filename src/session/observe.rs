@@ -101,45 +101,59 @@ impl Session {
         );
     }
 
-    /// After each command: its kind, the statement's latency as the client saw it (from its
-    /// last byte read to the answer's last byte written), the bytes each way; a statement slower
-    /// than `log.slow_statement_ms` is logged.
-    pub(super) fn observe_command(&mut self, command: u8, started: Option<u64>) {
-        // counting off (`admin.metrics = false`): nothing
-        let Some(started) = started else {
-            self.statement = None;
+    /// A command's end, counted once and before the answer's last bytes are written (so a
+    /// scrape that follows an answer sees it): its kind, the statement's latency as the client
+    /// saw it (from its last byte read to the answer's end being handed to the socket), the
+    /// bytes each way so far; a statement slower than `log.slow_statement_ms` is logged. The
+    /// answers call it just before their final write; the command loop calls it after each
+    /// command for the rest (a no-op when counted already or counting is off).
+    pub(super) fn observe_end(&mut self) {
+        let Some(started) = self.started.take() else {
             return;
         };
-        let now = self.client.traffic();
-        let (from_client, to_client) = (
-            now.0.saturating_sub(self.traffic.0),
-            now.1.saturating_sub(self.traffic.1),
-        );
-        self.traffic = now;
+        let command = self.command.first().copied().unwrap_or_default();
+        let (from_client, to_client) = self.traffic_since_counted();
         let Some((kind, outcome)) = self.statement.take() else {
             metrics::command(command, None, from_client, to_client);
             return;
         };
-        // (what the statement touched is its own: the next one starts with nothing)
-        let touched = std::mem::take(&mut self.activity.tables);
-        let took = metrics::since(started);
+        let took = metrics::since_ns(started);
         metrics::command(command, Some((kind, outcome, took)), from_client, to_client);
-        {
-            let slow = self.cfg.log.slow_statement_ms;
-            if slow > 0 && took.as_millis() >= u128::from(slow) {
-                let table = touched.last().map(|(t, _)| label(t));
-                warn!(
-                    target: "obkv_proxy::slow",
-                    class = metrics::CLASSES[kind as usize],
-                    outcome = metrics::OUTCOMES[outcome as usize],
-                    ms = took.as_millis() as u64,
-                    table = table.as_deref().unwrap_or(""),
-                    client = %self.peer,
-                    user = %self.user,
-                    statement = %crate::sql::digest::digest(self.command.get(1..).unwrap_or_default(), self.reading()),
-                    "slow statement"
-                );
-            }
+        let slow = self.cfg.log.slow_statement_ms;
+        if slow > 0 && took >= slow.saturating_mul(1_000_000) {
+            let table = self.activity.tables.last().map(|(t, _)| label(t));
+            warn!(
+                target: "obkv_proxy::slow",
+                class = metrics::CLASSES[kind as usize],
+                outcome = metrics::OUTCOMES[outcome as usize],
+                ms = took / 1_000_000,
+                table = table.as_deref().unwrap_or(""),
+                client = %self.peer,
+                user = %self.user,
+                statement = %crate::sql::digest::digest(self.command.get(1..).unwrap_or_default(), self.reading()),
+                "slow statement"
+            );
+        }
+    }
+
+    /// The client's bytes each way since they were last counted (what is queued to be written
+    /// included), and now counted.
+    fn traffic_since_counted(&mut self) -> (u64, u64) {
+        let now = self.client.traffic_queued();
+        let since = (
+            now.0.saturating_sub(self.traffic.0),
+            now.1.saturating_sub(self.traffic.1),
+        );
+        self.traffic = now;
+        since
+    }
+
+    /// The session's end: the bytes written since its last command was counted (an answer
+    /// written past the queue, a compressed end) are counted too.
+    pub(super) fn observe_close(&mut self) {
+        if metrics::enabled() {
+            let (from_client, to_client) = self.traffic_since_counted();
+            metrics::traffic(from_client, to_client);
         }
     }
 }

@@ -180,10 +180,11 @@ impl Session {
             }
             Step::More => self.client.flush_if_full().await,
             Step::Done => {
+                self.observe_end();
                 return match self.client.flush().await {
                     Ok(()) => Ok(Some(tracker.summary)),
                     Err(_) => Err(End::ClientGone),
-                }
+                };
             }
             Step::LocalInfile => {
                 if self.client.flush().await.is_err() {

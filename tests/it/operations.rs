@@ -167,9 +167,23 @@ fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
             shown()
         );
         // the plain statements, the HBase DDL, writes and the refusal, each where it belongs
-        assert!(
-            get(r#"obkv_proxy_statements_total{class="plain",outcome="forwarded"}"#)
-                >= (plain.len() + selects) as f64,
+        // (each counted before its answer's end is written: this scrape follows the last one)
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="plain",outcome="forwarded"}"#),
+            (plain.len() + selects) as f64,
+            "{}",
+            shown()
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="plain",outcome="answered"}"#),
+            f64::from(status_reads),
+            "{}",
+            shown()
+        );
+        assert_eq!(
+            get(r#"obkv_proxy_statements_total{class="hbase_read",outcome="forwarded"}"#)
+                + get(r#"obkv_proxy_statements_total{class="hbase_read",outcome="rewritten"}"#),
+            f64::from(scans),
             "{}",
             shown()
         );
@@ -196,10 +210,10 @@ fn metrics_count_what_clients_sent_and_promtool_accepts_them() {
         };
         assert_eq!(event("writes"), 2.0, "{}", kind.name());
         assert_eq!(event("refusals"), 1.0, "{}", kind.name());
-        // the scans: read, and the rewritten one under its table (a scan the rewriter
-        // declined is still a read; see the loop above)
-        assert!(event("reads") >= 1.0, "{}", shown());
-        assert!(event("rewrites") <= 1.0, "{}", shown());
+        // the scans: each a read, and the rewritten one under its table too (a scan the
+        // rewriter declined is still a read; see the loop above)
+        assert_eq!(event("reads"), f64::from(scans), "{}", shown());
+        assert_eq!(event("rewrites"), 1.0, "{}", shown());
         assert!(get("obkv_proxy_client_received_bytes_total") > 0.0);
         assert!(get("obkv_proxy_client_sent_bytes_total") > 0.0);
         assert_eq!(get("obkv_proxy_connections_active"), 1.0);
