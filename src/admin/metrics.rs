@@ -15,10 +15,10 @@
 //! - per HBase table: reads, writes, rewrites and refusals, for at most `admin.max_tables`
 //!   tables (the first seen); the others are summed under the table label `_other`.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 /// A statement's class, for latency and outcome counts.
@@ -225,9 +225,17 @@ fn bump_by(c: &AtomicU64, n: u64) {
 /// The registry: every live thread's block, the retired threads' sum, and the table slots.
 struct Registry {
     max_tables: usize,
-    blocks: Mutex<Vec<Arc<Block>>>,
-    retired: Block,
+    /// Every block ever made (at most as many as threads ever counted at once) and those no
+    /// live thread holds: a thread that ends gives its block back with its counts, and the
+    /// next thread to count goes on in it.
+    blocks: Mutex<Blocks>,
     tables: Mutex<TableSlots>,
+}
+
+#[derive(Default)]
+struct Blocks {
+    all: Vec<&'static Block>,
+    free: Vec<&'static Block>,
 }
 
 #[derive(Default)]
@@ -289,17 +297,15 @@ impl Registry {
     fn new(max_tables: usize) -> Registry {
         Registry {
             max_tables,
-            blocks: Mutex::new(Vec::new()),
-            retired: Block::new(max_tables),
+            blocks: Mutex::new(Blocks::default()),
             tables: Mutex::new(TableSlots::default()),
         }
     }
 }
 
-/// A thread's handle on its block: registered on first use, folded into the retired sum when
-/// the thread ends.
+/// A thread's hold on its block: taken on first use, given back when the thread ends.
 struct Local {
-    block: Arc<Block>,
+    block: &'static Block,
     /// A table's name hashed (foldhash) → its slot, as this thread has
     /// met them (bounded: past the limit, the registry's map is asked again). Looking a table
     /// up allocates nothing; two names with one hash would share a label, nothing worse.
@@ -309,11 +315,18 @@ struct Local {
 impl Local {
     fn new() -> Local {
         let r = registry();
-        let block = Arc::new(Block::new(r.max_tables));
-        r.blocks
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(block.clone());
+        let block = {
+            let mut blocks = r.blocks.lock().unwrap_or_else(|e| e.into_inner());
+            match blocks.free.pop() {
+                Some(b) => b,
+                None => {
+                    // made once per thread counting at once, never freed: kept and reused
+                    let b: &'static Block = Box::leak(Box::new(Block::new(r.max_tables)));
+                    blocks.all.push(b);
+                    b
+                }
+            }
+        };
         Local {
             block,
             slots: RefCell::new(HashMap::with_hasher(foldhash::fast::FixedState::default())),
@@ -323,15 +336,41 @@ impl Local {
 
 impl Drop for Local {
     fn drop(&mut self) {
+        let _ = BLOCK.try_with(|b| b.set(None));
         let r = registry();
-        let mut blocks = r.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        r.retired.absorb(&self.block);
-        blocks.retain(|b| !Arc::ptr_eq(b, &self.block));
+        r.blocks
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .free
+            .push(self.block);
     }
 }
 
 thread_local! {
+    /// The thread's block once it has one: a constant-initialised cell with nothing to drop,
+    /// read without the lazy-initialisation check `LOCAL` needs.
+    static BLOCK: Cell<Option<&'static Block>> = const { Cell::new(None) };
     static LOCAL: Local = Local::new();
+}
+
+/// The thread's block (None while the thread ends).
+#[inline]
+fn block() -> Option<&'static Block> {
+    match BLOCK.try_with(Cell::get) {
+        Ok(Some(b)) => Some(b),
+        _ => first_block(),
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn first_block() -> Option<&'static Block> {
+    LOCAL
+        .try_with(|l| {
+            let _ = BLOCK.try_with(|b| b.set(Some(l.block)));
+            l.block
+        })
+        .ok()
 }
 
 fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
@@ -343,8 +382,7 @@ fn with<R>(f: impl FnOnce(&Local) -> R) -> Option<R> {
 /// thread's block.
 #[inline]
 pub fn command(c: u8, statement: Option<(Class, Outcome, u64)>, from_client: u64, to_client: u64) {
-    with(|l| {
-        let b = &l.block;
+    if let Some(b) = block() {
         bump_by(&b.commands[command_slot(c)], 1);
         bump_by(&b.bytes_in, from_client);
         bump_by(&b.bytes_out, to_client);
@@ -359,15 +397,15 @@ pub fn command(c: u8, statement: Option<(Class, Outcome, u64)>, from_client: u64
             bump_by(&b.latency[c][bucket], 1);
             bump_by(&b.latency_sum_ns[c], ns);
         }
-    });
+    }
 }
 
 /// Bytes each way that no command was counted with (a session's last answer).
 pub fn traffic(from_client: u64, to_client: u64) {
-    with(|l| {
-        bump_by(&l.block.bytes_in, from_client);
-        bump_by(&l.block.bytes_out, to_client);
-    });
+    if let Some(b) = block() {
+        bump_by(&b.bytes_in, from_client);
+        bump_by(&b.bytes_out, to_client);
+    }
 }
 
 /// `command` for a statement alone (tests).
@@ -379,11 +417,9 @@ pub fn statement(class: Class, outcome: Outcome, took: Duration) {
 /// A refusal, by its label's index in `REFUSAL_LABELS`.
 #[inline]
 pub fn refusal(label: usize) {
-    with(|l| {
-        if let Some(c) = l.block.refusals.get(label) {
-            bump_by(c, 1);
-        }
-    });
+    if let Some(c) = block().and_then(|b| b.refusals.get(label)) {
+        bump_by(c, 1);
+    }
 }
 
 /// An event on an HBase table `database.table`.
@@ -439,8 +475,7 @@ pub fn snapshot() -> Snapshot {
     let sum = Block::new(r.max_tables);
     {
         let blocks = r.blocks.lock().unwrap_or_else(|e| e.into_inner());
-        sum.absorb(&r.retired);
-        for b in blocks.iter() {
+        for b in &blocks.all {
             sum.absorb(b);
         }
     }
@@ -573,14 +608,20 @@ mod tests {
         for w in workers {
             w.join().expect("joined");
         }
-        // the threads have ended: their counts live on in the retired block
+        // the threads have ended: their counts live on in the blocks they gave back, which the
+        // next threads go on counting in
+        for _ in 0..3 {
+            std::thread::spawn(|| command(0x03, None, 0, 0))
+                .join()
+                .expect("joined");
+        }
         let after = snapshot();
         let q1 = after
             .commands()
             .iter()
             .find(|c| c.0 == "query")
             .map_or(0, |c| c.1);
-        assert!(q1 - q0 >= 300, "{q0} -> {q1}");
+        assert!(q1 - q0 >= 303, "{q0} -> {q1}");
         assert!(after.statements(Class::HbaseWrite, Outcome::Refused) - w0 >= 3);
         // 300 µs is in the 500 µs bucket, not in the 250 µs one
         let (b, _, n) = after.latency(Class::HbaseWrite);

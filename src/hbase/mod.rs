@@ -1,6 +1,7 @@
 //! The OBKV-HBase model: one place for the rules, the partition function and the timestamp
 //! convention, asked by DDL checks, DML checks, transaction checks and the rewriter.
 
+pub mod advisor;
 pub mod backend;
 pub mod catalog;
 pub mod cells;

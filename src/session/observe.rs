@@ -121,19 +121,25 @@ impl Session {
         metrics::command(command, Some((kind, outcome, took)), from_client, to_client);
         let slow = self.cfg.log.slow_statement_ms;
         if slow > 0 && took >= slow.saturating_mul(1_000_000) {
-            let table = self.activity.tables.last().map(|(t, _)| label(t));
-            warn!(
-                target: "obkv_proxy::slow",
-                class = metrics::CLASSES[kind as usize],
-                outcome = metrics::OUTCOMES[outcome as usize],
-                ms = took / 1_000_000,
-                table = table.as_deref().unwrap_or(""),
-                client = %self.peer,
-                user = %self.user,
-                statement = %crate::sql::digest::digest(self.command.get(1..).unwrap_or_default(), self.reading()),
-                "slow statement"
-            );
+            self.log_slow(kind, outcome, took);
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn log_slow(&self, kind: Kind, outcome: Outcome, took: u64) {
+        let table = self.activity.tables.last().map(|(t, _)| label(t));
+        warn!(
+            target: "obkv_proxy::slow",
+            class = metrics::CLASSES[kind as usize],
+            outcome = metrics::OUTCOMES[outcome as usize],
+            ms = took / 1_000_000,
+            table = table.as_deref().unwrap_or(""),
+            client = %self.peer,
+            user = %self.user,
+            statement = %crate::sql::digest::digest(self.command.get(1..).unwrap_or_default(), self.reading()),
+            "slow statement"
+        );
     }
 
     /// The client's bytes each way since they were last counted (what is queued to be written

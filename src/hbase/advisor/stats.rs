@@ -1,0 +1,259 @@
+//! The statistics the detectors read: the Poisson tail of a partition's count, and the two
+//! small sketches (space-saving top-k, HyperLogLog distinct counts). Pure and bounded: every
+//! loop here has a fixed bound whatever the input.
+
+/// `ln Γ(x)` for x > 0 (Lanczos, g = 7, n = 9; |error| < 1e-13 over the range used here).
+pub fn ln_gamma(x: f64) -> f64 {
+    const G: f64 = 7.0;
+    const C: [f64; 9] = [
+        0.999_999_999_999_809_9,
+        676.520_368_121_885_1,
+        -1_259.139_216_722_402_8,
+        771.323_428_777_653_1,
+        -176.615_029_162_140_6,
+        12.507_343_278_686_905,
+        -0.138_571_095_265_720_12,
+        9.984_369_578_019_572e-6,
+        1.505_632_735_149_311_6e-7,
+    ];
+    if x < 0.5 {
+        // reflection: Γ(x)Γ(1-x) = π / sin(πx)
+        let s = (std::f64::consts::PI * x)
+            .sin()
+            .abs()
+            .max(f64::MIN_POSITIVE);
+        return std::f64::consts::PI.ln() - s.ln() - ln_gamma(1.0 - x);
+    }
+    let x = x - 1.0;
+    let mut a = C[0];
+    let t = x + G + 0.5;
+    for (i, c) in C.iter().enumerate().skip(1) {
+        a += c / (x + i as f64);
+    }
+    0.5 * (2.0 * std::f64::consts::PI).ln() + (x + 0.5) * t.ln() - t + a.ln()
+}
+
+/// `ln P(X ≥ m)` for X ~ Poisson(λ): the chance that a partition whose fair share is λ holds
+/// m or more by luck alone. Summed from m upward, at most 4,096 terms, the rest bounded by a
+/// geometric series (the terms shrink by λ/(j+1) < 1 once j ≥ λ).
+pub fn ln_poisson_upper_tail(m: u64, lambda: f64) -> f64 {
+    if m == 0 || lambda <= 0.0 {
+        return if m == 0 { 0.0 } else { f64::NEG_INFINITY };
+    }
+    let mf = m as f64;
+    if mf <= lambda {
+        // at or below the mean: the tail is at least about a half; 0 is near enough for a test
+        // that only asks whether it is tiny
+        return 0.0;
+    }
+    let first = -lambda + mf * lambda.ln() - ln_gamma(mf + 1.0);
+    // sum of term_j / term_m for j = m, m+1, …
+    let mut sum = 1.0f64;
+    let mut term = 1.0f64;
+    let mut j = mf;
+    for _ in 0..4096 {
+        let r = lambda / (j + 1.0);
+        term *= r;
+        sum += term;
+        j += 1.0;
+        if term < 1e-17 * sum {
+            return first + sum.ln();
+        }
+    }
+    // the rest, at most term · r / (1 - r) with r the last ratio (< 1 here)
+    let r = lambda / (j + 1.0);
+    first + (sum + term * r / (1.0 - r)).ln()
+}
+
+/// Space-saving (Metwally et al.): the heaviest keys of a stream in a fixed number of slots.
+/// A key's count is over-estimated by at most its `error`; any key with more than
+/// total / capacity occurrences is in the table. Keys are kept truncated to `key_bytes`.
+#[derive(Debug, Clone)]
+pub struct TopK {
+    capacity: usize,
+    key_bytes: usize,
+    slots: Vec<TopEntry>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TopEntry {
+    pub key: Vec<u8>,
+    /// The key was longer than what is kept.
+    pub truncated: bool,
+    pub count: u64,
+    pub error: u64,
+}
+
+impl TopK {
+    pub fn new(capacity: usize, key_bytes: usize) -> TopK {
+        TopK {
+            capacity: capacity.max(1),
+            key_bytes,
+            slots: Vec::new(),
+        }
+    }
+
+    pub fn add(&mut self, key: &[u8]) {
+        let kept = &key[..key.len().min(self.key_bytes)];
+        let truncated = kept.len() < key.len();
+        if let Some(e) = self
+            .slots
+            .iter_mut()
+            .find(|e| e.key == kept && e.truncated == truncated)
+        {
+            e.count += 1;
+            return;
+        }
+        if self.slots.len() < self.capacity {
+            self.slots.push(TopEntry {
+                key: kept.to_vec(),
+                truncated,
+                count: 1,
+                error: 0,
+            });
+            return;
+        }
+        // replace the smallest: the newcomer inherits its count as possible error
+        if let Some(min) = self.slots.iter_mut().min_by_key(|e| e.count) {
+            let floor = min.count;
+            min.key.clear();
+            min.key.extend_from_slice(kept);
+            min.truncated = truncated;
+            min.count = floor + 1;
+            min.error = floor;
+        }
+    }
+
+    /// The entries, heaviest first.
+    pub fn top(&self) -> Vec<&TopEntry> {
+        let mut v: Vec<&TopEntry> = self.slots.iter().collect();
+        v.sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.key.cmp(&b.key)));
+        v
+    }
+
+    /// Bytes held (for the memory budget).
+    pub fn bytes(&self) -> usize {
+        self.capacity * (std::mem::size_of::<TopEntry>() + self.key_bytes)
+    }
+}
+
+/// HyperLogLog with 2^8 registers (about 6.5% standard error), for distinct counts of
+/// prefixes and leading fields. The hash is the caller's (64 bits, well mixed).
+#[derive(Debug, Clone)]
+pub struct Distinct {
+    registers: [u8; 256],
+}
+
+impl Default for Distinct {
+    fn default() -> Self {
+        Distinct {
+            registers: [0; 256],
+        }
+    }
+}
+
+impl Distinct {
+    pub fn add_hash(&mut self, h: u64) {
+        let idx = (h >> 56) as usize;
+        let rest = h << 8;
+        let rank = (rest.leading_zeros() + 1).min(57) as u8;
+        if let Some(r) = self.registers.get_mut(idx) {
+            if rank > *r {
+                *r = rank;
+            }
+        }
+    }
+
+    pub fn estimate(&self) -> f64 {
+        let m = self.registers.len() as f64;
+        let alpha = 0.7213 / (1.0 + 1.079 / m);
+        let sum: f64 = self
+            .registers
+            .iter()
+            .map(|&r| 2f64.powi(-i32::from(r)))
+            .sum();
+        let raw = alpha * m * m / sum;
+        let zeros = self.registers.iter().filter(|&&r| r == 0).count();
+        if raw <= 2.5 * m && zeros > 0 {
+            // small range: linear counting
+            m * (m / zeros as f64).ln()
+        } else {
+            raw
+        }
+    }
+}
+
+/// A 64-bit hash of bytes (the same MurmurHash the partition function uses; any good mix
+/// would do).
+pub fn hash(bytes: &[u8]) -> u64 {
+    murmur2::murmur64a(bytes, 0x0b4b_7e11)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ln_gamma_matches_factorials() {
+        let mut f = 1.0f64;
+        for n in 1..60u32 {
+            f *= f64::from(n);
+            let got = ln_gamma(f64::from(n) + 1.0);
+            assert!((got - f.ln()).abs() < 1e-9 * f.ln().max(1.0), "{n}: {got}");
+        }
+        assert!((ln_gamma(0.5) - std::f64::consts::PI.sqrt().ln()).abs() < 1e-12);
+    }
+
+    #[test]
+    fn poisson_tail_matches_a_direct_sum() {
+        for &(m, lambda) in &[
+            (5u64, 2.0f64),
+            (20, 10.0),
+            (40, 10.0),
+            (130, 100.0),
+            (3, 0.5),
+        ] {
+            let direct: f64 = (m..m + 400)
+                .map(|j| (-lambda + j as f64 * lambda.ln() - ln_gamma(j as f64 + 1.0)).exp())
+                .sum();
+            let got = ln_poisson_upper_tail(m, lambda).exp();
+            assert!(
+                (got - direct).abs() <= 1e-9 * direct.max(1e-300),
+                "m {m} λ {lambda}: {got} vs {direct}"
+            );
+        }
+        assert_eq!(ln_poisson_upper_tail(0, 3.0), 0.0);
+        assert!(ln_poisson_upper_tail(1_000_000, 1.0) < -1e6);
+    }
+
+    #[test]
+    fn top_k_keeps_every_heavy_key() {
+        let mut t = TopK::new(8, 16);
+        for i in 0..10_000u32 {
+            t.add(format!("k{}", i % 1000).as_bytes());
+            if i % 4 == 0 {
+                t.add(b"hot");
+            }
+        }
+        let top = t.top();
+        assert_eq!(top[0].key, b"hot");
+        assert!(top[0].count >= 2500 && top[0].count - top[0].error <= 2500);
+        let mut long = TopK::new(2, 4);
+        long.add(b"abcdefgh");
+        assert_eq!(long.top()[0].key, b"abcd");
+        assert!(long.top()[0].truncated);
+    }
+
+    #[test]
+    fn distinct_counts_within_a_few_percent() {
+        for &n in &[4u64, 97, 1000, 50_000] {
+            let mut d = Distinct::default();
+            for i in 0..n {
+                d.add_hash(hash(&i.to_le_bytes()));
+                d.add_hash(hash(&i.to_le_bytes()));
+            }
+            let e = d.estimate();
+            assert!((e - n as f64).abs() <= 0.2 * n as f64 + 1.0, "{n}: {e}");
+        }
+    }
+}

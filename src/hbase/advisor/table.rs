@@ -1,0 +1,390 @@
+//! What the advisor keeps about one HBase table's traffic, in a size fixed when the table is
+//! first seen (its partition count sets it; `TableStats::bytes` is the figure the budget in
+//! docs/ADVISOR.md adds up).
+
+use super::stats::{hash, Distinct, TopK};
+use crate::hbase::partition::Partitioning;
+
+/// How the advisor's memory is shaped (`[advisor]` in the configuration).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Shape {
+    /// Seconds an epoch (one column of the heatmap) covers.
+    pub epoch_seconds: u64,
+    /// Epochs kept (the heatmap's width); older ones are summed into the totals only.
+    pub epochs: usize,
+    /// Rowkeys kept as a uniform sample for what-if replays.
+    pub sample: usize,
+}
+
+impl Default for Shape {
+    fn default() -> Self {
+        Shape {
+            epoch_seconds: 10,
+            epochs: 8,
+            sample: 128,
+        }
+    }
+}
+
+/// Candidate prefix lengths whose distinct counts are kept (and the table's own).
+pub const PREFIX_LENGTHS: [usize; 8] = [1, 2, 4, 6, 8, 12, 16, 24];
+/// Rowkeys longer than this are not sampled (a KEY(K) replay needs the whole key).
+pub const SAMPLE_KEY_BYTES: usize = 128;
+/// Bytes of a rowkey or prefix kept in the top lists.
+pub const TOP_KEY_BYTES: usize = 48;
+/// Entries in each top list.
+pub const TOP_ENTRIES: usize = 16;
+/// Bytes that end a leading field (`msgtype|msgid`, `user#ts`, `a:b`, `a,b`, `a/b`).
+pub const SEPARATORS: &[u8] = b"|#:,/";
+/// Upper bounds of the rowkey-length buckets (the last is open).
+pub const KEY_LENGTHS: [usize; 5] = [8, 16, 64, 256, 1024];
+/// Longest scan literal counted by its own length (longer ones share the last bucket).
+pub const SCAN_LITERALS: usize = 64;
+
+/// One epoch's reads and writes per partition.
+#[derive(Debug, Clone)]
+pub struct Epoch {
+    /// Its number: unix seconds / epoch_seconds.
+    pub number: u64,
+    pub reads: Vec<u32>,
+    pub writes: Vec<u32>,
+}
+
+#[derive(Debug, Clone)]
+pub struct TableStats {
+    pub partitioning: Partitioning,
+    pub shape: Shape,
+    /// Newest last.
+    pub epochs: Vec<Epoch>,
+    /// Since the table was first seen, per partition.
+    pub total_reads: Vec<u64>,
+    pub total_writes: Vec<u64>,
+    /// Writes whose rowkey no RANGE partition takes (the database refuses them).
+    pub unplaced: u64,
+    pub writes: u64,
+    pub gets: u64,
+    pub scans: u64,
+    pub top_keys: TopK,
+    /// The partitioning key's values (the prefix column's, or the rowkey's for KEY(K)).
+    pub top_prefixes: TopK,
+    pub top_leads: TopK,
+    /// Distinct leading fields (up to the first separator), over rowkeys that have one.
+    pub leads: Distinct,
+    pub with_separator: u64,
+    /// Distinct prefixes at each of `PREFIX_LENGTHS`.
+    pub prefixes: [Distinct; PREFIX_LENGTHS.len()],
+    /// Distinct values of the partitioning key itself.
+    pub partition_keys: Distinct,
+    /// Scans by the length of their literal prefix (`SCAN_LITERALS` and over share the last).
+    pub scan_literals: [u64; SCAN_LITERALS + 1],
+    /// Writes whose rowkey is above / below the previous write's (equal ones are neither).
+    pub ascending: u64,
+    pub descending: u64,
+    last_write: Vec<u8>,
+    pub key_lengths: [u64; KEY_LENGTHS.len() + 1],
+    pub longest_key: usize,
+    /// A uniform sample of written rowkeys (reservoir), for what-if replays.
+    pub sample: Vec<Vec<u8>>,
+    sampled_from: u64,
+    rng: u64,
+}
+
+impl TableStats {
+    pub fn new(partitioning: Partitioning, shape: Shape) -> TableStats {
+        let n = partitioning.partition_count().max(1) as usize;
+        TableStats {
+            partitioning,
+            shape,
+            epochs: Vec::with_capacity(shape.epochs),
+            total_reads: vec![0; n],
+            total_writes: vec![0; n],
+            unplaced: 0,
+            writes: 0,
+            gets: 0,
+            scans: 0,
+            top_keys: TopK::new(TOP_ENTRIES, TOP_KEY_BYTES),
+            top_prefixes: TopK::new(TOP_ENTRIES, TOP_KEY_BYTES),
+            top_leads: TopK::new(TOP_ENTRIES, TOP_KEY_BYTES),
+            leads: Distinct::default(),
+            with_separator: 0,
+            prefixes: Default::default(),
+            partition_keys: Distinct::default(),
+            scan_literals: [0; SCAN_LITERALS + 1],
+            ascending: 0,
+            descending: 0,
+            last_write: Vec::new(),
+            key_lengths: [0; KEY_LENGTHS.len() + 1],
+            longest_key: 0,
+            sample: Vec::with_capacity(shape.sample),
+            sampled_from: 0,
+            rng: 0x9e37_79b9_7f4a_7c15,
+        }
+    }
+
+    pub fn partitions(&self) -> usize {
+        self.total_writes.len()
+    }
+
+    /// The most this table's statistics can hold, in bytes (what the budget adds up).
+    pub fn bytes(&self) -> usize {
+        let n = self.partitions();
+        let epochs = self.shape.epochs * (std::mem::size_of::<Epoch>() + 2 * 4 * n);
+        let totals = 2 * 8 * n;
+        let tops = self.top_keys.bytes() + self.top_prefixes.bytes() + self.top_leads.bytes();
+        let sample = self.shape.sample * (std::mem::size_of::<Vec<u8>>() + SAMPLE_KEY_BYTES);
+        std::mem::size_of::<TableStats>() + epochs + totals + tops + sample + TOP_KEY_BYTES
+    }
+
+    /// The partitioning key of a rowkey: the prefix the partition function reads.
+    fn partition_key<'k>(&self, rowkey: &'k [u8]) -> &'k [u8] {
+        match self.partitioning {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } => &rowkey[..n.min(rowkey.len())],
+            _ => rowkey,
+        }
+    }
+
+    /// The epoch `now` (unix seconds) falls in, made (and the oldest dropped) as time passes.
+    fn epoch(&mut self, now: u64) -> Option<&mut Epoch> {
+        let number = now / self.shape.epoch_seconds.max(1);
+        let newest = self.epochs.last().map(|e| e.number);
+        if newest.is_none_or(|m| number > m) {
+            if self.shape.epochs == 0 {
+                return None;
+            }
+            let n = self.partitions();
+            let reuse = if self.epochs.len() >= self.shape.epochs {
+                Some(self.epochs.remove(0))
+            } else {
+                None
+            };
+            let e = match reuse {
+                Some(mut e) => {
+                    e.number = number;
+                    e.reads.iter_mut().for_each(|c| *c = 0);
+                    e.writes.iter_mut().for_each(|c| *c = 0);
+                    e
+                }
+                None => Epoch {
+                    number,
+                    reads: vec![0; n],
+                    writes: vec![0; n],
+                },
+            };
+            self.epochs.push(e);
+        }
+        // a clock that stepped back counts into the newest epoch
+        self.epochs.last_mut()
+    }
+
+    /// A write of `rowkey` (an INSERT's row, a Put), at unix second `now`.
+    pub fn write(&mut self, rowkey: &[u8], now: u64) {
+        self.writes += 1;
+        match self.partitioning.partition_of(rowkey) {
+            Some(p) => {
+                let p = p as usize;
+                if let Some(c) = self.total_writes.get_mut(p) {
+                    *c += 1;
+                }
+                if let Some(c) = self.epoch(now).and_then(|e| e.writes.get_mut(p)) {
+                    *c = c.saturating_add(1);
+                }
+            }
+            None => self.unplaced += 1,
+        }
+        self.top_keys.add(rowkey);
+        let pk = self.partition_key(rowkey);
+        self.top_prefixes.add(pk);
+        self.partition_keys.add_hash(hash(pk));
+        for (d, &n) in self.prefixes.iter_mut().zip(&PREFIX_LENGTHS) {
+            d.add_hash(hash(&rowkey[..n.min(rowkey.len())]));
+        }
+        if let Some(end) = rowkey.iter().position(|b| SEPARATORS.contains(b)) {
+            let lead = &rowkey[..end];
+            self.with_separator += 1;
+            self.top_leads.add(lead);
+            self.leads.add_hash(hash(lead));
+        }
+        // order against the previous write (its first 64 bytes: enough to tell a clock)
+        let kept = &rowkey[..rowkey.len().min(64)];
+        if !self.last_write.is_empty() || self.writes > 1 {
+            match kept.cmp(self.last_write.as_slice()) {
+                std::cmp::Ordering::Greater => self.ascending += 1,
+                std::cmp::Ordering::Less => self.descending += 1,
+                std::cmp::Ordering::Equal => {}
+            }
+        }
+        self.last_write.clear();
+        self.last_write.extend_from_slice(kept);
+        let bucket = KEY_LENGTHS
+            .iter()
+            .position(|&b| rowkey.len() <= b)
+            .unwrap_or(KEY_LENGTHS.len());
+        if let Some(c) = self.key_lengths.get_mut(bucket) {
+            *c += 1;
+        }
+        self.longest_key = self.longest_key.max(rowkey.len());
+        self.sample_key(rowkey);
+    }
+
+    /// A point read of `rowkey`.
+    pub fn get(&mut self, rowkey: &[u8], now: u64) {
+        self.gets += 1;
+        if let Some(p) = self.partitioning.partition_of(rowkey) {
+            let p = p as usize;
+            if let Some(c) = self.total_reads.get_mut(p) {
+                *c += 1;
+            }
+            if let Some(c) = self.epoch(now).and_then(|e| e.reads.get_mut(p)) {
+                *c = c.saturating_add(1);
+            }
+        }
+        self.top_keys.add(rowkey);
+    }
+
+    /// A prefix scan with literal `prefix`; `partition` is the one it was pruned to (None: it
+    /// reads every partition, counted as a read of each).
+    pub fn scan(&mut self, prefix: &[u8], partition: Option<u32>, now: u64) {
+        self.scans += 1;
+        let len = prefix.len().min(SCAN_LITERALS);
+        if let Some(c) = self.scan_literals.get_mut(len) {
+            *c += 1;
+        }
+        match partition {
+            Some(p) => {
+                let p = p as usize;
+                if let Some(c) = self.total_reads.get_mut(p) {
+                    *c += 1;
+                }
+                if let Some(c) = self.epoch(now).and_then(|e| e.reads.get_mut(p)) {
+                    *c = c.saturating_add(1);
+                }
+            }
+            None => {
+                self.total_reads.iter_mut().for_each(|c| *c += 1);
+                if let Some(e) = self.epoch(now) {
+                    e.reads.iter_mut().for_each(|c| *c = c.saturating_add(1));
+                }
+            }
+        }
+    }
+
+    /// Reservoir sampling (Vitter's R) with a xorshift generator: every written key has the
+    /// same chance to be in the sample.
+    fn sample_key(&mut self, rowkey: &[u8]) {
+        if rowkey.len() > SAMPLE_KEY_BYTES || self.shape.sample == 0 {
+            return;
+        }
+        self.sampled_from += 1;
+        if self.sample.len() < self.shape.sample {
+            self.sample.push(rowkey.to_vec());
+            return;
+        }
+        self.rng ^= self.rng << 13;
+        self.rng ^= self.rng >> 7;
+        self.rng ^= self.rng << 17;
+        let j = self.rng % self.sampled_from;
+        if let Some(slot) = self.sample.get_mut(j as usize) {
+            slot.clear();
+            slot.extend_from_slice(rowkey);
+        }
+    }
+
+    /// Reads and writes per partition over the epochs kept (the recent window).
+    pub fn recent(&self) -> (Vec<u64>, Vec<u64>) {
+        let n = self.partitions();
+        let (mut r, mut w) = (vec![0u64; n], vec![0u64; n]);
+        for e in &self.epochs {
+            for (a, b) in r.iter_mut().zip(&e.reads) {
+                *a += u64::from(*b);
+            }
+            for (a, b) in w.iter_mut().zip(&e.writes) {
+                *a += u64::from(*b);
+            }
+        }
+        (r, w)
+    }
+
+    /// The median rowkey length's bucket bound (None before any write).
+    pub fn median_key_bucket(&self) -> Option<usize> {
+        let total: u64 = self.key_lengths.iter().sum();
+        if total == 0 {
+            return None;
+        }
+        let mut seen = 0;
+        for (i, c) in self.key_lengths.iter().enumerate() {
+            seen += c;
+            if 2 * seen >= total {
+                return Some(KEY_LENGTHS.get(i).copied().unwrap_or(usize::MAX));
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key97() -> Partitioning {
+        Partitioning::Key {
+            prefix_len: Some(4),
+            partitions: 97,
+        }
+    }
+
+    #[test]
+    fn epochs_roll_and_totals_keep_everything() {
+        let shape = Shape {
+            epoch_seconds: 10,
+            epochs: 3,
+            sample: 4,
+        };
+        let mut t = TableStats::new(key97(), shape);
+        for s in 0..100u64 {
+            t.write(format!("u{:03}|x", s % 50).as_bytes(), 1000 + s);
+        }
+        assert_eq!(t.epochs.len(), 3);
+        assert_eq!(t.epochs.last().map(|e| e.number), Some(109));
+        let (_, w) = t.recent();
+        assert_eq!(w.iter().sum::<u64>(), 30);
+        assert_eq!(t.total_writes.iter().sum::<u64>(), 100);
+        assert_eq!(t.sample.len(), 4);
+        assert_eq!(t.with_separator, 100);
+        assert!(t.bytes() < 128 * 1024, "{}", t.bytes());
+    }
+
+    #[test]
+    fn order_and_lengths_are_counted() {
+        let mut t = TableStats::new(key97(), Shape::default());
+        for i in 0..100u64 {
+            t.write(format!("{:012}", 1_700_000_000 + i).as_bytes(), 5);
+        }
+        assert_eq!((t.ascending, t.descending), (99, 0));
+        assert_eq!(t.median_key_bucket(), Some(16));
+        t.scan(b"17", None, 5);
+        t.scan(b"1700", Some(3), 5);
+        assert_eq!(t.scan_literals[2], 1);
+        assert_eq!(t.scan_literals[4], 1);
+        assert_eq!(t.total_reads[3], 2);
+    }
+
+    #[test]
+    fn memory_is_fixed_by_the_partition_count() {
+        let p = Partitioning::Key {
+            prefix_len: None,
+            partitions: 997,
+        };
+        let mut t = TableStats::new(p, Shape::default());
+        let bound = t.bytes();
+        for i in 0..20_000u64 {
+            t.write(&i.to_be_bytes().repeat(20), i / 100);
+        }
+        // the sample skips keys over 128 bytes; the epochs are the shape's
+        assert!(t.sample.is_empty());
+        assert_eq!(t.epochs.len(), 8);
+        assert!(bound < 140 * 1024, "{bound}");
+    }
+}
