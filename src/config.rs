@@ -34,6 +34,59 @@ pub struct Config {
     pub log: LogSection,
     pub hbase: HbaseSection,
     pub admin: AdminSection,
+    pub advisor: AdvisorSection,
+}
+
+/// `[advisor]`: the live rowkey-design advisor (docs/ADVISOR.md) and its memory budget.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct AdvisorSection {
+    /// Keep traffic statistics of HBase tables and report findings.
+    pub enabled: bool,
+    /// Most tables kept at once.
+    pub max_tables: usize,
+    /// Most bytes the tables' statistics may take (each table's size is fixed by its partition
+    /// count when first seen: about 140 KiB at 997 partitions).
+    pub max_bytes: usize,
+    /// Seconds an epoch (a column of the heatmap) covers.
+    pub epoch_seconds: u64,
+    /// Epochs kept (the recent window the detectors read: epochs × epoch_seconds).
+    pub epochs: usize,
+    /// Rowkeys sampled per table for what-if replays.
+    pub sample: usize,
+    /// A table with no traffic for this long is forgotten.
+    pub idle_seconds: u64,
+}
+
+impl Default for AdvisorSection {
+    fn default() -> Self {
+        let d = crate::admin::advisor::Settings::default();
+        AdvisorSection {
+            enabled: d.enabled,
+            max_tables: d.max_tables,
+            max_bytes: d.max_bytes,
+            epoch_seconds: d.shape.epoch_seconds,
+            epochs: d.shape.epochs,
+            sample: d.shape.sample,
+            idle_seconds: d.idle_seconds,
+        }
+    }
+}
+
+impl AdvisorSection {
+    pub fn settings(&self) -> crate::admin::advisor::Settings {
+        crate::admin::advisor::Settings {
+            enabled: self.enabled,
+            max_tables: self.max_tables,
+            max_bytes: self.max_bytes,
+            shape: crate::hbase::advisor::table::Shape {
+                epoch_seconds: self.epoch_seconds.max(1),
+                epochs: self.epochs.clamp(1, 360),
+                sample: self.sample.min(65_536),
+            },
+            idle_seconds: self.idle_seconds.max(1),
+        }
+    }
 }
 
 /// `[admin]`: the operations listener (Prometheus metrics, health checks).
@@ -450,6 +503,7 @@ impl Config {
         fixed!(auth, "auth");
         fixed!(pool, "pool");
         fixed!(admin, "admin");
+        fixed!(advisor, "advisor");
         fixed!(hbase.catalog_user, "hbase.catalog_user");
         fixed!(hbase.catalog_password, "hbase.catalog_password");
         fixed!(hbase.catalog_schema, "hbase.catalog_schema");

@@ -128,6 +128,7 @@ fn main() -> ExitCode {
     // the metrics' registry and clock (whose calibration takes a while) before the listener is
     // bound: once the port answers, the proxy is ready
     obkv_proxy::admin::metrics::init(cfg.admin.max_tables);
+    obkv_proxy::admin::advisor::init(cfg.advisor.settings());
 
     let workers = match Workers::start(cfg.proxy.worker_threads) {
         Ok(w) => w,

@@ -1,6 +1,7 @@
 //! Operations: counters shared by all sessions, shown by `SHOW PROXY STATUS`; the per-thread
 //! metrics (`metrics`).
 
+pub mod advisor;
 pub mod metrics;
 pub mod prometheus;
 

@@ -135,6 +135,11 @@ pub enum Answer {
     /// `SHOW OBKV TABLES`: every HBase table this user can see, with its group, partitioning,
     /// prefix length and the rules' findings (also `$` tables that break them).
     ObkvTables,
+    /// `SHOW OBKV ADVICE [FOR t]`: the rowkey advisor's findings (`crate::admin::advisor`) for
+    /// the tables this user can see.
+    ObkvAdvice(Option<crate::sql::ddl::TableName>),
+    /// `SHOW OBKV PARTITIONS FOR t`: the table's reads and writes per partition.
+    ObkvPartitions(crate::sql::ddl::TableName),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -192,6 +197,31 @@ pub fn refuse(r: Refusal) -> Decision {
 pub struct Activity {
     /// Each HBase table a statement read, wrote or had rewritten, in the text's order.
     pub tables: smallvec::SmallVec<[(Arc<crate::hbase::schema::TableSchema>, TableUse); 2]>,
+    /// What the rowkey advisor learns from the text (`crate::admin::advisor`).
+    pub observed: Vec<Observation>,
+}
+
+/// What one statement showed of an HBase table's keys, for the rowkey advisor.
+#[derive(Debug, Clone)]
+pub struct Observation {
+    pub table: Arc<crate::hbase::schema::TableSchema>,
+    pub what: Observed,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// Rows written: how many in each partition, and the first rows' keys.
+    Rows {
+        partitions: Vec<(u32, u64)>,
+        keys: Vec<Vec<u8>>,
+    },
+    /// A read of one rowkey.
+    Get(Vec<u8>),
+    /// A scan of the keys beginning with `literal`, pruned to `partition` (None: all).
+    Scan {
+        literal: Vec<u8>,
+        partition: Option<u32>,
+    },
 }
 
 /// What a statement did to an HBase table.

@@ -456,6 +456,37 @@ fn pred_has_param(p: &Pred) -> bool {
 /// A literal operand's bytes when they are certainly the bytes the backend compares with K
 /// (None for a placeholder or an uncertain literal; `need_charset` when the session's
 /// character set would decide).
+/// What a SELECT on an HBase table shows the advisor: the key it gets, or the literal its
+/// keys begin with and the partition that holds them (None: the scan reads every partition).
+/// Literal predicates only; a statement whose keys cannot be told is not observed.
+pub fn observe_read(
+    dml: &Dml,
+    schema: &TableSchema,
+    conn: Option<ConnCharset>,
+    backslash_escape: Option<bool>,
+) -> Option<super::decision::Observed> {
+    use super::decision::Observed;
+    let mut need_charset = false;
+    let mut known = KeyPreds::new();
+    for p in &dml.preds {
+        let mut value = |op: &Operand| literal_bytes(op, conn, &mut need_charset);
+        key_preds(p, backslash_escape.unwrap_or(true), &mut value, &mut known);
+    }
+    let (literal, exact) = crate::hbase::prefix::scan_literal(&known)?;
+    if exact {
+        return Some(Observed::Get(literal));
+    }
+    let partition = match &schema.partitioning {
+        Partitioning::Key {
+            prefix_len: Some(n),
+            ..
+        } if literal.len() >= *n => schema.partitioning.partition_of(&literal),
+        Partitioning::None => Some(0),
+        _ => None,
+    };
+    Some(Observed::Scan { literal, partition })
+}
+
 pub fn literal_bytes(
     op: &Operand,
     conn: Option<ConnCharset>,

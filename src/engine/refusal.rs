@@ -199,11 +199,14 @@ impl Refusal {
             ),
             Refusal::CommandPrepared => ErrorInfo::unsupported_in_prepared(),
             Refusal::UnknownCommand(Command::Obkv) => {
-                parse("obkv-proxy: unknown OBKV command; supported: SHOW OBKV TABLES")
+                parse(
+                "obkv-proxy: unknown OBKV command; supported: SHOW OBKV TABLES, SHOW OBKV ADVICE [FOR table], \
+                 SHOW OBKV PARTITIONS FOR table",
+            )
             }
             Refusal::UnknownCommand(Command::Proxy) => parse(
                 "obkv-proxy: unknown proxy command; supported: SHOW PROXY STATUS, SHOW PROXY CREATE TABLEGROUPS, \
-                 SHOW OBKV TABLES, EXPLAIN OBKV <statement>",
+                 SHOW OBKV TABLES, SHOW OBKV ADVICE, SHOW OBKV PARTITIONS FOR table, EXPLAIN OBKV <statement>",
             ),
             Refusal::Unreadable(u) => parse(&match u {
                 Unreadable::HbaseDdl(None) => {

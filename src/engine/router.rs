@@ -55,7 +55,7 @@ pub fn decide_observed(
     let d = match class {
         Class::Plain => Decision::forward(),
         Class::MaybeHbase => decide_flagged(sql, origin, ctx, &mut activity),
-        Class::ProxyCommand => decide_proxy_command(sql, origin),
+        Class::ProxyCommand => decide_proxy_command(sql, origin, ctx.dialect),
         Class::ServerProbe => decide_probe(sql, origin, ctx.socket.as_deref()),
     };
     (d, activity)
@@ -468,7 +468,7 @@ fn unreadable_by_words(sql: &[u8]) -> Decision {
     Decision::forward()
 }
 
-fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
+fn decide_proxy_command(sql: &[u8], origin: Origin, dialect: Dialect) -> Decision {
     if origin == Origin::Prepare {
         return refuse(Refusal::CommandPrepared);
     }
@@ -477,8 +477,18 @@ fn decide_proxy_command(sql: &[u8], origin: Origin) -> Decision {
         return Decision::Answer(Answer::ExplainObkv);
     }
     if words.get(1).is_some_and(|w| w == "OBKV") {
+        let table = || crate::sql::ddl::table_after_for(sql, dialect);
         return match (words.get(2).map(String::as_str), words.len()) {
             (Some("TABLES"), 3) => Decision::Answer(Answer::ObkvTables),
+            (Some("ADVICE"), 3) => Decision::Answer(Answer::ObkvAdvice(None)),
+            (Some("ADVICE"), 4) if words[3] == "FOR" => match table() {
+                Ok(Some(t)) => Decision::Answer(Answer::ObkvAdvice(Some(t))),
+                _ => refuse(Refusal::UnknownCommand(Command::Obkv)),
+            },
+            (Some("PARTITIONS"), 4) if words[3] == "FOR" => match table() {
+                Ok(Some(t)) => Decision::Answer(Answer::ObkvPartitions(t)),
+                _ => refuse(Refusal::UnknownCommand(Command::Obkv)),
+            },
             _ => refuse(Refusal::UnknownCommand(Command::Obkv)),
         };
     }

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 
 use super::decision::{
     refuse, Activity, Alone, Answer, Context, Decision, DynamicCheck, DynamicSource, DynamicSql,
-    Origin, Outbound, Refusal, TableUse, Unchecked, Unreadable,
+    Observation, Origin, Outbound, Refusal, TableUse, Unchecked, Unreadable,
 };
 use super::prefix_scan::{self, Counters, Need, Step, TableView};
 use super::read::*;
@@ -296,6 +296,15 @@ impl<'a> Text<'a> {
                 TableUse::Read
             };
             self.tally.activity.tables.push((schema.clone(), touch));
+            if !writes_rows {
+                let escape = self.d.reported_backslash_escape();
+                if let Some(what) = prefix_scan::observe_read(x, schema, view.charset, escape) {
+                    self.tally.activity.observed.push(Observation {
+                        table: schema.clone(),
+                        what,
+                    });
+                }
+            }
         }
         if let (Some(rules), false, true) = (&ctx.writes, x.explain, writes_rows) {
             let checked = match &looked_up {
@@ -320,8 +329,17 @@ impl<'a> Text<'a> {
             };
             match checked {
                 Ok(c) => {
+                    let observed = (self.origin == Origin::Text)
+                        .then(|| rows_observed(&c, false))
+                        .flatten();
                     if let Some(e) = self.writes.judge(c, rules, self.origin) {
                         return Flow::Refuse(e);
+                    }
+                    if let (Ok(Some(schema)), Some(what)) = (&looked_up, observed) {
+                        self.tally.activity.observed.push(Observation {
+                            table: schema.clone(),
+                            what,
+                        });
                     }
                 }
                 Err(write::NeedCharset) => return self.need_charset(),
@@ -491,7 +509,17 @@ impl<'a> Text<'a> {
                 ));
             }
         }
-        self.judge(checked, rules)
+        let observed = (self.origin == Origin::Text)
+            .then(|| rows_observed(&checked, true))
+            .flatten();
+        let flow = self.judge(checked, rules);
+        if let (Flow::Next, Some(what)) = (&flow, observed) {
+            self.tally.activity.observed.push(Observation {
+                table: schema,
+                what,
+            });
+        }
+        flow
     }
 
     /// An INSERT the insert reader cannot follow: C9 if it names an HBase table.
@@ -993,4 +1021,23 @@ impl Tally {
         c.declined.fetch_add(self.declined, Relaxed);
         c.unreadable.fetch_add(self.unreadable, Relaxed);
     }
+}
+
+/// What a checked write shows the advisor: the partitions it writes (once each) and, for an
+/// INSERT (`keys`), the first rowkey in each.
+fn rows_observed(c: &write::Checked, keys: bool) -> Option<super::decision::Observed> {
+    let Some(Touch::At(places)) = &c.touch else {
+        return None;
+    };
+    if places.is_empty() {
+        return None;
+    }
+    Some(super::decision::Observed::Rows {
+        partitions: places.iter().map(|p| (p.partition, 1)).collect(),
+        keys: if keys {
+            places.iter().map(|p| p.rowkey.clone()).collect()
+        } else {
+            Vec::new()
+        },
+    })
 }

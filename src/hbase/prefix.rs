@@ -100,6 +100,48 @@ pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Vec<u8>, bool
     Some((out, false))
 }
 
+/// What a read's K predicates (ANDed) tell of the keys it reads, for the advisor: a point
+/// get's key (`true`), or the literal every key read begins with (a LIKE's text before its
+/// first wildcard, a LEFT(K, n) value, a range's common prefix). None: nothing certain.
+pub fn scan_literal(preds: &[KeyPred]) -> Option<(Vec<u8>, bool)> {
+    let mut best: Option<(Vec<u8>, bool)> = None;
+    let mut keep = |lit: Vec<u8>, exact: bool| {
+        let better = match &best {
+            None => true,
+            Some((_, true)) => false,
+            Some((b, false)) => exact || lit.len() > b.len(),
+        };
+        if better {
+            best = Some((lit, exact));
+        }
+    };
+    for p in preds {
+        match p {
+            KeyPred::Eq(v) => keep(v.clone(), true),
+            KeyPred::Like { pattern, escape } => {
+                if let Some((lit, wildcard)) = like_literal(pattern, *escape) {
+                    keep(lit, !wildcard);
+                }
+            }
+            KeyPred::Left { value, .. } => keep(value.clone(), false),
+            _ => {}
+        }
+    }
+    let lower = preds.iter().find_map(|p| match p {
+        KeyPred::Lower { bound, .. } => Some(bound.as_slice()),
+        _ => None,
+    });
+    let upper = preds.iter().find_map(|p| match p {
+        KeyPred::Upper { bound, .. } => Some(bound.as_slice()),
+        _ => None,
+    });
+    if let (Some(lo), Some(hi)) = (lower, upper) {
+        let common = lo.iter().zip(hi).take_while(|(a, b)| a == b).count();
+        keep(lo[..common].to_vec(), false);
+    }
+    best
+}
+
 /// The prefix one predicate pins on its own.
 fn single(p: &KeyPred, n: usize) -> Option<Pinned> {
     match p {
@@ -199,6 +241,32 @@ pub fn pin(preds: &[KeyPred], n: usize) -> Option<Pinned> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn scan_literals_are_what_every_key_read_begins_with() {
+        let like = |p: &[u8]| KeyPred::Like {
+            pattern: p.to_vec(),
+            escape: Some(b'\\'),
+        };
+        assert_eq!(scan_literal(&[like(b"ab%")]), Some((b"ab".to_vec(), false)));
+        assert_eq!(scan_literal(&[like(b"ab")]), Some((b"ab".to_vec(), true)));
+        assert_eq!(
+            scan_literal(&[like(b"a%"), KeyPred::Eq(b"abc".to_vec())]),
+            Some((b"abc".to_vec(), true))
+        );
+        let range = [
+            KeyPred::Lower {
+                bound: b"user1|000".to_vec(),
+                inclusive: true,
+            },
+            KeyPred::Upper {
+                bound: b"user1|999".to_vec(),
+                inclusive: false,
+            },
+        ];
+        assert_eq!(scan_literal(&range), Some((b"user1|".to_vec(), false)));
+        assert_eq!(scan_literal(&[KeyPred::In(vec![b"a".to_vec()])]), None);
+    }
 
     fn like(p: &[u8]) -> KeyPred {
         KeyPred::Like {

@@ -108,7 +108,14 @@ pub async fn run_reloading(
     shared.socket = unix.as_ref().map(|(_, p)| Arc::from(p.as_str()));
     crate::admin::metrics::init(shared.config().admin.max_tables);
     crate::admin::metrics::set_enabled(shared.config().admin.metrics);
+    crate::admin::advisor::init(shared.config().advisor.settings());
     let shared = Arc::new(shared);
+    // each worker folds its advisor observations in once a second
+    if shared.config().advisor.enabled {
+        for w in &workers {
+            w.spawn(crate::admin::advisor::tick(shared.shutdown.clone()));
+        }
+    }
     if !shared.config().admin.listen.is_empty() {
         match TcpListener::bind(&shared.config().admin.listen).await {
             Ok(l) => {

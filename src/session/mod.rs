@@ -5,6 +5,7 @@
 //! backend's response packets to the client as they arrive, watching only the status packets
 //! (`protocol::response`) to know where the response ends.
 
+mod advice;
 mod alter;
 mod answer;
 mod catalog;
@@ -657,6 +658,7 @@ impl Session {
         // decide
         let (class, decision) = self.decide(Origin::Text).await?;
         self.note_statement(class, &decision);
+        crate::admin::advisor::record(&mut self.activity.observed);
         // a text the write stage cut short did not run whole
         let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
         // carry out
@@ -717,6 +719,8 @@ impl Session {
     async fn on_prepare(&mut self) -> Result<(), End> {
         let (class, decision) = self.decide(Origin::Prepare).await?;
         self.note_statement(class, &decision);
+        // (a prepare runs nothing: what its executions do is theirs)
+        self.activity.observed.clear();
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
         }
@@ -822,6 +826,8 @@ impl Session {
                     Answer::ProxyTrigger(t) => self.answer_proxy_trigger(&t).await?,
                     Answer::ExplainObkv => self.answer_explain_obkv().await?,
                     Answer::ObkvTables => self.answer_obkv_tables().await?,
+                    Answer::ObkvAdvice(t) => self.answer_obkv_advice(t).await?,
+                    Answer::ObkvPartitions(t) => self.answer_obkv_partitions(t).await?,
                 }
                 Ok(None)
             }

@@ -229,6 +229,18 @@ impl TableStats {
         self.sample_key(rowkey);
     }
 
+    /// `n` rows written in partition `p` whose keys are not known (an UPDATE or DELETE).
+    pub fn write_partition(&mut self, p: u32, n: u64, now: u64) {
+        let p = p as usize;
+        if let Some(c) = self.total_writes.get_mut(p) {
+            *c += n;
+        }
+        let add = u32::try_from(n).unwrap_or(u32::MAX);
+        if let Some(c) = self.epoch(now).and_then(|e| e.writes.get_mut(p)) {
+            *c = c.saturating_add(add);
+        }
+    }
+
     /// A point read of `rowkey`.
     pub fn get(&mut self, rowkey: &[u8], now: u64) {
         self.gets += 1;

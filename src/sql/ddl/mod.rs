@@ -22,6 +22,29 @@ pub fn parse(sql: &[u8]) -> Result<Option<Statement>, ParseError> {
     parse_with(sql, Dialect::default())
 }
 
+/// The table a proxy command names after its `FOR` (`SHOW OBKV ADVICE FOR g$f`); None when
+/// there is no FOR, Err when what follows is not one table name and nothing else.
+pub fn table_after_for(sql: &[u8], d: Dialect) -> Result<Option<TableName>, ParseError> {
+    let tokens = tokenize_with(sql, d).map_err(|e| ParseError(e.to_string()))?;
+    let mut c = Cursor {
+        t: &tokens,
+        i: 0,
+        sql,
+    };
+    while c.peek().is_some() {
+        if c.kw("FOR") {
+            let name = c.table_name()?;
+            c.punct(b';');
+            return match c.peek() {
+                None => Ok(Some(name)),
+                Some(_) => Err(ParseError("one table name after FOR".into())),
+            };
+        }
+        c.next();
+    }
+    Ok(None)
+}
+
 /// `parse`, reading the text as `d` says the backend does (executable comments, escapes).
 pub fn parse_with(sql: &[u8], d: Dialect) -> Result<Option<Statement>, ParseError> {
     let tokens = tokenize_with(sql, d).map_err(|e| ParseError(e.to_string()))?;

@@ -1,0 +1,340 @@
+//! The rowkey advisor's store: each HBase table's traffic statistics (`hbase::advisor`), kept
+//! for at most `advisor.max_tables` tables within `advisor.max_bytes`. A session hands what a
+//! statement showed (`engine::decision::Observation`) to its thread's buffer; the buffer is
+//! folded into the store under one lock when it holds 64 observations, when a second has
+//! passed, and once a second by each worker's ticker (`tick`), so a statement costs a push
+//! and the lock is taken once per batch, not per statement.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use crate::engine::decision::{Observation, Observed};
+use crate::hbase::advisor::detect::{self, Finding};
+use crate::hbase::advisor::table::{Shape, TableStats};
+use crate::hbase::schema::TableSchema;
+
+/// `[advisor]`: on or off, and its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    pub enabled: bool,
+    pub max_tables: usize,
+    pub max_bytes: usize,
+    pub shape: Shape,
+    /// A table with no traffic for this long is forgotten (its slot and bytes freed).
+    pub idle_seconds: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            max_tables: 50,
+            max_bytes: 8 << 20,
+            shape: Shape::default(),
+            idle_seconds: 3600,
+        }
+    }
+}
+
+struct Entry {
+    schema: Arc<TableSchema>,
+    stats: TableStats,
+    last_seen: u64,
+}
+
+#[derive(Default)]
+struct Tables {
+    map: HashMap<(String, String), Entry>,
+    bytes: usize,
+    /// Observations of tables past the budget, not kept.
+    refused: u64,
+}
+
+struct Store {
+    settings: Settings,
+    tables: Mutex<Tables>,
+}
+
+static STORE: OnceLock<Store> = OnceLock::new();
+
+/// Sets the advisor up (only the first call counts; before it, nothing is kept).
+pub fn init(settings: Settings) {
+    let _ = STORE.set(Store {
+        settings,
+        tables: Mutex::new(Tables::default()),
+    });
+}
+
+fn store() -> Option<&'static Store> {
+    STORE.get().filter(|s| s.settings.enabled)
+}
+
+/// The observations a thread has not folded in yet.
+struct Pending {
+    items: Vec<Observation>,
+    since: u64,
+}
+
+thread_local! {
+    static PENDING: RefCell<Pending> = const {
+        RefCell::new(Pending {
+            items: Vec::new(),
+            since: 0,
+        })
+    };
+}
+
+const BATCH: usize = 64;
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}
+
+/// A statement's observations (taken from `observed`).
+pub fn record(observed: &mut Vec<Observation>) {
+    if observed.is_empty() {
+        return;
+    }
+    if store().is_none() {
+        observed.clear();
+        return;
+    }
+    let full = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.items.is_empty() {
+            p.since = unix_now();
+        }
+        p.items.append(observed);
+        p.items.len() >= BATCH
+    });
+    if full {
+        flush_local();
+    }
+}
+
+/// Folds this thread's buffer into the store.
+pub fn flush_local() {
+    let items = PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        let items = std::mem::take(&mut p.items);
+        if p.items.capacity() == 0 {
+            p.items.reserve(BATCH);
+        }
+        items
+    });
+    if items.is_empty() {
+        return;
+    }
+    if let Some(s) = store() {
+        s.fold(items, unix_now());
+    }
+}
+
+/// Each worker's ticker: folds the thread's buffer in once a second until shutdown.
+pub async fn tick(mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => flush_local(),
+            _ = shutdown.changed() => {
+                flush_local();
+                return;
+            }
+        }
+    }
+}
+
+impl Store {
+    fn fold(&self, items: Vec<Observation>, now: u64) {
+        let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
+        for o in items {
+            let key = (o.table.schema.clone(), o.table.name.clone());
+            let stale = t.map.get(&key).is_some_and(|e| {
+                !Arc::ptr_eq(&e.schema, &o.table) && e.schema.partitioning != o.table.partitioning
+            });
+            if stale {
+                // the table was made again with another partitioning: start over
+                if let Some(e) = t.map.remove(&key) {
+                    t.bytes = t.bytes.saturating_sub(e.stats.bytes());
+                }
+            }
+            if !t.map.contains_key(&key) {
+                let stats = TableStats::new(o.table.partitioning.clone(), self.settings.shape);
+                let b = stats.bytes();
+                if t.map.len() >= self.settings.max_tables || t.bytes + b > self.settings.max_bytes
+                {
+                    t.refused += 1;
+                    continue;
+                }
+                t.bytes += b;
+                t.map.insert(
+                    key.clone(),
+                    Entry {
+                        schema: o.table.clone(),
+                        stats,
+                        last_seen: now,
+                    },
+                );
+            }
+            let Some(e) = t.map.get_mut(&key) else {
+                continue;
+            };
+            e.last_seen = now;
+            let s = &mut e.stats;
+            match o.what {
+                Observed::Rows { partitions, keys } => {
+                    if keys.is_empty() {
+                        for (p, n) in partitions {
+                            s.write_partition(p, n, now);
+                        }
+                    } else {
+                        for k in &keys {
+                            s.write(k, now);
+                        }
+                    }
+                }
+                Observed::Get(k) => s.get(&k, now),
+                Observed::Scan { literal, partition } => s.scan(&literal, partition, now),
+            }
+        }
+        // tables with no traffic for long are forgotten
+        let idle = self.settings.idle_seconds;
+        let before = t.map.len();
+        if before > 0 {
+            let mut freed = 0;
+            t.map.retain(|_, e| {
+                let keep = now.saturating_sub(e.last_seen) < idle;
+                if !keep {
+                    freed += e.stats.bytes();
+                }
+                keep
+            });
+            t.bytes = t.bytes.saturating_sub(freed);
+        }
+    }
+}
+
+/// One table as the advisor sees it now.
+pub struct TableReport {
+    pub database: String,
+    pub table: String,
+    pub partitioning: String,
+    pub writes: u64,
+    pub gets: u64,
+    pub scans: u64,
+    pub findings: Vec<Finding>,
+    /// Per partition: recent reads and writes, and since first seen.
+    pub recent: (Vec<u64>, Vec<u64>),
+    pub total: (Vec<u64>, Vec<u64>),
+    /// Epochs oldest first: (epoch start, unix seconds; reads and writes per partition).
+    pub epochs: Vec<(u64, Vec<u32>, Vec<u32>)>,
+    pub epoch_seconds: u64,
+}
+
+/// The tables the advisor keeps (filtered by `want`), with their findings; rowkeys appear in
+/// findings only when `keys` says the reader may see them.
+pub fn report(
+    want: impl Fn(&str, &str) -> bool,
+    keys: impl Fn(&str, &str) -> bool,
+    heat: bool,
+) -> Vec<TableReport> {
+    flush_local();
+    let Some(s) = store() else {
+        return Vec::new();
+    };
+    let t = s.tables.lock().unwrap_or_else(|e| e.into_inner());
+    let mut out: Vec<TableReport> = t
+        .map
+        .iter()
+        .filter(|((db, name), _)| want(db, name))
+        .map(|((db, name), e)| {
+            let st = &e.stats;
+            TableReport {
+                database: db.clone(),
+                table: name.clone(),
+                partitioning: st.partitioning.describe(),
+                writes: st.writes,
+                gets: st.gets,
+                scans: st.scans,
+                findings: detect::findings(&format!("{db}.{name}"), st, keys(db, name)),
+                recent: st.recent(),
+                total: (st.total_reads.clone(), st.total_writes.clone()),
+                epochs: if heat {
+                    st.epochs
+                        .iter()
+                        .map(|e| {
+                            (
+                                e.number * st.shape.epoch_seconds,
+                                e.reads.clone(),
+                                e.writes.clone(),
+                            )
+                        })
+                        .collect()
+                } else {
+                    Vec::new()
+                },
+                epoch_seconds: st.shape.epoch_seconds,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| (&a.database, &a.table).cmp(&(&b.database, &b.table)));
+    out
+}
+
+/// A table's sampled rowkeys (for `obkv-proxy partition --keys-file` replays), hex, one a line.
+pub fn sample(database: &str, table: &str) -> Option<String> {
+    flush_local();
+    let s = store()?;
+    let t = s.tables.lock().unwrap_or_else(|e| e.into_inner());
+    let e = t.map.get(&(database.to_string(), table.to_string()))?;
+    let mut out = String::new();
+    for k in &e.stats.sample {
+        for b in k {
+            out.push_str(&format!("{b:02x}"));
+        }
+        out.push('\n');
+    }
+    Some(out)
+}
+
+/// Tables kept, bytes they may hold, observations refused for the budget.
+pub fn usage() -> (usize, usize, u64) {
+    match store() {
+        Some(s) => {
+            let t = s.tables.lock().unwrap_or_else(|e| e.into_inner());
+            (t.map.len(), t.bytes, t.refused)
+        }
+        None => (0, 0, 0),
+    }
+}
+
+/// Current findings per rule, over every table (the metrics' gauges).
+pub fn findings_by_rule() -> [u64; detect::RULES.len()] {
+    let mut out = [0u64; detect::RULES.len()];
+    for r in report(|_, _| true, |_, _| false, false) {
+        for f in &r.findings {
+            if let Some(i) = detect::RULES.iter().position(|x| *x == f.rule) {
+                out[i] += 1;
+            }
+        }
+    }
+    out
+}
+
+/// The tables kept: (database, table).
+pub fn tables() -> Vec<(String, String)> {
+    flush_local();
+    match store() {
+        Some(s) => {
+            let t = s.tables.lock().unwrap_or_else(|e| e.into_inner());
+            let mut v: Vec<(String, String)> = t.map.keys().cloned().collect();
+            v.sort();
+            v
+        }
+        None => Vec::new(),
+    }
+}
