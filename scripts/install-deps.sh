@@ -40,6 +40,8 @@ if [[ $what == test ]]; then
   [[ -x /usr/share/mysql/mysql-test/mtr ]] || need_apt+=(mariadb-test)
   # Prometheus's own checker of the metrics exposition, and its server (tests/it/operations.rs)
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+  # headless Chromium renders the advisor's page in a test (tests/it/advisor.rs)
+  command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
 fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
 apt_install

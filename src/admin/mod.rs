@@ -3,6 +3,7 @@
 
 pub mod advisor;
 pub mod metrics;
+pub mod page;
 pub mod prometheus;
 
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -137,9 +137,37 @@ pub fn render(stats: &Stats, extra: &[Extra]) -> String {
         o.line("refusals_total", &[("rule", rule)], n);
     }
     o.head(
+        "advisor_findings",
+        "gauge",
+        "The rowkey advisor's findings now, over every table it keeps, by the guide's rule (docs/ADVISOR.md).",
+    );
+    let findings = crate::admin::advisor::findings_by_rule();
+    for (rule, n) in crate::hbase::advisor::detect::RULES.iter().zip(findings) {
+        o.line("advisor_findings", &[("rule", rule)], n);
+    }
+    let (tables, bytes, refused) = crate::admin::advisor::usage();
+    o.single(
+        "advisor_tables",
+        "gauge",
+        "HBase tables the rowkey advisor keeps statistics of.",
+        tables,
+    );
+    o.single(
+        "advisor_bytes",
+        "gauge",
+        "Bytes the advisor's tables may take at most (within advisor.max_bytes).",
+        bytes,
+    );
+    o.single(
+        "advisor_observations_refused_total",
+        "counter",
+        "Observations of tables past the advisor's budget (advisor.max_tables, advisor.max_bytes), not kept.",
+        refused,
+    );
+    o.head(
         "statement_duration_seconds",
         "histogram",
-        "Time from a statement's last byte read from the client to the response's last byte written to it, by class.",
+        "Time from a statement's last byte read from the client until its response's end is written to it, by class.",
     );
     for (ci, class) in CLASSES.iter().enumerate() {
         let (buckets, sum, count) = snap.latency(Class::ALL[ci]);

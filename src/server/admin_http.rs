@@ -110,6 +110,41 @@ async fn answer(
     tcp.shutdown().await
 }
 
+/// `table=DB.TABLE` from a request target's query (percent-decoded; the first dot splits).
+fn query_table(target: &[u8]) -> Option<(String, String)> {
+    let query = target.splitn(2, |&b| b == b'?').nth(1)?;
+    let value = query
+        .split(|&b| b == b'&')
+        .find_map(|kv| kv.strip_prefix(b"table="))?;
+    let decoded = percent_decode(value)?;
+    let text = String::from_utf8(decoded).ok()?;
+    let (db, t) = text.split_once('.')?;
+    Some((db.to_string(), t.to_string()))
+}
+
+fn percent_decode(v: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(v.len());
+    let mut i = 0;
+    while let Some(&b) = v.get(i) {
+        match b {
+            b'%' => {
+                let hex = std::str::from_utf8(v.get(i + 1..i + 3)?).ok()?;
+                out.push(u8::from_str_radix(hex, 16).ok()?);
+                i += 3;
+            }
+            b'+' => {
+                out.push(b' ');
+                i += 1;
+            }
+            _ => {
+                out.push(b);
+                i += 1;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// (status, content type, body, HEAD: no body).
 async fn route(
     head: &[u8],
@@ -142,10 +177,33 @@ async fn route(
             Ok(()) => (200, "text/plain", "ready\n".into(), head_only),
             Err(why) => (503, "text/plain", format!("not ready: {why}\n"), head_only),
         },
+        b"/advisor" => {
+            let only = query_table(target);
+            let want = |db: &str, t: &str| only.as_ref().is_none_or(|(d, n)| d == db && n == t);
+            let reports = crate::admin::advisor::report(want, |_, _| true, true);
+            (
+                200,
+                "text/html; charset=utf-8",
+                crate::admin::page::advisor_page(&reports),
+                head_only,
+            )
+        }
+        b"/advisor/sample" => {
+            match query_table(target).and_then(|(db, t)| crate::admin::advisor::sample(&db, &t)) {
+                Some(keys) => (200, "text/plain", keys, head_only),
+                None => (
+                    404,
+                    "text/plain",
+                    "no such table in the advisor: /advisor/sample?table=DB.TABLE\n".into(),
+                    head_only,
+                ),
+            }
+        }
         _ => (
             404,
             "text/plain",
-            "not found: /metrics, /livez, /readyz\n".into(),
+            "not found: /metrics, /livez, /readyz, /advisor, /advisor/sample?table=DB.TABLE\n"
+                .into(),
             head_only,
         ),
     }
