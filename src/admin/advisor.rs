@@ -133,19 +133,72 @@ pub fn flush_local() {
     }
 }
 
-/// Each worker's ticker: folds the thread's buffer in once a second until shutdown.
+/// How readers and the workers' tickers meet: a reader raises `asked` and waits until every
+/// ticker has folded its thread's buffer in since (`done`), so what it reads includes every
+/// statement answered before it — with no sleep and no missed wake-up (watch channels keep the
+/// latest value for a receiver that was busy).
+struct Meeting {
+    asked: tokio::sync::watch::Sender<u64>,
+    done: tokio::sync::watch::Sender<Vec<u64>>,
+}
+
+fn meeting() -> &'static Meeting {
+    static M: OnceLock<Meeting> = OnceLock::new();
+    M.get_or_init(|| Meeting {
+        asked: tokio::sync::watch::Sender::new(0),
+        done: tokio::sync::watch::Sender::new(Vec::new()),
+    })
+}
+
+/// Each worker's ticker: folds the thread's buffer in once a second, and at once when a reader
+/// asks (`sync`), until shutdown.
 pub async fn tick(mut shutdown: tokio::sync::watch::Receiver<bool>) {
+    let m = meeting();
+    let mut asked = m.asked.subscribe();
+    let mut me = 0;
+    m.done.send_modify(|d| {
+        me = d.len();
+        d.push(*asked.borrow());
+    });
     let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             _ = every.tick() => flush_local(),
+            changed = asked.changed() => {
+                if changed.is_err() {
+                    return;
+                }
+                let generation = *asked.borrow_and_update();
+                flush_local();
+                m.done.send_modify(|d| {
+                    if let Some(slot) = d.get_mut(me) {
+                        *slot = generation;
+                    }
+                });
+            }
             _ = shutdown.changed() => {
                 flush_local();
                 return;
             }
         }
     }
+}
+
+/// Waits (at most `wait`) until every worker has folded in what it saw before this call.
+pub async fn sync(wait: std::time::Duration) {
+    flush_local();
+    if store().is_none() {
+        return;
+    }
+    let m = meeting();
+    let mut generation = 0;
+    m.asked.send_modify(|g| {
+        *g += 1;
+        generation = *g;
+    });
+    let mut done = m.done.subscribe();
+    let _ = tokio::time::timeout(wait, done.wait_for(|d| d.iter().all(|g| *g >= generation))).await;
 }
 
 impl Store {

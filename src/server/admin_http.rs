@@ -178,6 +178,7 @@ async fn route(
             Err(why) => (503, "text/plain", format!("not ready: {why}\n"), head_only),
         },
         b"/advisor" => {
+            crate::admin::advisor::sync(Duration::from_secs(2)).await;
             let only = query_table(target);
             let want = |db: &str, t: &str| only.as_ref().is_none_or(|(d, n)| d == db && n == t);
             let reports = crate::admin::advisor::report(want, |_, _| true, true);
@@ -189,6 +190,7 @@ async fn route(
             )
         }
         b"/advisor/sample" => {
+            crate::admin::advisor::sync(Duration::from_secs(2)).await;
             match query_table(target).and_then(|(db, t)| crate::admin::advisor::sample(&db, &t)) {
                 Some(keys) => (200, "text/plain", keys, head_only),
                 None => (

@@ -1,6 +1,7 @@
 //! Integration tests against real backends (MariaDB and seekdb), one test binary so the
 //! backends start once per run.
 
+mod advisor;
 mod auth_tls;
 mod bad_input;
 mod catalog;

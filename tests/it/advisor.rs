@@ -1,0 +1,449 @@
+//! The live rowkey advisor (issue 33) against real backends: a workload generator writes the
+//! guides' designs through the proxy — the bad ones each get their finding, with the guide's
+//! fix, within a minute of traffic; the good ones get none — the page renders a skewed table's
+//! heatmap in headless Chromium with the hot partition as its brightest column, and the
+//! advisor's memory stays within its budget with 50 tables of 997 partitions.
+
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::common::backends::{free_port, project_root, shared, Kind, BOTH};
+use crate::common::proxy;
+use crate::common::raw::RawConn;
+
+/// A fixed-seed generator (splitmix64): the same traffic every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+}
+
+const COLS: &str = "K varbinary(1024), Q varbinary(256), T bigint, V varbinary(1024) NOT NULL";
+
+/// One of the guides' rowkey designs: its table, how it writes and scans, and what the advisor
+/// must say (the finding's rule, or nothing).
+struct Design {
+    name: &'static str,
+    /// Partitioning clause (and the prefix column, when there is one).
+    prefix: Option<usize>,
+    partitioning: String,
+    key: fn(u64, &mut Rng) -> String,
+    /// The literal of a prefix scan to send after some writes.
+    scan: Option<fn(&str) -> String>,
+    expect: Option<&'static str>,
+}
+
+fn designs() -> Vec<Design> {
+    let range_time = "PARTITION BY RANGE COLUMNS(K) (PARTITION p0 VALUES LESS THAN ('1600000000000'), \
+                      PARTITION p1 VALUES LESS THAN ('1700000000000'), PARTITION p2 VALUES LESS THAN (MAXVALUE))";
+    let range_salt = "PARTITION BY RANGE COLUMNS(K) (PARTITION p0 VALUES LESS THAN ('25'), \
+                      PARTITION p1 VALUES LESS THAN ('50'), PARTITION p2 VALUES LESS THAN ('75'), \
+                      PARTITION p3 VALUES LESS THAN (MAXVALUE))";
+    let key_prefix = |_: usize| "PARTITION BY KEY(K_PREFIX) PARTITIONS 97".to_string();
+    vec![
+        Design {
+            name: "timestamp_msgid_on_range",
+            prefix: None,
+            partitioning: range_time.into(),
+            key: |i, r| format!("{}|{:06}", 1_750_000_000_000 + i, r.next() % 1_000_000),
+            scan: None,
+            expect: Some("monotonic_key"),
+        },
+        Design {
+            name: "msgtype_msgid",
+            prefix: Some(4),
+            partitioning: key_prefix(4),
+            key: |_, r| {
+                let ty = ["ord", "pay", "log", "msg"][(r.next() % 4) as usize];
+                format!("{ty}|{:016x}", r.next())
+            },
+            scan: None,
+            expect: Some("few_valued_lead"),
+        },
+        Design {
+            name: "long_prefix_short_user_ids",
+            prefix: Some(64),
+            partitioning: key_prefix(64),
+            key: |_, r| format!("{:08}{:020}", r.next() % 100_000, r.next()),
+            scan: Some(|k| k[..8].to_string()),
+            expect: Some("prefix_too_long"),
+        },
+        Design {
+            name: "one_hot_user",
+            prefix: Some(8),
+            partitioning: key_prefix(8),
+            key: |i, r| {
+                let user = if i % 3 == 0 {
+                    42
+                } else {
+                    r.next() % 100_000_000
+                };
+                format!("{user:08}{:020}", r.next())
+            },
+            scan: None,
+            expect: Some("hot_key"),
+        },
+        Design {
+            name: "salted",
+            prefix: None,
+            partitioning: range_salt.into(),
+            key: |i, r| {
+                let id = r.next();
+                format!("{:02}|{}|{id}", id % 100, 1_750_000_000_000 + i)
+            },
+            scan: Some(|k| k[..3].to_string()),
+            expect: None,
+        },
+        Design {
+            name: "hashed",
+            prefix: Some(8),
+            partitioning: key_prefix(8),
+            key: |i, r| format!("{:08x}|{}|{}", r.next() as u32, 1_750_000_000_000 + i, i),
+            scan: Some(|k| k[..8].to_string()),
+            expect: None,
+        },
+        Design {
+            name: "reversed_timestamps",
+            prefix: Some(8),
+            partitioning: key_prefix(8),
+            key: |i, r| {
+                let user = r.next() % 100_000_000;
+                format!("{user:08}{}", i64::MAX as u64 - 1_750_000_000_000 - i)
+            },
+            scan: Some(|k| k[..8].to_string()),
+            expect: None,
+        },
+        Design {
+            name: "uniform",
+            prefix: None,
+            partitioning: "PARTITION BY KEY(K) PARTITIONS 97".into(),
+            key: |_, r| format!("{:016x}", r.next()),
+            scan: None,
+            expect: None,
+        },
+    ]
+}
+
+/// The design's table `{group}$f`, in a table group of its own (one family a group).
+fn create(c: &mut RawConn, group: &str, d: &Design) -> String {
+    let table = format!("{group}$f");
+    c.exec(&format!("DROP TABLE IF EXISTS `{table}`"))
+        .expect("drop");
+    c.exec(&format!("DROP TABLEGROUP IF EXISTS {group}"))
+        .expect("drop group");
+    c.exec(&format!("CREATE TABLEGROUP {group}"))
+        .expect("group");
+    let prefix_col = match d.prefix {
+        Some(n) => format!(", K_PREFIX varbinary({n}) GENERATED ALWAYS AS (substring(K, 1, {n}))"),
+        None => String::new(),
+    };
+    c.exec(&format!(
+        "CREATE TABLE `{table}` ({COLS}{prefix_col}, PRIMARY KEY (K, Q, T)) TABLEGROUP = {group} {}",
+        d.partitioning
+    ))
+    .unwrap_or_else(|e| panic!("{}: {e:?}", d.name));
+    table
+}
+
+/// Writes `n` rows of the design (and a scan every fourth write, where it scans).
+fn drive(c: &mut RawConn, table: &str, d: &Design, n: u64, seed: u64) {
+    let mut r = Rng(seed);
+    for i in 0..n {
+        let k = (d.key)(i, &mut r);
+        c.exec(&format!(
+            "INSERT INTO `{table}` (K, Q, T, V) VALUES ('{k}', 'q', -1700000000000, 'v')"
+        ))
+        .unwrap_or_else(|e| panic!("{}: {e:?}", d.name));
+        if let (Some(scan), 0) = (d.scan, i % 4) {
+            let lit = scan(&k);
+            c.rows(&format!(
+                "SELECT K FROM `{table}` WHERE K LIKE '{lit}%' LIMIT 1"
+            ));
+        }
+    }
+}
+
+/// SHOW OBKV ADVICE FOR the table: (rule, evidence, advice, ddl) rows.
+fn advice(c: &mut RawConn, table: &str) -> Vec<(String, String, String, Option<String>)> {
+    let text = |v: &Option<Vec<u8>>| {
+        String::from_utf8_lossy(v.as_deref().unwrap_or_default()).into_owned()
+    };
+    c.rows(&format!("SHOW OBKV ADVICE FOR `{table}`"))
+        .iter()
+        .map(|r| {
+            (
+                text(&r[1]),
+                text(&r[2]),
+                text(&r[3]),
+                r[4].as_ref()
+                    .map(|v| String::from_utf8_lossy(v).into_owned()),
+            )
+        })
+        .collect()
+}
+
+const WRITES: u64 = 1200;
+
+#[test]
+fn each_bad_design_gets_its_finding_and_good_ones_none() {
+    for kind in BOTH {
+        let p = proxy::spawn_binary(&shared(kind).addr, &[]);
+        let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+        let db = format!("adv_{}", kind.name());
+        c.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}"))
+            .expect("db");
+        c.exec(&format!("USE {db}")).expect("use");
+        for (n, d) in designs().iter().enumerate() {
+            let table = create(&mut c, &format!("advg{n}"), d);
+            let started = Instant::now();
+            drive(&mut c, &table, d, WRITES, 1000 + n as u64);
+            let seen = format!("{WRITES} writes");
+            // (SHOW OBKV ADVICE reads after every worker has folded in what it saw)
+            let a = advice(&mut c, &table);
+            let took = started.elapsed();
+            match d.expect {
+                Some(rule) => {
+                    let f = a.iter().find(|f| f.0 == rule).unwrap_or_else(|| {
+                        panic!("{} on {}: no {rule} in {a:?}", d.name, kind.name())
+                    });
+                    // the guide's fix comes with it
+                    assert!(!f.2.is_empty(), "{}: {f:?}", d.name);
+                    println!(
+                        "{} {}: {rule} after {took:?}: {} — {}",
+                        kind.name(),
+                        d.name,
+                        f.1,
+                        f.2
+                    );
+                }
+                None => {
+                    assert!(
+                        a.len() == 1 && a[0].0 == "ok" && a[0].1.starts_with(&seen),
+                        "{} on {}: {a:?}",
+                        d.name,
+                        kind.name()
+                    );
+                }
+            }
+            assert!(took < Duration::from_secs(90), "{}: {took:?}", d.name);
+        }
+        // the design with a time prefix on RANGE: its writes all went to the last partition
+        let a = advice(&mut c, "advg0$f");
+        assert!(a.iter().any(|f| f.0 == "range_last_partition"), "{a:?}");
+        // the hot user's partition is hot, and the user's id is named
+        let a = advice(&mut c, "advg3$f");
+        assert!(a.iter().any(|f| f.0 == "hot_partition"), "{a:?}");
+        assert!(a.iter().any(|f| f.1.contains("00000042")), "{a:?}");
+        // SHOW OBKV PARTITIONS counts every write the advisor saw
+        let parts = c.rows("SHOW OBKV PARTITIONS FOR `advg7$f`");
+        assert_eq!(parts.len(), 97);
+        let total: u64 = parts
+            .iter()
+            .map(|r| {
+                String::from_utf8_lossy(r[4].as_deref().unwrap_or_default())
+                    .parse::<u64>()
+                    .unwrap_or(0)
+            })
+            .sum();
+        assert_eq!(total, WRITES);
+    }
+}
+
+/// A user who cannot see a table is not told about it; one who can see it but not read it
+/// sees no rowkey.
+#[test]
+fn advice_follows_the_backends_grants() {
+    let kind = Kind::MariaDb;
+    let p = proxy::spawn_binary(&shared(kind).addr, &[]);
+    let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+    c.exec("CREATE DATABASE IF NOT EXISTS adv_grants")
+        .expect("db");
+    c.exec("USE adv_grants").expect("use");
+    c.exec("DROP TABLE IF EXISTS advh$f").ok();
+    c.exec("DROP TABLEGROUP IF EXISTS advh").ok();
+    c.exec("CREATE TABLEGROUP advh").expect("group");
+    let d = &designs()[3];
+    c.exec(&format!(
+        "CREATE TABLE advh$f ({COLS}, K_PREFIX varbinary(8) GENERATED ALWAYS AS (substring(K, 1, 8)), \
+         PRIMARY KEY (K, Q, T)) TABLEGROUP = advh {}",
+        d.partitioning
+    ))
+    .expect("table");
+    drive(&mut c, "advh$f", d, 600, 5);
+    let a = advice(&mut c, "advh$f");
+    assert!(a.iter().any(|f| f.1.contains("00000042")), "{a:?}");
+    for user in ["adv_none", "adv_insert"] {
+        c.exec(&format!("DROP USER IF EXISTS {user}@'%'")).ok();
+        c.exec(&format!("CREATE USER {user}@'%' IDENTIFIED BY 'pw'"))
+            .expect("user");
+    }
+    // adv_insert may write the table but not read it
+    c.exec("GRANT INSERT ON adv_grants.advh$f TO adv_insert@'%'")
+        .expect("grant");
+    let mut none = RawConn::connect(&p.addr, "adv_none", "pw", None).expect("login");
+    let rows = none.rows("SHOW OBKV ADVICE FOR adv_grants.advh$f");
+    assert!(rows.is_empty(), "{rows:?}");
+    assert!(none.rows("SHOW OBKV ADVICE").is_empty());
+    assert!(none
+        .rows("SHOW OBKV PARTITIONS FOR adv_grants.advh$f")
+        .is_empty());
+    let mut writer = RawConn::connect(&p.addr, "adv_insert", "pw", None).expect("login");
+    let rows = writer.rows("SHOW OBKV ADVICE FOR adv_grants.advh$f");
+    let text: Vec<String> = rows
+        .iter()
+        .map(|r| String::from_utf8_lossy(r[2].as_deref().unwrap_or_default()).into_owned())
+        .collect();
+    assert!(text.iter().any(|t| t.contains("(hidden)")), "{text:?}");
+    assert!(!text.iter().any(|t| t.contains("00000042")), "{text:?}");
+}
+
+/// The page, in headless Chromium: a skewed table's heatmap, whose brightest column is the hot
+/// partition (read from the screenshot's pixels). The screenshot is kept in
+/// target/obkv-test/advisor-heatmap.png.
+#[test]
+fn the_page_shows_the_hot_partition_as_the_brightest_column() {
+    let kind = Kind::MariaDb;
+    let admin = format!("127.0.0.1:{}", free_port());
+    let p = proxy::spawn_binary(&shared(kind).addr, &["--admin-listen", &admin]);
+    let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+    c.exec("CREATE DATABASE IF NOT EXISTS adv_page")
+        .expect("db");
+    c.exec("USE adv_page").expect("use");
+    c.exec("DROP TABLE IF EXISTS advp$f").ok();
+    c.exec("DROP TABLEGROUP IF EXISTS advp").ok();
+    c.exec("CREATE TABLEGROUP advp").expect("group");
+    let d = &designs()[3];
+    c.exec(&format!(
+        "CREATE TABLE advp$f ({COLS}, K_PREFIX varbinary(8) GENERATED ALWAYS AS (substring(K, 1, 8)), \
+         PRIMARY KEY (K, Q, T)) TABLEGROUP = advp {}",
+        d.partitioning
+    ))
+    .expect("table");
+    drive(&mut c, "advp$f", d, 900, 9);
+    let a = advice(&mut c, "advp$f");
+    assert!(a.iter().any(|f| f.0 == "hot_partition"), "{a:?}");
+    // the hot partition, by the proxy's own count
+    let parts = c.rows("SHOW OBKV PARTITIONS FOR advp$f");
+    let hot = parts
+        .iter()
+        .enumerate()
+        .max_by_key(|(_, r)| {
+            String::from_utf8_lossy(r[2].as_deref().unwrap_or_default())
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .map(|(i, _)| i)
+        .expect("partitions");
+    let out_dir = project_root().join("target/obkv-test");
+    std::fs::create_dir_all(&out_dir).expect("dir");
+    let shot = out_dir.join("advisor-heatmap.png");
+    let _ = std::fs::remove_file(&shot);
+    let profile = tempfile::tempdir().expect("profile");
+    let url = format!("http://{admin}/advisor?table=adv_page.advp%24f");
+    let status = Command::new("chromium")
+        .args([
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            "--hide-scrollbars",
+            "--force-device-scale-factor=1",
+            &format!("--user-data-dir={}", profile.path().display()),
+            "--window-size=1400,900",
+            &format!("--screenshot={}", shot.display()),
+            &url,
+        ])
+        .output()
+        .expect("chromium runs (scripts/install-deps.sh test installs it)");
+    assert!(
+        shot.exists(),
+        "no screenshot: {}",
+        String::from_utf8_lossy(&status.stderr)
+    );
+    let decoder = png::Decoder::new(std::io::BufReader::new(
+        std::fs::File::open(&shot).expect("png"),
+    ));
+    let mut reader = decoder.read_info().expect("png header");
+    let mut buf = vec![0; reader.output_buffer_size()];
+    let info = reader.next_frame(&mut buf).expect("png frame");
+    let channels = info.color_type.samples();
+    // the writes heatmap: top-left, one column per partition
+    let w = obkv_proxy::admin::page::cell_width(97);
+    let rows = obkv_proxy::admin::page::CELL_HEIGHT;
+    let brightness = |x: usize, y: usize| -> u32 {
+        let at = (y * info.width as usize + x) * channels;
+        buf[at..at + 3].iter().map(|&b| u32::from(b)).sum()
+    };
+    let column = |p: usize| -> u32 {
+        (0..rows)
+            .map(|y| brightness(p * w + w / 2, y))
+            .max()
+            .unwrap_or(0)
+    };
+    let brightest = (0..97).max_by_key(|&p| column(p)).expect("columns");
+    assert_eq!(brightest, hot, "screenshot {}", shot.display());
+    let dim: u32 = (0..97).filter(|&p| p != hot).map(column).max().unwrap_or(0);
+    assert!(column(hot) > dim, "{} vs {dim}", column(hot));
+    println!("screenshot: {} (hot partition p{hot})", shot.display());
+}
+
+/// 50 tables × 997 partitions under load: the advisor's memory, measured as the RSS of a proxy
+/// with it on against one with it off under the same traffic, stays within the documented
+/// budget (advisor.max_bytes, 8 MiB).
+#[test]
+fn memory_stays_within_the_budget_with_50_tables_of_997_partitions() {
+    let kind = Kind::MariaDb;
+    let backend = &shared(kind).addr;
+    let dir = tempfile::tempdir().expect("dir");
+    let off = dir.path().join("off.toml");
+    std::fs::write(&off, "[advisor]\nenabled = false\n").expect("config");
+    // one-second epochs: the eight epochs kept fill while the test runs
+    let on = dir.path().join("on.toml");
+    std::fs::write(&on, "[advisor]\nepoch_seconds = 1\n").expect("config");
+    let with = proxy::spawn_binary(backend, &["--config", on.to_str().expect("path")]);
+    let without = proxy::spawn_binary(backend, &["--config", off.to_str().expect("path")]);
+    let mut c = RawConn::connect(&with.addr, "root", "", None).expect("proxy");
+    c.exec("CREATE DATABASE IF NOT EXISTS adv_mem").expect("db");
+    c.exec("USE adv_mem").expect("use");
+    for i in 0..50 {
+        c.exec(&format!("DROP TABLE IF EXISTS advm{i}$f")).ok();
+        c.exec(&format!("DROP TABLEGROUP IF EXISTS advm{i}")).ok();
+        c.exec(&format!("CREATE TABLEGROUP advm{i}"))
+            .expect("group");
+        c.exec(&format!(
+            "CREATE TABLE advm{i}$f ({COLS}, PRIMARY KEY (K, Q, T)) TABLEGROUP = advm{i} PARTITION BY KEY(K) PARTITIONS 997"
+        ))
+        .expect("table");
+    }
+    let base = (with.rss_kib(), without.rss_kib());
+    let mut r = Rng(77);
+    for p in [&with, &without] {
+        let mut c = RawConn::connect(&p.addr, "root", "", Some("adv_mem")).expect("proxy");
+        for round in 0..40 {
+            for i in 0..50 {
+                let k = format!("{:016x}{round}", r.next());
+                c.exec(&format!(
+                    "INSERT INTO advm{i}$f (K, Q, T, V) VALUES ('{k}', 'q', -1700000000000, 'v')"
+                ))
+                .expect("insert");
+                c.rows(&format!("SELECT K FROM advm{i}$f WHERE K = '{k}'"));
+            }
+        }
+    }
+    // every table is kept, and the budget the advisor reports covers them
+    let mut c = RawConn::connect(&with.addr, "root", "", Some("adv_mem")).expect("proxy");
+    assert_eq!(c.rows("SHOW OBKV PARTITIONS FOR advm49$f").len(), 997);
+    let grown_with = with.rss_kib().saturating_sub(base.0);
+    let grown_without = without.rss_kib().saturating_sub(base.1);
+    let advisor_kib = grown_with.saturating_sub(grown_without);
+    println!(
+        "RSS growth: {grown_with} KiB with the advisor, {grown_without} KiB without: {advisor_kib} KiB for 50 tables × 997 partitions"
+    );
+    assert!(advisor_kib <= 8 * 1024, "{advisor_kib} KiB");
+    assert!(c.rows("SHOW OBKV PARTITIONS FOR advm0$f").len() == 997);
+}
