@@ -31,16 +31,20 @@ pub struct Verdict {
     pub notes: Vec<Finding>,
     /// Inside a transaction, the partition the execution fixes (its first write).
     pub pin: Option<Place>,
+    /// What the execution shows the rowkey advisor (its rows' partitions and keys).
+    pub observed: Option<super::decision::Observed>,
 }
 
 impl Verdict {
     /// The cell rules by their enforcement, then the guard against the transaction.
     fn of(checked: Checked, ctx: &ExecContext) -> Verdict {
+        let observed = write::observed(&checked, true);
         let out = write::verdict(checked, ctx.rules, ctx.txn);
         Verdict {
             refuse: out.refuse.map(Refusal::Rule),
             notes: out.warnings,
             pin: out.pin,
+            observed,
         }
     }
 }

@@ -330,7 +330,7 @@ impl<'a> Text<'a> {
             match checked {
                 Ok(c) => {
                     let observed = (self.origin == Origin::Text)
-                        .then(|| rows_observed(&c, false))
+                        .then(|| write::observed(&c, false))
                         .flatten();
                     if let Some(e) = self.writes.judge(c, rules, self.origin) {
                         return Flow::Refuse(e);
@@ -510,7 +510,7 @@ impl<'a> Text<'a> {
             }
         }
         let observed = (self.origin == Origin::Text)
-            .then(|| rows_observed(&checked, true))
+            .then(|| write::observed(&checked, true))
             .flatten();
         let flow = self.judge(checked, rules);
         if let (Flow::Next, Some(what)) = (&flow, observed) {
@@ -1021,23 +1021,4 @@ impl Tally {
         c.declined.fetch_add(self.declined, Relaxed);
         c.unreadable.fetch_add(self.unreadable, Relaxed);
     }
-}
-
-/// What a checked write shows the advisor: the partitions it writes (once each) and, for an
-/// INSERT (`keys`), the first rowkey in each.
-fn rows_observed(c: &write::Checked, keys: bool) -> Option<super::decision::Observed> {
-    let Some(Touch::At(places)) = &c.touch else {
-        return None;
-    };
-    if places.is_empty() {
-        return None;
-    }
-    Some(super::decision::Observed::Rows {
-        partitions: places.iter().map(|p| (p.partition, 1)).collect(),
-        keys: if keys {
-            places.iter().map(|p| p.rowkey.clone()).collect()
-        } else {
-            Vec::new()
-        },
-    })
 }

@@ -586,6 +586,7 @@ impl Session {
             self.own_warnings = 0;
             self.statement = None;
             self.activity.tables.clear();
+            self.activity.observed.clear();
             let result = match self.command.first().copied() {
                 None => {
                     self.answer_error(ErrorInfo::new(

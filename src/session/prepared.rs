@@ -383,6 +383,15 @@ impl Session {
             return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
         self.keep_findings(out.notes);
+        if let Some(what) = out.observed {
+            self.activity
+                .observed
+                .push(crate::engine::decision::Observation {
+                    table: plan.schema.clone(),
+                    what,
+                });
+            crate::admin::advisor::record(&mut self.activity.observed);
+        }
         let pin = out.pin;
         Ok(Checked::Runs(pin))
     }
@@ -536,6 +545,22 @@ impl Session {
             _ => None,
         };
         let counters = self.shared.rewrite_counters.clone();
+        // the rowkey advisor: a scan of each prefix, in the one partition that holds it
+        if let Some((prefixes, _)) = &prefixes {
+            let schema = &rw.plan.schema;
+            for p in prefixes {
+                self.activity
+                    .observed
+                    .push(crate::engine::decision::Observation {
+                        table: schema.clone(),
+                        what: crate::engine::decision::Observed::Scan {
+                            literal: p.clone(),
+                            partition: schema.partitioning.partition_of(p),
+                        },
+                    });
+            }
+            crate::admin::advisor::record(&mut self.activity.observed);
+        }
         if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
                 // a string where its bytes are certainly the prefix's (OceanBase prunes with

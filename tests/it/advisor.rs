@@ -447,3 +447,88 @@ fn memory_stays_within_the_budget_with_50_tables_of_997_partitions() {
     assert!(advisor_kib <= 8 * 1024, "{advisor_kib} KiB");
     assert!(c.rows("SHOW OBKV PARTITIONS FOR advm0$f").len() == 997);
 }
+
+/// A driver's prepared statements (mysql_async, the binary protocol): executions of a prepared
+/// INSERT and of a prepared prefix scan are observed like texts — the hot user is found.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prepared_executions_are_observed() {
+    use mysql_async::prelude::*;
+    for kind in BOTH {
+        let p = tokio::task::block_in_place(|| proxy::spawn_binary(&shared(kind).addr, &[]));
+        let (host, port) = p.addr.rsplit_once(':').expect("addr");
+        let db = format!("adv_prep_{}", kind.name());
+        let opts = mysql_async::OptsBuilder::default()
+            .ip_or_hostname(host.to_string())
+            .tcp_port(port.parse().expect("port"))
+            .user(Some("root"))
+            .prefer_socket(false);
+        let mut c = mysql_async::Conn::new(opts).await.expect("proxy");
+        c.query_drop(format!("CREATE DATABASE IF NOT EXISTS {db}"))
+            .await
+            .expect("db");
+        c.query_drop(format!("USE {db}")).await.expect("use");
+        c.query_drop("DROP TABLE IF EXISTS advq$f")
+            .await
+            .expect("drop");
+        c.query_drop("DROP TABLEGROUP IF EXISTS advq")
+            .await
+            .expect("drop group");
+        c.query_drop("CREATE TABLEGROUP advq").await.expect("group");
+        c.query_drop(format!(
+            "CREATE TABLE advq$f ({COLS}, K_PREFIX varbinary(8) GENERATED ALWAYS AS (substring(K, 1, 8)), \
+             PRIMARY KEY (K, Q, T)) TABLEGROUP = advq PARTITION BY KEY(K_PREFIX) PARTITIONS 97"
+        ))
+        .await
+        .expect("table");
+        let insert = c
+            .prep("INSERT INTO advq$f (K, Q, T, V) VALUES (?, 'q', -1700000000000, 'v')")
+            .await
+            .expect("prepare");
+        let scan = c
+            .prep("SELECT K FROM advq$f WHERE K LIKE ? LIMIT 1")
+            .await
+            .expect("prepare scan");
+        let mut r = Rng(3);
+        for i in 0..600u64 {
+            let user = if i % 3 == 0 {
+                42
+            } else {
+                r.next() % 100_000_000
+            };
+            let k = format!("{user:08}{:020}", r.next());
+            c.exec_drop(&insert, (k.as_bytes(),)).await.expect("insert");
+            if i % 10 == 0 {
+                let _: Vec<Vec<u8>> = c
+                    .exec(&scan, (format!("{user:08}%").as_bytes(),))
+                    .await
+                    .expect("scan");
+            }
+        }
+        let rows: Vec<(String, String, String, String, Option<String>)> = c
+            .query("SHOW OBKV ADVICE FOR advq$f")
+            .await
+            .expect("advice");
+        assert!(
+            rows.iter()
+                .any(|r| r.1 == "hot_key" && r.2.contains("00000042")),
+            "{rows:?}"
+        );
+        let parts: Vec<(String, u64, u64, u64, u64)> = c
+            .query("SHOW OBKV PARTITIONS FOR advq$f")
+            .await
+            .expect("partitions");
+        assert_eq!(
+            parts.iter().map(|p| p.4).sum::<u64>(),
+            600,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            parts.iter().map(|p| p.3).sum::<u64>(),
+            60,
+            "{}",
+            kind.name()
+        );
+        drop(c);
+    }
+}

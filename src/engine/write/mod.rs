@@ -21,6 +21,25 @@ pub use guard::{guard, verdict, Guarded, Outcome, Txn};
 pub use load::{load_fill_t, load_unchecked, LoadCheck, LoadPlan};
 pub use statement::{check_assigned, check_dml, check_insert, unreadable_write, FillT};
 
+/// What a checked write shows the advisor: the partitions it writes (once each) and, for an
+/// INSERT (`keys`), the first rowkey in each.
+pub fn observed(c: &Checked, keys: bool) -> Option<crate::engine::decision::Observed> {
+    let Some(Touch::At(places)) = &c.touch else {
+        return None;
+    };
+    if places.is_empty() {
+        return None;
+    }
+    Some(crate::engine::decision::Observed::Rows {
+        partitions: places.iter().map(|p| (p.partition, 1)).collect(),
+        keys: if keys {
+            places.iter().map(|p| p.rowkey.clone()).collect()
+        } else {
+            Vec::new()
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::checked::{place, MAX_FINDINGS};
