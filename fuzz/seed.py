@@ -76,6 +76,17 @@ sql |= {
     b"SET NAMES gbk; SELECT * FROM g$f WHERE K LIKE '\xbf\\%'",
     b"INSERT INTO \"g$f\" VALUES (\"a\\\", 'q', 5, 'v') -- \"",
 }
+# issue 33: the advisor's commands
+sql |= {
+    b"SHOW OBKV ADVICE",
+    b"SHOW OBKV ADVICE FOR g$f",
+    b"show obkv advice for `db`.`g$f`;",
+    b"SHOW OBKV PARTITIONS FOR db.g$f",
+    b"SHOW OBKV PARTITIONS FOR /*!99999 x. */ g$f",
+    b"SHOW OBKV ADVICE FOR g$f extra",
+    b"SELECT K FROM g$f WHERE K >= 'user1|000' AND K < 'user1|999'",
+    b"SELECT K FROM g$f WHERE K = 'abc' AND K LIKE 'a%'",
+}
 for s in sorted(sql):
     for flags in (0x20, 0x21, 0x22, 0x23, 0x07, 0x3C, 0x61):
         put("sql_router", bytes([flags]) + s)
@@ -85,6 +96,11 @@ for s in sorted(sql):
     if s.lstrip().upper().startswith((b"INSERT", b"REPLACE")):
         for flags in (0, 1, 2, 8):
             put("sql_insert", bytes([flags]) + s)
+
+# the advisor: a partitioning byte, then rowkeys separated by newlines
+for keys in (b"ord|1\npay|2\nlog|3\nmsg|4", b"1750000000000|1\n1750000000001|2", b"\x00\xff\n\n" + b"k" * 300):
+    for flags in (0, 1, 2, 3):
+        put("advisor", bytes([flags]) + keys)
 
 # LOAD DATA: statement \0 format byte + file
 loads = [
