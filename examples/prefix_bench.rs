@@ -110,6 +110,9 @@ enum Op {
     HandWritten,
     /// `K = 'p:000'`.
     PointGet,
+    /// `INSERT` of a new cell under the prefix (counting mode only: `scripts/cost.sh`'s write
+    /// workload).
+    Put,
 }
 
 /// CPU time (user + system) a process has used, in clock ticks (1/100 s on Linux).
@@ -168,7 +171,7 @@ fn statement(op: Op) -> String {
         Op::HandWritten => {
             format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ? AND K_PREFIX = ?")
         }
-        Op::PointGet => format!("SELECT V FROM {TABLE} WHERE K = ?"),
+        Op::PointGet | Op::Put => format!("SELECT V FROM {TABLE} WHERE K = ?"),
     }
 }
 
@@ -184,6 +187,22 @@ async fn run_one(
 ) {
     *i = (*i * 1_103_515_245 + 12_345) % 2_147_483_648;
     let p = prefix(*i % prefixes);
+    if op == Op::Put {
+        // a new cell each time (the run's clock in the key: runs never collide)
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock");
+        c.query_drop(format!(
+            "INSERT INTO {TABLE} (K, Q, T, V) VALUES ('{p}:w{}{}', 'q', -{}, 'v')",
+            now.as_nanos(),
+            *i,
+            now.as_millis()
+        ))
+        .await
+        .expect("insert");
+        assert_eq!(c.affected_rows(), 1, "{addr}: insert");
+        return;
+    }
     let rows: usize = match (op, prepared) {
         (Op::Natural, true) => c
             .exec::<(Vec<u8>, Vec<u8>, i64, Vec<u8>), _, _>(stmt, (format!("{p}%"),))
@@ -219,6 +238,7 @@ async fn run_one(
             .await
             .expect("run")
             .len(),
+        (Op::Put, _) => 0,
     };
     let want = if op == Op::PointGet {
         1
@@ -311,6 +331,7 @@ async fn main() {
         let op = match env("BENCH_OP", "natural").as_str() {
             "hand" => Op::HandWritten,
             "get" => Op::PointGet,
+            "put" => Op::Put,
             _ => Op::Natural,
         };
         let prepared = env("BENCH_PREPARED", "0") == "1";

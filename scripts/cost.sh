@@ -11,7 +11,7 @@
 # counted (counters zeroed before each), and the difference divided by N is the cost per query,
 # with the connection's own cost taken out.
 #   COST_QUERIES (default 2000): N; COST_BACKEND (mariadb | seekdb, default mariadb);
-#   COST_WORKLOADS (default all five): which workloads to count, e.g. "scan_text".
+#   COST_WORKLOADS (default all six): which workloads to count, e.g. "scan_text".
 #   COST_PROXY_BIN (default target/release/obkv-proxy): another build to count, e.g. an
 #   older commit's, for a before/after comparison in one run.
 #   COST_PROXY_ARGS: more arguments for the counted proxy, e.g. `--config off.toml` with
@@ -21,7 +21,7 @@
 # Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
 # the natural prefix scan `K LIKE 'p%'` of examples/prefix_bench.rs as text and prepared
 # (HAProxy relays the hand-written `AND K_PREFIX = 'p'` statement: the same rows), and the
-# HBase point get by K (prepared). Everything runs on 127.0.0.1 and is stopped at the end.
+# HBase point get by K (prepared), and a text INSERT of a new cell (put_text). Everything runs on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${COST_QUERIES:-2000}
@@ -71,7 +71,7 @@ load() {
         --report-interval=0 run | awk '/queries:/ {print $2}'
       ;;
     *)
-      case $w in scan_text | scan_prepared) op=natural ;; get_prepared) op=get ;; esac
+      case $w in scan_text | scan_prepared) op=natural ;; get_prepared) op=get ;; put_text) op=put ;; esac
       [[ $hop == haproxy && $op == natural ]] && op=hand
       BENCH_PROXY="127.0.0.1:$port" BENCH_CELLS=$cells BENCH_COUNT="$count" BENCH_OP=$op \
         BENCH_PREPARED=$([[ $w == *_prepared ]] && echo 1 || echo 0) target/release/examples/prefix_bench
@@ -119,7 +119,7 @@ counted() {
 
 echo "instructions per query in user space (callgrind), $n queries, one connection, $backend, $bin"
 printf '%-14s %12s %12s %9s\n' workload obkv-proxy haproxy prx/hap
-for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_prepared}; do
+for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_prepared put_text}; do
   p=$(counted proxy "$w")
   h=$(counted haproxy "$w")
   printf '%-14s %12s %12s %9.3f\n' "$w" "$p" "$h" "$(echo "$p / $h" | bc -l)"

@@ -390,6 +390,42 @@ fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     let dim: u32 = (0..97).filter(|&p| p != hot).map(column).max().unwrap_or(0);
     assert!(column(hot) > dim, "{} vs {dim}", column(hot));
     println!("screenshot: {} (hot partition p{hot})", shot.display());
+    // what-if: the captured sample replayed offline against this partitioning and others
+    let (status, sample) =
+        crate::operations::http_get(&admin, "/advisor/sample?table=adv_page.advp%24f");
+    assert_eq!(status, 200);
+    assert_eq!(
+        sample.lines().count(),
+        128,
+        "the sample holds advisor.sample keys"
+    );
+    let keys = out_dir.join("advisor-sample.hex");
+    std::fs::write(&keys, &sample).expect("sample");
+    let replay = |partitioning: &str, prefix: Option<usize>| -> String {
+        let prefix_col = prefix.map_or(String::new(), |n| {
+            format!(", K_PREFIX varbinary({n}) GENERATED ALWAYS AS (substring(K, 1, {n}))")
+        });
+        let ddl = format!(
+            "CREATE TABLE advp$f ({COLS}{prefix_col}, PRIMARY KEY (K, Q, T)) {partitioning}"
+        );
+        let out = Command::new(env!("CARGO_BIN_EXE_obkv-proxy"))
+            .args(["partition", "--ddl", &ddl, "--hex", "--keys-file"])
+            .arg(&keys)
+            .output()
+            .expect("partition runs");
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let now = replay("PARTITION BY KEY(K_PREFIX) PARTITIONS 97", Some(8));
+    assert!(now.contains("verdict\tSKEWED"), "{now}");
+    assert!(now.contains("finding\thot_partition"), "{now}");
+    // the same keys hashed whole: the hot user's rows spread
+    let whole = replay("PARTITION BY KEY(K) PARTITIONS 97", None);
+    assert!(whole.contains("verdict\tok"), "{whole}");
 }
 
 /// 50 tables × 997 partitions under load: the advisor's memory, measured as the RSS of a proxy
