@@ -239,19 +239,17 @@ impl Store {
             e.last_seen = now;
             let s = &mut e.stats;
             match o.what {
-                Observed::Rows { partitions, keys } => {
-                    if keys.is_empty() {
-                        for (p, n) in partitions {
-                            s.write_partition(p, n, now);
-                        }
-                    } else {
-                        for k in &keys {
-                            s.write(k, now);
+                Observed::Rows { rows, keys } => {
+                    for (p, k) in rows {
+                        if keys {
+                            s.write_cut(Some(p), &k.bytes, k.len, now);
+                        } else {
+                            s.write_partition(p, 1, now);
                         }
                     }
                 }
-                Observed::Get(k) => s.get(&k, now),
-                Observed::Scan { literal, partition } => s.scan(&literal, partition, now),
+                Observed::Get { key, partition } => s.get_cut(&key.bytes, partition, now),
+                Observed::Scan { literal, partition } => s.scan_len(literal.len, partition, now),
             }
         }
         // tables with no traffic for long are forgotten

@@ -210,18 +210,50 @@ pub struct Observation {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
-    /// Rows written: how many in each partition, and the first rows' keys.
-    Rows {
-        partitions: Vec<(u32, u64)>,
-        keys: Vec<Vec<u8>>,
-    },
-    /// A read of one rowkey.
-    Get(Vec<u8>),
+    /// Rows written, one a partition: its partition and its rowkey (cut, see `Key`); `keys`:
+    /// whether the rowkeys are the rows' own (an INSERT) or only placed them (UPDATE, DELETE).
+    Rows { rows: Vec<(u32, Key)>, keys: bool },
+    /// A read of one rowkey, in this partition (None: no partition takes it).
+    Get { key: Key, partition: Option<u32> },
     /// A scan of the keys beginning with `literal`, pruned to `partition` (None: all).
     Scan {
-        literal: Vec<u8>,
+        literal: Key,
         partition: Option<u32>,
     },
+}
+
+/// A rowkey as the advisor keeps it: its first `KEY_BYTES` bytes and its length (what is
+/// buffered for a statement is bounded whatever its keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub bytes: Vec<u8>,
+    pub len: usize,
+}
+
+impl Key {
+    pub const KEY_BYTES: usize = crate::hbase::advisor::table::SAMPLE_KEY_BYTES;
+    /// Rows of one statement observed at most (one a partition).
+    pub const MAX_ROWS: usize = 256;
+
+    pub fn of(k: &[u8]) -> Key {
+        Key {
+            bytes: k.get(..Self::KEY_BYTES).unwrap_or(k).to_vec(),
+            len: k.len(),
+        }
+    }
+}
+
+/// Observations of one text at most (a multi-statement text of many writes is sampled by its
+/// first ones).
+pub const MAX_OBSERVED: usize = 64;
+
+impl Activity {
+    /// An observation, kept while the text has fewer than `MAX_OBSERVED`.
+    pub fn observe(&mut self, o: Observation) {
+        if self.observed.len() < MAX_OBSERVED {
+            self.observed.push(o);
+        }
+    }
 }
 
 /// What a statement did to an HBase table.
@@ -237,5 +269,45 @@ impl Activity {
     /// Whether a statement of the text writes (or locks for writing) an HBase table.
     pub fn writes(&self) -> bool {
         self.tables.iter().any(|(_, t)| *t == TableUse::Write)
+    }
+}
+
+#[cfg(test)]
+mod observe_tests {
+    use super::*;
+
+    /// What a text leaves for the advisor is bounded whatever the text: keys are cut, and
+    /// observations stop at `MAX_OBSERVED`.
+    #[test]
+    fn observations_are_bounded() {
+        let long = vec![b'k'; 1 << 20];
+        let k = Key::of(&long);
+        assert_eq!((k.bytes.len(), k.len), (Key::KEY_BYTES, 1 << 20));
+        let table = Arc::new(crate::hbase::schema::TableSchema {
+            schema: "db".into(),
+            name: "g$f".into(),
+            partitioning: crate::hbase::partition::Partitioning::None,
+            prefix_column: None,
+            placement: crate::hbase::schema::Placement::MySqlFamily,
+            limits: crate::hbase::cells::CellLimits {
+                k: None,
+                q: None,
+                v: None,
+                prefix_column: None,
+                columns: Vec::new(),
+            },
+            grouped: true,
+        });
+        let mut a = Activity::default();
+        for _ in 0..1000 {
+            a.observe(Observation {
+                table: table.clone(),
+                what: Observed::Get {
+                    key: Key::of(&long),
+                    partition: Some(0),
+                },
+            });
+        }
+        assert_eq!(a.observed.len(), MAX_OBSERVED);
     }
 }

@@ -474,7 +474,10 @@ pub fn observe_read(
     }
     let (literal, exact) = crate::hbase::prefix::scan_literal(&known)?;
     if exact {
-        return Some(Observed::Get(literal));
+        return Some(Observed::Get {
+            partition: schema.partitioning.partition_of(&literal),
+            key: super::decision::Key::of(&literal),
+        });
     }
     let partition = match &schema.partitioning {
         Partitioning::Key {
@@ -484,7 +487,10 @@ pub fn observe_read(
         Partitioning::None => Some(0),
         _ => None,
     };
-    Some(Observed::Scan { literal, partition })
+    Some(Observed::Scan {
+        literal: super::decision::Key::of(&literal),
+        partition,
+    })
 }
 
 pub fn literal_bytes(

@@ -299,7 +299,7 @@ impl<'a> Text<'a> {
             if !writes_rows {
                 let escape = self.d.reported_backslash_escape();
                 if let Some(what) = prefix_scan::observe_read(x, schema, view.charset, escape) {
-                    self.tally.activity.observed.push(Observation {
+                    self.tally.activity.observe(Observation {
                         table: schema.clone(),
                         what,
                     });
@@ -336,7 +336,7 @@ impl<'a> Text<'a> {
                         return Flow::Refuse(e);
                     }
                     if let (Ok(Some(schema)), Some(what)) = (&looked_up, observed) {
-                        self.tally.activity.observed.push(Observation {
+                        self.tally.activity.observe(Observation {
                             table: schema.clone(),
                             what,
                         });
@@ -514,7 +514,7 @@ impl<'a> Text<'a> {
             .flatten();
         let flow = self.judge(checked, rules);
         if let (Flow::Next, Some(what)) = (&flow, observed) {
-            self.tally.activity.observed.push(Observation {
+            self.tally.activity.observe(Observation {
                 table: schema,
                 what,
             });

@@ -384,12 +384,10 @@ impl Session {
         }
         self.keep_findings(out.notes);
         if let Some(what) = out.observed {
-            self.activity
-                .observed
-                .push(crate::engine::decision::Observation {
-                    table: plan.schema.clone(),
-                    what,
-                });
+            self.activity.observe(crate::engine::decision::Observation {
+                table: plan.schema.clone(),
+                what,
+            });
             crate::admin::advisor::record(&mut self.activity.observed);
         }
         let pin = out.pin;
@@ -549,15 +547,13 @@ impl Session {
         if let Some((prefixes, _)) = &prefixes {
             let schema = &rw.plan.schema;
             for p in prefixes {
-                self.activity
-                    .observed
-                    .push(crate::engine::decision::Observation {
-                        table: schema.clone(),
-                        what: crate::engine::decision::Observed::Scan {
-                            literal: p.clone(),
-                            partition: schema.partitioning.partition_of(p),
-                        },
-                    });
+                self.activity.observe(crate::engine::decision::Observation {
+                    table: schema.clone(),
+                    what: crate::engine::decision::Observed::Scan {
+                        literal: crate::engine::decision::Key::of(p),
+                        partition: schema.partitioning.partition_of(p),
+                    },
+                });
             }
             crate::admin::advisor::record(&mut self.activity.observed);
         }

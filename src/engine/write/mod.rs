@@ -30,13 +30,14 @@ pub fn observed(c: &Checked, keys: bool) -> Option<crate::engine::decision::Obse
     if places.is_empty() {
         return None;
     }
+    use crate::engine::decision::Key;
     Some(crate::engine::decision::Observed::Rows {
-        partitions: places.iter().map(|p| (p.partition, 1)).collect(),
-        keys: if keys {
-            places.iter().map(|p| p.rowkey.clone()).collect()
-        } else {
-            Vec::new()
-        },
+        rows: places
+            .iter()
+            .take(Key::MAX_ROWS)
+            .map(|p| (p.partition, Key::of(&p.rowkey)))
+            .collect(),
+        keys,
     })
 }
 

@@ -181,8 +181,15 @@ impl TableStats {
 
     /// A write of `rowkey` (an INSERT's row, a Put), at unix second `now`.
     pub fn write(&mut self, rowkey: &[u8], now: u64) {
+        let p = self.partitioning.partition_of(rowkey);
+        self.write_cut(p, rowkey, rowkey.len(), now);
+    }
+
+    /// `write` of a rowkey `len` bytes long known by its first bytes (`rowkey`) and its
+    /// partition (None: no partition takes it).
+    pub fn write_cut(&mut self, partition: Option<u32>, rowkey: &[u8], len: usize, now: u64) {
         self.writes += 1;
-        match self.partitioning.partition_of(rowkey) {
+        match partition {
             Some(p) => {
                 let p = p as usize;
                 if let Some(c) = self.total_writes.get_mut(p) {
@@ -220,13 +227,15 @@ impl TableStats {
         self.last_write.extend_from_slice(kept);
         let bucket = KEY_LENGTHS
             .iter()
-            .position(|&b| rowkey.len() <= b)
+            .position(|&b| len <= b)
             .unwrap_or(KEY_LENGTHS.len());
         if let Some(c) = self.key_lengths.get_mut(bucket) {
             *c += 1;
         }
-        self.longest_key = self.longest_key.max(rowkey.len());
-        self.sample_key(rowkey);
+        self.longest_key = self.longest_key.max(len);
+        if len == rowkey.len() {
+            self.sample_key(rowkey);
+        }
     }
 
     /// `n` rows written in partition `p` whose keys are not known (an UPDATE or DELETE).
@@ -243,8 +252,14 @@ impl TableStats {
 
     /// A point read of `rowkey`.
     pub fn get(&mut self, rowkey: &[u8], now: u64) {
+        let p = self.partitioning.partition_of(rowkey);
+        self.get_cut(rowkey, p, now);
+    }
+
+    /// `get` of a rowkey known by its first bytes and its partition.
+    pub fn get_cut(&mut self, rowkey: &[u8], partition: Option<u32>, now: u64) {
         self.gets += 1;
-        if let Some(p) = self.partitioning.partition_of(rowkey) {
+        if let Some(p) = partition {
             let p = p as usize;
             if let Some(c) = self.total_reads.get_mut(p) {
                 *c += 1;
@@ -259,8 +274,13 @@ impl TableStats {
     /// A prefix scan with literal `prefix`; `partition` is the one it was pruned to (None: it
     /// reads every partition, counted as a read of each).
     pub fn scan(&mut self, prefix: &[u8], partition: Option<u32>, now: u64) {
+        self.scan_len(prefix.len(), partition, now);
+    }
+
+    /// `scan` of a literal `len` bytes long.
+    pub fn scan_len(&mut self, len: usize, partition: Option<u32>, now: u64) {
         self.scans += 1;
-        let len = prefix.len().min(SCAN_LITERALS);
+        let len = len.min(SCAN_LITERALS);
         if let Some(c) = self.scan_literals.get_mut(len) {
             *c += 1;
         }
