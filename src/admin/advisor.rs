@@ -389,3 +389,22 @@ pub fn tables() -> Vec<(String, String)> {
         None => Vec::new(),
     }
 }
+
+/// Forgets a table (dropped, truncated or renamed through the proxy): in `db`, or in every
+/// database when the statement named none.
+pub fn forget(db: Option<&str>, name: &str) {
+    flush_local();
+    let Some(s) = store() else {
+        return;
+    };
+    let mut t = s.tables.lock().unwrap_or_else(|e| e.into_inner());
+    let mut freed = 0;
+    t.map.retain(|(d, n), e| {
+        let gone = n == name && db.is_none_or(|db| db == d);
+        if gone {
+            freed += e.stats.bytes();
+        }
+        !gone
+    });
+    t.bytes = t.bytes.saturating_sub(freed);
+}

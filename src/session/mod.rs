@@ -809,10 +809,22 @@ impl Session {
             Decision::Need(_) => self.forward(kind).await.map(Some),
             Decision::Ddl(stmt) => {
                 bump(&self.shared.stats.answered_locally);
+                // the advisor forgets what it kept of a table dropped, emptied or renamed
+                let gone: Vec<crate::sql::ddl::TableName> = match &*stmt {
+                    crate::sql::ddl::Statement::DropTable { tables, .. } => tables.clone(),
+                    crate::sql::ddl::Statement::TruncateTable(t) => vec![t.clone()],
+                    crate::sql::ddl::Statement::RenameTable(pairs) => {
+                        pairs.iter().map(|(a, _)| a.clone()).collect()
+                    }
+                    _ => Vec::new(),
+                };
                 // schemas read while the DDL runs must not outlive it
                 self.shared.schemas.clear();
                 let done = self.on_hbase(*stmt).await;
                 self.shared.schemas.clear();
+                for t in &gone {
+                    crate::admin::advisor::forget(t.schema.as_deref(), &t.name);
+                }
                 done?;
                 Ok(None)
             }

@@ -426,6 +426,13 @@ fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     // the same keys hashed whole: the hot user's rows spread
     let whole = replay("PARTITION BY KEY(K) PARTITIONS 97", None);
     assert!(whole.contains("verdict\tok"), "{whole}");
+    // a table dropped through the proxy is forgotten
+    c.exec("DROP TABLE advp$f").expect("drop");
+    let (_, page) = crate::operations::http_get(&admin, "/advisor?table=adv_page.advp%24f");
+    assert!(page.contains("No HBase table traffic seen yet"), "{page}");
+    let (status, _) =
+        crate::operations::http_get(&admin, "/advisor/sample?table=adv_page.advp%24f");
+    assert_eq!(status, 404);
 }
 
 /// 50 tables × 997 partitions under load: the advisor's memory, measured as the RSS of a proxy
