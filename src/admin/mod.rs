@@ -170,6 +170,14 @@ impl Stats {
                 rows.push((format!("table_{table}_{event}"), counts[ei].to_string()));
             }
         }
+        let (tables, bytes, refused) = advisor::usage();
+        rows.push(("advisor_tables".into(), tables.to_string()));
+        rows.push(("advisor_bytes".into(), bytes.to_string()));
+        rows.push(("advisor_observations_refused".into(), refused.to_string()));
+        let findings = advisor::findings_by_rule();
+        for (rule, n) in crate::hbase::advisor::detect::RULES.iter().zip(findings) {
+            rows.push((format!("advisor_findings_{rule}"), n.to_string()));
+        }
         rows
     }
 }
