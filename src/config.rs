@@ -60,7 +60,7 @@ pub struct AdvisorSection {
 
 impl Default for AdvisorSection {
     fn default() -> Self {
-        let d = crate::admin::advisor::Settings::default();
+        let d = crate::hbase::advisor::Settings::default();
         AdvisorSection {
             enabled: d.enabled,
             max_tables: d.max_tables,
@@ -74,8 +74,8 @@ impl Default for AdvisorSection {
 }
 
 impl AdvisorSection {
-    pub fn settings(&self) -> crate::admin::advisor::Settings {
-        crate::admin::advisor::Settings {
+    pub fn settings(&self) -> crate::hbase::advisor::Settings {
+        crate::hbase::advisor::Settings {
             enabled: self.enabled,
             max_tables: self.max_tables,
             max_bytes: self.max_bytes,

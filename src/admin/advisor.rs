@@ -11,31 +11,10 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use crate::engine::decision::{Observation, Observed};
 use crate::hbase::advisor::detect::{self, Finding};
-use crate::hbase::advisor::table::{Shape, TableStats};
+use crate::hbase::advisor::table::TableStats;
 use crate::hbase::schema::TableSchema;
 
-/// `[advisor]`: on or off, and its budget.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Settings {
-    pub enabled: bool,
-    pub max_tables: usize,
-    pub max_bytes: usize,
-    pub shape: Shape,
-    /// A table with no traffic for this long is forgotten (its slot and bytes freed).
-    pub idle_seconds: u64,
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Settings {
-            enabled: true,
-            max_tables: 50,
-            max_bytes: 8 << 20,
-            shape: Shape::default(),
-            idle_seconds: 3600,
-        }
-    }
-}
+pub use crate::hbase::advisor::Settings;
 
 struct Entry {
     schema: Arc<TableSchema>,

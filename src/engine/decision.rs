@@ -208,40 +208,7 @@ pub struct Observation {
     pub what: Observed,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Observed {
-    /// Rows written, one a partition: its partition and its rowkey (cut, see `Key`); `keys`:
-    /// whether the rowkeys are the rows' own (an INSERT) or only placed them (UPDATE, DELETE).
-    Rows { rows: Vec<(u32, Key)>, keys: bool },
-    /// A read of one rowkey, in this partition (None: no partition takes it).
-    Get { key: Key, partition: Option<u32> },
-    /// A scan of the keys beginning with `literal`, pruned to `partition` (None: all).
-    Scan {
-        literal: Key,
-        partition: Option<u32>,
-    },
-}
-
-/// A rowkey as the advisor keeps it: its first `KEY_BYTES` bytes and its length (what is
-/// buffered for a statement is bounded whatever its keys).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Key {
-    pub bytes: Vec<u8>,
-    pub len: usize,
-}
-
-impl Key {
-    pub const KEY_BYTES: usize = crate::hbase::advisor::table::SAMPLE_KEY_BYTES;
-    /// Rows of one statement observed at most (one a partition).
-    pub const MAX_ROWS: usize = 256;
-
-    pub fn of(k: &[u8]) -> Key {
-        Key {
-            bytes: k.get(..Self::KEY_BYTES).unwrap_or(k).to_vec(),
-            len: k.len(),
-        }
-    }
-}
+pub use crate::hbase::advisor::{Key, Observed};
 
 /// Observations of one text at most (a multi-statement text of many writes is sampled by its
 /// first ones).

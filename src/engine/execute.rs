@@ -32,7 +32,7 @@ pub struct Verdict {
     /// Inside a transaction, the partition the execution fixes (its first write).
     pub pin: Option<Place>,
     /// What the execution shows the rowkey advisor (its rows' partitions and keys).
-    pub observed: Option<super::decision::Observed>,
+    pub observed: Option<crate::hbase::advisor::Observed>,
 }
 
 impl Verdict {

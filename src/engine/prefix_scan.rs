@@ -464,8 +464,8 @@ pub fn observe_read(
     schema: &TableSchema,
     conn: Option<ConnCharset>,
     backslash_escape: Option<bool>,
-) -> Option<super::decision::Observed> {
-    use super::decision::Observed;
+) -> Option<crate::hbase::advisor::Observed> {
+    use crate::hbase::advisor::Observed;
     let mut need_charset = false;
     let mut known = KeyPreds::new();
     for p in &dml.preds {
@@ -476,7 +476,7 @@ pub fn observe_read(
     if exact {
         return Some(Observed::Get {
             partition: schema.partitioning.partition_of(&literal),
-            key: super::decision::Key::of(&literal),
+            key: crate::hbase::advisor::Key::of(&literal),
         });
     }
     let partition = match &schema.partitioning {
@@ -488,7 +488,7 @@ pub fn observe_read(
         _ => None,
     };
     Some(Observed::Scan {
-        literal: super::decision::Key::of(&literal),
+        literal: crate::hbase::advisor::Key::of(&literal),
         partition,
     })
 }

@@ -23,15 +23,15 @@ pub use statement::{check_assigned, check_dml, check_insert, unreadable_write, F
 
 /// What a checked write shows the advisor: the partitions it writes (once each) and, for an
 /// INSERT (`keys`), the first rowkey in each.
-pub fn observed(c: &Checked, keys: bool) -> Option<crate::engine::decision::Observed> {
+pub fn observed(c: &Checked, keys: bool) -> Option<crate::hbase::advisor::Observed> {
     let Some(Touch::At(places)) = &c.touch else {
         return None;
     };
     if places.is_empty() {
         return None;
     }
-    use crate::engine::decision::Key;
-    Some(crate::engine::decision::Observed::Rows {
+    use crate::hbase::advisor::Key;
+    Some(crate::hbase::advisor::Observed::Rows {
         rows: places
             .iter()
             .take(Key::MAX_ROWS)

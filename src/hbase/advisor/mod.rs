@@ -5,3 +5,61 @@
 pub mod detect;
 pub mod stats;
 pub mod table;
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Observed {
+    /// Rows written, one a partition: its partition and its rowkey (cut, see `Key`); `keys`:
+    /// whether the rowkeys are the rows' own (an INSERT) or only placed them (UPDATE, DELETE).
+    Rows { rows: Vec<(u32, Key)>, keys: bool },
+    /// A read of one rowkey, in this partition (None: no partition takes it).
+    Get { key: Key, partition: Option<u32> },
+    /// A scan of the keys beginning with `literal`, pruned to `partition` (None: all).
+    Scan {
+        literal: Key,
+        partition: Option<u32>,
+    },
+}
+
+/// A rowkey as the advisor keeps it: its first `KEY_BYTES` bytes and its length (what is
+/// buffered for a statement is bounded whatever its keys).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Key {
+    pub bytes: Vec<u8>,
+    pub len: usize,
+}
+
+impl Key {
+    pub const KEY_BYTES: usize = table::SAMPLE_KEY_BYTES;
+    /// Rows of one statement observed at most (one a partition).
+    pub const MAX_ROWS: usize = 256;
+
+    pub fn of(k: &[u8]) -> Key {
+        Key {
+            bytes: k.get(..Self::KEY_BYTES).unwrap_or(k).to_vec(),
+            len: k.len(),
+        }
+    }
+}
+
+/// `[advisor]`: on or off, and its budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Settings {
+    pub enabled: bool,
+    pub max_tables: usize,
+    pub max_bytes: usize,
+    pub shape: table::Shape,
+    /// A table with no traffic for this long is forgotten (its slot and bytes freed).
+    pub idle_seconds: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Settings {
+            enabled: true,
+            max_tables: 50,
+            max_bytes: 8 << 20,
+            shape: table::Shape::default(),
+            idle_seconds: 3600,
+        }
+    }
+}
