@@ -139,6 +139,8 @@ pub async fn tick(mut shutdown: tokio::sync::watch::Receiver<bool>) {
         me = d.len();
         d.push(*asked.borrow());
     });
+    // a ticker that is gone (shutdown, its runtime dropped) holds no reader up
+    let _gone = Gone(me);
     let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -161,6 +163,18 @@ pub async fn tick(mut shutdown: tokio::sync::watch::Receiver<bool>) {
                 return;
             }
         }
+    }
+}
+
+struct Gone(usize);
+
+impl Drop for Gone {
+    fn drop(&mut self) {
+        meeting().done.send_modify(|d| {
+            if let Some(slot) = d.get_mut(self.0) {
+                *slot = u64::MAX;
+            }
+        });
     }
 }
 
