@@ -49,10 +49,12 @@ fn store() -> Option<&'static Store> {
     STORE.get().filter(|s| s.settings.enabled)
 }
 
-/// The observations a thread has not folded in yet.
+/// The observations a thread has not folded in yet, all from the second `since` began in.
 struct Pending {
     items: Vec<Observation>,
+    /// Unix seconds, and the latency clock's reading, when the first of `items` came.
     since: u64,
+    since_tick: u64,
 }
 
 thread_local! {
@@ -60,6 +62,7 @@ thread_local! {
         RefCell::new(Pending {
             items: Vec::new(),
             since: 0,
+            since_tick: 0,
         })
     };
 }
@@ -72,7 +75,10 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A statement's observations (taken from `observed`).
+/// A statement's observations (taken from `observed`). A batch holds at most `BATCH` and
+/// spans at most a second (its observations are counted in the second it began in), so no
+/// timer runs on the workers: a timer on each worker's runtime cost every command about 400
+/// instructions (counted with scripts/cost.sh).
 pub fn record(observed: &mut Vec<Observation>) {
     if observed.is_empty() {
         return;
@@ -81,10 +87,20 @@ pub fn record(observed: &mut Vec<Observation>) {
         observed.clear();
         return;
     }
+    let tick = crate::admin::metrics::now();
+    let late = PENDING.with(|p| {
+        let p = p.borrow();
+        !p.items.is_empty()
+            && tick.wrapping_sub(p.since_tick) >= crate::admin::metrics::ticks_per_second()
+    });
+    if late {
+        flush_local();
+    }
     let full = PENDING.with(|p| {
         let mut p = p.borrow_mut();
         if p.items.is_empty() {
             p.since = unix_now();
+            p.since_tick = tick;
         }
         p.items.append(observed);
         p.items.len() >= BATCH
@@ -96,19 +112,16 @@ pub fn record(observed: &mut Vec<Observation>) {
 
 /// Folds this thread's buffer into the store.
 pub fn flush_local() {
-    let items = PENDING.with(|p| {
+    let (items, since) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
-        let items = std::mem::take(&mut p.items);
-        if p.items.capacity() == 0 {
-            p.items.reserve(BATCH);
-        }
-        items
+        let items = std::mem::replace(&mut p.items, Vec::with_capacity(0));
+        (items, p.since)
     });
     if items.is_empty() {
         return;
     }
     if let Some(s) = store() {
-        s.fold(items, unix_now());
+        s.fold(items, since, unix_now());
     }
 }
 
@@ -129,8 +142,8 @@ fn meeting() -> &'static Meeting {
     })
 }
 
-/// Each worker's ticker: folds the thread's buffer in once a second, and at once when a reader
-/// asks (`sync`), until shutdown.
+/// Each worker's ticker: folds the thread's buffer in when a reader asks (`sync`), until
+/// shutdown. It holds no timer (see `record`).
 pub async fn tick(mut shutdown: tokio::sync::watch::Receiver<bool>) {
     let m = meeting();
     let mut asked = m.asked.subscribe();
@@ -141,11 +154,8 @@ pub async fn tick(mut shutdown: tokio::sync::watch::Receiver<bool>) {
     });
     // a ticker that is gone (shutdown, its runtime dropped) holds no reader up
     let _gone = Gone(me);
-    let mut every = tokio::time::interval(std::time::Duration::from_secs(1));
-    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
-            _ = every.tick() => flush_local(),
             changed = asked.changed() => {
                 if changed.is_err() {
                     return;
@@ -195,12 +205,20 @@ pub async fn sync(wait: std::time::Duration) {
 }
 
 impl Store {
-    fn fold(&self, items: Vec<Observation>, now: u64) {
+    /// Folds a batch in: its observations counted at unix second `at`; `now` for idleness.
+    /// A run of observations of one table (the usual batch) looks the table up once.
+    fn fold(&self, items: Vec<Observation>, at: u64, now: u64) {
         let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        for o in items {
-            let key = (o.table.schema.clone(), o.table.name.clone());
+        let mut rest = items.into_iter().peekable();
+        while let Some(first) = rest.next() {
+            let table = first.table.clone();
+            let mut run = vec![first.what];
+            while let Some(o) = rest.next_if(|o| Arc::ptr_eq(&o.table, &table)) {
+                run.push(o.what);
+            }
+            let key = (table.schema.clone(), table.name.clone());
             let stale = t.map.get(&key).is_some_and(|e| {
-                !Arc::ptr_eq(&e.schema, &o.table) && e.schema.partitioning != o.table.partitioning
+                !Arc::ptr_eq(&e.schema, &table) && e.schema.partitioning != table.partitioning
             });
             if stale {
                 // the table was made again with another partitioning: start over
@@ -209,18 +227,18 @@ impl Store {
                 }
             }
             if !t.map.contains_key(&key) {
-                let stats = TableStats::new(o.table.partitioning.clone(), self.settings.shape);
+                let stats = TableStats::new(table.partitioning.clone(), self.settings.shape);
                 let b = stats.bytes();
                 if t.map.len() >= self.settings.max_tables || t.bytes + b > self.settings.max_bytes
                 {
-                    t.refused += 1;
+                    t.refused += run.len() as u64;
                     continue;
                 }
                 t.bytes += b;
                 t.map.insert(
                     key.clone(),
                     Entry {
-                        schema: o.table.clone(),
+                        schema: table.clone(),
                         stats,
                         last_seen: now,
                     },
@@ -231,34 +249,33 @@ impl Store {
             };
             e.last_seen = now;
             let s = &mut e.stats;
-            match o.what {
-                Observed::Rows { rows, keys } => {
-                    for (p, k) in rows {
-                        if keys {
-                            s.write_cut(Some(p), &k.bytes, k.len, now);
-                        } else {
-                            s.write_partition(p, 1, now);
+            for what in run {
+                match what {
+                    Observed::Rows { rows, keys } => {
+                        for (p, k) in rows {
+                            if keys {
+                                s.write_cut(Some(p), &k.bytes, k.len, at);
+                            } else {
+                                s.write_partition(p, 1, at);
+                            }
                         }
                     }
+                    Observed::Get { key, partition } => s.get_cut(&key.bytes, partition, at),
+                    Observed::Scan { literal, partition } => s.scan_len(literal.len, partition, at),
                 }
-                Observed::Get { key, partition } => s.get_cut(&key.bytes, partition, now),
-                Observed::Scan { literal, partition } => s.scan_len(literal.len, partition, now),
             }
         }
         // tables with no traffic for long are forgotten
         let idle = self.settings.idle_seconds;
-        let before = t.map.len();
-        if before > 0 {
-            let mut freed = 0;
-            t.map.retain(|_, e| {
-                let keep = now.saturating_sub(e.last_seen) < idle;
-                if !keep {
-                    freed += e.stats.bytes();
-                }
-                keep
-            });
-            t.bytes = t.bytes.saturating_sub(freed);
-        }
+        let mut freed = 0;
+        t.map.retain(|_, e| {
+            let keep = now.saturating_sub(e.last_seen) < idle;
+            if !keep {
+                freed += e.stats.bytes();
+            }
+            keep
+        });
+        t.bytes = t.bytes.saturating_sub(freed);
     }
 }
 

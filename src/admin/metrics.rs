@@ -272,6 +272,16 @@ pub fn now() -> u64 {
     clock().raw()
 }
 
+/// Readings of `now()` a second apart (calibrated once).
+pub fn ticks_per_second() -> u64 {
+    static TICKS: OnceLock<u64> = OnceLock::new();
+    *TICKS.get_or_init(|| {
+        let span = 1u64 << 32;
+        let ns = clock().delta_as_nanos(0, span).max(1);
+        u64::try_from(u128::from(span) * 1_000_000_000 / u128::from(ns)).unwrap_or(u64::MAX)
+    })
+}
+
 /// The nanoseconds since `start` (a `now()` reading).
 #[inline]
 pub fn since_ns(start: u64) -> u64 {
@@ -628,6 +638,17 @@ mod tests {
         let (b0, _, n0) = before.latency(Class::HbaseWrite);
         assert!(n - n0 >= 3);
         assert!(b[2] - b0[2] >= 3 && b[1] - b0[1] < n - n0);
+    }
+
+    #[test]
+    fn a_second_of_clock_readings_is_about_a_second() {
+        let tps = ticks_per_second();
+        assert!((1_000_000..100_000_000_000).contains(&tps), "{tps}");
+        let start = now();
+        std::thread::sleep(Duration::from_millis(20));
+        let ticks = now().wrapping_sub(start);
+        // 20 ms of sleep is at least 20 ms of ticks, and not seconds of them
+        assert!(ticks >= tps / 50 && ticks < tps, "{ticks} of {tps}");
     }
 
     #[test]
