@@ -1,9 +1,9 @@
 //! The rowkey advisor's store: each HBase table's traffic statistics (`hbase::advisor`), kept
 //! for at most `advisor.max_tables` tables within `advisor.max_bytes`. A session hands what a
 //! statement showed (`engine::decision::Observation`) to its thread's buffer; the buffer is
-//! folded into the store under one lock when it holds 64 observations, when a second has
-//! passed, and once a second by each worker's ticker (`tick`), so a statement costs a push
-//! and the lock is taken once per batch, not per statement.
+//! folded into the store under one lock when it holds 64 observations, when its first is a
+//! second old, and when a reader asks (`sync`, answered by each worker's `tick`), so a
+//! statement costs a push and the lock is taken once per batch, not per statement.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
