@@ -280,6 +280,7 @@ impl Store {
 }
 
 /// One table as the advisor sees it now.
+#[derive(Debug, Clone)]
 pub struct TableReport {
     pub database: String,
     pub table: String,

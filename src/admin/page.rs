@@ -13,6 +13,23 @@ use super::advisor::TableReport;
 
 pub const CELL_HEIGHT: usize = 24;
 
+/// Bytes of page past which further tables are only linked (each table's own page draws it):
+/// 50 tables of 997 partitions would otherwise make a page of tens of megabytes.
+pub const PAGE_BUDGET: usize = 4 << 20;
+
+/// A name percent-encoded for a query string.
+fn percent(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~".contains(&b) {
+            out.push(b as char);
+        } else {
+            let _ = write!(out, "%{b:02X}");
+        }
+    }
+    out
+}
+
 /// A partition's column width in pixels: the heatmap is about 1,000 pixels wide, at least
 /// one pixel a partition.
 pub fn cell_width(partitions: usize) -> usize {
@@ -128,6 +145,18 @@ pub fn advisor_page(reports: &[TableReport]) -> String {
     }
     let titles = reports.len() == 1;
     for r in reports {
+        if out.len() > PAGE_BUDGET {
+            // past the page's budget: the rest are links to their own pages
+            let _ = write!(
+                out,
+                "<p><a href=\"/advisor?table={}.{}\">{}.{}</a></p>",
+                escape(&percent(&r.database)),
+                escape(&percent(&r.table)),
+                escape(&r.database),
+                escape(&r.table)
+            );
+            continue;
+        }
         out.push_str("<section><div class=\"maps\">");
         heatmap(&mut out, r, true, titles);
         let _ = write!(
@@ -219,6 +248,28 @@ mod tests {
             cell_width(7)
         )));
         assert!(two.len() < 2 * page.len());
+        // many tables: the page stays within its budget, the rest linked
+        let mut big = report();
+        let n = 997;
+        big.total = (vec![0; n], vec![0; n]);
+        big.epochs = (0..8u64)
+            .map(|e| {
+                (
+                    e,
+                    (0..n as u32).collect(),
+                    (0..n as u32).map(|i| i * 7 % 31).collect(),
+                )
+            })
+            .collect();
+        let many: Vec<TableReport> = (0..50)
+            .map(|i| TableReport {
+                table: format!("t{i}$f"),
+                ..big.clone()
+            })
+            .collect();
+        let page = advisor_page(&many);
+        assert!(page.len() < PAGE_BUDGET + (2 << 20), "{}", page.len());
+        assert!(page.contains("/advisor?table=db.t49%24f"));
     }
 
     #[test]
