@@ -79,7 +79,7 @@ fn unix_now() -> u64 {
 /// spans at most a second (its observations are counted in the second it began in), so no
 /// timer runs on the workers: a timer on each worker's runtime cost every command about 400
 /// instructions (counted with scripts/cost.sh).
-pub fn record(observed: &mut Vec<Observation>) {
+pub fn record(observed: &mut smallvec::SmallVec<[Observation; 1]>) {
     if observed.is_empty() {
         return;
     }
@@ -102,7 +102,7 @@ pub fn record(observed: &mut Vec<Observation>) {
             p.since = unix_now();
             p.since_tick = tick;
         }
-        p.items.append(observed);
+        p.items.extend(observed.drain(..));
         p.items.len() >= BATCH
     });
     if full {
@@ -112,17 +112,24 @@ pub fn record(observed: &mut Vec<Observation>) {
 
 /// Folds this thread's buffer into the store.
 pub fn flush_local() {
-    let (items, since) = PENDING.with(|p| {
+    let (mut items, since) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
-        let items = std::mem::replace(&mut p.items, Vec::with_capacity(0));
-        (items, p.since)
+        (std::mem::take(&mut p.items), p.since)
     });
     if items.is_empty() {
         return;
     }
     if let Some(s) = store() {
-        s.fold(items, since, unix_now());
+        s.fold(&mut items, since, unix_now());
     }
+    items.clear();
+    // the buffer goes back with its capacity (a batch allocates nothing)
+    PENDING.with(|p| {
+        let mut p = p.borrow_mut();
+        if p.items.is_empty() && items.capacity() <= 2 * BATCH {
+            p.items = items;
+        }
+    });
 }
 
 /// How readers and the workers' tickers meet: a reader raises `asked` and waits until every
@@ -207,15 +214,18 @@ pub async fn sync(wait: std::time::Duration) {
 impl Store {
     /// Folds a batch in: its observations counted at unix second `at`; `now` for idleness.
     /// A run of observations of one table (the usual batch) looks the table up once.
-    fn fold(&self, items: Vec<Observation>, at: u64, now: u64) {
+    fn fold(&self, items: &mut [Observation], at: u64, now: u64) {
         let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        let mut rest = items.into_iter().peekable();
-        while let Some(first) = rest.next() {
+        let mut i = 0;
+        while let Some(first) = items.get(i) {
             let table = first.table.clone();
-            let mut run = vec![first.what];
-            while let Some(o) = rest.next_if(|o| Arc::ptr_eq(&o.table, &table)) {
-                run.push(o.what);
-            }
+            let end = items
+                .iter()
+                .skip(i)
+                .position(|o| !Arc::ptr_eq(&o.table, &table))
+                .map_or(items.len(), |n| i + n);
+            let run = items.get(i..end).unwrap_or_default();
+            i = end;
             let key = (table.schema.clone(), table.name.clone());
             let stale = t.map.get(&key).is_some_and(|e| {
                 !Arc::ptr_eq(&e.schema, &table) && e.schema.partitioning != table.partitioning
@@ -249,19 +259,21 @@ impl Store {
             };
             e.last_seen = now;
             let s = &mut e.stats;
-            for what in run {
-                match what {
+            for o in run {
+                match &o.what {
                     Observed::Rows { rows, keys } => {
                         for (p, k) in rows {
-                            if keys {
-                                s.write_cut(Some(p), &k.bytes, k.len, at);
+                            if *keys {
+                                s.write_cut(Some(*p), &k.bytes, k.len, at);
                             } else {
-                                s.write_partition(p, 1, at);
+                                s.write_partition(*p, 1, at);
                             }
                         }
                     }
-                    Observed::Get { key, partition } => s.get_cut(&key.bytes, partition, at),
-                    Observed::Scan { literal, partition } => s.scan_len(literal.len, partition, at),
+                    Observed::Get { key, partition } => s.get_cut(&key.bytes, *partition, at),
+                    Observed::Scan { literal, partition } => {
+                        s.scan_len(literal.len, *partition, at)
+                    }
                 }
             }
         }

@@ -198,7 +198,7 @@ pub struct Activity {
     /// Each HBase table a statement read, wrote or had rewritten, in the text's order.
     pub tables: smallvec::SmallVec<[(Arc<crate::hbase::schema::TableSchema>, TableUse); 2]>,
     /// What the rowkey advisor learns from the text (`crate::admin::advisor`).
-    pub observed: Vec<Observation>,
+    pub observed: smallvec::SmallVec<[Observation; 1]>,
 }
 
 /// What one statement showed of an HBase table's keys, for the rowkey advisor.

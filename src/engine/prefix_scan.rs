@@ -465,7 +465,67 @@ pub fn observe_read(
     conn: Option<ConnCharset>,
     backslash_escape: Option<bool>,
 ) -> Option<crate::hbase::advisor::Observed> {
-    use crate::hbase::advisor::Observed;
+    use crate::hbase::advisor::{Key, Observed};
+    fn sure(op: &Operand, conn: Option<ConnCharset>) -> Option<&[u8]> {
+        match op {
+            Operand::Lit { bytes, charset } if certain(bytes, *charset, conn) == Some(true) => {
+                Some(bytes.as_slice())
+            }
+            _ => None,
+        }
+    }
+    let scan = |literal: &[u8]| {
+        let partition = match &schema.partitioning {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } if literal.len() >= *n => schema.partitioning.partition_of(literal),
+            Partitioning::None => Some(0),
+            _ => None,
+        };
+        Observed::Scan {
+            literal: Key::of(literal),
+            partition,
+        }
+    };
+    // the common forms without copying: `K = 'lit'`, then `K LIKE 'lit%'` (no escape before
+    // the first wildcard)
+    for p in &dml.preds {
+        if let Pred::Eq(op) = p {
+            if let Some(k) = sure(op, conn) {
+                return Some(Observed::Get {
+                    partition: schema.partitioning.partition_of(k),
+                    key: Key::of(k),
+                });
+            }
+        }
+    }
+    for p in &dml.preds {
+        if let Pred::Like { pattern, escape } = p {
+            let escape = match escape {
+                Escape::Default => backslash_escape.unwrap_or(true).then_some(b'\\'),
+                Escape::Byte(b'%' | b'_') | Escape::Unknown => continue,
+                Escape::Byte(c) => Some(*c),
+                Escape::Nothing => None,
+            };
+            let Some(lit) = sure(pattern, conn) else {
+                continue;
+            };
+            let cut = lit
+                .iter()
+                .position(|&b| b == b'%' || b == b'_' || Some(b) == escape);
+            match cut.and_then(|i| lit.get(i).map(|&b| (i, b))) {
+                Some((i, b)) if Some(b) != escape => return Some(scan(lit.get(..i)?)),
+                Some(_) => break,
+                None => {
+                    return Some(Observed::Get {
+                        partition: schema.partitioning.partition_of(lit),
+                        key: Key::of(lit),
+                    })
+                }
+            }
+        }
+    }
     let mut need_charset = false;
     let mut known = KeyPreds::new();
     for p in &dml.preds {
@@ -476,21 +536,10 @@ pub fn observe_read(
     if exact {
         return Some(Observed::Get {
             partition: schema.partitioning.partition_of(&literal),
-            key: crate::hbase::advisor::Key::of(&literal),
+            key: Key::of(&literal),
         });
     }
-    let partition = match &schema.partitioning {
-        Partitioning::Key {
-            prefix_len: Some(n),
-            ..
-        } if literal.len() >= *n => schema.partitioning.partition_of(&literal),
-        Partitioning::None => Some(0),
-        _ => None,
-    };
-    Some(Observed::Scan {
-        literal: crate::hbase::advisor::Key::of(&literal),
-        partition,
-    })
+    Some(scan(&literal))
 }
 
 pub fn literal_bytes(

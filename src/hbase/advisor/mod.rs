@@ -10,7 +10,10 @@ pub mod table;
 pub enum Observed {
     /// Rows written, one a partition: its partition and its rowkey (cut, see `Key`); `keys`:
     /// whether the rowkeys are the rows' own (an INSERT) or only placed them (UPDATE, DELETE).
-    Rows { rows: Vec<(u32, Key)>, keys: bool },
+    Rows {
+        rows: smallvec::SmallVec<[(u32, Key); 1]>,
+        keys: bool,
+    },
     /// A read of one rowkey, in this partition (None: no partition takes it).
     Get { key: Key, partition: Option<u32> },
     /// A scan of the keys beginning with `literal`, pruned to `partition` (None: all).
@@ -24,7 +27,8 @@ pub enum Observed {
 /// buffered for a statement is bounded whatever its keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
-    pub bytes: Vec<u8>,
+    /// Inline up to 32 bytes: most rowkeys and prefixes cost no allocation.
+    pub bytes: smallvec::SmallVec<[u8; 32]>,
     pub len: usize,
 }
 
@@ -35,7 +39,7 @@ impl Key {
 
     pub fn of(k: &[u8]) -> Key {
         Key {
-            bytes: k.get(..Self::KEY_BYTES).unwrap_or(k).to_vec(),
+            bytes: smallvec::SmallVec::from_slice(k.get(..Self::KEY_BYTES).unwrap_or(k)),
             len: k.len(),
         }
     }

@@ -77,6 +77,8 @@ pub struct TopK {
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TopEntry {
+    /// The kept key's hash (`hash`): compared before the bytes.
+    pub hash: u64,
     pub key: Vec<u8>,
     /// The key was longer than what is kept.
     pub truncated: bool,
@@ -95,17 +97,24 @@ impl TopK {
 
     pub fn add(&mut self, key: &[u8]) {
         let kept = &key[..key.len().min(self.key_bytes)];
+        self.add_hashed(key, hash(kept));
+    }
+
+    /// `add` with the hash of the key's kept bytes (its first `key_bytes`) already known.
+    pub fn add_hashed(&mut self, key: &[u8], h: u64) {
+        let kept = &key[..key.len().min(self.key_bytes)];
         let truncated = kept.len() < key.len();
         if let Some(e) = self
             .slots
             .iter_mut()
-            .find(|e| e.key == kept && e.truncated == truncated)
+            .find(|e| e.hash == h && e.key == kept && e.truncated == truncated)
         {
             e.count += 1;
             return;
         }
         if self.slots.len() < self.capacity {
             self.slots.push(TopEntry {
+                hash: h,
                 key: kept.to_vec(),
                 truncated,
                 count: 1,
@@ -116,6 +125,7 @@ impl TopK {
         // replace the smallest: the newcomer inherits its count as possible error
         if let Some(min) = self.slots.iter_mut().min_by_key(|e| e.count) {
             let floor = min.count;
+            min.hash = h;
             min.key.clear();
             min.key.extend_from_slice(kept);
             min.truncated = truncated;
@@ -189,6 +199,32 @@ pub fn hash(bytes: &[u8]) -> u64 {
     murmur2::murmur64a(bytes, 0x0b4b_7e11)
 }
 
+/// MurmurHash3's 64-bit finaliser: spreads every input bit over the output.
+fn fmix(mut h: u64) -> u64 {
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xff51_afd7_ed55_8ccd);
+    h ^= h >> 33;
+    h = h.wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    h ^ (h >> 33)
+}
+
+/// Hashes of a key's first `lengths[i]` bytes (the whole key where it is shorter), in one pass:
+/// FNV-1a over the bytes, its state taken at each length and finalised. `lengths` ascending.
+pub fn prefix_hashes<const N: usize>(key: &[u8], lengths: &[usize; N]) -> [u64; N] {
+    let mut out = [0u64; N];
+    let mut state: u64 = 0xcbf2_9ce4_8422_2325;
+    let mut at = 0;
+    for (slot, &len) in out.iter_mut().zip(lengths) {
+        let end = len.min(key.len());
+        for &b in key.get(at..end).unwrap_or_default() {
+            state = (state ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3);
+        }
+        at = at.max(end);
+        *slot = fmix(state ^ end as u64);
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -242,6 +278,25 @@ mod tests {
         long.add(b"abcdefgh");
         assert_eq!(long.top()[0].key, b"abcd");
         assert!(long.top()[0].truncated);
+    }
+
+    #[test]
+    fn prefix_hashes_are_the_prefixes_own() {
+        let lengths = [1, 2, 4, 8];
+        let a = prefix_hashes(b"abcdefghij", &lengths);
+        let b = prefix_hashes(b"abcdXXXX", &lengths);
+        assert_eq!(a[..3], b[..3]);
+        assert_ne!(a[3], b[3]);
+        // a key shorter than a length hashes whole at that length and the longer ones
+        let short = prefix_hashes(b"ab", &lengths);
+        assert_eq!(short[1], short[2]);
+        assert_eq!(short[2], short[3]);
+        assert_eq!(short[1], a[1]);
+        let mut d = Distinct::default();
+        for i in 0..5000u32 {
+            d.add_hash(prefix_hashes(&i.to_be_bytes(), &[4])[0]);
+        }
+        assert!((d.estimate() - 5000.0).abs() < 1000.0, "{}", d.estimate());
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! first seen (its partition count sets it; `TableStats::bytes` is the figure the budget in
 //! docs/ADVISOR.md adds up).
 
-use super::stats::{hash, Distinct, TopK};
+use super::stats::{hash, prefix_hashes, Distinct, TopK};
 use crate::hbase::partition::Partitioning;
 
 /// How the advisor's memory is shaped (`[advisor]` in the configuration).
@@ -201,18 +201,31 @@ impl TableStats {
             }
             None => self.unplaced += 1,
         }
-        self.top_keys.add(rowkey);
+        // each hash once: the rowkey's, the partitioning key's, the prefixes' in one pass
+        let key_bytes = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
+        let hk = hash(key_bytes);
+        self.top_keys.add_hashed(rowkey, hk);
         let pk = self.partition_key(rowkey);
-        self.top_prefixes.add(pk);
-        self.partition_keys.add_hash(hash(pk));
-        for (d, &n) in self.prefixes.iter_mut().zip(&PREFIX_LENGTHS) {
-            d.add_hash(hash(&rowkey[..n.min(rowkey.len())]));
+        let hpk = if pk.len() == key_bytes.len() {
+            hk
+        } else {
+            hash(pk.get(..TOP_KEY_BYTES).unwrap_or(pk))
+        };
+        self.top_prefixes.add_hashed(pk, hpk);
+        self.partition_keys.add_hash(hpk);
+        let prefixes = prefix_hashes(rowkey, &PREFIX_LENGTHS);
+        for (d, h) in self.prefixes.iter_mut().zip(prefixes) {
+            d.add_hash(h);
         }
-        if let Some(end) = rowkey.iter().position(|b| SEPARATORS.contains(b)) {
+        if let Some(end) = rowkey
+            .iter()
+            .position(|b| matches!(b, b'|' | b'#' | b':' | b',' | b'/'))
+        {
             let lead = &rowkey[..end];
             self.with_separator += 1;
-            self.top_leads.add(lead);
-            self.leads.add_hash(hash(lead));
+            let hl = hash(lead.get(..TOP_KEY_BYTES).unwrap_or(lead));
+            self.top_leads.add_hashed(lead, hl);
+            self.leads.add_hash(hl);
         }
         // order against the previous write (its first 64 bytes: enough to tell a clock)
         let kept = &rowkey[..rowkey.len().min(64)];
@@ -268,7 +281,8 @@ impl TableStats {
                 *c = c.saturating_add(1);
             }
         }
-        self.top_keys.add(rowkey);
+        let kept = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
+        self.top_keys.add_hashed(rowkey, hash(kept));
     }
 
     /// A prefix scan with literal `prefix`; `partition` is the one it was pruned to (None: it
