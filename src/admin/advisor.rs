@@ -43,11 +43,15 @@ pub fn init(settings: Settings) {
         settings,
         tables: Mutex::new(Tables::default()),
     });
+    ON.store(store().is_some(), std::sync::atomic::Ordering::Relaxed);
 }
 
 fn store() -> Option<&'static Store> {
     STORE.get().filter(|s| s.settings.enabled)
 }
+
+/// Whether the advisor keeps anything (one relaxed load on the statement path).
+static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
 /// The observations a thread has not folded in yet, all from the second `since` began in.
 struct Pending {
@@ -80,33 +84,44 @@ fn unix_now() -> u64 {
 /// timer runs on the workers: a timer on each worker's runtime cost every command about 400
 /// instructions (counted with scripts/cost.sh).
 pub fn record(observed: &mut smallvec::SmallVec<[Observation; 1]>) {
-    if observed.is_empty() {
+    for o in observed.drain(..) {
+        push(o);
+    }
+}
+
+/// One observation into this thread's buffer. The clock is read once every 8 pushes (a batch
+/// may run up to 8 observations past its second).
+pub fn push(o: Observation) {
+    if !ON.load(std::sync::atomic::Ordering::Relaxed) {
         return;
     }
-    if store().is_none() {
-        observed.clear();
-        return;
-    }
-    let tick = crate::admin::metrics::now();
-    let late = PENDING.with(|p| {
-        let p = p.borrow();
-        !p.items.is_empty()
-            && tick.wrapping_sub(p.since_tick) >= crate::admin::metrics::ticks_per_second()
-    });
-    if late {
-        flush_local();
-    }
-    let full = PENDING.with(|p| {
+    // Ok(full), or Err(o) when the batch is a second old: folded first, then `o` starts the next
+    let added = PENDING.with(|p| {
         let mut p = p.borrow_mut();
         if p.items.is_empty() {
             p.since = unix_now();
-            p.since_tick = tick;
+            p.since_tick = crate::admin::metrics::now();
+        } else if p.items.len() % 8 == 0 {
+            let tick = crate::admin::metrics::now();
+            if tick.wrapping_sub(p.since_tick) >= crate::admin::metrics::ticks_per_second() {
+                return Err(o);
+            }
         }
-        p.items.extend(observed.drain(..));
-        p.items.len() >= BATCH
+        p.items.push(o);
+        Ok(p.items.len() >= BATCH)
     });
-    if full {
-        flush_local();
+    match added {
+        Ok(false) => {}
+        Ok(true) => flush_local(),
+        Err(o) => {
+            flush_local();
+            PENDING.with(|p| {
+                let mut p = p.borrow_mut();
+                p.since = unix_now();
+                p.since_tick = crate::admin::metrics::now();
+                p.items.push(o);
+            });
+        }
     }
 }
 

@@ -384,11 +384,10 @@ impl Session {
         }
         self.keep_findings(out.notes);
         if let Some(what) = out.observed {
-            self.activity.observe(crate::engine::decision::Observation {
+            crate::admin::advisor::push(crate::engine::decision::Observation {
                 table: plan.schema.clone(),
                 what,
             });
-            crate::admin::advisor::record(&mut self.activity.observed);
         }
         let pin = out.pin;
         Ok(Checked::Runs(pin))
@@ -546,8 +545,8 @@ impl Session {
         // the rowkey advisor: a scan of each prefix, in the one partition that holds it
         if let Some((prefixes, _)) = &prefixes {
             let schema = &rw.plan.schema;
-            for p in prefixes {
-                self.activity.observe(crate::engine::decision::Observation {
+            for p in prefixes.iter().take(crate::engine::decision::MAX_OBSERVED) {
+                crate::admin::advisor::push(crate::engine::decision::Observation {
                     table: schema.clone(),
                     what: crate::engine::decision::Observed::Scan {
                         literal: crate::engine::decision::Key::of(p),
@@ -555,7 +554,6 @@ impl Session {
                     },
                 });
             }
-            crate::admin::advisor::record(&mut self.activity.observed);
         }
         if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
