@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::stats::ln_poisson_upper_tail;
-use super::table::{TableStats, KEY_LENGTHS, PREFIX_LENGTHS};
+use super::table::{TableStats, KEY_LENGTHS, PREFIX_LENGTHS, SKETCH_EVERY};
 use crate::hbase::partition::Partitioning;
 
 /// Family-wise false-alarm rate of the hot-partition test: the chance that keys spread
@@ -183,13 +183,18 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
             if few_pk && what != "rowkey" {
                 continue;
             }
-            let denominator = if what == "rowkey" { traffic } else { t.writes };
+            // the top lists see one write (and get) in SKETCH_EVERY: shares are of those
+            let denominator = if what == "rowkey" {
+                t.sketched + t.sketched_gets
+            } else {
+                t.sketched
+            };
             let Some(e) = top.top().first().copied() else {
                 continue;
             };
             let sure = e.count - e.error;
             let share = sure as f64 / denominator.max(1) as f64;
-            if sure >= 50 && share >= 0.05 && share >= fair {
+            if sure * SKETCH_EVERY >= 50 && share >= 0.05 && share >= fair {
                 let shown = if keys {
                     show_key(&e.key, e.truncated)
                 } else {
@@ -198,7 +203,7 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
                 out.push(Finding {
                     rule: "hot_key",
                     evidence: format!(
-                        "{what} {shown} has at least {sure} of {denominator} operations ({:.0}%)",
+                        "{what} {shown} has about {:.0}% of the operations (at least {sure} of {denominator} sampled)",
                         share * 100.0
                     ),
                     advice: "split the heavy key's traffic: salt it (append a small bucket number to the rowkey and read all buckets), or give its data a key of its own per time window".into(),
@@ -211,7 +216,7 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
 
     // monotonic rowkeys under RANGE: every new write goes to the end of the key space
     let pairs = t.ascending + t.descending;
-    if range && pairs >= 100 {
+    if range && pairs * SKETCH_EVERY >= 100 {
         let up = t.ascending as f64 / pairs as f64;
         if !(0.1..=0.9).contains(&up) {
             let dir = if up > 0.5 { "ascending" } else { "descending" };
@@ -223,7 +228,7 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
             out.push(Finding {
                 rule: "monotonic_key",
                 evidence: format!(
-                    "{:.0}% of {pairs} consecutive writes were {dir} in rowkey order",
+                    "{:.0}% of {pairs} consecutive sampled writes were {dir} in rowkey order",
                     100.0 * up.max(1.0 - up)
                 ),
                 advice: format!("a time or sequence prefix under RANGE partitioning sends every write to one partition; {fix}"),
@@ -260,7 +265,8 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
     }
 
     let leads = t.leads.estimate();
-    let mostly_separated = t.writes >= 200 && t.with_separator as f64 >= 0.9 * t.writes as f64;
+    let mostly_separated =
+        t.sketched * SKETCH_EVERY >= 200 && t.with_separator as f64 >= 0.9 * t.sketched as f64;
     let lead_governs = range || few_pk;
     if mostly_separated && leads <= 16.0 && lead_governs {
         let shown: Vec<String> = t
@@ -291,7 +297,10 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
         let better = PREFIX_LENGTHS
             .iter()
             .zip(&t.prefixes)
-            .find(|(l, d)| **l > len && d.estimate() >= 8.0 * n as f64)
+            .find(|(l, d)| {
+                // (the prefixes' counts see the sketched writes only)
+                **l > len && d.estimate() >= (8.0 * n as f64).min(t.sketched as f64 / 2.0)
+            })
             .map(|(l, _)| *l);
         let mut evidence = format!(
             "the {len}-byte prefix has about {distinct_pk:.0} distinct values for {n} partitions over {} writes",

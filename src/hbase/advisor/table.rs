@@ -26,6 +26,13 @@ impl Default for Shape {
     }
 }
 
+/// One write (and one get) in this many goes to the sketches: the top lists, the prefixes'
+/// distinct counts, the leading field, the order and the lengths of rowkeys, the sample. The
+/// partition counts, the partitioning key's distinct count and the longest rowkey see every
+/// one. A uniform one-in-four sample keeps every share the detectors read (a hot key's, a
+/// leading field's values, ascending pairs) and costs a quarter (scripts/cost.sh).
+pub const SKETCH_EVERY: u64 = 4;
+
 /// Candidate prefix lengths whose distinct counts are kept (and the table's own).
 pub const PREFIX_LENGTHS: [usize; 8] = [1, 2, 4, 6, 8, 12, 16, 24];
 /// Rowkeys longer than this are not sampled (a KEY(K) replay needs the whole key).
@@ -63,6 +70,9 @@ pub struct TableStats {
     pub unplaced: u64,
     pub writes: u64,
     pub gets: u64,
+    /// Writes and gets that went to the sketches (one in `SKETCH_EVERY`; see `write_cut`).
+    pub sketched: u64,
+    pub sketched_gets: u64,
     pub scans: u64,
     pub top_keys: TopK,
     /// The partitioning key's values (the prefix column's, or the rowkey's for KEY(K)).
@@ -101,6 +111,8 @@ impl TableStats {
             unplaced: 0,
             writes: 0,
             gets: 0,
+            sketched: 0,
+            sketched_gets: 0,
             scans: 0,
             top_keys: TopK::new(TOP_ENTRIES, TOP_KEY_BYTES),
             top_prefixes: TopK::new(TOP_ENTRIES, TOP_KEY_BYTES),
@@ -201,18 +213,26 @@ impl TableStats {
             }
             None => self.unplaced += 1,
         }
-        // each hash once: the rowkey's, the partitioning key's, the prefixes' in one pass
+        // every write: the partitioning key's distinct values, the longest rowkey
         let key_bytes = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
-        let hk = hash(key_bytes);
-        self.top_keys.add_hashed(rowkey, hk);
         let pk = self.partition_key(rowkey);
-        let hpk = if pk.len() == key_bytes.len() {
-            hk
-        } else {
-            hash(pk.get(..TOP_KEY_BYTES).unwrap_or(pk))
-        };
-        self.top_prefixes.add_hashed(pk, hpk);
+        let pk_bytes = pk.get(..TOP_KEY_BYTES).unwrap_or(pk);
+        let hpk = hash(pk_bytes);
         self.partition_keys.add_hash(hpk);
+        self.longest_key = self.longest_key.max(len);
+        // one in SKETCH_EVERY (the first included): the rest
+        if self.writes % SKETCH_EVERY != 1 {
+            return;
+        }
+        self.sketched += 1;
+        // each hash once: the rowkey's, the prefixes' in one pass
+        let hk = if pk_bytes.len() == key_bytes.len() {
+            hpk
+        } else {
+            hash(key_bytes)
+        };
+        self.top_keys.add_hashed(rowkey, hk);
+        self.top_prefixes.add_hashed(pk, hpk);
         let prefixes = prefix_hashes(rowkey, &PREFIX_LENGTHS);
         for (d, h) in self.prefixes.iter_mut().zip(prefixes) {
             d.add_hash(h);
@@ -229,7 +249,7 @@ impl TableStats {
         }
         // order against the previous write (its first 64 bytes: enough to tell a clock)
         let kept = &rowkey[..rowkey.len().min(64)];
-        if !self.last_write.is_empty() || self.writes > 1 {
+        if self.sketched > 1 {
             match kept.cmp(self.last_write.as_slice()) {
                 std::cmp::Ordering::Greater => self.ascending += 1,
                 std::cmp::Ordering::Less => self.descending += 1,
@@ -245,7 +265,6 @@ impl TableStats {
         if let Some(c) = self.key_lengths.get_mut(bucket) {
             *c += 1;
         }
-        self.longest_key = self.longest_key.max(len);
         if len == rowkey.len() {
             self.sample_key(rowkey);
         }
@@ -281,8 +300,11 @@ impl TableStats {
                 *c = c.saturating_add(1);
             }
         }
-        let kept = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
-        self.top_keys.add_hashed(rowkey, hash(kept));
+        if self.gets % SKETCH_EVERY == 1 {
+            self.sketched_gets += 1;
+            let kept = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
+            self.top_keys.add_hashed(rowkey, hash(kept));
+        }
     }
 
     /// A prefix scan with literal `prefix`; `partition` is the one it was pruned to (None: it
@@ -398,7 +420,9 @@ mod tests {
         assert_eq!(w.iter().sum::<u64>(), 30);
         assert_eq!(t.total_writes.iter().sum::<u64>(), 100);
         assert_eq!(t.sample.len(), 4);
-        assert_eq!(t.with_separator, 100);
+        // one write in four goes to the sketches
+        assert_eq!(t.with_separator, 25);
+        assert_eq!(t.sketched, 25);
         assert!(t.bytes() < 128 * 1024, "{}", t.bytes());
     }
 
@@ -408,7 +432,8 @@ mod tests {
         for i in 0..100u64 {
             t.write(format!("{:012}", 1_700_000_000 + i).as_bytes(), 5);
         }
-        assert_eq!((t.ascending, t.descending), (99, 0));
+        // the sketched writes (one in four) in order
+        assert_eq!((t.ascending, t.descending), (24, 0));
         assert_eq!(t.median_key_bucket(), Some(16));
         t.scan(b"17", None, 5);
         t.scan(b"1700", Some(3), 5);
