@@ -188,12 +188,13 @@ async fn run_one(
     *i = (*i * 1_103_515_245 + 12_345) % 2_147_483_648;
     let p = prefix(*i % prefixes);
     if op == Op::Put {
-        // a new cell each time (the run's clock in the key: runs never collide)
+        // a new cell each time (the run's clock in the key: runs never collide), under a
+        // prefix no scan of the other workloads reads (`w`)
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .expect("clock");
         c.query_drop(format!(
-            "INSERT INTO {TABLE} (K, Q, T, V) VALUES ('{p}:w{}{}', 'q', -{}, 'v')",
+            "INSERT INTO {TABLE} (K, Q, T, V) VALUES ('w{p}:{}{}', 'q', -{}, 'v')",
             now.as_nanos(),
             *i,
             now.as_millis()
