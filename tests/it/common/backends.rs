@@ -125,17 +125,37 @@ impl Backend {
         ));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("test data folder");
-        let port = free_port();
-        let mut b = Backend {
-            kind,
-            addr: format!("127.0.0.1:{port}"),
-            port,
-            pid: None,
-            dir,
-            extra: extra.to_vec(),
-        };
-        b.start();
-        b
+        // a free port can be taken by another process before the server binds it: a start that
+        // fails on the bind is tried again on another port (any other failure still panics)
+        for attempt in 0.. {
+            let port = free_port();
+            let mut b = Backend {
+                kind,
+                addr: format!("127.0.0.1:{port}"),
+                port,
+                pid: None,
+                dir: dir.clone(),
+                extra: extra.to_vec(),
+            };
+            let taken = || {
+                ["error.log", "stdout.log"].iter().any(|f| {
+                    std::fs::read_to_string(dir.join(f)).is_ok_and(|t| {
+                        t.contains("Address already in use") || t.contains("Bind on TCP/IP port")
+                    })
+                })
+            };
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| b.start())) {
+                Ok(()) => return b,
+                Err(_) if attempt < 3 && taken() => {
+                    b.stop();
+                    for f in ["error.log", "stdout.log"] {
+                        let _ = std::fs::remove_file(dir.join(f));
+                    }
+                }
+                Err(e) => std::panic::resume_unwind(e),
+            }
+        }
+        unreachable!("the loop returns or panics")
     }
 
     /// (Re)starts the server on the same folder and port, waiting until it answers queries.
