@@ -265,16 +265,9 @@ fn advice_follows_the_backends_grants() {
     c.exec("CREATE DATABASE IF NOT EXISTS adv_grants")
         .expect("db");
     c.exec("USE adv_grants").expect("use");
-    c.exec("DROP TABLE IF EXISTS advh$f").ok();
-    c.exec("DROP TABLEGROUP IF EXISTS advh").ok();
-    c.exec("CREATE TABLEGROUP advh").expect("group");
+    // the one-hot-user design, in a table group of its own
     let d = &designs()[3];
-    c.exec(&format!(
-        "CREATE TABLE advh$f ({COLS}, K_PREFIX varbinary(8) GENERATED ALWAYS AS (substring(K, 1, 8)), \
-         PRIMARY KEY (K, Q, T)) TABLEGROUP = advh {}",
-        d.partitioning
-    ))
-    .expect("table");
+    create(&mut c, "advh", d);
     drive(&mut c, "advh$f", d, 600, 5);
     let a = advice(&mut c, "advh$f");
     assert!(a.iter().any(|f| f.1.contains("00000042")), "{a:?}");
@@ -315,16 +308,9 @@ fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     c.exec("CREATE DATABASE IF NOT EXISTS adv_page")
         .expect("db");
     c.exec("USE adv_page").expect("use");
-    c.exec("DROP TABLE IF EXISTS advp$f").ok();
-    c.exec("DROP TABLEGROUP IF EXISTS advp").ok();
-    c.exec("CREATE TABLEGROUP advp").expect("group");
+    // the one-hot-user design, in a table group of its own
     let d = &designs()[3];
-    c.exec(&format!(
-        "CREATE TABLE advp$f ({COLS}, K_PREFIX varbinary(8) GENERATED ALWAYS AS (substring(K, 1, 8)), \
-         PRIMARY KEY (K, Q, T)) TABLEGROUP = advp {}",
-        d.partitioning
-    ))
-    .expect("table");
+    create(&mut c, "advp", d);
     drive(&mut c, "advp$f", d, 900, 9);
     let a = advice(&mut c, "advp$f");
     assert!(a.iter().any(|f| f.0 == "hot_partition"), "{a:?}");

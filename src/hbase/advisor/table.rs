@@ -41,8 +41,10 @@ pub const SAMPLE_KEY_BYTES: usize = 128;
 pub const TOP_KEY_BYTES: usize = 48;
 /// Entries in each top list.
 pub const TOP_ENTRIES: usize = 16;
-/// Bytes that end a leading field (`msgtype|msgid`, `user#ts`, `a:b`, `a,b`, `a/b`).
-pub const SEPARATORS: &[u8] = b"|#:,/";
+/// Whether a byte ends a leading field (`msgtype|msgid`, `user#ts`, `a:b`, `a,b`, `a/b`).
+pub fn is_separator(b: u8) -> bool {
+    matches!(b, b'|' | b'#' | b':' | b',' | b'/')
+}
 /// Upper bounds of the rowkey-length buckets (the last is open).
 pub const KEY_LENGTHS: [usize; 5] = [8, 16, 64, 256, 1024];
 /// Longest scan literal counted by its own length (longer ones share the last bucket).
@@ -237,10 +239,7 @@ impl TableStats {
         for (d, h) in self.prefixes.iter_mut().zip(prefixes) {
             d.add_hash(h);
         }
-        if let Some(end) = rowkey
-            .iter()
-            .position(|b| matches!(b, b'|' | b'#' | b':' | b',' | b'/'))
-        {
+        if let Some(end) = rowkey.iter().position(|&b| is_separator(b)) {
             let lead = &rowkey[..end];
             self.with_separator += 1;
             let hl = hash(lead.get(..TOP_KEY_BYTES).unwrap_or(lead));
