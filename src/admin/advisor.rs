@@ -59,6 +59,8 @@ struct Pending {
     /// Unix seconds, and the latency clock's reading, when the first of `items` came.
     since: u64,
     since_tick: u64,
+    /// Statements added (the clock is read at every eighth).
+    adds: u32,
 }
 
 thread_local! {
@@ -67,6 +69,7 @@ thread_local! {
             items: Vec::new(),
             since: 0,
             since_tick: 0,
+            adds: 0,
         })
     };
 }
@@ -79,49 +82,64 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A statement's observations (taken from `observed`). A batch holds at most `BATCH` and
-/// spans at most a second (its observations are counted in the second it began in), so no
-/// timer runs on the workers: a timer on each worker's runtime cost every command about 400
-/// instructions (counted with scripts/cost.sh).
-pub fn record(observed: &mut smallvec::SmallVec<[Observation; 1]>) {
-    for o in observed.drain(..) {
-        push(o);
+/// A text's observations (taken from `observed`). A batch holds about `BATCH` (a statement's
+/// observations are added whole: at most `BATCH + MAX_OBSERVED`) and spans about a second
+/// (its observations are counted in the second it began in), so no timer runs on the workers:
+/// a timer on each worker's runtime cost every command about 400 instructions (counted with
+/// scripts/cost.sh).
+pub fn record(observed: &mut Vec<Observation>) {
+    if !observed.is_empty() {
+        add(Some(observed), std::iter::empty());
     }
 }
 
-/// One observation into this thread's buffer. The clock is read once every 8 pushes (a batch
-/// may run up to 8 observations past its second).
-pub fn push(o: Observation) {
+/// One statement's observations of `table` (at most `MAX_OBSERVED` are kept).
+pub fn push_all(table: &Arc<TableSchema>, what: impl Iterator<Item = Observed>) {
+    add(
+        None,
+        what.take(crate::engine::decision::MAX_OBSERVED)
+            .map(|what| Observation {
+                table: table.clone(),
+                what,
+            }),
+    );
+}
+
+/// Adds one statement's observations (those moved out of `list`, then `items`) to this
+/// thread's buffer: one borrow of it, and the clock read at every eighth statement (a batch
+/// may run up to 8 statements past its second).
+fn add(list: Option<&mut Vec<Observation>>, items: impl Iterator<Item = Observation>) {
     if !ON.load(std::sync::atomic::Ordering::Relaxed) {
+        if let Some(list) = list {
+            list.clear();
+        }
         return;
     }
-    // Ok(full), or Err(o) when the batch is a second old: folded first, then `o` starts the next
-    let added = PENDING.with(|p| {
+    let (stale, full) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
-        if p.items.is_empty() {
+        p.adds = p.adds.wrapping_add(1);
+        // a batch a second old is taken out (folded below) and this statement starts the next
+        let stale = (p.adds % 8 == 0
+            && !p.items.is_empty()
+            && crate::admin::metrics::now().wrapping_sub(p.since_tick)
+                >= crate::admin::metrics::ticks_per_second())
+        .then(|| (std::mem::take(&mut p.items), p.since));
+        let was_empty = p.items.is_empty();
+        if let Some(list) = list {
+            p.items.append(list);
+        }
+        p.items.extend(items);
+        if was_empty && !p.items.is_empty() {
             p.since = unix_now();
             p.since_tick = crate::admin::metrics::now();
-        } else if p.items.len() % 8 == 0 {
-            let tick = crate::admin::metrics::now();
-            if tick.wrapping_sub(p.since_tick) >= crate::admin::metrics::ticks_per_second() {
-                return Err(o);
-            }
         }
-        p.items.push(o);
-        Ok(p.items.len() >= BATCH)
+        (stale, p.items.len() >= BATCH)
     });
-    match added {
-        Ok(false) => {}
-        Ok(true) => flush_local(),
-        Err(o) => {
-            flush_local();
-            PENDING.with(|p| {
-                let mut p = p.borrow_mut();
-                p.since = unix_now();
-                p.since_tick = crate::admin::metrics::now();
-                p.items.push(o);
-            });
-        }
+    if let (Some((mut items, since)), Some(s)) = (stale, store()) {
+        s.fold(&mut items, since, unix_now());
+    }
+    if full {
+        flush_local();
     }
 }
 
@@ -141,7 +159,7 @@ pub fn flush_local() {
     // the buffer goes back with its capacity (a batch allocates nothing)
     PENDING.with(|p| {
         let mut p = p.borrow_mut();
-        if p.items.is_empty() && items.capacity() <= 2 * BATCH {
+        if p.items.is_empty() && items.capacity() <= BATCH + crate::engine::decision::MAX_OBSERVED {
             p.items = items;
         }
     });
@@ -231,27 +249,22 @@ impl Store {
     /// A run of observations of one table (the usual batch) looks the table up once.
     fn fold(&self, items: &mut [Observation], at: u64, now: u64) {
         let mut t = self.tables.lock().unwrap_or_else(|e| e.into_inner());
-        let mut i = 0;
-        while let Some(first) = items.get(i) {
-            let table = first.table.clone();
-            let end = items
-                .iter()
-                .skip(i)
-                .position(|o| !Arc::ptr_eq(&o.table, &table))
-                .map_or(items.len(), |n| i + n);
-            let run = items.get(i..end).unwrap_or_default();
-            i = end;
+        for run in items.chunk_by(|a, b| Arc::ptr_eq(&a.table, &b.table)) {
+            let Some(table) = run.first().map(|o| o.table.clone()) else {
+                continue;
+            };
             let key = (table.schema.clone(), table.name.clone());
-            let stale = t.map.get(&key).is_some_and(|e| {
-                !Arc::ptr_eq(&e.schema, &table) && e.schema.partitioning != table.partitioning
+            // the usual run: a table already kept, as it was (one lookup more, to write)
+            let kept = t.map.get(&key).map(|e| {
+                Arc::ptr_eq(&e.schema, &table) || e.schema.partitioning == table.partitioning
             });
-            if stale {
+            if kept == Some(false) {
                 // the table was made again with another partitioning: start over
                 if let Some(e) = t.map.remove(&key) {
                     t.bytes = t.bytes.saturating_sub(e.stats.bytes());
                 }
             }
-            if !t.map.contains_key(&key) {
+            if kept != Some(true) {
                 let stats = TableStats::new(table.partitioning.clone(), self.settings.shape);
                 let b = stats.bytes();
                 if t.map.len() >= self.settings.max_tables || t.bytes + b > self.settings.max_bytes
@@ -276,19 +289,12 @@ impl Store {
             let s = &mut e.stats;
             for o in run {
                 match &o.what {
-                    Observed::Rows { rows, keys } => {
-                        for (p, k) in rows {
-                            if *keys {
-                                s.write_cut(Some(*p), &k.bytes, k.len, at);
-                            } else {
-                                s.write_partition(*p, 1, at);
-                            }
-                        }
+                    Observed::Write { partition, key } => {
+                        s.write_cut(*partition, &key.bytes, key.len(), at)
                     }
+                    Observed::Placed { partition } => s.write_partition(*partition, 1, at),
                     Observed::Get { key, partition } => s.get_cut(&key.bytes, *partition, at),
-                    Observed::Scan { literal, partition } => {
-                        s.scan_len(literal.len, *partition, at)
-                    }
+                    Observed::Scan { len, partition } => s.scan_len(*len as usize, *partition, at),
                 }
             }
         }

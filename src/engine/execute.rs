@@ -31,20 +31,20 @@ pub struct Verdict {
     pub notes: Vec<Finding>,
     /// Inside a transaction, the partition the execution fixes (its first write).
     pub pin: Option<Place>,
-    /// What the execution shows the rowkey advisor (its rows' partitions and keys).
-    pub observed: Option<crate::hbase::advisor::Observed>,
+    /// Where the execution's rows are (its rows' partitions and keys), for the rowkey advisor
+    /// (`write::observed`).
+    pub touch: Option<write::Touch>,
 }
 
 impl Verdict {
     /// The cell rules by their enforcement, then the guard against the transaction.
     fn of(checked: Checked, ctx: &ExecContext) -> Verdict {
-        let observed = write::observed(&checked, true);
         let out = write::verdict(checked, ctx.rules, ctx.txn);
         Verdict {
             refuse: out.refuse.map(Refusal::Rule),
             notes: out.warnings,
             pin: out.pin,
-            observed,
+            touch: out.touch,
         }
     }
 }

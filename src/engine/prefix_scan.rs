@@ -484,7 +484,7 @@ pub fn observe_read(
             _ => None,
         };
         Observed::Scan {
-            literal: Key::of(literal),
+            len: u32::try_from(literal.len()).unwrap_or(u32::MAX),
             partition,
         }
     };

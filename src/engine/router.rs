@@ -41,24 +41,24 @@ pub fn decide(sql: &[u8], origin: Origin, ctx: &Context) -> (Class, Decision) {
 
 /// `decide` for a text whose pre-check class is already known.
 pub fn decide_classified(sql: &[u8], class: Class, origin: Origin, ctx: &Context) -> Decision {
-    decide_observed(sql, class, origin, ctx).0
+    decide_observed(sql, class, origin, ctx, &mut Activity::default())
 }
 
-/// `decide_classified`, and what the text does to HBase tables (for the metrics).
+/// `decide_classified`, and what the text does to HBase tables (for the metrics and the rowkey
+/// advisor) added to `activity` (the caller empties it: its buffers are kept from text to text).
 pub fn decide_observed(
     sql: &[u8],
     class: Class,
     origin: Origin,
     ctx: &Context,
-) -> (Decision, Activity) {
-    let mut activity = Activity::default();
-    let d = match class {
+    activity: &mut Activity,
+) -> Decision {
+    match class {
         Class::Plain => Decision::forward(),
-        Class::MaybeHbase => decide_flagged(sql, origin, ctx, &mut activity),
+        Class::MaybeHbase => decide_flagged(sql, origin, ctx, activity),
         Class::ProxyCommand => decide_proxy_command(sql, origin, ctx.dialect),
         Class::ServerProbe => decide_probe(sql, origin, ctx.socket.as_deref()),
-    };
-    (d, activity)
+    }
 }
 
 /// A driver's probe of the server's variables (`sql::probe`): `@@socket` is answered empty.
@@ -135,8 +135,8 @@ pub fn check_dynamic(text: &[u8], ctx: &Context) -> DynamicCheck {
 }
 
 fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Activity) -> Decision {
-    let (primary, mut ambiguity, mut tally) = decide_reading(sql, origin, ctx, ctx.dialect);
-    *activity = std::mem::take(&mut tally.activity);
+    let (primary, mut ambiguity, tally) =
+        decide_reading_into(sql, origin, ctx, ctx.dialect, activity);
     if needs_facts(&primary) {
         return primary;
     }
@@ -269,14 +269,14 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Acti
     if let Some(view) = &ctx.tables {
         if !rewrite_agreed && plain(&primary) != primary {
             // a text the proxy can read two ways is never rewritten
-            tally.not_rewritten().add_to(&view.counters);
+            tally.not_rewritten(activity).add_to(&view.counters);
             return plain(&primary);
         }
         if ambiguity.state && tally.rewritten > 0 && ctx.rewrite {
             // a prefix after a change of the connection's character set in the same text: its
             // bytes are the new character set's, which no reading models; decided again
             // without prefix rewrites (the write stage's own edits, a T filled in, stay)
-            tally.not_rewritten().add_to(&view.counters);
+            tally.not_rewritten(activity).add_to(&view.counters);
             let unrewritten = Context {
                 rewrite: false,
                 ..ctx.clone()
@@ -384,6 +384,17 @@ fn decide_reading(
     ctx: &Context,
     d: Dialect,
 ) -> (Decision, scan::Ambiguity, Tally) {
+    decide_reading_into(sql, origin, ctx, d, &mut Activity::default())
+}
+
+/// `decide_reading`, gathering what the text does to HBase tables into `activity`.
+fn decide_reading_into(
+    sql: &[u8],
+    origin: Origin,
+    ctx: &Context,
+    d: Dialect,
+    activity: &mut Activity,
+) -> (Decision, scan::Ambiguity, Tally) {
     // the split keeps the tokens for the DML reader (a text with an executable comment is
     // lexed per statement, as the reader has always seen it)
     let mut kept = scan::Kept::new(if dml::has_executable_comment(sql) {
@@ -417,7 +428,8 @@ fn decide_reading(
         decide: decide_dynamic,
         check: check_dynamic,
     };
-    let (decision, tally) = text::decide_pieces(sql, &pieces, &kept, (origin, ctx, d), &dynamic);
+    let (decision, tally) =
+        text::decide_pieces(sql, &pieces, &kept, (origin, ctx, d), &dynamic, activity);
     (decision, ambiguity, tally)
 }
 

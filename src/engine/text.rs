@@ -40,6 +40,7 @@ pub(super) fn decide_pieces(
     kept: &scan::Kept,
     (origin, ctx, d): (Origin, &Context, Dialect),
     dynamic: &Dynamic,
+    activity: &mut Activity,
 ) -> (Decision, Tally) {
     let mut text = Text {
         dynamic,
@@ -63,6 +64,7 @@ pub(super) fn decide_pieces(
             ..WriteState::default()
         },
         tally: Tally::default(),
+        activity,
     };
     let decision = text.run();
     let tally = std::mem::take(&mut text.tally);
@@ -74,7 +76,7 @@ pub(super) fn decide_pieces(
     if rewrote {
         (decision, tally)
     } else {
-        (decision, tally.not_rewritten())
+        (decision, tally.not_rewritten(text.activity))
     }
 }
 
@@ -111,6 +113,8 @@ struct Text<'a> {
     /// The write stage: what the text's writes get, and the transaction as it runs.
     writes: WriteState,
     tally: Tally,
+    /// What the text does to HBase tables (the caller's buffers).
+    activity: &'a mut Activity,
 }
 
 /// Statement `i` of the text as it runs: its read, and the part of the text it is (offsets of
@@ -266,8 +270,33 @@ impl<'a> Text<'a> {
     /// The write stage's verdict on one statement.
     fn judge(&mut self, checked: write::Checked, rules: &WriteRules) -> Flow {
         match self.writes.judge(checked, rules, self.origin) {
-            Some(e) => Flow::Refuse(e),
-            None => Flow::Next,
+            Err(e) => Flow::Refuse(e),
+            Ok(_) => Flow::Next,
+        }
+    }
+
+    /// `judge`, and what a text's write that may run shows the rowkey advisor (`keys`: its
+    /// rowkeys are its rows' own, an INSERT's).
+    fn judge_observed(
+        &mut self,
+        checked: write::Checked,
+        rules: &WriteRules,
+        table: &std::sync::Arc<crate::hbase::schema::TableSchema>,
+        keys: bool,
+    ) -> Flow {
+        match self.writes.judge(checked, rules, self.origin) {
+            Err(e) => Flow::Refuse(e),
+            Ok(touch) => {
+                if self.origin == Origin::Text {
+                    for what in write::observed(touch, keys) {
+                        self.activity.observe(Observation {
+                            table: table.clone(),
+                            what,
+                        });
+                    }
+                }
+                Flow::Next
+            }
         }
     }
 
@@ -295,11 +324,11 @@ impl<'a> Text<'a> {
             } else {
                 TableUse::Read
             };
-            self.tally.activity.tables.push((schema.clone(), touch));
+            self.activity.tables.push((schema.clone(), touch));
             if !writes_rows {
                 let escape = self.d.reported_backslash_escape();
                 if let Some(what) = prefix_scan::observe_read(x, schema, view.charset, escape) {
-                    self.tally.activity.observe(Observation {
+                    self.activity.observe(Observation {
                         table: schema.clone(),
                         what,
                     });
@@ -327,22 +356,19 @@ impl<'a> Text<'a> {
                 Ok(None) => Ok(write::Checked::default()),
                 Err(n) => return self.need(n.clone()),
             };
-            match checked {
-                Ok(c) => {
-                    let observed = (self.origin == Origin::Text)
-                        .then(|| write::observed(&c, false))
-                        .flatten();
-                    if let Some(e) = self.writes.judge(c, rules, self.origin) {
-                        return Flow::Refuse(e);
-                    }
-                    if let (Ok(Some(schema)), Some(what)) = (&looked_up, observed) {
-                        self.tally.activity.observe(Observation {
-                            table: schema.clone(),
-                            what,
-                        });
+            match (checked, &looked_up) {
+                (Ok(c), Ok(Some(schema))) => {
+                    let flow = self.judge_observed(c, rules, schema, false);
+                    if !matches!(flow, Flow::Next) {
+                        return flow;
                     }
                 }
-                Err(write::NeedCharset) => return self.need_charset(),
+                (Ok(c), _) => {
+                    if let Err(e) = self.writes.judge(c, rules, self.origin) {
+                        return Flow::Refuse(e);
+                    }
+                }
+                (Err(write::NeedCharset), _) => return self.need_charset(),
             }
         }
         if !ctx.rewrite {
@@ -372,7 +398,7 @@ impl<'a> Text<'a> {
                 if rewrite::add_prefix_predicate(&mut self.splice, at.run.start, x, text) {
                     self.tally.rewritten += 1;
                     if let Some(schema) = schema {
-                        self.tally.activity.tables.push((schema, TableUse::Rewrite));
+                        self.activity.tables.push((schema, TableUse::Rewrite));
                     }
                 }
             }
@@ -473,10 +499,7 @@ impl<'a> Text<'a> {
             Ok(None) => return self.hidden_locking_read(at),
             Err(n) => return self.need(n),
         };
-        self.tally
-            .activity
-            .tables
-            .push((schema.clone(), TableUse::Write));
+        self.activity.tables.push((schema.clone(), TableUse::Write));
         let fill = match self.origin {
             Origin::Text => write::FillT::Literal,
             Origin::Prepare => write::FillT::Expression,
@@ -509,17 +532,7 @@ impl<'a> Text<'a> {
                 ));
             }
         }
-        let observed = (self.origin == Origin::Text)
-            .then(|| write::observed(&checked, true))
-            .flatten();
-        let flow = self.judge(checked, rules);
-        if let (Flow::Next, Some(what)) = (&flow, observed) {
-            self.tally.activity.observe(Observation {
-                table: schema,
-                what,
-            });
-        }
-        flow
+        self.judge_observed(checked, rules, &schema, true)
     }
 
     /// An INSERT the insert reader cannot follow: C9 if it names an HBase table.
@@ -547,10 +560,7 @@ impl<'a> Text<'a> {
             Ok(None) => return Flow::Next,
             Err(n) => return self.need(n),
         };
-        self.tally
-            .activity
-            .tables
-            .push((schema.clone(), TableUse::Write));
+        self.activity.tables.push((schema.clone(), TableUse::Write));
         let unchecked = if !l.local {
             Some("the server reads its file, which obkv-proxy does not see")
         } else if self.origin == Origin::Prepare {
@@ -803,13 +813,14 @@ impl WriteState {
     }
 
     /// The rules' and the guard's verdict on one statement: the refusal, if any; otherwise its
-    /// warnings are kept and its partition fixes the transaction's.
+    /// warnings are kept, its partition fixes the transaction's, and where its rows are is
+    /// given back.
     fn judge(
         &mut self,
         checked: write::Checked,
         rules: &WriteRules,
         origin: Origin,
-    ) -> Option<Refusal> {
+    ) -> Result<Option<Touch>, Refusal> {
         let mut checked = checked;
         if origin == Origin::Prepare {
             // a prepare runs nothing: its literals are checked now, its `?` and its place in
@@ -820,7 +831,7 @@ impl WriteState {
         self.wrote |= checked.touch.as_ref().is_some_and(|t| *t != Touch::Nothing);
         let out = write::verdict(checked, rules, &self.txn);
         if let Some(f) = out.refuse {
-            return Some(Refusal::Rule(f));
+            return Err(Refusal::Rule(f));
         }
         if let Some(p) = out.pin {
             self.txn.pinned = Some(p);
@@ -831,7 +842,7 @@ impl WriteState {
                 self.notes.push(Note::from(f));
             }
         }
-        None
+        Ok(out.touch)
     }
 }
 
@@ -992,22 +1003,19 @@ pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
     out
 }
 
-/// The rewriter's counts for one text, and what it did to HBase tables.
+/// The rewriter's counts for one text.
 #[derive(Default)]
 pub(super) struct Tally {
     pub(super) rewritten: u64,
     declined: u64,
     unreadable: u64,
-    pub(super) activity: Activity,
 }
 
 impl Tally {
     /// The text was not rewritten after all (another statement's decision, or two readings):
-    /// its rewrites count as declined.
-    pub(super) fn not_rewritten(mut self) -> Tally {
-        self.activity
-            .tables
-            .retain(|(_, t)| *t != TableUse::Rewrite);
+    /// its rewrites count as declined and leave the activity.
+    pub(super) fn not_rewritten(self, activity: &mut Activity) -> Tally {
+        activity.tables.retain(|(_, t)| *t != TableUse::Rewrite);
         Tally {
             declined: self.declined + self.rewritten,
             rewritten: 0,

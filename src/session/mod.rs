@@ -416,25 +416,34 @@ impl Session {
             return Ok((class, decision));
         }
         self.blind.clear();
-        self.activity = Default::default();
         let mut ctx = self.context().await?;
         // facts are read at most twice (a reading may need a table's schema, then the
         // character set); the third decision is made with what is known (settled)
         for round in 0..3 {
-            let (decision, activity) = if large {
+            // (emptied when the command began)
+            if round > 0 {
+                self.activity.clear();
+            }
+            let decision = if large {
                 let c = ctx.clone();
-                match self
-                    .off_loop(move |sql| router::decide_observed(sql, class, origin, &c))
-                    .await
-                {
-                    Some(d) => d,
+                let decided = self
+                    .off_loop(move |sql| {
+                        let mut activity = Default::default();
+                        let d = router::decide_observed(sql, class, origin, &c, &mut activity);
+                        (d, activity)
+                    })
+                    .await;
+                match decided {
+                    Some((d, activity)) => {
+                        self.activity = activity;
+                        d
+                    }
                     None => return Ok(Self::analysis_failed()),
                 }
             } else {
                 let sql = self.command.get(1..).unwrap_or_default();
-                router::decide_observed(sql, class, origin, &ctx)
+                router::decide_observed(sql, class, origin, &ctx, &mut self.activity)
             };
-            self.activity = activity;
             let Decision::Need(need) = decision else {
                 return Ok((class, decision));
             };
@@ -585,8 +594,7 @@ impl Session {
             }
             self.own_warnings = 0;
             self.statement = None;
-            self.activity.tables.clear();
-            self.activity.observed.clear();
+            self.activity.clear();
             let result = match self.command.first().copied() {
                 None => {
                     self.answer_error(ErrorInfo::new(

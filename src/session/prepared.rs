@@ -383,12 +383,10 @@ impl Session {
             return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
         self.keep_findings(out.notes);
-        if let Some(what) = out.observed {
-            crate::admin::advisor::push(crate::engine::decision::Observation {
-                table: plan.schema.clone(),
-                what,
-            });
-        }
+        crate::admin::advisor::push_all(
+            &plan.schema,
+            crate::engine::write::observed(out.touch, true),
+        );
         let pin = out.pin;
         Ok(Checked::Runs(pin))
     }
@@ -545,15 +543,13 @@ impl Session {
         // the rowkey advisor: a scan of each prefix, in the one partition that holds it
         if let Some((prefixes, _)) = &prefixes {
             let schema = &rw.plan.schema;
-            for p in prefixes.iter().take(crate::engine::decision::MAX_OBSERVED) {
-                crate::admin::advisor::push(crate::engine::decision::Observation {
-                    table: schema.clone(),
-                    what: crate::engine::decision::Observed::Scan {
-                        literal: crate::engine::decision::Key::of(p),
-                        partition: schema.partitioning.partition_of(p),
-                    },
+            let scans = prefixes
+                .iter()
+                .map(|p| crate::engine::decision::Observed::Scan {
+                    len: u32::try_from(p.len()).unwrap_or(u32::MAX),
+                    partition: schema.partitioning.partition_of(p),
                 });
-            }
+            crate::admin::advisor::push_all(schema, scans);
         }
         if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {

@@ -23,6 +23,8 @@ pub struct Outcome {
     pub warnings: Vec<Finding>,
     /// Inside a transaction: the partition this statement fixes (its first write).
     pub pin: Option<Place>,
+    /// Where the statement's rows are, given back when it may run (for the rowkey advisor).
+    pub touch: Option<Touch>,
 }
 
 /// Judges a checked statement: the cell rules by `rules.cells` first, then the guard against
@@ -33,6 +35,7 @@ pub fn verdict(checked: Checked, rules: &WriteRules, txn: &Txn) -> Outcome {
         refuse: judged.refuse,
         warnings: judged.warnings,
         pin: None,
+        touch: None,
     };
     if out.refuse.is_some() {
         return out;
@@ -43,6 +46,9 @@ pub fn verdict(checked: Checked, rules: &WriteRules, txn: &Txn) -> Outcome {
             Guarded::Warn(f) => out.warnings.push(f),
             Guarded::Fine { pin } => out.pin = pin,
         }
+    }
+    if out.refuse.is_none() {
+        out.touch = checked.touch;
     }
     out
 }

@@ -21,23 +21,29 @@ pub use guard::{guard, verdict, Guarded, Outcome, Txn};
 pub use load::{load_fill_t, load_unchecked, LoadCheck, LoadPlan};
 pub use statement::{check_assigned, check_dml, check_insert, unreadable_write, FillT};
 
-/// What a checked write shows the advisor: the partitions it writes (once each) and, for an
-/// INSERT (`keys`), the first rowkey in each.
-pub fn observed(c: &Checked, keys: bool) -> Option<crate::hbase::advisor::Observed> {
-    let Some(Touch::At(places)) = &c.touch else {
-        return None;
+/// What a write that may run shows the rowkey advisor (`Outcome::touch`): a row for each
+/// partition it writes, with its rowkey moved out of the checker's place when `keys` says the
+/// rowkey is the row's own (an INSERT), else only the partition (an UPDATE or DELETE).
+pub fn observed(
+    touch: Option<Touch>,
+    keys: bool,
+) -> impl Iterator<Item = crate::hbase::advisor::Observed> {
+    use crate::hbase::advisor::{Key, Observed};
+    let places = match touch {
+        Some(Touch::At(places)) => places,
+        _ => Vec::new(),
     };
-    if places.is_empty() {
-        return None;
-    }
-    use crate::hbase::advisor::Key;
-    Some(crate::hbase::advisor::Observed::Rows {
-        rows: places
-            .iter()
-            .take(Key::MAX_ROWS)
-            .map(|p| (p.partition, Key::of(&p.rowkey)))
-            .collect(),
-        keys,
+    places.into_iter().take(Key::MAX_ROWS).map(move |p| {
+        if keys {
+            Observed::Write {
+                partition: Some(p.partition),
+                key: Key::owned(p.rowkey),
+            }
+        } else {
+            Observed::Placed {
+                partition: p.partition,
+            }
+        }
     })
 }
 

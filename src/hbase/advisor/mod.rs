@@ -6,30 +6,35 @@ pub mod detect;
 pub mod stats;
 pub mod table;
 
+/// What one statement showed the advisor of one row or one read. Small (a statement's
+/// observations are moved from the policy engine to the session and into a thread's batch:
+/// scripts/cost.sh counts every byte of that).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
-    /// Rows written, one a partition: its partition and its rowkey (cut, see `Key`); `keys`:
-    /// whether the rowkeys are the rows' own (an INSERT) or only placed them (UPDATE, DELETE).
-    Rows {
-        rows: smallvec::SmallVec<[(u32, Key); 1]>,
-        keys: bool,
-    },
+    /// A row written with this rowkey (an INSERT's, cut, see `Key`), in this partition (None:
+    /// no partition takes it). A multi-row INSERT shows one a partition.
+    Write { partition: Option<u32>, key: Key },
+    /// A row written in this partition whose rowkey only placed it (an UPDATE, a DELETE).
+    Placed { partition: u32 },
     /// A read of one rowkey, in this partition (None: no partition takes it).
-    Get { key: Key, partition: Option<u32> },
-    /// A scan of the keys beginning with `literal`, pruned to `partition` (None: all).
-    Scan {
-        literal: Key,
-        partition: Option<u32>,
-    },
+    Get { partition: Option<u32>, key: Key },
+    /// A scan of the keys beginning with a literal `len` bytes long, pruned to `partition`
+    /// (None: it reads every partition).
+    Scan { len: u32, partition: Option<u32> },
 }
+
+/// Bytes of a rowkey an observation holds without an allocation.
+const INLINE_KEY: usize = 48;
 
 /// A rowkey as the advisor keeps it: its first `KEY_BYTES` bytes and its length (what is
 /// buffered for a statement is bounded whatever its keys).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Key {
-    /// Inline up to 32 bytes: most rowkeys and prefixes cost no allocation.
-    pub bytes: smallvec::SmallVec<[u8; 32]>,
-    pub len: usize,
+    /// Inline up to 48 bytes: most rowkeys cost no allocation (a longer one is kept in its
+    /// owner's buffer, `Key::owned`). Holding the checker's buffers in a batch instead, until it
+    /// is folded, cost a text INSERT ~120 instructions in the allocator (scripts/cost.sh).
+    pub bytes: smallvec::SmallVec<[u8; INLINE_KEY]>,
+    pub len: u32,
 }
 
 impl Key {
@@ -40,8 +45,33 @@ impl Key {
     pub fn of(k: &[u8]) -> Key {
         Key {
             bytes: smallvec::SmallVec::from_slice(k.get(..Self::KEY_BYTES).unwrap_or(k)),
-            len: k.len(),
+            len: u32::try_from(k.len()).unwrap_or(u32::MAX),
         }
+    }
+
+    /// A key from its owner's buffer: copied inline (and the buffer freed) when it fits, else
+    /// the buffer itself, cut to `KEY_BYTES` with its spare capacity given back (a batch never
+    /// holds more than `KEY_BYTES` a key).
+    pub fn owned(mut k: Vec<u8>) -> Key {
+        if k.len() <= INLINE_KEY {
+            return Key::of(&k);
+        }
+        let len = u32::try_from(k.len()).unwrap_or(u32::MAX);
+        k.truncate(Self::KEY_BYTES);
+        k.shrink_to_fit();
+        Key {
+            bytes: smallvec::SmallVec::from_vec(k),
+            len,
+        }
+    }
+
+    /// The whole key's length.
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 

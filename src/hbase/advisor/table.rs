@@ -99,6 +99,9 @@ pub struct TableStats {
     pub sample: Vec<Vec<u8>>,
     sampled_from: u64,
     rng: u64,
+    /// The unix second the newest epoch was last made current for (a batch's observations
+    /// share one: the epoch is worked out once for them).
+    current: u64,
 }
 
 impl TableStats {
@@ -132,6 +135,7 @@ impl TableStats {
             sample: Vec::with_capacity(shape.sample),
             sampled_from: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
+            current: u64::MAX,
         }
     }
 
@@ -161,12 +165,23 @@ impl TableStats {
     }
 
     /// The epoch `now` (unix seconds) falls in, made (and the oldest dropped) as time passes.
+    #[inline]
     fn epoch(&mut self, now: u64) -> Option<&mut Epoch> {
+        if now != self.current {
+            self.roll(now);
+            self.current = now;
+        }
+        self.epochs.last_mut()
+    }
+
+    /// Makes the epoch `now` falls in the newest.
+    #[inline(never)]
+    fn roll(&mut self, now: u64) {
         let number = now / self.shape.epoch_seconds.max(1);
         let newest = self.epochs.last().map(|e| e.number);
         if newest.is_none_or(|m| number > m) {
             if self.shape.epochs == 0 {
-                return None;
+                return;
             }
             let n = self.partitions();
             let reuse = if self.epochs.len() >= self.shape.epochs {
@@ -190,7 +205,6 @@ impl TableStats {
             self.epochs.push(e);
         }
         // a clock that stepped back counts into the newest epoch
-        self.epochs.last_mut()
     }
 
     /// A write of `rowkey` (an INSERT's row, a Put), at unix second `now`.
