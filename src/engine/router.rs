@@ -1670,6 +1670,50 @@ mod tests {
         assert!(d(scoped).rewritten().is_some(), "{:?}", d(scoped));
     }
 
+    /// A text not rewritten after all (its readings disagree on the prefix, or it changes the
+    /// character set first) leaves no rewrite in the activity the session counts; the same
+    /// scan on its own does, and shows the advisor its scan.
+    #[test]
+    fn a_text_not_rewritten_after_all_counts_no_rewrite() {
+        let ctx = Context {
+            dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
+            ..checked_ctx()
+        };
+        let run = |sql: &str| {
+            let mut activity = Activity::default();
+            let sql = sql.as_bytes();
+            let d = decide_observed(sql, classify(sql), Origin::Text, &ctx, &mut activity);
+            (d, activity)
+        };
+        let rewrites = |a: &Activity| {
+            a.tables
+                .iter()
+                .filter(|(_, u)| *u == TableUse::Rewrite)
+                .count()
+        };
+        let (d, a) = run("SELECT * FROM g$f WHERE K LIKE 'abcd%'");
+        assert!(d.rewritten().is_some(), "{d:?}");
+        assert_eq!(rewrites(&a), 1, "{a:?}");
+        assert!(
+            matches!(
+                a.observed.as_slice(),
+                [Observation {
+                    what: Observed::Scan { len: 4, .. },
+                    ..
+                }]
+            ),
+            "{a:?}"
+        );
+        for sql in [
+            r"SET NAMES utf8mb4; SELECT * FROM g$f WHERE K LIKE 'abc\%%'",
+            "SET NAMES gbk; SELECT * FROM g$f WHERE K LIKE 'abcd%'",
+        ] {
+            let (d, a) = run(sql);
+            assert!(d.rewritten().is_none(), "{sql}: {d:?}");
+            assert_eq!(rewrites(&a), 0, "{sql}: {a:?}");
+        }
+    }
+
     #[test]
     fn triggers_on_hbase_tables_are_refused() {
         let ctx = checked_ctx();
