@@ -59,8 +59,6 @@ struct Pending {
     /// Unix seconds, and the latency clock's reading, when the first of `items` came.
     since: u64,
     since_tick: u64,
-    /// Statements added (the clock is read at every eighth).
-    adds: u32,
 }
 
 thread_local! {
@@ -69,7 +67,6 @@ thread_local! {
             items: Vec::new(),
             since: 0,
             since_tick: 0,
-            adds: 0,
         })
     };
 }
@@ -106,8 +103,8 @@ pub fn push_all(table: &Arc<TableSchema>, what: impl Iterator<Item = Observed>) 
 }
 
 /// Adds one statement's observations (those moved out of `list`, then `items`) to this
-/// thread's buffer: one borrow of it, and the clock read at every eighth statement (a batch
-/// may run up to 8 statements past its second).
+/// thread's buffer: one borrow of it and one reading of the latency clock (a TSC read), so a
+/// batch holds only observations from within a second of its first.
 fn add(list: Option<&mut Vec<Observation>>, items: impl Iterator<Item = Observation>) {
     if !ON.load(std::sync::atomic::Ordering::Relaxed) {
         if let Some(list) = list {
@@ -117,10 +114,8 @@ fn add(list: Option<&mut Vec<Observation>>, items: impl Iterator<Item = Observat
     }
     let (stale, full) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
-        p.adds = p.adds.wrapping_add(1);
         // a batch a second old is taken out (folded below) and this statement starts the next
-        let stale = (p.adds % 8 == 0
-            && !p.items.is_empty()
+        let stale = (!p.items.is_empty()
             && crate::admin::metrics::now().wrapping_sub(p.since_tick)
                 >= crate::admin::metrics::ticks_per_second())
         .then(|| (std::mem::take(&mut p.items), p.since));

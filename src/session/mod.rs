@@ -667,7 +667,13 @@ impl Session {
         // decide
         let (class, decision) = self.decide(Origin::Text).await?;
         self.note_statement(class, &decision);
-        crate::admin::advisor::record(&mut self.activity.observed);
+        // what the text shows the advisor, when it runs (the proxy's own answers, refusals of
+        // the whole text included, run nothing)
+        if matches!(decision, Decision::Answer(_)) {
+            self.activity.observed.clear();
+        } else {
+            crate::admin::advisor::record(&mut self.activity.observed);
+        }
         // a text the write stage cut short did not run whole
         let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
         // carry out

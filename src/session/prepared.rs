@@ -383,9 +383,11 @@ impl Session {
             return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
         self.keep_findings(out.notes);
+        // an INSERT's rowkeys are its rows'; an UPDATE's or DELETE's only placed them
+        let keys = matches!(plan.shape, crate::engine::write::Shape::Insert { .. });
         crate::admin::advisor::push_all(
             &plan.schema,
-            crate::engine::write::observed(out.touch, true),
+            crate::engine::write::observed(out.touch, keys),
         );
         let pin = out.pin;
         Ok(Checked::Runs(pin))

@@ -558,6 +558,33 @@ async fn prepared_executions_are_observed() {
             "{}",
             kind.name()
         );
+        // a prepared UPDATE's key only placed its row: its partition counts, the key is not
+        // taken for a written rowkey (it would be the hot key: a seventh of the writes)
+        let update = c
+            .prep("UPDATE advq$f SET V = ? WHERE K = ?")
+            .await
+            .expect("prepare update");
+        let placed = "7777777700000000000000000000";
+        for _ in 0..100 {
+            c.exec_drop(&update, (&b"w"[..], placed.as_bytes()))
+                .await
+                .expect("update");
+        }
+        let parts: Vec<(String, u64, u64, u64, u64)> = c
+            .query("SHOW OBKV PARTITIONS FOR advq$f")
+            .await
+            .expect("partitions");
+        assert_eq!(
+            parts.iter().map(|p| p.4).sum::<u64>(),
+            700,
+            "{}",
+            kind.name()
+        );
+        let rows: Vec<(String, String, String, String, Option<String>)> = c
+            .query("SHOW OBKV ADVICE FOR advq$f")
+            .await
+            .expect("advice");
+        assert!(!rows.iter().any(|r| r.2.contains("77777777")), "{rows:?}");
         drop(c);
     }
 }
