@@ -84,14 +84,14 @@ fn unix_now() -> u64 {
 /// (its observations are counted in the second it began in), so no timer runs on the workers:
 /// a timer on each worker's runtime cost every command about 400 instructions (counted with
 /// scripts/cost.sh).
-pub fn record(observed: &mut Vec<Observation>) {
+pub fn record(observed: &mut Vec<Observation>, tick: Option<u64>) {
     if !observed.is_empty() {
-        add(Some(observed), std::iter::empty());
+        add(Some(observed), std::iter::empty(), tick);
     }
 }
 
 /// One statement's observations of `table` (at most `MAX_OBSERVED` are kept).
-pub fn push_all(table: &Arc<TableSchema>, what: impl Iterator<Item = Observed>) {
+pub fn push_all(table: &Arc<TableSchema>, what: impl Iterator<Item = Observed>, tick: Option<u64>) {
     add(
         None,
         what.take(crate::engine::decision::MAX_OBSERVED)
@@ -99,13 +99,19 @@ pub fn push_all(table: &Arc<TableSchema>, what: impl Iterator<Item = Observed>) 
                 table: table.clone(),
                 what,
             }),
+        tick,
     );
 }
 
 /// Adds one statement's observations (those moved out of `list`, then `items`) to this
-/// thread's buffer: one borrow of it and one reading of the latency clock (a TSC read), so a
-/// batch holds only observations from within a second of its first.
-fn add(list: Option<&mut Vec<Observation>>, items: impl Iterator<Item = Observation>) {
+/// thread's buffer, with one borrow of it, so that a batch holds only observations from within
+/// a second of its first. `tick`: the latency clock's reading at the command's start, when the
+/// session took one for the metrics (else the clock is read here).
+fn add(
+    list: Option<&mut Vec<Observation>>,
+    items: impl Iterator<Item = Observation>,
+    tick: Option<u64>,
+) {
     if !ON.load(std::sync::atomic::Ordering::Relaxed) {
         if let Some(list) = list {
             list.clear();
@@ -115,9 +121,9 @@ fn add(list: Option<&mut Vec<Observation>>, items: impl Iterator<Item = Observat
     let (stale, full) = PENDING.with(|p| {
         let mut p = p.borrow_mut();
         // a batch a second old is taken out (folded below) and this statement starts the next
+        let now = tick.unwrap_or_else(crate::admin::metrics::now);
         let stale = (!p.items.is_empty()
-            && crate::admin::metrics::now().wrapping_sub(p.since_tick)
-                >= crate::admin::metrics::ticks_per_second())
+            && now.wrapping_sub(p.since_tick) >= crate::admin::metrics::ticks_per_second())
         .then(|| (std::mem::take(&mut p.items), p.since));
         let was_empty = p.items.is_empty();
         if let Some(list) = list {
@@ -126,12 +132,14 @@ fn add(list: Option<&mut Vec<Observation>>, items: impl Iterator<Item = Observat
         p.items.extend(items);
         if was_empty && !p.items.is_empty() {
             p.since = unix_now();
-            p.since_tick = crate::admin::metrics::now();
+            p.since_tick = now;
         }
         (stale, p.items.len() >= BATCH)
     });
-    if let (Some((mut items, since)), Some(s)) = (stale, store()) {
-        s.fold(&mut items, since, unix_now());
+    if let Some((mut items, since)) = stale {
+        if let Some(s) = store() {
+            s.fold(&mut items, since, unix_now());
+        }
     }
     if full {
         flush_local();

@@ -672,7 +672,7 @@ impl Session {
         if matches!(decision, Decision::Answer(_)) {
             self.activity.observed.clear();
         } else {
-            crate::admin::advisor::record(&mut self.activity.observed);
+            crate::admin::advisor::record(&mut self.activity.observed, self.started);
         }
         // a text the write stage cut short did not run whole
         let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());

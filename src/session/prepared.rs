@@ -388,6 +388,7 @@ impl Session {
         crate::admin::advisor::push_all(
             &plan.schema,
             crate::engine::write::observed(out.touch, keys),
+            self.started,
         );
         let pin = out.pin;
         Ok(Checked::Runs(pin))
@@ -551,7 +552,7 @@ impl Session {
                     len: u32::try_from(p.len()).unwrap_or(u32::MAX),
                     partition: schema.partitioning.partition_of(p),
                 });
-            crate::admin::advisor::push_all(schema, scans);
+            crate::admin::advisor::push_all(schema, scans, self.started);
         }
         if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
