@@ -230,8 +230,12 @@ impl Activity {
     fn clear_some(&mut self) {
         self.tables.clear();
         self.observed.clear();
-        self.tables.shrink_to(16);
-        self.observed.shrink_to(16);
+        if self.tables.capacity() > 16 {
+            self.tables.shrink_to(16);
+        }
+        if self.observed.capacity() > 16 {
+            self.observed.shrink_to(16);
+        }
     }
 
     /// An observation, kept while the text has fewer than `MAX_OBSERVED`.
