@@ -502,11 +502,8 @@ pub fn observe_read(
     }
     for p in &dml.preds {
         if let Pred::Like { pattern, escape } = p {
-            let escape = match escape {
-                Escape::Default => backslash_escape.unwrap_or(true).then_some(b'\\'),
-                Escape::Byte(b'%' | b'_') | Escape::Unknown => continue,
-                Escape::Byte(c) => Some(*c),
-                Escape::Nothing => None,
+            let Some(escape) = like_escape(escape, backslash_escape.unwrap_or(true)) else {
+                continue;
             };
             let Some(lit) = sure(pattern, conn) else {
                 continue;
@@ -540,6 +537,17 @@ pub fn observe_read(
         });
     }
     Some(scan(&literal))
+}
+
+/// The escape character of a LIKE as the backend reads it: Some(None) for none, None where
+/// the proxy does not model it (`%` or `_` as the escape, or one it could not read).
+fn like_escape(escape: &Escape, backslash_escape: bool) -> Option<Option<u8>> {
+    match escape {
+        Escape::Default => Some(backslash_escape.then_some(b'\\')),
+        Escape::Byte(b'%' | b'_') | Escape::Unknown => None,
+        Escape::Byte(c) => Some(Some(*c)),
+        Escape::Nothing => Some(None),
+    }
 }
 
 pub fn literal_bytes(
@@ -596,12 +604,7 @@ pub fn key_preds(
                 KeyPred::In(list)
             }
             Pred::Like { pattern, escape } => {
-                let escape = match escape {
-                    Escape::Default => backslash_escape.then_some(b'\\'),
-                    Escape::Byte(b'%' | b'_') | Escape::Unknown => return None,
-                    Escape::Byte(c) => Some(*c),
-                    Escape::Nothing => None,
-                };
+                let escape = like_escape(escape, backslash_escape)?;
                 // MariaDB's LIKE skips a NUL byte in the pattern (measured): not guessed at
                 let pattern = value(pattern).filter(|p| !p.contains(&0))?;
                 KeyPred::Like { pattern, escape }

@@ -188,6 +188,23 @@ fn advice(c: &mut RawConn, table: &str) -> Vec<(String, String, String, Option<S
         .collect()
 }
 
+/// Columns of SHOW OBKV PARTITIONS (after `partition`).
+const WRITES_RECENT: usize = 2;
+const READS_TOTAL: usize = 3;
+const WRITES_TOTAL: usize = 4;
+
+/// One column of SHOW OBKV PARTITIONS FOR the table, a count per partition.
+fn partition_counts(c: &mut RawConn, table: &str, column: usize) -> Vec<u64> {
+    c.rows(&format!("SHOW OBKV PARTITIONS FOR `{table}`"))
+        .iter()
+        .map(|r| {
+            String::from_utf8_lossy(r[column].as_deref().unwrap_or_default())
+                .parse::<u64>()
+                .unwrap_or(0)
+        })
+        .collect()
+}
+
 const WRITES: u64 = 1200;
 
 #[test]
@@ -241,17 +258,9 @@ fn each_bad_design_gets_its_finding_and_good_ones_none() {
         assert!(a.iter().any(|f| f.0 == "hot_partition"), "{a:?}");
         assert!(a.iter().any(|f| f.1.contains("00000042")), "{a:?}");
         // SHOW OBKV PARTITIONS counts every write the advisor saw
-        let parts = c.rows("SHOW OBKV PARTITIONS FOR `advg7$f`");
-        assert_eq!(parts.len(), 97);
-        let total: u64 = parts
-            .iter()
-            .map(|r| {
-                String::from_utf8_lossy(r[4].as_deref().unwrap_or_default())
-                    .parse::<u64>()
-                    .unwrap_or(0)
-            })
-            .sum();
-        assert_eq!(total, WRITES);
+        let writes = partition_counts(&mut c, "advg7$f", WRITES_TOTAL);
+        assert_eq!(writes.len(), 97);
+        assert_eq!(writes.iter().sum::<u64>(), WRITES);
     }
 }
 
@@ -311,15 +320,7 @@ fn uniform_runs(kind: Kind) {
                 c.exec(&text).expect("gets");
                 sent += n;
             }
-            let reads: Vec<u64> = c
-                .rows(&format!("SHOW OBKV PARTITIONS FOR `{table}`"))
-                .iter()
-                .map(|row| {
-                    String::from_utf8_lossy(row[3].as_deref().unwrap_or_default())
-                        .parse::<u64>()
-                        .unwrap_or(0)
-                })
-                .collect();
+            let reads = partition_counts(&mut c, table, READS_TOTAL);
             assert_eq!(reads.len() as u64, partitions, "{}", kind.name());
             assert_eq!(reads.iter().sum::<u64>(), gets, "{} run {run}", kind.name());
             if reads.iter().copied().max().unwrap_or(0) > 2 * per_partition {
@@ -408,15 +409,10 @@ fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     let a = advice(&mut c, "advp$f");
     assert!(a.iter().any(|f| f.0 == "hot_partition"), "{a:?}");
     // the hot partition, by the proxy's own count
-    let parts = c.rows("SHOW OBKV PARTITIONS FOR advp$f");
-    let hot = parts
+    let hot = partition_counts(&mut c, "advp$f", WRITES_RECENT)
         .iter()
         .enumerate()
-        .max_by_key(|(_, r)| {
-            String::from_utf8_lossy(r[2].as_deref().unwrap_or_default())
-                .parse::<u64>()
-                .unwrap_or(0)
-        })
+        .max_by_key(|(_, n)| **n)
         .map(|(i, _)| i)
         .expect("partitions");
     let out_dir = project_root().join("target/obkv-test");
@@ -570,6 +566,29 @@ fn memory_stays_within_the_budget_with_50_tables_of_997_partitions() {
     assert!(c.rows("SHOW OBKV PARTITIONS FOR advm0$f").len() == 997);
 }
 
+/// SHOW OBKV ADVICE FOR advq$f through mysql_async: (table, rule, evidence, advice, ddl).
+async fn advice_of(
+    c: &mut mysql_async::Conn,
+) -> Vec<(String, String, String, String, Option<String>)> {
+    use mysql_async::prelude::*;
+    c.query("SHOW OBKV ADVICE FOR advq$f")
+        .await
+        .expect("advice")
+}
+
+/// SHOW OBKV PARTITIONS FOR advq$f through mysql_async: (reads, writes) since first seen.
+async fn totals(c: &mut mysql_async::Conn) -> (u64, u64) {
+    use mysql_async::prelude::*;
+    let parts: Vec<(String, u64, u64, u64, u64)> = c
+        .query("SHOW OBKV PARTITIONS FOR advq$f")
+        .await
+        .expect("partitions");
+    (
+        parts.iter().map(|p| p.3).sum(),
+        parts.iter().map(|p| p.4).sum(),
+    )
+}
+
 /// A driver's prepared statements (mysql_async, the binary protocol): executions of a prepared
 /// INSERT and of a prepared prefix scan are observed like texts — the hot user is found.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -626,31 +645,13 @@ async fn prepared_executions_are_observed() {
                     .expect("scan");
             }
         }
-        let rows: Vec<(String, String, String, String, Option<String>)> = c
-            .query("SHOW OBKV ADVICE FOR advq$f")
-            .await
-            .expect("advice");
+        let rows = advice_of(&mut c).await;
         assert!(
             rows.iter()
                 .any(|r| r.1 == "hot_key" && r.2.contains("00000042")),
             "{rows:?}"
         );
-        let parts: Vec<(String, u64, u64, u64, u64)> = c
-            .query("SHOW OBKV PARTITIONS FOR advq$f")
-            .await
-            .expect("partitions");
-        assert_eq!(
-            parts.iter().map(|p| p.4).sum::<u64>(),
-            600,
-            "{}",
-            kind.name()
-        );
-        assert_eq!(
-            parts.iter().map(|p| p.3).sum::<u64>(),
-            60,
-            "{}",
-            kind.name()
-        );
+        assert_eq!(totals(&mut c).await, (60, 600), "{}", kind.name());
         // a prepared UPDATE's key only placed its row: its partition counts, the key is not
         // taken for a written rowkey (it would be the hot key: a seventh of the writes)
         let update = c
@@ -663,20 +664,8 @@ async fn prepared_executions_are_observed() {
                 .await
                 .expect("update");
         }
-        let parts: Vec<(String, u64, u64, u64, u64)> = c
-            .query("SHOW OBKV PARTITIONS FOR advq$f")
-            .await
-            .expect("partitions");
-        assert_eq!(
-            parts.iter().map(|p| p.4).sum::<u64>(),
-            700,
-            "{}",
-            kind.name()
-        );
-        let rows: Vec<(String, String, String, String, Option<String>)> = c
-            .query("SHOW OBKV ADVICE FOR advq$f")
-            .await
-            .expect("advice");
+        assert_eq!(totals(&mut c).await.1, 700, "{}", kind.name());
+        let rows = advice_of(&mut c).await;
         assert!(!rows.iter().any(|r| r.2.contains("77777777")), "{rows:?}");
         drop(c);
     }

@@ -315,8 +315,7 @@ impl TableStats {
         }
         if self.gets % SKETCH_EVERY == 1 {
             self.sketched_gets += 1;
-            let kept = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
-            self.top_keys.add_hashed(rowkey, hash(kept));
+            self.top_keys.add(rowkey);
         }
     }
 
