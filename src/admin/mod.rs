@@ -36,6 +36,13 @@ pub struct Stats {
     pub answered_locally: AtomicU64,
     /// Drivers' `@@socket` probes answered NULL (`sql::probe`).
     pub socket_probes_answered: AtomicU64,
+    /// Diagnostics statements (SHOW WARNINGS, GET DIAGNOSTICS, …) answered with conditions the
+    /// proxy held (`engine::diagnostics`).
+    pub diagnostics_answered: AtomicU64,
+    /// Errors the proxy answered that the backend raised itself (SIGNAL), and those it could
+    /// not (answered by the proxy, the condition held).
+    pub errors_signalled: AtomicU64,
+    pub errors_held: AtomicU64,
     /// Sessions that use the compressed protocol (since start).
     pub compressed_sessions: AtomicU64,
     /// Connections accepted on the proxy's Unix socket (since start).
@@ -65,6 +72,9 @@ impl Default for Stats {
             statements_flagged: AtomicU64::new(0),
             answered_locally: AtomicU64::new(0),
             socket_probes_answered: AtomicU64::new(0),
+            diagnostics_answered: AtomicU64::new(0),
+            errors_signalled: AtomicU64::new(0),
+            errors_held: AtomicU64::new(0),
             compressed_sessions: AtomicU64::new(0),
             socket_connections: AtomicU64::new(0),
             backend_connect_errors: AtomicU64::new(0),
@@ -123,6 +133,9 @@ impl Stats {
             ("statements_flagged", g(&self.statements_flagged)),
             ("answered_locally", g(&self.answered_locally)),
             ("socket_probes_answered", g(&self.socket_probes_answered)),
+            ("diagnostics_answered", g(&self.diagnostics_answered)),
+            ("errors_signalled", g(&self.errors_signalled)),
+            ("errors_held", g(&self.errors_held)),
             ("compressed_sessions", g(&self.compressed_sessions)),
             ("socket_connections", g(&self.socket_connections)),
             ("backend_logins", g(&self.backend_logins)),

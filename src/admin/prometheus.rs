@@ -244,6 +244,24 @@ pub fn render(stats: &Stats, extra: &[Extra]) -> String {
         g(&stats.socket_probes_answered),
     );
     o.single(
+        "diagnostics_answered_total",
+        "counter",
+        "Diagnostics statements (SHOW WARNINGS, GET DIAGNOSTICS, ...) answered with the proxy's conditions.",
+        g(&stats.diagnostics_answered),
+    );
+    o.single(
+        "errors_signalled_total",
+        "counter",
+        "Errors the proxy answered that the backend raised itself (SIGNAL).",
+        g(&stats.errors_signalled),
+    );
+    o.single(
+        "errors_held_total",
+        "counter",
+        "Errors the proxy answered and held itself (message longer than the backend's SIGNAL takes, or no SIGNAL).",
+        g(&stats.errors_held),
+    );
+    o.single(
         "load_data_spool_bytes",
         "gauge",
         "Bytes of LOAD DATA files held for checking now.",

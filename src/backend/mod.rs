@@ -442,6 +442,39 @@ pub async fn simple_command(
         .map(|(_, s)| s)
 }
 
+/// A statement of the proxy's own whose whole answer is wanted as packets, the rows kept up to
+/// `max_bytes` (those after are read and dropped: `true` in the answer when some were). The
+/// packets are the backend's, in order; the last one ends the response.
+pub async fn query_packets(
+    stream: &mut BackendStream,
+    caps: Caps,
+    sql: &[u8],
+    max_bytes: usize,
+) -> Result<(Vec<Vec<u8>>, Summary, bool), QueryError> {
+    let mut cmd = Vec::with_capacity(sql.len() + 1);
+    cmd.push(com::QUERY);
+    cmd.extend_from_slice(sql);
+    command_capped(stream, caps, &cmd, ResponseKind::Query, max_bytes).await
+}
+
+/// Where a text result set's rows are among its packets (after the column count, the column
+/// definitions and, without DEPRECATE_EOF, their EOF; before the last packet). None for an
+/// answer that is not a result set.
+pub fn row_range(packets: &[Vec<u8>], caps: Caps) -> Option<std::ops::Range<usize>> {
+    let first = packets.first()?;
+    if matches!(first.first(), Some(0x00 | 0xff | 0xfb)) {
+        return None;
+    }
+    let mut header = Reader::new(first);
+    let ncols = header.lenenc_int()?;
+    let definitions = !caps.has_ext(ext::CACHE_METADATA) || header.u8() != Some(0);
+    let ncols = usize::try_from(ncols).ok().filter(|n| *n < packets.len())?;
+    let start =
+        1 + if definitions { ncols } else { 0 } + usize::from(!caps.has(cap::DEPRECATE_EOF));
+    let end = packets.len().checked_sub(1)?;
+    (start <= end).then_some(start..end)
+}
+
 /// Sends one command and reads its whole response (a few packets: the proxy's own statements).
 async fn command(
     stream: &mut BackendStream,
@@ -449,17 +482,37 @@ async fn command(
     cmd: &[u8],
     kind: ResponseKind,
 ) -> Result<(Vec<Vec<u8>>, Summary), QueryError> {
+    command_capped(stream, caps, cmd, kind, usize::MAX)
+        .await
+        .map(|(p, s, _)| (p, s))
+}
+
+/// `command`, keeping at most `max_bytes` of packets before the last (see `query_packets`).
+async fn command_capped(
+    stream: &mut BackendStream,
+    caps: Caps,
+    cmd: &[u8],
+    kind: ResponseKind,
+    max_bytes: usize,
+) -> Result<(Vec<Vec<u8>>, Summary, bool), QueryError> {
     stream.queue_command(cmd);
     stream.flush().await?;
     let mut tracker = ResponseTracker::with_caps(kind, caps);
     let mut packets: Vec<Vec<u8>> = Vec::new();
+    let mut kept = 0usize;
+    let mut dropped = false;
     loop {
         let h = stream.read_header().await?;
-        let payload = stream.read_payload(h.len).await?.to_vec();
+        let payload = stream.read_payload(h.len).await?;
         let step = tracker
-            .feed(payload.len(), &payload)
+            .feed(payload.len(), payload)
             .map_err(|e| QueryError::Framing(e.0))?;
-        packets.push(payload);
+        kept = kept.saturating_add(payload.len());
+        if kept > max_bytes && step == Step::More {
+            dropped = true;
+        } else {
+            packets.push(payload.to_vec());
+        }
         match step {
             Step::More => {}
             Step::Done => break,
@@ -470,7 +523,7 @@ async fn command(
             }
         }
     }
-    Ok((packets, tracker.summary))
+    Ok((packets, tracker.summary, dropped))
 }
 
 /// Text rows of a result set.

@@ -6,6 +6,7 @@
 
 pub mod ddl;
 pub mod decision;
+pub mod diagnostics;
 pub mod execute;
 pub mod explain;
 pub mod prefix_scan;

@@ -103,6 +103,8 @@ impl std::fmt::Display for Rule {
 pub struct Note {
     pub level: Level,
     pub code: u16,
+    /// The SQLSTATE GET DIAGNOSTICS reports for it.
+    pub sqlstate: &'static str,
     pub message: String,
 }
 
@@ -111,6 +113,7 @@ impl Note {
         Note {
             level,
             code,
+            sqlstate: "HY000",
             message: message.into(),
         }
     }
@@ -121,6 +124,7 @@ impl From<Finding> for Note {
         Note {
             level: f.level,
             code: f.code,
+            sqlstate: f.sqlstate,
             message: f.message,
         }
     }

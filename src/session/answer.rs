@@ -13,11 +13,14 @@ impl Session {
     /// `Refusal::to_error`, then this).
     pub(super) async fn answer_error(&mut self, e: ErrorInfo) -> Result<(), End> {
         let seq = self.command_frames;
-        self.observe_end();
-        if self.client.send_packet(seq, &e.to_packet()).await.is_err() {
-            return Err(End::ClientGone);
-        }
-        Ok(())
+        self.raise(seq, e).await
+    }
+
+    /// An ERR for a command the proxy could not take as one (malformed, unknown, a bad change
+    /// of user): no statement ran, nothing of the diagnostics area changes.
+    pub(super) async fn answer_protocol_error(&mut self, e: ErrorInfo) -> Result<(), End> {
+        let seq = self.command_frames;
+        self.send_answer(seq, &e.to_packet()).await
     }
 
     /// `SHOW [SESSION] STATUS [LIKE …]` that can list `Ssl_*`: the backend's rows, with
@@ -31,14 +34,7 @@ impl Session {
         let sql = String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()).into_owned();
         let rows = match self.rows(&sql).await? {
             Ok(r) => r,
-            Err(packet) => {
-                let seq = self.command_frames;
-                self.observe_end();
-                if self.client.send_packet(seq, &packet).await.is_err() {
-                    return Err(End::ClientGone);
-                }
-                return Ok(());
-            }
+            Err(packet) => return self.answer_backend_packet(&packet).await,
         };
         let (cipher, version) = self.client.get_ref().tls_description().unwrap_or_default();
         let ours = |name: &str| -> Option<&str> {
@@ -131,28 +127,24 @@ impl Session {
         for p in &packets {
             seq = self.client.queue_packet(seq, p);
         }
+        // the diagnostics area after the proxy's own result: empty, as after a database's
+        self.hold_own_answer();
         self.observe_end();
         self.client.flush().await.map_err(|_| End::ClientGone)
     }
 
+    /// The proxy's own OK; its `warnings` are the HBase DDL's kept in `pending_warnings`,
+    /// which the diagnostics area then holds.
     pub(super) async fn answer_ok(&mut self, affected: u64, warnings: u16) -> Result<(), End> {
         let p = ok_packet(affected, 0, self.last_status, warnings);
         let seq = self.command_frames;
-        self.observe_end();
-        self.client
-            .send_packet(seq, &p)
-            .await
-            .map(drop)
-            .map_err(|_| End::ClientGone)
+        self.hold_own_answer();
+        self.send_answer(seq, &p).await
     }
 
+    /// A packet of the backend's as the answer, after statements of the proxy's own
+    /// (`answer_backend_packet`: an error is raised again so the diagnostics area holds it).
     pub(super) async fn answer_raw(&mut self, packet: &[u8]) -> Result<(), End> {
-        let seq = self.command_frames;
-        self.observe_end();
-        self.client
-            .send_packet(seq, packet)
-            .await
-            .map(drop)
-            .map_err(|_| End::ClientGone)
+        self.answer_backend_packet(packet).await
     }
 }

@@ -392,24 +392,6 @@ impl Session {
         self.answer_error(e).await
     }
 
-    /// SHOW WARNINGS after a statement the proxy noted something about: the backend's warnings,
-    /// then the proxy's.
-    pub(super) async fn show_warnings_with_notes(
-        &mut self,
-        notes: Vec<crate::hbase::rules::Note>,
-    ) -> Result<(), End> {
-        let mut rows: Vec<Vec<Option<Vec<u8>>>> =
-            self.rows("SHOW WARNINGS").await?.unwrap_or_default();
-        for n in notes {
-            rows.push(vec![
-                Some(n.level.name().as_bytes().to_vec()),
-                Some(n.code.to_string().into_bytes()),
-                Some(n.message.into_bytes()),
-            ]);
-        }
-        self.answer_rows(&["Level", "Code", "Message"], &rows).await
-    }
-
     pub(super) fn forget_session_facts(&mut self) {
         self.db_fact = None;
         self.charset_fact = None;

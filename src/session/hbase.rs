@@ -76,11 +76,11 @@ impl Session {
         if let Ok(rows) = self.rows("SHOW WARNINGS").await? {
             for r in rows {
                 let code = lossy(cell(&r, 1)).parse().unwrap_or(0);
-                self.pending_warnings.push(Note {
-                    level: Level::parse(cell(&r, 0)),
+                self.pending_warnings.push(Note::new(
+                    Level::parse(cell(&r, 0)),
                     code,
-                    message: lossy(cell(&r, 2)),
-                });
+                    lossy(cell(&r, 2)),
+                ));
             }
         }
         Ok(())
@@ -522,7 +522,10 @@ impl Session {
     /// Forwards the statement, its OK counting the rules' warnings (warn mode) with the
     /// backend's.
     async fn forward_counting_warnings(&mut self) -> Result<(), End> {
-        self.count_own_warnings(self.pending_warnings.len());
+        let notes = std::mem::take(&mut self.pending_warnings);
+        if !notes.is_empty() {
+            self.keep_notes(notes);
+        }
         self.forward(ResponseKind::Query).await.map(drop)
     }
 
@@ -599,21 +602,5 @@ impl Session {
             })
             .collect();
         self.answer_rows(&["Create Tablegroup"], &out).await
-    }
-
-    /// SHOW WARNINGS after an HBase statement: the backend's warnings and the proxy's.
-    pub(super) async fn show_pending_warnings(&mut self) -> Result<(), End> {
-        let rows: Vec<Vec<Option<String>>> = self
-            .pending_warnings
-            .iter()
-            .map(|n| {
-                vec![
-                    Some(n.level.name().to_string()),
-                    Some(n.code.to_string()),
-                    Some(n.message.clone()),
-                ]
-            })
-            .collect();
-        self.answer_rows(&["Level", "Code", "Message"], &rows).await
     }
 }

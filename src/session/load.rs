@@ -118,9 +118,8 @@ impl Session {
         let summary = self.run_load(spool, next, &mut reserved).await?;
         let failed = summary.error_code.is_some();
         self.after_response(&summary);
-        if failed {
-            self.pending_notes.clear();
-        } else if let (Some(p), true) = (out.pin, self.last_status & status::IN_TRANS != 0) {
+        if let (Some(p), true, false) = (out.pin, self.last_status & status::IN_TRANS != 0, failed)
+        {
             if self.txn_pin.is_none() {
                 self.txn_pin = Some(p);
             }
@@ -129,11 +128,7 @@ impl Session {
     }
 
     async fn answer_load_error(&mut self, seq: u8, e: ErrorInfo) -> Result<Option<Summary>, End> {
-        self.observe_end();
-        match self.client.send_packet(seq, &e.to_packet()).await {
-            Ok(_) => Ok(None),
-            Err(_) => Err(End::ClientGone),
-        }
+        self.raise(seq, e).await.map(|()| None)
     }
 
     /// Reads the client's file to its end (the empty packet), checking and spooling it; `next`

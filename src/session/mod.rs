@@ -9,6 +9,7 @@ mod advice;
 mod alter;
 mod answer;
 mod catalog;
+mod diagnostics;
 mod dynamic;
 mod facts;
 pub mod handshake;
@@ -132,15 +133,21 @@ pub struct Session {
     command_frames: u8,
     /// What the backend can do natively (decides how HBase DDL is carried out); asked lazily.
     flavor: Option<crate::hbase::backend::Flavor>,
-    /// Warnings of the last HBase statement, shown by SHOW WARNINGS.
+    /// Warnings and notes of the HBase DDL being carried out (the proxy's and the backend's it
+    /// kept): the diagnostics area after the proxy's OK (`hold_own_answer`).
     pending_warnings: Vec<Note>,
     /// How the backend reads SQL text (from its greeting, refined by `flavor`).
     dialect: Dialect,
     /// The backend compares table names case-insensitively (learned with `flavor`).
     names_ci: bool,
-    /// The proxy's notes and warnings about the last statement, added to the backend's
-    /// warnings by the next SHOW WARNINGS.
+    /// The proxy's notes and warnings about the statement being carried out: held with the
+    /// backend's conditions of it once it ran (`hold_notes`).
     pending_notes: Vec<Note>,
+    /// Conditions the proxy holds for the diagnostics area of the last statement
+    /// (`engine::diagnostics`): None when the backend's own area is the truth.
+    held: Option<crate::engine::diagnostics::Held>,
+    /// The backend refused SIGNAL as a statement: refusals are answered by the proxy alone.
+    no_signal: bool,
     /// How many warnings and notes the proxy adds to the statement being carried out: the
     /// response relayed next counts them in its warning count (with the backend's own), as the
     /// next SHOW WARNINGS lists them. Taken by the relay; cleared before each command.
@@ -218,6 +225,8 @@ impl Session {
             mode_fact: None,
             blind: Vec::new(),
             pending_notes: Vec::new(),
+            held: None,
+            no_signal: false,
             own_warnings: 0,
             txn_pin: None,
             activity: Default::default(),
@@ -595,9 +604,13 @@ impl Session {
             self.own_warnings = 0;
             self.statement = None;
             self.activity.clear();
+            // a command other than a text (or a ping) leaves no condition of the proxy's
+            if !matches!(self.command.first().copied(), Some(com::QUERY | com::PING)) {
+                self.held = None;
+            }
             let result = match self.command.first().copied() {
                 None => {
-                    self.answer_error(ErrorInfo::new(
+                    self.answer_protocol_error(ErrorInfo::new(
                         er::MALFORMED_PACKET,
                         "08S01",
                         "Malformed communication packet",
@@ -634,7 +647,10 @@ impl Session {
                     | com::REFRESH,
                 ) => self.forward(ResponseKind::Single).await.map(drop),
                 Some(com::CHANGE_USER) => self.on_change_user().await,
-                Some(other) => self.answer_error(ErrorInfo::unknown_command(other)).await,
+                Some(other) => {
+                    self.answer_protocol_error(ErrorInfo::unknown_command(other))
+                        .await
+                }
             };
             self.observe_end();
             if let Err(end) = result {
@@ -646,22 +662,44 @@ impl Session {
     /// COM_QUERY, in the order PgDog's `QueryEngine::handle` reads: what the previous
     /// statement left → decide (`engine::router`) → carry the decision out (`apply`) → after.
     async fn on_query(&mut self) -> Result<(), End> {
-        // before: the previous statement's warnings are shown once, by SHOW WARNINGS; the facts
-        // this text may change are forgotten
-        if self.show_kept_warnings().await? {
-            return Ok(());
+        // before: a diagnostics statement after one the proxy answered or annotated reads the
+        // conditions it holds; any other statement drops them as the backend clears its area
+        let mut previous = None;
+        if let Some(mut held) = self.held.take() {
+            if self.answer_diagnostics(&mut held).await? {
+                self.held = Some(held);
+                return Ok(());
+            }
+            let sql = self.command.get(1..).unwrap_or_default();
+            let keeps = crate::engine::diagnostics::kept_after(
+                Some(sql),
+                false,
+                self.area(),
+                self.reading(),
+            );
+            previous = Some((held, keeps));
         }
+        let result = self.on_query_text().await;
+        if let (Some((held, keeps)), Ok(summary)) = (previous, &result) {
+            self.after_held(held, keeps, summary.as_ref());
+        }
+        result.map(drop)
+    }
+
+    /// A COM_QUERY's text: the facts it may change forgotten, decided, carried out; the
+    /// backend's summary when it ran there.
+    async fn on_query_text(&mut self) -> Result<Option<Summary>, End> {
         // the TLS status a client reads is its own connection's, not the proxy's backend link's
         if self.client.get_ref().is_tls() || self.backend.get_ref().is_tls() {
             let sql = self.command.get(1..).unwrap_or_default();
             if let Some(q) = crate::sql::probe::ssl_status(sql, self.reading()) {
-                return self.answer_ssl_status(q).await;
+                return self.answer_ssl_status(q).await.map(|()| None);
             }
         }
         let ddl = self.forget_facts_after_query();
         // `EXECUTE name USING …` of a statement whose executions are checked: carried out here
         let forget = match self.on_sql_executions().await? {
-            dynamic::SqlExecutions::Answered => return Ok(()),
+            dynamic::SqlExecutions::Answered => return Ok(None),
             dynamic::SqlExecutions::Forget(names) => names,
         };
         // decide
@@ -680,28 +718,7 @@ impl Session {
         let result = self.apply(decision, ResponseKind::Query).await;
         // after
         self.after_query(class, &result, whole, &forget, ddl);
-        result.map(drop)
-    }
-
-    /// SHOW WARNINGS right after a statement the proxy kept warnings or notes for: answered
-    /// with them (true). Any other statement drops them: they belong to the previous one.
-    async fn show_kept_warnings(&mut self) -> Result<bool, End> {
-        let show = |s: &Self| classify::leading_words(&s.command[1..], 3) == ["SHOW", "WARNINGS"];
-        if !self.pending_notes.is_empty() {
-            let notes = std::mem::take(&mut self.pending_notes);
-            if show(self) {
-                self.show_warnings_with_notes(notes).await?;
-                return Ok(true);
-            }
-        }
-        if !self.pending_warnings.is_empty() {
-            if show(self) {
-                self.show_pending_warnings().await?;
-                return Ok(true);
-            }
-            self.pending_warnings.clear();
-        }
-        Ok(false)
+        result
     }
 
     /// After a text: the counters; the SQL-level prepared statements it replaced (`forget`,
@@ -783,7 +800,7 @@ impl Session {
             let Some(request) =
                 handshake::parse_change_user(&self.command[1..], self.client_caps.base)
             else {
-                return self.answer_error(ErrorInfo::bad_handshake()).await;
+                return self.answer_protocol_error(ErrorInfo::bad_handshake()).await;
             };
             // refused: the session goes on as the previous user, as MariaDB's does
             return match handshake::proxy_change_user(self, request).await {
@@ -922,6 +939,7 @@ impl Session {
         if let Some(st) = summary.status {
             self.last_status = st;
         }
+        self.hold_notes(summary);
         if self.last_status & status::IN_TRANS == 0 {
             self.txn_pin = None;
         }
@@ -949,25 +967,14 @@ impl Session {
         if let (Some(after), false) = (w.txn_after, failed) {
             self.txn_pin = after.map(|p| *p);
         }
+        // (a statement that failed takes none of the proxy's notes: its error is the answer)
         self.after_response(&summary);
-        if failed {
-            // the backend's error is the statement's answer; the proxy's findings go with it
-            self.pending_notes.clear();
-        }
         match refused {
             // a statement before the refused one failed: the backend's error ends the text
             Some(_) if failed => {}
             Some(e) => {
                 bump(&self.shared.stats.answered_locally);
-                self.observe_end();
-                if self
-                    .client
-                    .send_packet(next_seq, &e.to_error().to_packet())
-                    .await
-                    .is_err()
-                {
-                    return Err(End::ClientGone);
-                }
+                self.raise(next_seq, e.to_error()).await?;
             }
             None => {}
         }

@@ -6,6 +6,7 @@
 pub mod assign;
 pub mod classify;
 pub mod ddl;
+pub mod diagnostics;
 pub mod digest;
 pub mod dml;
 pub mod dynamic;

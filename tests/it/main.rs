@@ -12,6 +12,7 @@ mod common;
 mod compression;
 mod corpus;
 mod ddl_locks;
+mod diagnostics;
 mod dump;
 mod existing;
 mod false_alarms;
