@@ -257,6 +257,29 @@ pub fn has_errors(f: &[Finding]) -> bool {
 /// Rules 1–9 for CREATE TABLE of an HBase table.
 pub fn check_create(t: &CreateTable, cfg: RuleConfig, group: &GroupState) -> Vec<Finding> {
     let mut out = Vec::new();
+    // a table with none of K, Q, T, V was not meant as an HBase table: say what its `$` name
+    // means here and the ways out, not the first HBase rule it breaks
+    let hbase_column = |c: &&crate::sql::ddl::Column| {
+        ["K", "Q", "T", "V"]
+            .iter()
+            .any(|k| c.name.eq_ignore_ascii_case(k))
+    };
+    if !t.columns.is_empty() && !t.columns.iter().any(|c| hbase_column(&c)) {
+        let parts = match t.name.hbase_parts() {
+            Some((g, f)) => format!(" (table group '{g}', family '{f}')"),
+            None => String::new(),
+        };
+        out.push(Finding::error(
+            Rule::R1,
+            ER_WRONG_TABLE_NAME,
+            "42000",
+            format!(
+                "'{}' is an HBase table name in this database{parts}: a '$' in a table name makes it a column family, whose columns are K, Q, T, V; for a plain table choose a name without '$', or list the HBase databases in hbase.databases so that this one is not among them",
+                t.name.name
+            ),
+        ));
+        return out;
+    }
     check_name_and_group(t, cfg, group, &mut out);
     check_columns(t, &mut out);
     check_primary_key(t, &mut out);
@@ -778,6 +801,28 @@ mod tests {
         let f = check_create(&table(OK), CFG, &group());
         assert!(!has_errors(&f), "{f:?}");
         assert!(f.iter().all(|x| x.level == Level::Note), "{f:?}");
+    }
+
+    #[test]
+    fn a_dollar_name_without_hbase_columns_is_told_what_the_name_means() {
+        let sql = "CREATE TABLE price$usd (id INT PRIMARY KEY, amount DECIMAL(10,2))";
+        let f = check_create(&table(sql), CFG, &GroupState::default());
+        assert_eq!(f.len(), 1, "{f:?}");
+        assert_eq!((f[0].rule, f[0].level), (Rule::R1, Level::Error));
+        for part in [
+            "'price$usd' is an HBase table name",
+            "K, Q, T, V",
+            "without '$'",
+            "hbase.databases",
+            "table group 'price'",
+        ] {
+            assert!(f[0].message.contains(part), "{part}: {}", f[0].message);
+        }
+        // a table that has some of them is read as an HBase table that breaks rules
+        let half = "CREATE TABLE h$f (K varbinary(10), amount int) TABLEGROUP = h";
+        assert!(check_create(&table(half), CFG, &group())
+            .iter()
+            .any(|f| f.rule == Rule::R2));
     }
 
     #[test]
