@@ -2,13 +2,18 @@
 # Command 1: install what is missing, start the embedded default backend (seekdb, the OceanBase
 # kernel from PyPI pylibseekdb, data in .data/seekdb) and obkv-proxy in front of it, and print
 # how to connect. Ctrl-C stops both. seekdb listens on 127.0.0.1 only (scripts/backend.sh).
-#   OBKV_PROXY_LISTEN (default 127.0.0.1:2883) and OBKV_SEEKDB_PORT (default 2881) may be set.
+# Every address it will use is checked before anything starts, and named when taken:
+#   OBKV_PROXY_LISTEN        the proxy's MySQL port (default 127.0.0.1:2883)
+#   OBKV_PROXY_ADMIN_LISTEN  its admin listener, /metrics /livez /readyz (default 127.0.0.1:9883;
+#                            "" for none)
+#   OBKV_SEEKDB_PORT         seekdb's port on 127.0.0.1 (default 2881)
 # To run the proxy in front of an existing database instead:
 #   cargo run --release -- --config config/obkv-proxy.toml --backend HOST:PORT
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
 listen=${OBKV_PROXY_LISTEN:-127.0.0.1:2883}
+admin=${OBKV_PROXY_ADMIN_LISTEN-127.0.0.1:9883}
 seekdb_port=${OBKV_SEEKDB_PORT:-2881}
 data=.data/seekdb
 listen_host=${listen%:*}
@@ -18,6 +23,12 @@ connect_host=$listen_host
 [[ $connect_host == 0.0.0.0 || $connect_host == "[::]" || -z $connect_host ]] && connect_host=127.0.0.1
 connect_host=${connect_host#[}
 connect_host=${connect_host%]}
+# the same for the admin listener
+admin_host=${admin%:*}
+admin_port=${admin##*:}
+[[ $admin_host == 0.0.0.0 || $admin_host == "[::]" || -z $admin_host ]] && admin_host=127.0.0.1
+admin_host=${admin_host#[}
+admin_host=${admin_host%]}
 
 # True when something accepts TCP connections on HOST PORT.
 answers() {
@@ -62,6 +73,23 @@ obkv-proxy?). Stop it, or give the proxy another address with OBKV_PROXY_LISTEN,
 MSG
   exit 1
 fi
+if [[ -n $admin ]] && answers "$admin_host" "$admin_port"; then
+  cat >&2 <<MSG
+the admin listener's port $admin_port is taken: something already listens on $admin (another
+obkv-proxy?), and /readyz and /metrics there would answer for it. Stop it, or give the admin
+listener another address with OBKV_PROXY_ADMIN_LISTEN ("" for none), e.g.:
+    OBKV_PROXY_ADMIN_LISTEN=127.0.0.1:9884 scripts/run.sh
+MSG
+  exit 1
+fi
+if [[ $admin_port == "$listen_port" && -n $admin ]]; then
+  echo "OBKV_PROXY_LISTEN and OBKV_PROXY_ADMIN_LISTEN name the same port $listen_port; give them two" >&2
+  exit 1
+fi
+if [[ $seekdb_port == "$listen_port" || ( -n $admin && $seekdb_port == "$admin_port" ) ]]; then
+  echo "OBKV_SEEKDB_PORT $seekdb_port is also the proxy's port; give seekdb another" >&2
+  exit 1
+fi
 seekdb_running=no
 if database_answers "$seekdb_port"; then
   seekdb_running=yes
@@ -99,7 +127,8 @@ else
   seekdb_pid=$(scripts/backend.sh start seekdb "$data" "$seekdb_port")
 fi
 
-target/release/obkv-proxy --config config/obkv-proxy.toml --listen "$listen" --backend "127.0.0.1:$seekdb_port" &
+target/release/obkv-proxy --config config/obkv-proxy.toml --listen "$listen" --admin-listen "$admin" \
+  --backend "127.0.0.1:$seekdb_port" &
 proxy_pid=$!
 # ready: our own process is alive, holds the listening socket, and greets a connection
 ready=no
@@ -123,7 +152,8 @@ if [[ $ready != yes ]]; then
 fi
 cat <<MSG
 
-obkv-proxy is listening on $listen in front of seekdb (127.0.0.1:$seekdb_port).
+obkv-proxy is listening on $listen in front of seekdb (127.0.0.1:$seekdb_port);
+its admin listener (/metrics, /livez, /readyz): ${admin:-none}.
 Connect with:
     mysql -h $connect_host -P $listen_port -u root
 Press Ctrl-C to stop both.

@@ -21,6 +21,14 @@ pub enum ConfigError {
     },
     #[error("invalid configuration: {0}")]
     Invalid(String),
+    /// An address the configuration names cannot be listened on (taken, not this host's).
+    #[error("cannot listen on {setting} = {address}: {source} ({hint})")]
+    Listen {
+        setting: &'static str,
+        address: String,
+        source: std::io::Error,
+        hint: &'static str,
+    },
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
@@ -100,6 +108,18 @@ pub struct AdminSection {
     /// Sessions count commands, statements, latencies and refusals (off: the counters stay 0,
     /// for measuring what counting costs).
     pub metrics: bool,
+    /// Who sees rowkeys on the admin listener's advisor views (`/advisor`, `/advisor/sample`).
+    pub rowkeys: RowkeyViews,
+}
+
+/// `admin.rowkeys`: rowkeys on the admin listener are shown only to a caller the backend
+/// authorises (HTTP Basic with a database account: the tables the backend shows that account,
+/// rowkeys of those it may read, the grants SHOW OBKV ADVICE follows), or to nobody.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowkeyViews {
+    Credentials,
+    Off,
 }
 
 impl Default for AdminSection {
@@ -108,6 +128,7 @@ impl Default for AdminSection {
             listen: "127.0.0.1:9883".into(),
             max_tables: 1000,
             metrics: true,
+            rowkeys: RowkeyViews::Credentials,
         }
     }
 }

@@ -22,6 +22,10 @@ struct Cli {
     /// admin.listen).
     #[arg(long, env = "OBKV_PROXY_ADMIN_LISTEN", global = true)]
     admin_listen: Option<String>,
+    /// Rowkeys on the admin listener's advisor views: "credentials" (a database account the
+    /// backend accepts, HTTP Basic) or "off" (overrides admin.rowkeys).
+    #[arg(long, env = "OBKV_PROXY_ADMIN_ROWKEYS", global = true, value_parser = ["credentials", "off"])]
+    admin_rowkeys: Option<String>,
     #[command(subcommand)]
     command: Option<Command>,
 }
@@ -74,6 +78,12 @@ fn load(cli: &Cli) -> Result<Config, String> {
     }
     if let Some(a) = &cli.admin_listen {
         cfg.admin.listen = a.clone();
+    }
+    if let Some(r) = &cli.admin_rowkeys {
+        cfg.admin.rowkeys = match r.as_str() {
+            "off" => obkv_proxy::config::RowkeyViews::Off,
+            _ => obkv_proxy::config::RowkeyViews::Credentials,
+        };
     }
     cfg.validate().map_err(|e| e.to_string())?;
     cfg.check_files().map_err(|e| e.to_string())?;
@@ -170,7 +180,10 @@ fn main() -> ExitCode {
         let listener = match tokio::net::TcpListener::bind(&cfg.proxy.listen).await {
             Ok(l) => l,
             Err(e) => {
-                eprintln!("obkv-proxy: cannot listen on {}: {e}", cfg.proxy.listen);
+                eprintln!(
+                    "obkv-proxy: cannot listen on proxy.listen = {}: {e} (choose another with --listen or OBKV_PROXY_LISTEN)",
+                    cfg.proxy.listen
+                );
                 return ExitCode::FAILURE;
             }
         };
@@ -249,7 +262,11 @@ impl Logs {
             cfg.log.format == obkv_proxy::config::LogFormat::Json,
         ));
         let (j1, j2) = (json.clone(), json.clone());
+        // colours only for a terminal (a log file or a collector gets plain text)
+        let colour = std::io::IsTerminal::is_terminal(&std::io::stderr())
+            && std::env::var_os("NO_COLOR").is_none();
         let text_layer = tracing_subscriber::fmt::layer()
+            .with_ansi(colour)
             .with_writer(std::io::stderr)
             .with_filter(filter_fn(move |_| !j1.load(Relaxed)));
         let json_layer = tracing_subscriber::fmt::layer()

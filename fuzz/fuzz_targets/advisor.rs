@@ -72,6 +72,6 @@ fuzz_target!(|data: &[u8]| {
             .collect(),
         epoch_seconds: shape.epoch_seconds,
     };
-    let page = advisor_page(&[report]);
+    let page = advisor_page(&[report], "");
     assert!(!page.contains("<script"));
 });

@@ -96,10 +96,11 @@ fn heatmap(out: &mut String, r: &TableReport, writes: bool, titles: bool) {
                 let (red, green, blue) = colour(f64::from(c) / f64::from(max));
                 let _ = write!(
                     out,
-                    r#"<rect x="{}" y="{}" width="{w}" height="{CELL_HEIGHT}" fill="rgb({red},{green},{blue})"><title>p{x}, {c} {what} in the {}s from {start}</title></rect>"#,
+                    r#"<rect x="{}" y="{}" width="{w}" height="{CELL_HEIGHT}" fill="rgb({red},{green},{blue})"><title>p{x}, {c} {what} in the {}s from {}</title></rect>"#,
                     x * w,
                     y * CELL_HEIGHT,
-                    r.epoch_seconds
+                    r.epoch_seconds,
+                    utc(*start)
                 );
             }
             continue;
@@ -130,7 +131,14 @@ fn heatmap(out: &mut String, r: &TableReport, writes: bool, titles: bool) {
 }
 
 /// The whole page for these tables.
-pub fn advisor_page(reports: &[TableReport]) -> String {
+/// Unix seconds as a UTC time (`2026-11-26T22:39:10Z`).
+pub fn utc(unix_seconds: u64) -> String {
+    let t = std::time::UNIX_EPOCH + std::time::Duration::from_secs(unix_seconds);
+    humantime::format_rfc3339_seconds(t).to_string()
+}
+
+/// The whole page for these tables, with `note` (what the reader may see) above them.
+pub fn advisor_page(reports: &[TableReport], note: &str) -> String {
     let mut out = String::with_capacity(64 * 1024);
     out.push_str(
         "<!DOCTYPE html><html><head><meta charset=\"utf-8\"><title>obkv-proxy rowkey advisor</title>\
@@ -161,9 +169,17 @@ pub fn advisor_page(reports: &[TableReport]) -> String {
         heatmap(&mut out, r, true, titles);
         let _ = write!(
             out,
-            "<p>writes per partition (columns p0…p{}), {}s per row, oldest first</p>",
+            "<p>writes per partition (columns p0…p{}), {}s per row, oldest first{}</p>",
             r.total.1.len().saturating_sub(1),
-            r.epoch_seconds
+            r.epoch_seconds,
+            match (r.epochs.first(), r.epochs.last()) {
+                (Some((a, _, _)), Some((b, _, _))) => format!(
+                    " (rows from {} to {} UTC)",
+                    utc(*a),
+                    utc(b.saturating_add(r.epoch_seconds))
+                ),
+                _ => String::new(),
+            }
         );
         heatmap(&mut out, r, false, titles);
         out.push_str("<p>reads per partition</p></div><div>");
@@ -196,6 +212,10 @@ pub fn advisor_page(reports: &[TableReport]) -> String {
             out.push_str("</table>");
         }
         out.push_str("</div></section>");
+    }
+    // (below the tables: the first heatmap stays at the page's top-left corner)
+    if !note.is_empty() {
+        let _ = write!(out, "<p class=\"note\">{}</p>", escape(note));
     }
     out.push_str("</body></html>");
     out
@@ -231,7 +251,7 @@ mod tests {
 
     #[test]
     fn the_page_escapes_what_it_shows_and_draws_every_count() {
-        let page = advisor_page(&[report()]);
+        let page = advisor_page(&[report()], "");
         assert!(!page.contains("<script>"));
         assert!(page.contains("&lt;script&gt;"));
         assert!(page.contains("g$&lt;f&gt;"));
@@ -241,7 +261,7 @@ mod tests {
         let (r, g, b) = colour(1.0);
         assert!(page.contains(&format!("fill=\"rgb({r},{g},{b})\"><title>p3")));
         // several tables: shaded runs, the hot cell still the brightest
-        let two = advisor_page(&[report(), report()]);
+        let two = advisor_page(&[report(), report()], "");
         assert!(two.contains(&format!(
             "<rect x=\"{}\" y=\"0\" width=\"{}\" height=\"{CELL_HEIGHT}\" fill=\"rgb({r},{g},{b})\"/>",
             3 * cell_width(7),
@@ -267,7 +287,7 @@ mod tests {
                 ..big.clone()
             })
             .collect();
-        let page = advisor_page(&many);
+        let page = advisor_page(&many, "");
         assert!(page.len() < PAGE_BUDGET + (2 << 20), "{}", page.len());
         assert!(page.contains("/advisor?table=db.t49%24f"));
     }

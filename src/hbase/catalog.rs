@@ -259,6 +259,19 @@ pub fn table_partitioning(db: &[u8], name: &[u8]) -> String {
     )
 }
 
+/// A statement that succeeds exactly when the user may read the table: EXPLAIN of a SELECT on
+/// it (the backend's own SELECT privilege check, which runs nothing and reads nothing). With
+/// `table_partitioning` (which lists the table only to a user the backend shows it to), the
+/// grants the advisor's rowkey views follow, in SQL and on the admin listener.
+pub fn readable_probe(db: &str, name: &str) -> String {
+    let quoted = |s: &str| format!("`{}`", s.replace('`', "``"));
+    format!(
+        "EXPLAIN SELECT 1 FROM {}.{} WHERE 1 = 0",
+        quoted(db),
+        quoted(name)
+    )
+}
+
 /// MySQL LIKE with `%` and `_` (and `\\` escapes), as SHOW ... LIKE applies it, compared
 /// case-insensitively.
 ///

@@ -1,6 +1,11 @@
 //! The admin HTTP listener (`admin.listen`, loopback by default): `GET /metrics` (Prometheus
 //! text), `/livez` (the process serves) and `/readyz` (the backend answers and, with a catalog
-//! account, the catalog can be read; 503 and the reason otherwise).
+//! account, the catalog can be read; 503 and the reason otherwise), open to every caller and
+//! free of rowkeys; and the rowkey advisor's `/advisor` page and `/advisor/sample`, whose
+//! rowkeys only a caller the backend authorises sees (`admin.rowkeys`): HTTP Basic with a
+//! database account, with which the proxy logs in to the backend and asks it, as SHOW OBKV
+//! ADVICE does, which tables the account may see and read. Without credentials the page shows
+//! counts and findings with every rowkey hidden, and the sample is refused (401).
 //!
 //! A small HTTP/1.x responder of its own (docs/DESIGN.md, "The admin listener"): GET and HEAD of
 //! three paths, one request per connection, `Connection: close`. What a hostile client can make
@@ -20,6 +25,10 @@ use crate::admin::prometheus::{self, Extra};
 use crate::shared::Shared;
 
 const MAX_CONNECTIONS: usize = 64;
+/// Backend logins for credentials checked at once (each request with credentials logs in).
+const MAX_LOGINS: usize = 4;
+/// A credentials check (login and the grant probes) must finish within this.
+const LOGIN_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEAD: usize = 8 * 1024;
 const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
 /// A readiness answer is reused for this long (a load balancer polling every second costs the
@@ -31,6 +40,7 @@ const RECENT_LOGIN: Duration = Duration::from_secs(10);
 /// Serves the admin listener until `stop` turns true.
 pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let slots = Arc::new(Semaphore::new(MAX_CONNECTIONS));
+    let logins = Arc::new(Semaphore::new(MAX_LOGINS));
     let ready = Arc::new(Mutex::new(None::<(Instant, Result<(), String>)>));
     loop {
         let accepted = tokio::select! {
@@ -49,9 +59,9 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::
             drop(tcp); // too many at once: closed
             continue;
         };
-        let (shared, ready) = (shared.clone(), ready.clone());
+        let (shared, ready, logins) = (shared.clone(), ready.clone(), logins.clone());
         tokio::spawn(async move {
-            if let Err(e) = answer(tcp, &shared, &ready).await {
+            if let Err(e) = answer(tcp, &shared, &ready, &logins).await {
                 debug!(%peer, "admin request: {e}");
             }
             drop(slot);
@@ -64,6 +74,7 @@ async fn answer(
     mut tcp: TcpStream,
     shared: &Shared,
     ready: &Mutex<Option<(Instant, Result<(), String>)>>,
+    logins: &Semaphore,
 ) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
     let read = tokio::time::timeout(HEAD_TIMEOUT, async {
@@ -89,17 +100,24 @@ async fn answer(
     let (status, content_type, body, head_only) = if !complete {
         (400, "text/plain", "bad request\n".to_string(), false)
     } else {
-        route(&head, shared, ready).await
+        route(&head, shared, ready, logins).await
     };
     let reason = match status {
         200 => "OK",
         400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
         404 => "Not Found",
         405 => "Method Not Allowed",
         _ => "Service Unavailable",
     };
+    let challenge = if status == 401 {
+        "WWW-Authenticate: Basic realm=\"obkv-proxy advisor: a database account\", charset=\"UTF-8\"\r\n"
+    } else {
+        ""
+    };
     let mut out = format!(
-        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\nConnection: close\r\nCache-Control: no-store\r\n\r\n",
+        "HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {}\r\n{challenge}Connection: close\r\nCache-Control: no-store\r\n\r\n",
         body.len()
     )
     .into_bytes();
@@ -145,11 +163,134 @@ fn percent_decode(v: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Who asks for the advisor's views.
+#[derive(Debug, PartialEq, Eq)]
+enum Viewer {
+    /// No credentials (or `admin.rowkeys = "off"`): counts and findings, no rowkey.
+    Anonymous,
+    /// A database account the backend accepted: the advisor's tables the backend shows it
+    /// (`visible`), and those it may read (`readable`).
+    Account {
+        visible: Vec<(String, String)>,
+        readable: Vec<(String, String)>,
+    },
+}
+
+/// The credentials of an `Authorization: Basic …` header: (user, password). None without one
+/// (or with another scheme); Err for one that does not decode.
+fn basic_credentials(head: &[u8]) -> Result<Option<(String, String)>, ()> {
+    use base64::Engine;
+    let Some(value) = head.split(|&b| b == b'\n').find_map(|line| {
+        let line = line.strip_suffix(b"\r").unwrap_or(line);
+        let colon = line.iter().position(|&b| b == b':')?;
+        let (name, value) = line.split_at(colon);
+        name.eq_ignore_ascii_case(b"authorization")
+            .then(|| value.get(1..).unwrap_or_default().trim_ascii())
+    }) else {
+        return Ok(None);
+    };
+    let Some(encoded) = value
+        .get(..6)
+        .filter(|s| s.eq_ignore_ascii_case(b"basic "))
+        .and_then(|_| value.get(6..))
+    else {
+        return Err(());
+    };
+    let decoded = base64::engine::general_purpose::STANDARD
+        .decode(encoded.trim_ascii())
+        .map_err(|_| ())?;
+    let text = String::from_utf8(decoded).map_err(|_| ())?;
+    let (user, password) = text.split_once(':').ok_or(())?;
+    Ok(Some((user.to_string(), password.to_string())))
+}
+
+/// The viewer of a request: anonymous, an account the backend accepted (with what it may see),
+/// or the refusal to answer with (401 for credentials the backend refused or that do not read,
+/// 503 when the backend cannot be asked).
+async fn viewer(head: &[u8], shared: &Shared, logins: &Semaphore) -> Result<Viewer, (u16, String)> {
+    if shared.config().admin.rowkeys == crate::config::RowkeyViews::Off {
+        return Ok(Viewer::Anonymous);
+    }
+    let (user, password) = match basic_credentials(head) {
+        Ok(Some(c)) => c,
+        Ok(None) => return Ok(Viewer::Anonymous),
+        Err(()) => {
+            return Err((
+                401,
+                "credentials: HTTP Basic with a database account\n".into(),
+            ))
+        }
+    };
+    let Ok(_slot) = logins.acquire().await else {
+        return Err((503, "not now\n".into()));
+    };
+    match tokio::time::timeout(LOGIN_TIMEOUT, account(shared, &user, &password)).await {
+        Ok(r) => r,
+        Err(_) => Err((503, "the backend did not answer in time\n".into())),
+    }
+}
+
+/// Logs in to the backend as `user` and asks which of the advisor's tables it shows that
+/// account and which it may read (the probes SHOW OBKV ADVICE runs as the session's user).
+async fn account(shared: &Shared, user: &str, password: &str) -> Result<Viewer, (u16, String)> {
+    use crate::backend::{self, BackendError, LoginSpec, QueryResult};
+    let cfg = shared.config();
+    let spec = LoginSpec {
+        user: user.to_string(),
+        password: password.to_string(),
+        caps: crate::protocol::constants::cap::OWN_LOGIN,
+        ext_caps: 0,
+        charset: crate::protocol::constants::CHARSET_UTF8MB4_GENERAL_CI,
+        database: None,
+    };
+    let addr = &cfg.backend.address;
+    let mut conn = match backend::login(
+        addr,
+        cfg.connect_timeout(),
+        &spec,
+        shared.backend_tls.as_ref(),
+    )
+    .await
+    {
+        Ok(c) => c,
+        Err(BackendError::Refused(_)) => {
+            debug!(user, "admin listener: the backend refused the credentials");
+            return Err((401, "the database refused these credentials\n".into()));
+        }
+        Err(e) => return Err((503, format!("backend {addr}: {e}\n"))),
+    };
+    let (mut visible, mut readable) = (Vec::new(), Vec::new());
+    for (db, name) in crate::admin::advisor::tables() {
+        let listed = crate::hbase::catalog::table_partitioning(db.as_bytes(), name.as_bytes());
+        let shown = match backend::query(&mut conn.stream, conn.caps, listed.as_bytes()).await {
+            Ok((QueryResult::Rows(r), _)) => !r.is_empty(),
+            Ok(_) => false,
+            Err(e) => return Err((503, format!("backend {addr}: {e}\n"))),
+        };
+        if !shown {
+            continue;
+        }
+        let probe = crate::hbase::catalog::readable_probe(&db, &name);
+        match backend::query(&mut conn.stream, conn.caps, probe.as_bytes()).await {
+            Ok((QueryResult::Err(_), _)) => {}
+            Ok(_) => readable.push((db.clone(), name.clone())),
+            Err(e) => return Err((503, format!("backend {addr}: {e}\n"))),
+        }
+        visible.push((db, name));
+    }
+    let _ = conn
+        .stream
+        .send_command(&[crate::protocol::constants::com::QUIT])
+        .await;
+    Ok(Viewer::Account { visible, readable })
+}
+
 /// (status, content type, body, HEAD: no body).
 async fn route(
     head: &[u8],
     shared: &Shared,
     ready: &Mutex<Option<(Instant, Result<(), String>)>>,
+    logins: &Semaphore,
 ) -> (u16, &'static str, String, bool) {
     let line = head.split(|&b| b == b'\n').next().unwrap_or_default();
     let mut parts = line
@@ -179,26 +320,84 @@ async fn route(
         },
         b"/advisor" => {
             crate::admin::advisor::sync(Duration::from_secs(2)).await;
+            let who = match viewer(head, shared, logins).await {
+                Ok(v) => v,
+                Err((status, why)) => return (status, "text/plain", why, head_only),
+            };
             let only = query_table(target);
             let want = |db: &str, t: &str| only.as_ref().is_none_or(|(d, n)| d == db && n == t);
-            let reports = crate::admin::advisor::report(want, |_, _| true, true);
+            let has = |list: &[(String, String)], db: &str, t: &str| {
+                list.iter().any(|(d, n)| d == db && n == t)
+            };
+            let (reports, note) = match &who {
+                Viewer::Anonymous => (
+                    crate::admin::advisor::report(want, |_, _| false, true),
+                    match shared.config().admin.rowkeys {
+                        crate::config::RowkeyViews::Off => "Rowkeys are hidden here (admin.rowkeys = \"off\"); SHOW OBKV ADVICE through the proxy shows them to users who may read the table.",
+                        crate::config::RowkeyViews::Credentials => "Rowkeys are hidden: sign in with a database account (HTTP Basic) to see those of the tables it may read.",
+                    },
+                ),
+                Viewer::Account { visible, readable } => (
+                    crate::admin::advisor::report(
+                        |db, t| want(db, t) && has(visible, db, t),
+                        |db, t| has(readable, db, t),
+                        true,
+                    ),
+                    "Tables the backend shows this account; rowkeys of those it may read.",
+                ),
+            };
             (
                 200,
                 "text/html; charset=utf-8",
-                crate::admin::page::advisor_page(&reports),
+                crate::admin::page::advisor_page(&reports, note),
                 head_only,
             )
         }
         b"/advisor/sample" => {
             crate::admin::advisor::sync(Duration::from_secs(2)).await;
-            match query_table(target).and_then(|(db, t)| crate::admin::advisor::sample(&db, &t)) {
-                Some(keys) => (200, "text/plain", keys, head_only),
-                None => (
+            let Some((db, t)) = query_table(target) else {
+                return (
                     404,
                     "text/plain",
-                    "no such table in the advisor: /advisor/sample?table=DB.TABLE\n".into(),
+                    "/advisor/sample?table=DB.TABLE\n".into(),
                     head_only,
-                ),
+                );
+            };
+            match viewer(head, shared, logins).await {
+                Err((status, why)) => (status, "text/plain", why, head_only),
+                Ok(Viewer::Anonymous) => match shared.config().admin.rowkeys {
+                    crate::config::RowkeyViews::Off => (
+                        403,
+                        "text/plain",
+                        "rowkeys are not shown on the admin listener (admin.rowkeys = \"off\")\n".into(),
+                        head_only,
+                    ),
+                    crate::config::RowkeyViews::Credentials => (
+                        401,
+                        "text/plain",
+                        "the sample is rowkeys: sign in with a database account that may read the table (HTTP Basic)\n".into(),
+                        head_only,
+                    ),
+                },
+                Ok(Viewer::Account { readable, .. })
+                    if !readable.iter().any(|(d, n)| *d == db && *n == t) =>
+                {
+                    (
+                        403,
+                        "text/plain",
+                        "this account may not read that table (or the advisor keeps no such table)\n".into(),
+                        head_only,
+                    )
+                }
+                Ok(Viewer::Account { .. }) => match crate::admin::advisor::sample(&db, &t) {
+                    Some(keys) => (200, "text/plain", keys, head_only),
+                    None => (
+                        404,
+                        "text/plain",
+                        "no such table in the advisor: /advisor/sample?table=DB.TABLE\n".into(),
+                        head_only,
+                    ),
+                },
             }
         }
         _ => (

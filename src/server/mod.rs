@@ -100,6 +100,19 @@ pub async fn run_reloading(
     let mut next_worker = 0usize;
     let (stop_tx, stop_rx) = watch::channel(false);
     let mut shared = Shared::new(config, stop_rx)?;
+    // the admin listener listens where configured, or the proxy does not start: a port taken
+    // by another process would otherwise answer /readyz and /metrics in the proxy's name
+    let admin = match shared.config().admin.listen.clone() {
+        a if a.is_empty() => None,
+        address => Some(TcpListener::bind(&address).await.map_err(|source| {
+            ConfigError::Listen {
+                setting: "admin.listen",
+                address,
+                source,
+                hint: "choose another with --admin-listen or OBKV_PROXY_ADMIN_LISTEN, or \"\" to run without the admin listener",
+            }
+        })?),
+    };
     let port = listener.local_addr().map(|a| a.port()).unwrap_or(0);
     let unix = match socket_path(&shared.config().proxy.socket, port) {
         Some(path) => bind_unix(&path).await.map(|l| (l, path)),
@@ -116,25 +129,15 @@ pub async fn run_reloading(
             w.spawn(crate::admin::advisor::tick(shared.shutdown.clone()));
         }
     }
-    if !shared.config().admin.listen.is_empty() {
-        match TcpListener::bind(&shared.config().admin.listen).await {
-            Ok(l) => {
-                if let Ok(a) = l.local_addr() {
-                    info!(admin = %a, "admin listener: /metrics, /livez, /readyz");
-                }
-                tokio::spawn(admin_http::serve(
-                    l,
-                    shared.clone(),
-                    shared.shutdown.clone(),
-                ));
-            }
-            // the proxy serves without it (a second proxy on the host, a port taken): said
-            // loudly, and /readyz probes then fail, which is how an orchestrator notices
-            Err(e) => error!(
-                admin = %shared.config().admin.listen,
-                "cannot listen on admin.listen, serving without the admin listener: {e}"
-            ),
+    if let Some(l) = admin {
+        if let Ok(a) = l.local_addr() {
+            info!(admin = %a, "admin listener: /metrics, /livez, /readyz");
         }
+        tokio::spawn(admin_http::serve(
+            l,
+            shared.clone(),
+            shared.shutdown.clone(),
+        ));
     }
     let limit = Arc::new(Semaphore::new(shared.config().proxy.max_connections));
     let mut sessions = JoinSet::new();

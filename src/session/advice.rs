@@ -10,11 +10,6 @@ use crate::admin::advisor;
 use crate::hbase::catalog;
 use crate::sql::ddl::TableName;
 
-/// A name as a quoted identifier.
-fn quoted(s: &str) -> String {
-    format!("`{}`", s.replace('`', "``"))
-}
-
 impl Session {
     /// Whether the backend shows the table to this user, and whether the user may read it.
     async fn table_access(&mut self, db: &str, name: &str) -> Result<(bool, bool), End> {
@@ -28,12 +23,7 @@ impl Session {
         if !listed {
             return Ok((false, false));
         }
-        let probe = format!(
-            "EXPLAIN SELECT 1 FROM {}.{} WHERE 1 = 0",
-            quoted(db),
-            quoted(name)
-        );
-        let readable = self.rows(&probe).await?.is_ok();
+        let readable = self.rows(&catalog::readable_probe(db, name)).await?.is_ok();
         Ok((true, readable))
     }
 

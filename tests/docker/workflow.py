@@ -122,6 +122,23 @@ def main():
             fail(f"{name}: no latency histogram in its metrics")
     ok("both proxies scraped (/metrics); the C4 refusal counted once")
 
+    # the image's admin listener (open to the container network) shows no rowkey: the
+    # advisor's page hides them and its sample is refused (OBKV_PROXY_ADMIN_ROWKEYS=off)
+    keys = [f"user{i:03d}" for i in range(20)]
+    hexes = [k.encode().hex() for k in keys]
+    for name in ("proxy1", "proxy2"):
+        for path in ("/advisor", "/advisor?table=obkv_guide.htable1%24family1",
+                     "/advisor/sample?table=obkv_guide.htable1%24family1", "/metrics"):
+            r = subprocess.run(COMPOSE + ["exec", "-T", name, "obkv-proxy", "probe", path],
+                               env=ENV, capture_output=True, text=True)
+            body = r.stdout.lower()
+            shown = [k for k, h in zip(keys, hexes) if k in body or h in body]
+            if shown:
+                fail(f"{name}: {path} shows rowkeys {shown}")
+            if "sample" in path and r.returncode == 0:
+                fail(f"{name}: {path} answered 200 without credentials")
+    ok("the containers' admin listeners show no rowkey (page, sample, metrics)")
+
     # a client loop through the front; the proxy it is on is stopped under it
     committed, errors, stop = [], [], threading.Event()
     hosts = []  # the proxy each of the loop's connections landed on, in order

@@ -466,8 +466,13 @@ fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     assert!(column(hot) > dim, "{} vs {dim}", column(hot));
     println!("screenshot: {} (hot partition p{hot})", shot.display());
     // what-if: the captured sample replayed offline against this partitioning and others
-    let (status, sample) =
+    // (rowkeys: only to a database account that may read the table)
+    let root = Some(("root", ""));
+    let (status, _) =
         crate::operations::http_get(&admin, "/advisor/sample?table=adv_page.advp%24f");
+    assert_eq!(status, 401);
+    let (status, sample) =
+        crate::operations::http_get_as(&admin, "/advisor/sample?table=adv_page.advp%24f", root);
     assert_eq!(status, 200);
     assert_eq!(
         sample.lines().count(),
@@ -506,8 +511,8 @@ fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     let (_, page) = crate::operations::http_get(&admin, "/advisor?table=adv_page.advp%24f");
     assert!(page.contains("No HBase table traffic seen yet"), "{page}");
     let (status, _) =
-        crate::operations::http_get(&admin, "/advisor/sample?table=adv_page.advp%24f");
-    assert_eq!(status, 404);
+        crate::operations::http_get_as(&admin, "/advisor/sample?table=adv_page.advp%24f", root);
+    assert_eq!(status, 403);
 }
 
 /// 50 tables × 997 partitions under load: the advisor's memory, measured as the RSS of a proxy
@@ -669,4 +674,159 @@ async fn prepared_executions_are_observed() {
         assert!(!rows.iter().any(|r| r.2.contains("77777777")), "{rows:?}");
         drop(c);
     }
+}
+
+/// Issue 39: the admin listener shows no rowkey to a caller the backend has not authorised.
+/// With the default configuration and with the container's (`admin.rowkeys = "off"`), an
+/// unauthenticated GET of every path answers no rowkey written (searched raw and in hex, both
+/// cases); a database account that may read the table gets the page with them (and the
+/// sample), one that may not gets neither, and a wrong password is refused.
+#[test]
+fn the_admin_listener_shows_rowkeys_only_to_accounts_the_backend_authorises() {
+    let kind = Kind::MariaDb;
+    let backend = &shared(kind).addr;
+    // an account that may log in but not read the table
+    let mut root = RawConn::connect(backend, "root", "", None).expect("direct");
+    for sql in [
+        "DROP USER IF EXISTS 'adv_noread'@'%'",
+        "CREATE USER 'adv_noread'@'%' IDENTIFIED BY 'pw-noread'",
+    ] {
+        root.exec(sql).expect(sql);
+    }
+    let table = "advs$f";
+    let path_table = "adv_secret.advs%24f";
+    // phone-number rowkeys, one of them hot (a hot_key finding names it to a reader)
+    let hot = "phone:+15550001234";
+    let keys: Vec<String> = (0..300)
+        .map(|i| {
+            if i % 2 == 0 {
+                hot.to_string()
+            } else {
+                format!("phone:+1555{:07}", 1_000_000 + i * 7919 % 8_999_999)
+            }
+        })
+        .collect();
+    let hex = |s: &str| -> [String; 2] {
+        let h: String = s.bytes().map(|b| format!("{b:02x}")).collect();
+        [h.clone(), h.to_uppercase()]
+    };
+    let leaks = |body: &str| -> Vec<String> {
+        keys.iter()
+            .filter(|k| {
+                body.contains(k.as_str()) || hex(k).iter().any(|h| body.contains(h.as_str()))
+            })
+            .cloned()
+            .collect()
+    };
+    let paths = [
+        "/metrics".to_string(),
+        "/livez".into(),
+        "/readyz".into(),
+        "/advisor".into(),
+        format!("/advisor?table={path_table}"),
+        format!("/advisor/sample?table={path_table}"),
+        "/nothing".into(),
+    ];
+    for (config, rowkeys) in [("default", None), ("container", Some("off"))] {
+        let admin = format!("127.0.0.1:{}", free_port());
+        let mut args = vec!["--admin-listen", admin.as_str()];
+        if let Some(r) = rowkeys {
+            args.extend(["--admin-rowkeys", r]);
+        }
+        let p = proxy::spawn_binary(backend, &args);
+        let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+        c.exec("CREATE DATABASE IF NOT EXISTS adv_secret")
+            .expect("db");
+        c.exec("USE adv_secret").expect("use");
+        let d = Design {
+            name: "phones",
+            prefix: None,
+            partitioning: "PARTITION BY KEY(K) PARTITIONS 97".into(),
+            key: |_, _| String::new(),
+            scan: None,
+            expect: None,
+        };
+        create(&mut c, "advs", &d);
+        for (i, k) in keys.iter().enumerate() {
+            c.exec(&format!(
+                "INSERT INTO `{table}` (K, Q, T, V) VALUES ('{k}', 'q{i}', -1700000000000, 'v')"
+            ))
+            .expect("insert");
+        }
+        // the advisor holds the hot key (through SQL, to the user who may read it)
+        let a = advice(&mut c, table);
+        assert!(
+            a.iter().any(|f| f.0 == "hot_key" && f.1.contains(hot)),
+            "{a:?}"
+        );
+        for path in &paths {
+            let (status, body) = crate::operations::http_get(&admin, path);
+            assert!(
+                leaks(&body).is_empty(),
+                "{config}: {path} ({status}) shows {:?}",
+                leaks(&body)
+            );
+        }
+        let (_, page) =
+            crate::operations::http_get(&admin, &format!("/advisor?table={path_table}"));
+        assert!(
+            page.contains("advs$f") && page.contains("hot_key"),
+            "{config}: the page without rowkeys: {page}"
+        );
+        let (status, _) =
+            crate::operations::http_get(&admin, &format!("/advisor/sample?table={path_table}"));
+        assert_eq!(
+            status,
+            if rowkeys.is_some() { 403 } else { 401 },
+            "{config}"
+        );
+        // an account the backend authorises
+        let as_root = Some(("root", ""));
+        let (status, page) = crate::operations::http_get_as(
+            &admin,
+            &format!("/advisor?table={path_table}"),
+            as_root,
+        );
+        let (sample_status, sample) = crate::operations::http_get_as(
+            &admin,
+            &format!("/advisor/sample?table={path_table}"),
+            as_root,
+        );
+        if rowkeys.is_none() {
+            assert_eq!(status, 200);
+            assert!(
+                page.contains(hot),
+                "an authorised reader sees the hot key: {page}"
+            );
+            assert_eq!(sample_status, 200);
+            assert!(!leaks(&sample).is_empty(), "{sample}");
+            // an account that may not read the table: neither the table nor its rowkeys
+            let no = Some(("adv_noread", "pw-noread"));
+            let (status, page) = crate::operations::http_get_as(&admin, "/advisor", no);
+            assert_eq!(status, 200);
+            assert!(
+                leaks(&page).is_empty() && !page.contains("advs$f"),
+                "{page}"
+            );
+            let (status, body) = crate::operations::http_get_as(
+                &admin,
+                &format!("/advisor/sample?table={path_table}"),
+                no,
+            );
+            assert_eq!(status, 403, "{body}");
+            // a wrong password
+            let (status, body) =
+                crate::operations::http_get_as(&admin, "/advisor", Some(("root", "wrong")));
+            assert_eq!(status, 401, "{body}");
+            assert!(leaks(&body).is_empty());
+        } else {
+            // the container's: never, credentials or not
+            assert_eq!(status, 200);
+            assert!(leaks(&page).is_empty(), "{page}");
+            assert_eq!(sample_status, 403);
+            assert!(leaks(&sample).is_empty());
+        }
+        c.exec(&format!("DROP TABLE `{table}`")).expect("drop");
+    }
+    root.exec("DROP USER 'adv_noread'@'%'").expect("drop user");
 }

@@ -17,6 +17,11 @@ use crate::common::{shared, BOTH};
 
 /// A GET on the admin listener: (status, body).
 pub fn http_get(addr: &str, path: &str) -> (u16, String) {
+    http_get_as(addr, path, None)
+}
+
+/// A GET on the admin listener with HTTP Basic credentials (user, password) when given.
+pub fn http_get_as(addr: &str, path: &str, user: Option<(&str, &str)>) -> (u16, String) {
     // a proxy process binds its admin listener just after its SQL port, which is what
     // `spawn_binary` waits for: a refused connection is tried again, within a deadline
     let deadline = std::time::Instant::now() + Duration::from_secs(20);
@@ -32,9 +37,17 @@ pub fn http_get(addr: &str, path: &str) -> (u16, String) {
     };
     s.set_read_timeout(Some(Duration::from_secs(20)))
         .expect("timeout");
+    let auth = match user {
+        Some((u, p)) => {
+            use base64::Engine;
+            let token = base64::engine::general_purpose::STANDARD.encode(format!("{u}:{p}"));
+            format!("Authorization: Basic {token}\r\n")
+        }
+        None => String::new(),
+    };
     write!(
         s,
-        "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
     )
     .expect("request");
     let mut out = Vec::new();
@@ -277,6 +290,10 @@ fn health_checks_tell_a_live_proxy_from_a_ready_one() {
         assert!(ready.status.success());
         assert_eq!(String::from_utf8_lossy(&ready.stdout), "ready\n");
         assert!(!probe("/nothing").status.success());
+        // its log (a file, not a terminal) is plain text: no colour codes
+        let log = p.log_text();
+        assert!(log.contains("obkv-proxy serving"), "{log}");
+        assert!(!log.contains('\u{1b}'), "colour codes in {log}");
         drop(p);
     }
     // a backend that does not answer: alive, not ready, and why
@@ -578,4 +595,101 @@ fn a_prometheus_server_scrapes_the_proxy_under_load() {
     ok(&mut c, "DROP TABLE opsp$f");
     ok(&mut c, "DROP TABLEGROUP opsp");
     ok(&mut c, "DROP DATABASE ops_prom");
+}
+
+/// Waits for a child to exit, within `within`; None if it still runs (then it is killed).
+fn exit_within(
+    child: &mut std::process::Child,
+    within: Duration,
+) -> Option<std::process::ExitStatus> {
+    let deadline = std::time::Instant::now() + within;
+    loop {
+        if let Ok(Some(st)) = child.try_wait() {
+            return Some(st);
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Issue 39: an admin address that is taken stops the proxy (exit non-zero, the address named)
+/// instead of serving while another process answers /readyz and /metrics; scripts/run.sh
+/// refuses before it starts anything.
+#[test]
+fn a_taken_admin_address_stops_the_proxy_and_the_run_command() {
+    let holder = std::net::TcpListener::bind("127.0.0.1:0").expect("a port to hold");
+    let taken = holder.local_addr().expect("addr").to_string();
+    let listen = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_obkv-proxy"))
+        .args([
+            "--listen",
+            &listen,
+            "--backend",
+            &shared(crate::common::Kind::MariaDb).addr,
+        ])
+        .args(["--admin-listen", &taken])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("proxy started");
+    let status = exit_within(&mut child, Duration::from_secs(30)).expect("the proxy exits");
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut err)
+        .expect("stderr read");
+    assert!(!status.success(), "{status:?}: {err}");
+    assert!(
+        err.contains(&taken) && err.contains("admin.listen"),
+        "{err}"
+    );
+    // and it serves nothing
+    assert!(
+        TcpStream::connect(&listen).is_err(),
+        "the SQL port is closed"
+    );
+
+    // the run command: refused before anything starts, the port named
+    let root = crate::common::backends::project_root();
+    let seekdb_port = free_port();
+    let mut run = Command::new(root.join("scripts/run.sh"))
+        .env("OBKV_PROXY_LISTEN", format!("127.0.0.1:{}", free_port()))
+        .env("OBKV_PROXY_ADMIN_LISTEN", &taken)
+        .env("OBKV_SEEKDB_PORT", seekdb_port.to_string())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("run.sh started");
+    let status = exit_within(&mut run, Duration::from_secs(300)).expect("run.sh exits");
+    let mut out = String::new();
+    run.stderr
+        .take()
+        .expect("stderr")
+        .read_to_string(&mut out)
+        .expect("stderr read");
+    assert!(!status.success(), "{out}");
+    let port = taken.rsplit(':').next().expect("port");
+    assert!(
+        out.contains(&format!("admin listener's port {port} is taken"))
+            && out.contains("OBKV_PROXY_ADMIN_LISTEN"),
+        "{out}"
+    );
+    // nothing was started: no seekdb on its port, no build output announced
+    assert!(TcpStream::connect(("127.0.0.1", seekdb_port)).is_err());
+    let mut stdout = String::new();
+    run.stdout
+        .take()
+        .expect("stdout")
+        .read_to_string(&mut stdout)
+        .expect("stdout read");
+    assert!(!stdout.contains("starting seekdb"), "{stdout}");
+    drop(holder);
 }
