@@ -298,6 +298,16 @@ impl Store {
                     Observed::Placed { partition } => s.write_partition(*partition, 1, at),
                     Observed::Get { key, partition } => s.get_cut(&key.bytes, *partition, at),
                     Observed::Scan { len, partition } => s.scan_len(*len as usize, *partition, at),
+                    Observed::Counts { counts, unplaced } => {
+                        for (p, n) in counts.iter() {
+                            s.write_partition(*p, u64::from(*n), at);
+                        }
+                        s.counted_rows(
+                            counts.iter().map(|(_, n)| u64::from(*n)).sum::<u64>()
+                                + u64::from(*unplaced),
+                            u64::from(*unplaced),
+                        );
+                    }
                 }
             }
         }
@@ -358,7 +368,7 @@ pub fn report(
         let findings = detect::findings(&format!("{db}.{name}"), st, keys(&db, &name));
         out.push(TableReport {
             partitioning: st.partitioning.describe(),
-            writes: st.writes,
+            writes: st.rows_written(),
             gets: st.gets,
             scans: st.scans,
             findings,

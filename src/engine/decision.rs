@@ -238,11 +238,20 @@ impl Activity {
         }
     }
 
-    /// An observation, kept while the text has fewer than `MAX_OBSERVED`.
+    /// An observation, kept while the text has fewer than `MAX_OBSERVED`; rows counted by
+    /// partition (`Observed::Counts`, one a statement at most) up to `MAX_OBSERVED` more, so
+    /// that a text's rows are all counted even where its rowkeys are not all read.
     pub fn observe(&mut self, o: Observation) {
-        if self.observed.len() < MAX_OBSERVED {
+        let counts = matches!(o.what, Observed::Counts { .. });
+        if self.observed.len() < MAX_OBSERVED || (counts && self.observed.len() < 2 * MAX_OBSERVED)
+        {
             self.observed.push(o);
         }
+    }
+
+    /// How many more rows' rowkeys this text may show the advisor.
+    pub fn room(&self) -> usize {
+        MAX_OBSERVED.saturating_sub(self.observed.len())
     }
 }
 

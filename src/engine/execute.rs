@@ -34,6 +34,8 @@ pub struct Verdict {
     /// Where the execution's rows are (its rows' partitions and keys), for the rowkey advisor
     /// (`write::observed`).
     pub touch: Option<write::Touch>,
+    /// The rows it writes, for the rowkey advisor.
+    pub rows: write::RowsSeen,
 }
 
 impl Verdict {
@@ -45,6 +47,7 @@ impl Verdict {
             notes: out.warnings,
             pin: out.pin,
             touch: out.touch,
+            rows: out.rows,
         }
     }
 }
@@ -81,7 +84,8 @@ impl<'p> BulkExecution<'p> {
         };
         BulkExecution {
             plan,
-            gathered: Gathered::new(),
+            gathered: Gathered::new()
+                .with_partitions(plan.schema.partitioning.partition_count() as usize),
             per_row,
             n: 0,
         }

@@ -1,12 +1,18 @@
 //! `EXPLAIN OBKV <statement>`: what the proxy would do with a text, statement by statement,
 //! without running it — the same decision `router::decide` makes, shown with the table, its
-//! partitioning, the text as it would be sent and the partitions it reads.
+//! partitioning, the text as it would be sent and the partitions it reads; for a write
+//! (INSERT, REPLACE, a LOAD DATA file the session reads for it), each row's rowkey, the
+//! partition it goes to (the backend's and OceanBase's placement), what the cell rules find in
+//! it, and the verdict of the rules and the transaction guard (`write_rows`, `write_verdict`).
 //!
 //! Pure, like the router.
 
 use super::prefix_scan::{self, Need, Step};
 use super::read::{read_executed, Read};
 use super::router::{decide, Answer, Context, Decision, Origin, Refusal};
+use super::write::{self, Checked, RowTrace, Txn, WriteRules};
+use crate::hbase::rules::Enforcement;
+use crate::hbase::schema::TableSchema;
 use crate::sql::classify::Class;
 use crate::sql::dml;
 use crate::sql::scan::statements;
@@ -28,7 +34,13 @@ pub struct Explained {
     /// A `$` table (database, name) that the proxy does not handle as an HBase table: the
     /// session says why (it reads the table's definition).
     pub not_hbase: Option<(Vec<u8>, Vec<u8>)>,
+    /// A LOAD DATA LOCAL whose file the session reads from the client to show its rows
+    /// (nothing is written; `write_rows`).
+    pub load: Option<Box<write::LoadPlan>>,
 }
+
+/// Rows of a write EXPLAIN OBKV lists one by one (then a count of the rest).
+pub const ROWS_SHOWN: usize = 100;
 
 /// What the proxy would do with `sql` (the text after `EXPLAIN OBKV`), statement by statement,
 /// without running it; Err when the rewriter needs facts first (as `decide`).
@@ -48,6 +60,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             partitions: None,
             oceanbase_partitions: None,
             not_hbase: None,
+            load: None,
             note: "a driver's probe for the server's Unix socket: @@socket is answered empty \
                    (the proxy has none, and the backend's would take the client past the proxy)"
                 .into(),
@@ -105,6 +118,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             partitions: None,
             oceanbase_partitions: None,
             not_hbase: None,
+            load: None,
             note: overall,
         }]);
     };
@@ -118,9 +132,49 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             partitions: None,
             oceanbase_partitions: None,
             not_hbase: None,
+            load: None,
             note: overall.clone(),
         };
         let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), None);
+        match (&read, &ctx.tables) {
+            (Read::Insert(table), Some(view)) => {
+                let part = sql.get(run.start..run.end).unwrap_or_default();
+                let Some(schema) = prefix_scan::table_named(table, view)? else {
+                    out.push(row);
+                    continue;
+                };
+                let before = run.start.saturating_sub(p.start);
+                let rows = explain_insert(part, &schema, view, ctx, &mut row, piece, before)?;
+                out.push(row);
+                out.extend(rows);
+                continue;
+            }
+            (Read::Load(l), Some(view)) => {
+                let Some(schema) = prefix_scan::table_named(&l.table, view)? else {
+                    out.push(row);
+                    continue;
+                };
+                describe_table(&mut row, &schema);
+                let readable = l.local && l.format.unreadable().is_none() && pieces.len() == 1;
+                if readable {
+                    row.partitions = Some("the file's rows follow".into());
+                    row.note = "LOAD DATA LOCAL: the file is read from the client and checked as \
+                        it would be, nothing is written"
+                        .into();
+                    row.load = Some(Box::new(write::LoadPlan {
+                        load: (**l).clone(),
+                        schema,
+                    }));
+                } else if !l.local {
+                    row.note = "the server reads the file itself: its rows never pass the proxy \
+                        (not checked; refused inside a transaction)"
+                        .into();
+                }
+                out.push(row);
+                continue;
+            }
+            _ => {}
+        }
         if let (Read::DmlUnreadable(why), true) = (&read, row.note.is_empty()) {
             row.note = format!("forwarded unchanged: the rewriter does not read {why}");
         }
@@ -145,14 +199,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
             out.push(row);
             continue;
         };
-        row.table = Some(format!("`{}`.`{}`", schema.schema, schema.name));
-        row.partitioning = Some(match &schema.prefix_column {
-            Some((c, n)) => format!(
-                "KEY({c}) PARTITIONS {}, {c} = substring(K, 1, {n})",
-                schema.partitioning.partition_count()
-            ),
-            None => schema.partitioning.describe(),
-        });
+        describe_table(&mut row, &schema);
         let count = schema.partitioning.partition_count();
         let step = prefix_scan::plan(x, view, d.reported_backslash_escape());
         let all = || format!("all {count}");
@@ -240,6 +287,180 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         out.push(row);
     }
     Ok(out)
+}
+
+/// The table and its partitioning, on a row.
+fn describe_table(row: &mut Explained, schema: &TableSchema) {
+    row.table = Some(format!("`{}`.`{}`", schema.schema, schema.name));
+    row.partitioning = Some(match &schema.prefix_column {
+        Some((c, n)) => format!(
+            "KEY({c}) PARTITIONS {}, {c} = substring(K, 1, {n})",
+            schema.partitioning.partition_count()
+        ),
+        None => schema.partitioning.describe(),
+    });
+}
+
+/// An INSERT / REPLACE (`part`, the statement as it runs; `piece` the whole statement, `part`
+/// starting `before` bytes into it): the statement row (`row`: the table, the text as sent
+/// with T filled in, every row's partitions, the verdict) and a row for each of its rows.
+fn explain_insert(
+    part: &[u8],
+    schema: &TableSchema,
+    view: &prefix_scan::TableView,
+    ctx: &Context,
+    row: &mut Explained,
+    piece: &[u8],
+    before: usize,
+) -> Result<Vec<Explained>, Need> {
+    describe_table(row, schema);
+    // every row is read (as under warn mode), and judged by the rules in force
+    let reading = WriteRules {
+        cells: Enforcement::Warn,
+        ..ctx.writes.unwrap_or_default()
+    };
+    let mut splice = crate::sql::splice::Splice::new();
+    let mut trace = RowTrace::new(ROWS_SHOWN);
+    let checked = write::check_insert(
+        part,
+        ctx.dialect,
+        schema,
+        &reading,
+        view.charset,
+        true,
+        &mut splice,
+        before,
+        write::FillT::Literal,
+        Some(&mut trace),
+    )
+    .map_err(|_| Need {
+        charset: true,
+        ..Need::default()
+    })?;
+    row.sent = splice.apply(piece).trim_ascii_start().to_vec();
+    let unknown = matches!(checked.touch, Some(write::Touch::Unknown { .. }));
+    row.note = write_verdict(checked, ctx.writes.as_ref(), &ctx.txn);
+    let (backend, oceanbase) = placed(&trace);
+    if unknown {
+        row.partitions = Some("not known before it runs (rows the proxy cannot read)".into());
+    } else {
+        row.partitions = Some(backend);
+        row.oceanbase_partitions = Some(oceanbase);
+    }
+    Ok(write_rows(&trace))
+}
+
+/// Every partition a write's rows go to: the backend's and OceanBase's, as `p1,p7`.
+pub fn placed(trace: &RowTrace) -> (String, String) {
+    let backend = trace
+        .rows
+        .iter()
+        .filter_map(|r| r.backend)
+        .chain(trace.more_backend.iter().copied());
+    let oceanbase = trace
+        .rows
+        .iter()
+        .filter_map(|r| r.oceanbase)
+        .chain(trace.more_oceanbase.iter().copied());
+    (names(backend), names(oceanbase))
+}
+
+/// A rowkey as EXPLAIN OBKV shows it: quoted text when it is printable UTF-8, else hex; cut
+/// at 64 bytes.
+fn shown_key(k: &[u8]) -> String {
+    let (cut, more) = match k.get(..64) {
+        Some(c) if k.len() > 64 => (c, "…"),
+        _ => (k, ""),
+    };
+    match std::str::from_utf8(cut) {
+        Ok(s) if !s.chars().any(char::is_control) => {
+            format!("'{}'{more}", s.replace('\'', "''"))
+        }
+        _ => format!(
+            "X'{}'{more}",
+            cut.iter().map(|b| format!("{b:02X}")).collect::<String>()
+        ),
+    }
+}
+
+/// The rows of a write (an INSERT's, a LOAD file's), one EXPLAIN OBKV row each: its rowkey,
+/// the partition the backend and OceanBase place it in, what the cell rules found in it; then
+/// one row for those past `ROWS_SHOWN`.
+pub fn write_rows(trace: &RowTrace) -> Vec<Explained> {
+    let part = |p: Option<u32>| Some(p.map_or_else(|| "none".to_string(), |p| format!("p{p}")));
+    let mut out: Vec<Explained> = trace
+        .rows
+        .iter()
+        .map(|r| Explained {
+            sent: match &r.key {
+                Some(k) => format!("row {}: K = {}", r.index, shown_key(k)).into_bytes(),
+                None => format!("row {}: K is not a value the proxy reads", r.index).into_bytes(),
+            },
+            table: None,
+            partitioning: None,
+            partitions: part(r.backend).filter(|_| r.key.is_some()),
+            oceanbase_partitions: part(r.oceanbase).filter(|_| r.key.is_some()),
+            note: if r.findings.is_empty() {
+                "ok".into()
+            } else {
+                r.findings
+                    .iter()
+                    .map(|f| format!("{} {}: {}", f.level.name(), f.code, f.message))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            },
+            not_hbase: None,
+            load: None,
+        })
+        .collect();
+    if trace.more > 0 {
+        let first = trace.rows.len() as u64 + 1;
+        out.push(Explained {
+            sent: format!(
+                "rows {first} to {} ({} more)",
+                first + trace.more - 1,
+                trace.more
+            )
+            .into_bytes(),
+            table: None,
+            partitioning: None,
+            partitions: Some(names(trace.more_backend.iter().copied())),
+            oceanbase_partitions: Some(names(trace.more_oceanbase.iter().copied())),
+            note: "checked as the rows above; counted, not listed".into(),
+            not_hbase: None,
+            load: None,
+        });
+    }
+    out
+}
+
+/// What the rules in force (`rules`: None when they are off) and the transaction guard say of
+/// a write whose rows were read: refused (and why), or runs (with its warnings, and the
+/// partition it fixes inside the transaction).
+pub fn write_verdict(checked: Checked, rules: Option<&WriteRules>, txn: &Txn) -> String {
+    let Some(rules) = rules else {
+        return "the write rules are off (hbase.enforcement and hbase.transactions): forwarded \
+                unchecked"
+            .into();
+    };
+    let out = write::verdict(checked, rules, txn);
+    if let Some(f) = out.refuse {
+        return format!("refused: {} ({}); nothing is written", f.message, f.code);
+    }
+    let mut note = String::from("runs: its cells pass the rules");
+    if !out.warnings.is_empty() {
+        note = "runs, with warnings".into();
+        for w in &out.warnings {
+            note.push_str(&format!("; {} {}: {}", w.level.name(), w.code, w.message));
+        }
+    }
+    if let Some(pin) = out.pin {
+        note.push_str(&format!(
+            "; inside the transaction: it fixes partition p{} of table group {}.{}",
+            pin.partition, pin.schema, pin.group
+        ));
+    }
+    note
 }
 
 /// `p1,p7` from partition indexes (sorted, each once).

@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use super::rewrite;
 use crate::hbase::partition::Partitioning;
-use crate::hbase::prefix::{pin, KeyPred, KeyPreds, Pinned};
+use crate::hbase::prefix::{pin, why_unpinned, KeyPred, KeyPreds, Pinned};
 use crate::hbase::schema::{self, Lookup, Placement, SchemaCache, TableSchema};
 use crate::sql::ddl::TableName;
 use crate::sql::dml::{Dml, Escape, LitCharset, Operand, Pred};
@@ -130,7 +130,7 @@ pub enum Step {
     /// A prefix scan on a table that no rewrite can prune (KEY(K)): a note for the user.
     Note(String),
     /// An HBase table with prefix partitioning, but nothing certain pins one prefix.
-    Declined(&'static str),
+    Declined(std::borrow::Cow<'static, str>),
     Need(Need),
     /// Splice this predicate after the WHERE clause; it names these prefixes.
     Splice {
@@ -324,7 +324,9 @@ pub fn plan_looked_up(
         Ok(Some(t)) => t,
         Ok(None) => return Step::Untouched,
         // a schema that stays unreadable (inside the user's transaction): not rewritten
-        Err(_) if view.settled => return Step::Declined("the table's schema cannot be read now"),
+        Err(_) if view.settled => {
+            return Step::Declined("the table's schema cannot be read now".into())
+        }
         Err(need) => return Step::Need(need),
     };
     let (column, n) = match (&schema.partitioning, &schema.prefix_column) {
@@ -357,10 +359,10 @@ pub fn plan_looked_up(
         _ => return Step::Untouched,
     };
     if dml.where_end.is_none() {
-        return Step::Declined("no WHERE clause");
+        return Step::Declined("no WHERE clause".into());
     }
     if dml.where_idents.contains_ci(column.as_bytes()) {
-        return Step::Declined("the statement already names the prefix column");
+        return Step::Declined("the statement already names the prefix column".into());
     }
     // OceanBase derives the prefix column from an equality on the whole K (`K = v`, `K <=> v`,
     // `K IN (…)`, literal or bound: EXPLAIN on seekdb 1.4 shows the one partition, and a
@@ -381,7 +383,9 @@ pub fn plan_looked_up(
         match backslash_escape {
             Some(b) => b,
             None if dml.backslash_literal => return Step::Declined(
-                "a backslash in a literal, and the backend does not report NO_BACKSLASH_ESCAPES",
+                "a backslash in a literal, and the backend does not report NO_BACKSLASH_ESCAPES \
+                 (so the literal's bytes cannot be proved)"
+                    .into(),
             ),
             // no backslash anywhere: the escape character cannot matter
             None => true,
@@ -439,7 +443,13 @@ pub fn plan_looked_up(
             insert_at: dml.params_before_where_end,
         }));
     }
-    Step::Declined("no predicate pins one prefix")
+    if need_charset {
+        return Step::Declined(
+            "a literal's bytes depend on the connection's character set, which could not be read"
+                .into(),
+        );
+    }
+    Step::Declined(format!("no predicate pins one prefix: {}", why_unpinned(&known, n)).into())
 }
 
 fn pred_has_param(p: &Pred) -> bool {

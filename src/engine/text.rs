@@ -286,9 +286,10 @@ impl<'a> Text<'a> {
     ) -> Flow {
         match self.writes.judge(checked, rules, self.origin) {
             Err(e) => Flow::Refuse(e),
-            Ok(touch) => {
+            Ok((touch, rows)) => {
                 if self.origin == Origin::Text {
-                    for what in write::observed(touch, keys) {
+                    let room = self.activity.room();
+                    for what in write::observed(touch, rows, keys, room) {
                         self.activity.observe(Observation {
                             table: table.clone(),
                             what,
@@ -390,7 +391,7 @@ impl<'a> Text<'a> {
             Step::Untouched => {}
             Step::Note(n) => self.note = Some(n),
             Step::Declined(why) => {
-                tracing::debug!(why, "prefix-scan rewriter declined");
+                tracing::debug!(why = %why, "prefix-scan rewriter declined");
                 self.tally.declined += 1;
             }
             Step::Need(n) => return self.need(n),
@@ -439,6 +440,7 @@ impl<'a> Text<'a> {
             Err(n) => self.need(n),
             Ok(Some(schema)) => {
                 let checked = write::Checked {
+                    rows: Default::default(),
                     findings: Vec::new(),
                     touch: Some(Touch::Unknown {
                         table: schema.name.clone(),
@@ -474,6 +476,7 @@ impl<'a> Text<'a> {
         {
             if writes_rows_lexically(at.piece, self.d) {
                 let checked = write::Checked {
+                    rows: Default::default(),
                     findings: Vec::new(),
                     touch: Some(Touch::Unknown {
                         table: "an HBase table".into(),
@@ -515,6 +518,7 @@ impl<'a> Text<'a> {
             &mut own,
             at.run.start,
             fill,
+            None,
         );
         let Ok(mut checked) = checked else {
             return self.need_charset();
@@ -820,7 +824,7 @@ impl WriteState {
         checked: write::Checked,
         rules: &WriteRules,
         origin: Origin,
-    ) -> Result<Option<Touch>, Refusal> {
+    ) -> Result<(Option<Touch>, write::RowsSeen), Refusal> {
         let mut checked = checked;
         if origin == Origin::Prepare {
             // a prepare runs nothing: its literals are checked now, its `?` and its place in
@@ -842,7 +846,7 @@ impl WriteState {
                 self.notes.push(Note::from(f));
             }
         }
-        Ok(out.touch)
+        Ok((out.touch, out.rows))
     }
 }
 
@@ -954,6 +958,7 @@ fn unreadable_write(
         Ok(Some(s)) => s,
     };
     let checked = write::Checked {
+        rows: Default::default(),
         findings: vec![write::unreadable_write(what, why)],
         touch: Some(Touch::Unknown {
             table: schema.name.clone(),

@@ -78,7 +78,8 @@ pub fn partition(
         for k in &keys {
             stats.write(k, 0);
         }
-        let findings = detect::findings(&table.name.name, &stats, true);
+        let findings =
+            detect::findings_from(&table.name.name, &stats, true, detect::Source::KeyFile);
         let hot = detect::hot_partition(&s.counts);
         let verdict = match hot {
             Some(h) => format!(

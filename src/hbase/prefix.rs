@@ -178,6 +178,71 @@ fn single(p: &KeyPred, n: usize) -> Option<Pinned> {
     }
 }
 
+/// Why `preds` pin no `n`-byte prefix, in a user's terms (what EXPLAIN OBKV says of a prefix
+/// scan that is not rewritten): the literal that falls short and by how much, a range across
+/// prefixes, a wildcard in front, or no predicate on K in a form the rewriter reads.
+pub fn why_unpinned(preds: &[KeyPred], n: usize) -> String {
+    let shown = |b: &[u8]| match std::str::from_utf8(b) {
+        Ok(s) if !s.chars().any(char::is_control) => format!("'{s}'"),
+        _ => format!(
+            "X'{}'",
+            b.iter().map(|c| format!("{c:02X}")).collect::<String>()
+        ),
+    };
+    let bytes = |k: usize| {
+        if k == 1 {
+            "1 byte".to_string()
+        } else {
+            format!("{k} bytes")
+        }
+    };
+    for p in preds {
+        match p {
+            KeyPred::Like { pattern, escape } => match like_literal(pattern, *escape) {
+                Some((lit, true)) if lit.is_empty() => {
+                    return "the LIKE pattern begins with a wildcard: every key matches it".into()
+                }
+                Some((lit, true)) if lit.len() < n => {
+                    return format!(
+                        "the LIKE literal {} is {}, the prefix column holds {}: its keys can be in any partition ({} short)",
+                        shown(&lit),
+                        bytes(lit.len()),
+                        bytes(n),
+                        bytes(n - lit.len())
+                    )
+                }
+                None => return "the LIKE pattern ends in its escape character".into(),
+                _ => {}
+            },
+            KeyPred::Left { len, .. } if (*len as usize) < n => {
+                return format!(
+                    "LEFT(K, {len}) gives {}, the prefix column holds {}",
+                    bytes(*len as usize),
+                    bytes(n)
+                )
+            }
+            KeyPred::Lower { bound, .. } if bound.len() < n => {
+                return format!(
+                    "the range's lower bound {} is {}, the prefix column holds {}",
+                    shown(bound),
+                    bytes(bound.len()),
+                    bytes(n)
+                )
+            }
+            _ => {}
+        }
+    }
+    let lower = preds.iter().any(|p| matches!(p, KeyPred::Lower { .. }));
+    let upper = preds.iter().any(|p| matches!(p, KeyPred::Upper { .. }));
+    match (lower, upper) {
+        (true, true) => format!("the range spans keys of more than one {}-byte prefix", n),
+        (true, false) | (false, true) => {
+            "a range open on one side spans many prefixes".into()
+        }
+        _ => "no predicate on K in a form the rewriter reads (K = literal, K IN (…), K LIKE 'literal%', a range, LEFT(K, n) = literal)".into(),
+    }
+}
+
 /// Whether every key in the interval from `lower` up to `upper` has prefix `lower[..n]`.
 fn range_pins(lower: &[u8], upper: Option<(&[u8], bool)>, n: usize) -> Option<Vec<u8>> {
     if lower.len() < n || n == 0 {
@@ -241,6 +306,34 @@ pub fn pin(preds: &[KeyPred], n: usize) -> Option<Pinned> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn why_a_prefix_is_not_pinned_is_said_in_bytes() {
+        let like = |p: &[u8]| KeyPred::Like {
+            pattern: p.to_vec(),
+            escape: Some(b'\\'),
+        };
+        let why = why_unpinned(&[like(b"abc%")], 4);
+        assert!(
+            why.contains("'abc' is 3 bytes, the prefix column holds 4 bytes"),
+            "{why}"
+        );
+        assert!(why.contains("1 byte short"), "{why}");
+        assert!(why_unpinned(&[like(b"%abc")], 4).contains("begins with a wildcard"));
+        let low = KeyPred::Lower {
+            bound: b"ab".to_vec(),
+            inclusive: true,
+        };
+        assert!(why_unpinned(&[low], 4).contains("lower bound 'ab' is 2 bytes"));
+        let left = KeyPred::Left {
+            len: 2,
+            value: b"ab".to_vec(),
+        };
+        assert!(why_unpinned(&[left], 4).contains("LEFT(K, 2) gives 2 bytes"));
+        assert!(why_unpinned(&[], 4).starts_with("no predicate on K"));
+        // a binary literal is shown in hex
+        assert!(why_unpinned(&[like(b"\x01\x02%")], 4).contains("X'0102'"));
+    }
 
     #[test]
     fn scan_literals_are_what_every_key_read_begins_with() {

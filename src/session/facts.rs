@@ -29,6 +29,14 @@ enum TableRead {
     Blind,
 }
 
+/// What EXPLAIN OBKV shows of a LOAD DATA LOCAL's file: the verdict, the partitions its rows
+/// go to (the backend's, OceanBase's), and a row for each of its rows.
+type ExplainedLoad = (
+    String,
+    Option<(String, String)>,
+    Vec<crate::engine::explain::Explained>,
+);
+
 impl Session {
     /// Reads what the rewriter asked for.
     pub(super) async fn read_facts(&mut self, need: &Need) -> Result<(), End> {
@@ -356,6 +364,26 @@ impl Session {
                             };
                         }
                     }
+                    // a LOAD DATA LOCAL: its file's rows, read from the client (not written)
+                    if let Some(i) = rows.iter().position(|r| r.load.is_some()) {
+                        let plan = rows.get_mut(i).and_then(|r| r.load.take());
+                        if let Some(plan) = plan {
+                            let (note, placed, more) = match self.explain_load_file(&plan).await? {
+                                Ok(x) => x,
+                                Err(e) => return self.answer_error(e).await,
+                            };
+                            if let Some(r) = rows.get_mut(i) {
+                                r.note = note;
+                                if let Some((backend, oceanbase)) = placed {
+                                    r.partitions = Some(backend);
+                                    r.oceanbase_partitions = Some(oceanbase);
+                                }
+                            }
+                            let tail = rows.split_off(i + 1);
+                            rows.extend(more);
+                            rows.extend(tail);
+                        }
+                    }
                     let rows: Vec<Vec<Option<Vec<u8>>>> = rows
                         .into_iter()
                         .map(|r| {
@@ -390,6 +418,79 @@ impl Session {
         }
         let e = ErrorInfo::internal("while explaining the statement");
         self.answer_error(e).await
+    }
+
+    /// EXPLAIN OBKV of a LOAD DATA LOCAL: asks the client for the file as the backend would,
+    /// reads and checks its rows (at most `hbase.load_data_max_bytes` of it) without holding or
+    /// sending them, and gives the verdict and a row for each of the file's rows. The answer
+    /// then follows the file (`command_frames` moves past it).
+    async fn explain_load_file(
+        &mut self,
+        plan: &crate::engine::write::LoadPlan,
+    ) -> Result<Result<ExplainedLoad, ErrorInfo>, End> {
+        use crate::engine::explain;
+        use crate::engine::write::LoadCheck;
+        use crate::protocol::constants::{cap, MAX_FRAME};
+        if !self.client_caps.has(cap::LOCAL_FILES) {
+            let note = "the client does not send files: the rows are not seen".to_string();
+            return Ok(Ok((note, None, Vec::new())));
+        }
+        let rules = self.write_rules();
+        let reading = crate::engine::write::WriteRules {
+            cells: crate::hbase::rules::Enforcement::Warn,
+            ..rules.unwrap_or_default()
+        };
+        let mut request = Vec::with_capacity(1 + plan.load.file.len());
+        request.push(0xfb);
+        request.extend_from_slice(&plan.load.file);
+        let mut next = match self.client.send_packet(self.command_frames, &request).await {
+            Ok(n) => n,
+            Err(_) => return Err(End::ClientGone),
+        };
+        let mut check = LoadCheck::new(plan, reading).traced(explain::ROWS_SHOWN);
+        let max = self.cfg.hbase.load_data_max_bytes;
+        let net_read = self.cfg.net_read_timeout();
+        let (mut total, mut previous_full) = (0u64, false);
+        let mut chunk: Vec<u8> = Vec::with_capacity(64 * 1024);
+        loop {
+            let header = match tokio::time::timeout(net_read, self.client.read_header()).await {
+                Ok(Ok(h)) if h.seq == next => h,
+                _ => return Err(End::ClientGone),
+            };
+            next = next.wrapping_add(1);
+            let mut left = header.len;
+            while left > 0 {
+                let n = left.min(64 * 1024);
+                chunk.clear();
+                let read = self.client.read_payload_into(n, &mut chunk);
+                match tokio::time::timeout(net_read, read).await {
+                    Ok(Ok(())) => {}
+                    _ => return Err(End::ClientGone),
+                }
+                left -= n;
+                total = total.saturating_add(n as u64);
+                // past the limit a LOAD would be refused: the rest is read and dropped
+                if total <= max {
+                    check.feed(&chunk);
+                }
+            }
+            if header.len == 0 && !previous_full {
+                break;
+            }
+            previous_full = header.len == MAX_FRAME;
+        }
+        self.command_frames = next;
+        let (checked, trace) = check.finish_traced();
+        let txn = self.txn();
+        let mut note = explain::write_verdict(checked, rules.as_ref(), &txn);
+        if total > max {
+            note = format!(
+                "refused: the file is {total} bytes, over hbase.load_data_max_bytes = {max} \
+                 (the proxy holds a file while it checks it); the rows shown are its first"
+            );
+        }
+        let placed = explain::placed(&trace);
+        Ok(Ok((note, Some(placed), explain::write_rows(&trace))))
     }
 
     pub(super) fn forget_session_facts(&mut self) {

@@ -115,6 +115,14 @@ impl Session {
         };
         // counted in the answer the backend's OK becomes
         self.keep_findings(out.notes);
+        // every row of the file, for the rowkey advisor once the statement ran
+        let room = self.activity.room();
+        for what in crate::engine::write::observed(out.touch, out.rows, true, room) {
+            self.activity.observe(crate::engine::decision::Observation {
+                table: plan.schema.clone(),
+                what,
+            });
+        }
         let summary = self.run_load(spool, next, &mut reserved).await?;
         let failed = summary.error_code.is_some();
         self.after_response(&summary);

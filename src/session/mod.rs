@@ -168,6 +168,9 @@ pub struct Session {
     /// What the statement being carried out does to HBase tables, and its class and outcome
     /// for the metrics (`observe`).
     activity: crate::engine::decision::Activity,
+    /// What the statements of the open transaction showed the rowkey advisor: given to it
+    /// when the transaction commits, dropped when it rolls back (`settle_observations`).
+    txn_observed: Vec<crate::engine::decision::Observation>,
     statement: Option<(metrics::Class, metrics::Outcome)>,
     /// When the command being carried out was read (None: counted already, or counting off).
     started: Option<u64>,
@@ -230,6 +233,7 @@ impl Session {
             own_warnings: 0,
             txn_pin: None,
             activity: Default::default(),
+            txn_observed: Vec::new(),
             statement: None,
             started: None,
             traffic: (0, 0),
@@ -631,6 +635,8 @@ impl Session {
                 Some(com::RESET_CONNECTION) => {
                     self.statements.clear();
                     self.txn_pin = None;
+                    // the reset rolls the transaction back, and its rows with it
+                    self.txn_observed.clear();
                     self.forget_session_facts();
                     self.forward(ResponseKind::Single).await.map(drop)
                 }
@@ -705,13 +711,8 @@ impl Session {
         // decide
         let (class, decision) = self.decide(Origin::Text).await?;
         self.note_statement(class, &decision);
-        // what the text shows the advisor, when it runs (the proxy's own answers, refusals of
-        // the whole text included, run nothing)
-        if matches!(decision, Decision::Answer(_)) {
-            self.activity.observed.clear();
-        } else {
-            crate::admin::advisor::record(&mut self.activity.observed, self.started);
-        }
+        // (what the text shows the advisor is given to it once the backend ran the text
+        // without an error: `settle_observations`; the proxy's own answers run nothing)
         // a text the write stage cut short did not run whole
         let whole = !matches!(&decision, Decision::Send(w) if w.refused.is_some());
         // carry out
@@ -795,6 +796,7 @@ impl Session {
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.statements.clear();
         self.txn_pin = None;
+        self.txn_observed.clear();
         self.forget_session_facts();
         if self.cfg.auth.mode == AuthMode::Proxy {
             let Some(request) =
@@ -940,6 +942,9 @@ impl Session {
             self.last_status = st;
         }
         self.hold_notes(summary);
+        if !self.activity.observed.is_empty() || !self.txn_observed.is_empty() {
+            self.settle_observations(summary);
+        }
         if self.last_status & status::IN_TRANS == 0 {
             self.txn_pin = None;
         }

@@ -13,6 +13,10 @@ use crate::engine::router::{Answer, Decision};
 use crate::hbase::schema::TableSchema;
 use crate::sql::classify::Class;
 
+/// Observations an open transaction may hold for the advisor (its rows counted by partition
+/// past them are in `Observed::Counts`, one a statement).
+const TXN_OBSERVED: usize = 4096;
+
 /// A table's label: `database.table`.
 fn label(t: &TableSchema) -> String {
     format!("{}.{}", t.schema, t.name)
@@ -156,7 +160,70 @@ impl Session {
 
     /// The session's end: the bytes written since its last command was counted (an answer
     /// written past the queue, a compressed end) are counted too.
+    /// What the command just answered showed the rowkey advisor, once the backend ran it: an
+    /// error drops it (a statement the backend refused wrote nothing; one that ends the
+    /// transaction, a deadlock, takes the transaction's rows with it); inside a transaction it
+    /// waits for the transaction's end — given to the advisor at a commit (or any end but a
+    /// ROLLBACK), dropped at a rollback; outside one it goes to the advisor now.
+    pub(super) fn settle_observations(&mut self, summary: &crate::protocol::response::Summary) {
+        use crate::protocol::constants::status;
+        let in_txn = self.last_status & status::IN_TRANS != 0;
+        if summary.error_code.is_some() {
+            self.activity.observed.clear();
+            if !in_txn {
+                self.txn_observed.clear();
+            }
+            return;
+        }
+        if in_txn {
+            let room = TXN_OBSERVED.saturating_sub(self.txn_observed.len());
+            let take = self.activity.observed.len().min(room);
+            self.txn_observed
+                .extend(self.activity.observed.drain(..take));
+            self.activity.observed.clear();
+            return;
+        }
+        if !self.txn_observed.is_empty() {
+            if self.rolled_back() {
+                self.txn_observed.clear();
+            } else {
+                crate::admin::advisor::record(&mut self.txn_observed, self.started);
+                self.txn_observed
+                    .shrink_to(crate::engine::decision::MAX_OBSERVED);
+            }
+        }
+        crate::admin::advisor::record(&mut self.activity.observed, self.started);
+    }
+
+    /// Whether the text that just ended a transaction rolled it back: a ROLLBACK (not to a
+    /// savepoint) among its statements, read lexically (only when a transaction's observations
+    /// wait on the answer).
+    fn rolled_back(&self) -> bool {
+        use crate::protocol::constants::com;
+        match self.command.first().copied() {
+            Some(com::QUERY) => {}
+            // both end the session's transaction by rolling it back
+            Some(com::RESET_CONNECTION | com::CHANGE_USER) => return true,
+            _ => return false,
+        }
+        let sql = self.command.get(1..).unwrap_or_default();
+        let d = self.reading();
+        let mut words = crate::sql::scan::Scanner::new(sql, d)
+            .map_while(Result::ok)
+            .filter(|t| t.kind == crate::sql::scan::Tok::Word)
+            .peekable();
+        while let Some(t) = words.next() {
+            if t.is_word(sql, "ROLLBACK") && !words.peek().is_some_and(|n| n.is_word(sql, "TO")) {
+                return true;
+            }
+        }
+        false
+    }
+
+    /// The session ends: a transaction still open is rolled back by the backend, and its
+    /// observations with it.
     pub(super) fn observe_close(&mut self) {
+        self.txn_observed.clear();
         if metrics::enabled() {
             let (from_client, to_client) = self.traffic_since_counted();
             metrics::traffic(from_client, to_client);

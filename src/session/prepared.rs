@@ -383,13 +383,16 @@ impl Session {
             return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
         self.keep_findings(out.notes);
-        // an INSERT's rowkeys are its rows'; an UPDATE's or DELETE's only placed them
+        // an INSERT's rowkeys are its rows'; an UPDATE's or DELETE's only placed them (shown
+        // to the advisor once the execution ran: `settle_observations`)
         let keys = matches!(plan.shape, crate::engine::write::Shape::Insert { .. });
-        crate::admin::advisor::push_all(
-            &plan.schema,
-            crate::engine::write::observed(out.touch, keys),
-            self.started,
-        );
+        let room = self.activity.room();
+        for what in crate::engine::write::observed(out.touch, out.rows, keys, room) {
+            self.activity.observe(crate::engine::decision::Observation {
+                table: plan.schema.clone(),
+                what,
+            });
+        }
         let pin = out.pin;
         Ok(Checked::Runs(pin))
     }
@@ -546,13 +549,15 @@ impl Session {
         // the rowkey advisor: a scan of each prefix, in the one partition that holds it
         if let Some((prefixes, _)) = &prefixes {
             let schema = &rw.plan.schema;
-            let scans = prefixes
-                .iter()
-                .map(|p| crate::engine::decision::Observed::Scan {
-                    len: u32::try_from(p.len()).unwrap_or(u32::MAX),
-                    partition: schema.partitioning.partition_of(p),
+            for p in prefixes {
+                self.activity.observe(crate::engine::decision::Observation {
+                    table: schema.clone(),
+                    what: crate::engine::decision::Observed::Scan {
+                        len: u32::try_from(p.len()).unwrap_or(u32::MAX),
+                        partition: schema.partitioning.partition_of(p),
+                    },
                 });
-            crate::admin::advisor::push_all(schema, scans, self.started);
+            }
         }
         if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
             if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {

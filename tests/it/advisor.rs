@@ -830,3 +830,149 @@ fn the_admin_listener_shows_rowkeys_only_to_accounts_the_backend_authorises() {
     }
     root.exec("DROP USER 'adv_noread'@'%'").expect("drop user");
 }
+
+/// Issue 39: the advisor counts rows, not statements. 40 INSERTs of 50 rows each on a RANGE
+/// table led by an ascending timestamp: 2,000 writes, and `monotonic_key`; on KEY(K)
+/// PARTITIONS 97 the per-partition counts sum to the rows written, by text batches, a
+/// 1,000-row statement (past the rows whose rowkeys are read) and a LOAD DATA LOCAL file; a
+/// batch the proxy refuses, one the backend refuses (a duplicate key) and a transaction
+/// rolled back add nothing; a committed one adds its rows. Both backends.
+#[test]
+fn the_advisor_counts_every_row_written_and_only_rows_that_stay() {
+    std::thread::scope(|s| {
+        for kind in BOTH {
+            s.spawn(move || counts_rows_on(kind));
+        }
+    });
+}
+
+fn counts_rows_on(kind: Kind) {
+    let p = proxy::spawn_binary(&shared(kind).addr, &[]);
+    let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+    let db = format!("adv_rows_{}", kind.name());
+    c.exec(&format!("CREATE DATABASE IF NOT EXISTS {db}"))
+        .expect("db");
+    c.exec(&format!("USE {db}")).expect("use");
+    let sum =
+        |c: &mut RawConn, t: &str| -> u64 { partition_counts(c, t, WRITES_TOTAL).iter().sum() };
+    let batch = |from: u64, n: u64, key: &dyn Fn(u64) -> String| -> String {
+        let rows: Vec<String> = (from..from + n)
+            .map(|i| format!("('{}', 'q', -1700000000000, 'v')", key(i)))
+            .collect();
+        rows.join(", ")
+    };
+    // a timestamp-led rowkey on RANGE, loaded in batches
+    let range = &designs()[0];
+    let t = create(&mut c, "advr0", range);
+    let ts = |i: u64| format!("{}|{:06}", 1_750_000_000_000 + i, i % 1_000_000);
+    for b in 0..40 {
+        c.exec(&format!(
+            "INSERT INTO `{t}` (K, Q, T, V) VALUES {}",
+            batch(b * 50, 50, &ts)
+        ))
+        .expect("batch");
+    }
+    assert_eq!(
+        sum(&mut c, &t),
+        2000,
+        "{}: RANGE, 40 × 50 rows",
+        kind.name()
+    );
+    let a = advice(&mut c, &t);
+    assert!(
+        a.iter().any(|f| f.0 == "monotonic_key"),
+        "{}: {a:?}",
+        kind.name()
+    );
+
+    // KEY(K) PARTITIONS 97: every row in its partition
+    let uniform = &designs()[7];
+    let t = create(&mut c, "advr1", uniform);
+    let hexkey = |i: u64| format!("{:016x}", i.wrapping_mul(0x9e37_79b9_7f4a_7c15));
+    let mut written = 0u64;
+    for b in 0..10 {
+        c.exec(&format!(
+            "INSERT INTO `{t}` (K, Q, T, V) VALUES {}",
+            batch(b * 50, 50, &hexkey)
+        ))
+        .expect("batch");
+        written += 50;
+    }
+    // one statement of 1,000 rows: its first rows' rowkeys read, the rest counted
+    c.exec(&format!(
+        "INSERT INTO `{t}` (K, Q, T, V) VALUES {}",
+        batch(10_000, 1000, &hexkey)
+    ))
+    .expect("a large batch");
+    written += 1000;
+    // a LOAD DATA LOCAL file of 300 rows
+    let file: String = (20_000..20_300u64)
+        .map(|i| format!("{}\tq\t-1700000000000\tv\n", hexkey(i)))
+        .collect();
+    crate::writes::load_local(
+        &mut c,
+        &format!("LOAD DATA LOCAL INFILE '/tmp/rows.tsv' INTO TABLE `{t}` (K, Q, T, V)"),
+        file.as_bytes(),
+        4096,
+    )
+    .expect("load");
+    written += 300;
+    let counts = partition_counts(&mut c, &t, WRITES_TOTAL);
+    assert_eq!(counts.iter().sum::<u64>(), written, "{}", kind.name());
+    // each partition's count is the rows the model places there
+    let model = obkv_proxy::hbase::partition::Partitioning::Key {
+        prefix_len: None,
+        partitions: 97,
+    };
+    let mut expected = vec![0u64; 97];
+    for i in (0..500).chain(10_000..11_000).chain(20_000..20_300) {
+        expected[model.partition_of(hexkey(i).as_bytes()).expect("placed") as usize] += 1;
+    }
+    assert_eq!(counts, expected, "{}: per partition", kind.name());
+    // refused by the proxy (a positive T in one row): nothing counted
+    let mut bad = batch(30_000, 49, &hexkey);
+    bad.push_str(", ('k', 'q', 5, 'v')");
+    assert!(c
+        .exec(&format!("INSERT INTO `{t}` (K, Q, T, V) VALUES {bad}"))
+        .is_err());
+    // refused by the backend (a key written already): nothing counted
+    let dup = batch(0, 50, &hexkey);
+    let e = c.exec(&format!("INSERT INTO `{t}` (K, Q, T, V) VALUES {dup}"));
+    assert_eq!(e.map_err(|e| e.0), Err(1062), "{}", kind.name());
+    // a transaction rolled back (one rowkey: one partition), then one committed
+    let one = |n: u64, tag: &str| -> String {
+        (0..n)
+            .map(|i| format!("('txkey', '{tag}{i}', -1700000000000, 'v')"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for sql in [
+        "BEGIN".to_string(),
+        format!("INSERT INTO `{t}` (K, Q, T, V) VALUES {}", one(5, "r")),
+        "ROLLBACK".into(),
+    ] {
+        c.exec(&sql).expect("rolled back transaction");
+    }
+    assert_eq!(
+        sum(&mut c, &t),
+        written,
+        "{}: refusals and a rollback add nothing",
+        kind.name()
+    );
+    for sql in [
+        "BEGIN".to_string(),
+        format!("INSERT INTO `{t}` (K, Q, T, V) VALUES {}", one(7, "c")),
+        "COMMIT".into(),
+    ] {
+        c.exec(&sql).expect("committed transaction");
+    }
+    assert_eq!(
+        sum(&mut c, &t),
+        written + 7,
+        "{}: a commit adds its rows",
+        kind.name()
+    );
+    for t in ["advr0$f", "advr1$f"] {
+        c.exec(&format!("DROP TABLE `{t}`")).expect("drop");
+    }
+}

@@ -15,6 +15,7 @@ mod ddl_locks;
 mod diagnostics;
 mod dump;
 mod existing;
+mod explain;
 mod false_alarms;
 mod fidelity;
 mod hardening;

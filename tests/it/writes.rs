@@ -1238,7 +1238,7 @@ fn bulk_executes_are_checked_row_by_row() {
 
 /// LOAD DATA LOCAL INFILE over the wire: the statement, then the file (in pieces of `chunk`
 /// bytes) when asked for it. Ok(the OK packet), or the error.
-fn load_local(
+pub fn load_local(
     c: &mut RawConn,
     sql: &str,
     file: &[u8],

@@ -88,13 +88,81 @@ pub enum Touch {
 }
 
 /// Where the rows of one statement are, collected row by row: each partition once, found in a
-/// set (a million-row INSERT costs a million lookups, not rows × partitions). `S` is how the
-/// schema is held: borrowed for one statement, shared for a LOAD DATA file read over time.
+/// set (a million-row INSERT costs a million lookups, not rows × partitions); and, for the
+/// rowkey advisor, every row written (`RowsSeen`). `S` is how the schema is held: borrowed for
+/// one statement, shared for a LOAD DATA file read over time.
 pub(super) struct Rows<S> {
     pub(super) schema: S,
     places: Vec<Place>,
     seen: std::collections::HashSet<u32>,
     unknown: Option<&'static str>,
+    written: RowsSeen,
+}
+
+/// Rows of one statement whose rowkeys the advisor reads: the first this many (in order, so
+/// their order is seen); those after are counted by partition only.
+pub const KEYED_ROWS: usize = crate::hbase::advisor::Key::MAX_ROWS;
+
+/// What the rowkey advisor is shown of the rows one statement (or execution, or LOAD file)
+/// writes: every row, in its partition. The first `KEYED_ROWS` with their rowkeys (cut, see
+/// `Key`), the rest counted per partition (a sample: the advisor shows the share it read).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowsSeen {
+    pub keyed: Vec<(Option<u32>, crate::hbase::advisor::Key)>,
+    /// Rows past the keyed ones, per partition (index = partition; allocated at the first).
+    pub counted: Vec<u32>,
+    /// Rows past the keyed ones that no partition takes.
+    pub unplaced: u32,
+}
+
+impl RowsSeen {
+    /// A row with rowkey `k` in partition `p`.
+    pub fn row(&mut self, p: Option<u32>, k: &[u8], partitions: usize) {
+        if self.keyed.len() < KEYED_ROWS {
+            self.keyed.push((p, crate::hbase::advisor::Key::of(k)));
+            return;
+        }
+        self.count(p, 1, partitions);
+    }
+
+    /// `n` rows in partition `p` whose rowkeys are not kept.
+    pub fn count(&mut self, p: Option<u32>, n: u32, partitions: usize) {
+        match p.map(|p| p as usize).filter(|&p| p < partitions.max(1)) {
+            Some(p) => {
+                if self.counted.is_empty() {
+                    self.counted = vec![0; partitions.max(1)];
+                }
+                if let Some(c) = self.counted.get_mut(p) {
+                    *c = c.saturating_add(n);
+                }
+            }
+            None => self.unplaced = self.unplaced.saturating_add(n),
+        }
+    }
+
+    /// Another statement's rows after these (a bulk execute's rows, gathered).
+    pub fn extend(&mut self, other: RowsSeen, partitions: usize) {
+        for (p, k) in other.keyed {
+            if self.keyed.len() < KEYED_ROWS {
+                self.keyed.push((p, k));
+            } else {
+                self.count(p, 1, partitions);
+            }
+        }
+        for (p, n) in other.counted.iter().enumerate() {
+            if *n > 0 {
+                self.count(u32::try_from(p).ok(), *n, partitions);
+            }
+        }
+        self.unplaced = self.unplaced.saturating_add(other.unplaced);
+    }
+
+    /// Every row: the keyed ones and those counted.
+    pub fn rows(&self) -> u64 {
+        self.keyed.len() as u64
+            + self.counted.iter().map(|&n| u64::from(n)).sum::<u64>()
+            + u64::from(self.unplaced)
+    }
 }
 
 impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
@@ -104,24 +172,34 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
             places: Vec::new(),
             seen: std::collections::HashSet::new(),
             unknown: None,
+            written: RowsSeen::default(),
         }
     }
 
-    /// A row (or prefix) with rowkey `k`.
-    pub(super) fn key(&mut self, k: &[u8]) {
-        match self.schema.partitioning.partition_of(k) {
+    /// A row (or prefix) with rowkey `k`; its partition.
+    pub(super) fn key(&mut self, k: &[u8]) -> Option<u32> {
+        let p = self.schema.partitioning.partition_of(k);
+        match p {
             Some(p) if self.seen.insert(p) => self.places.push(place(&self.schema, p, k)),
             Some(_) => {}
             None => self.not_known("a rowkey beyond the last RANGE partition"),
         }
+        p
     }
 
     /// A row written with rowkey `k` as the proxy sees it.
     pub(super) fn row(&mut self, k: Seen<'_>) {
+        let partitions = self.schema.partitioning.partition_count() as usize;
         match k {
-            Seen::Bytes(k) => self.key(k),
+            Seen::Bytes(k) => {
+                let p = self.key(k);
+                self.written.row(p, k, partitions);
+            }
             // the backend stores the column's default: an empty rowkey
-            Seen::DefaultK => self.key(b""),
+            Seen::DefaultK => {
+                let p = self.key(b"");
+                self.written.row(p, b"", partitions);
+            }
             _ => self.not_known("a rowkey the proxy cannot read"),
         }
     }
@@ -131,13 +209,84 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
     }
 
     pub(super) fn finish(self) -> Touch {
-        match self.unknown {
+        self.finish_seen().0
+    }
+
+    /// `finish`, and the rows written as the advisor sees them.
+    pub(super) fn finish_seen(self) -> (Touch, RowsSeen) {
+        let touch = match self.unknown {
             Some(why) => Touch::Unknown {
                 table: self.schema.name.clone(),
                 why,
             },
             None => Touch::At(self.places),
+        };
+        (touch, self.written)
+    }
+}
+
+/// What EXPLAIN OBKV shows of a write's rows: the first `limit` each with its rowkey, where the
+/// backend and OceanBase place it and what the cell rules found in it; then how many more, and
+/// where they go.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct RowTrace {
+    limit: usize,
+    pub rows: Vec<TracedRow>,
+    /// Rows past the first `limit`.
+    pub more: u64,
+    /// Partitions of the rows past the first `limit`: the backend's, OceanBase's.
+    pub more_backend: std::collections::BTreeSet<u32>,
+    pub more_oceanbase: std::collections::BTreeSet<u32>,
+}
+
+/// One row of a write, as EXPLAIN OBKV shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TracedRow {
+    /// 1 for the first row.
+    pub index: u64,
+    /// None: a rowkey the proxy cannot read (an expression, a placeholder).
+    pub key: Option<Vec<u8>>,
+    pub backend: Option<u32>,
+    pub oceanbase: Option<u32>,
+    pub findings: Vec<Finding>,
+}
+
+impl RowTrace {
+    pub fn new(limit: usize) -> RowTrace {
+        RowTrace {
+            limit,
+            ..RowTrace::default()
         }
+    }
+
+    /// Row `index` (1-based), with rowkey `k` and the findings the cell rules made of it.
+    pub(super) fn row(
+        &mut self,
+        schema: &TableSchema,
+        index: u64,
+        k: &Seen<'_>,
+        findings: &[Finding],
+    ) {
+        let key = match k {
+            Seen::Bytes(k) => Some(*k),
+            Seen::DefaultK => Some(&b""[..]),
+            _ => None,
+        };
+        let backend = key.and_then(|k| schema.partition_of(k));
+        let oceanbase = key.and_then(|k| schema.partitioning.partition_of(k));
+        if self.rows.len() < self.limit {
+            self.rows.push(TracedRow {
+                index,
+                key: key.map(<[u8]>::to_vec),
+                backend,
+                oceanbase,
+                findings: findings.iter().take(4).cloned().collect(),
+            });
+            return;
+        }
+        self.more += 1;
+        self.more_backend.extend(backend);
+        self.more_oceanbase.extend(oceanbase);
     }
 }
 
@@ -146,6 +295,8 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
 pub struct Checked {
     pub findings: Vec<Finding>,
     pub touch: Option<Touch>,
+    /// The rows it writes, for the rowkey advisor (an INSERT's, an execution's, a file's).
+    pub rows: RowsSeen,
 }
 
 /// At most this many findings per statement (a bulk INSERT of bad rows is not a bulk of

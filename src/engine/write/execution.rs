@@ -2,8 +2,8 @@
 //! values, and a bulk execute's rows gathered into one statement's checks.
 
 use super::checked::{
-    check_assigned_v, col_is, rowkey, seen, unchecked, where_rows, Checked, Place, Rows, Touch,
-    WriteRules, MAX_FINDINGS,
+    check_assigned_v, col_is, rowkey, seen, unchecked, where_rows, Checked, Place, Rows, RowsSeen,
+    Touch, WriteRules, MAX_FINDINGS,
 };
 use std::ops::ControlFlow;
 
@@ -250,9 +250,11 @@ pub fn check_execution<'a>(
                 }
                 touched.row(cell.k);
             }
+            let (touch, rows) = touched.finish_seen();
             Checked {
                 findings,
-                touch: Some(touched.finish()),
+                touch: Some(touch),
+                rows,
             }
         }
         Shape::Assigned(each) => {
@@ -266,6 +268,7 @@ pub fn check_execution<'a>(
             }
             findings.truncate(MAX_FINDINGS);
             Checked {
+                rows: Default::default(),
                 findings,
                 touch: Some(Touch::Unknown {
                     table: schema.name.clone(),
@@ -338,7 +341,11 @@ pub fn check_execution<'a>(
                     &mut need,
                 ))
             };
-            Checked { findings, touch }
+            Checked {
+                findings,
+                touch,
+                rows: Default::default(),
+            }
         }
     }
 }
@@ -351,6 +358,9 @@ pub struct Gathered {
     seen: std::collections::HashSet<u32>,
     unknown: Option<Touch>,
     touched: bool,
+    rows: RowsSeen,
+    /// The table's partition count (for the rows counted past the keyed ones).
+    partitions: usize,
 }
 
 impl Default for Gathered {
@@ -367,13 +377,22 @@ impl Gathered {
             seen: std::collections::HashSet::new(),
             unknown: None,
             touched: false,
+            rows: RowsSeen::default(),
+            partitions: 1,
         }
+    }
+
+    /// The rows are of a table of `n` partitions.
+    pub fn with_partitions(mut self, n: usize) -> Self {
+        self.partitions = n.max(1);
+        self
     }
 
     /// One row's checks.
     pub fn add(&mut self, c: Checked) {
         let room = MAX_FINDINGS.saturating_sub(self.findings.len());
         self.findings.extend(c.findings.into_iter().take(room));
+        self.rows.extend(c.rows, self.partitions);
         match c.touch {
             None | Some(Touch::Nothing) => {}
             Some(Touch::At(places)) => {
@@ -418,6 +437,7 @@ impl Gathered {
         Checked {
             findings: self.findings,
             touch,
+            rows: self.rows,
         }
     }
 }

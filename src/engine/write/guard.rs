@@ -25,6 +25,8 @@ pub struct Outcome {
     pub pin: Option<Place>,
     /// Where the statement's rows are, given back when it may run (for the rowkey advisor).
     pub touch: Option<Touch>,
+    /// The rows it writes, given back when it may run (for the rowkey advisor).
+    pub rows: super::checked::RowsSeen,
 }
 
 /// Judges a checked statement: the cell rules by `rules.cells` first, then the guard against
@@ -36,6 +38,7 @@ pub fn verdict(checked: Checked, rules: &WriteRules, txn: &Txn) -> Outcome {
         warnings: judged.warnings,
         pin: None,
         touch: None,
+        rows: Default::default(),
     };
     if out.refuse.is_some() {
         return out;
@@ -49,6 +52,7 @@ pub fn verdict(checked: Checked, rules: &WriteRules, txn: &Txn) -> Outcome {
     }
     if out.refuse.is_none() {
         out.touch = checked.touch;
+        out.rows = checked.rows;
     }
     out
 }

@@ -1,7 +1,9 @@
 //! LOAD DATA LOCAL on an HBase table: its file's rows checked as the file passes, T filled in
 //! where the column list leaves it out, and a load whose file the proxy cannot read.
 
-use super::checked::{col_is, rowkey, unchecked, Checked, Rows, Touch, WriteRules, MAX_FINDINGS};
+use super::checked::{
+    col_is, rowkey, unchecked, Checked, RowTrace, Rows, Touch, WriteRules, MAX_FINDINGS,
+};
 
 use crate::hbase::cells::{self, Cell, Seen};
 use crate::hbase::rules::{Enforcement, Finding, Level, Rule};
@@ -37,6 +39,8 @@ pub struct LoadCheck {
     /// Where the rows are (it holds the table's schema).
     rows: Rows<std::sync::Arc<TableSchema>>,
     max_row: usize,
+    /// What EXPLAIN OBKV shows of the rows (None: a LOAD that runs).
+    trace: Option<RowTrace>,
 }
 
 impl LoadCheck {
@@ -94,7 +98,14 @@ impl LoadCheck {
             findings,
             rows: Rows::new(schema),
             max_row,
+            trace: None,
         }
+    }
+
+    /// Keeps what EXPLAIN OBKV shows of the file's rows (the first `limit` of them).
+    pub fn traced(mut self, limit: usize) -> Self {
+        self.trace = Some(RowTrace::new(limit));
+        self
     }
 
     /// More of the file: its complete rows are checked.
@@ -161,6 +172,7 @@ impl LoadCheck {
                         t,
                         v: get(self.slots[3]),
                     };
+                    let before = self.findings.len();
                     if self.findings.len() < MAX_FINDINGS {
                         cells::check_cell(
                             &cell,
@@ -171,6 +183,10 @@ impl LoadCheck {
                             &mut self.findings,
                         );
                     }
+                    if let Some(t) = self.trace.as_mut() {
+                        let found = self.findings.get(before..).unwrap_or_default();
+                        t.row(&self.rows.schema, self.row as u64, &cell.k, found);
+                    }
                     self.rows.row(cell.k);
                     if self.refused() {
                         return;
@@ -180,15 +196,23 @@ impl LoadCheck {
         }
     }
 
+    /// The file ended: the statement's checks, and what EXPLAIN OBKV shows of its rows.
+    pub fn finish_traced(mut self) -> (Checked, RowTrace) {
+        let trace = self.trace.take().unwrap_or_default();
+        (self.finish(), trace)
+    }
+
     /// The file ended: the statement's checks.
     pub fn finish(mut self) -> Checked {
         if !self.refused() {
             self.file.finish();
             self.drain();
         }
+        let (touch, rows) = self.rows.finish_seen();
         Checked {
             findings: self.findings,
-            touch: Some(self.rows.finish()),
+            touch: Some(touch),
+            rows,
         }
     }
 }
@@ -213,6 +237,7 @@ pub fn load_fill_t(load: &crate::sql::load::Load, rules: &WriteRules) -> Option<
 /// and its rows may be anywhere.
 pub fn load_unchecked(table: &str, why: &'static str) -> Checked {
     Checked {
+        rows: Default::default(),
         findings: vec![unchecked(format!(
             "LOAD DATA into {table}: {why}; its cells were not checked"
         ))],

@@ -13,7 +13,9 @@ mod guard;
 mod load;
 mod statement;
 
-pub use checked::{Checked, NeedCharset, Place, Touch, WriteRules};
+pub use checked::{
+    Checked, NeedCharset, Place, RowTrace, RowsSeen, Touch, TracedRow, WriteRules, KEYED_ROWS,
+};
 pub use execution::{
     check_execution, leaves_t_out, plan_assigned, plan_insert, Bound, Gathered, Shape, WritePlan,
 };
@@ -21,30 +23,75 @@ pub use guard::{guard, verdict, Guarded, Outcome, Txn};
 pub use load::{load_fill_t, load_unchecked, LoadCheck, LoadPlan};
 pub use statement::{check_assigned, check_dml, check_insert, unreadable_write, FillT};
 
-/// What a write that may run shows the rowkey advisor (`Outcome::touch`): a row for each
-/// partition it writes, with its rowkey moved out of the checker's place when `keys` says the
-/// rowkey is the row's own (an INSERT), else only the partition (an UPDATE or DELETE).
+/// What a write that may run shows the rowkey advisor. With `keys` (the rows are an
+/// INSERT's, an execution's, a LOAD file's: `rows`): every row, in its partition — the first
+/// `room` with their rowkeys, the rest counted per partition (`Observed::Counts`), so that the
+/// counts per partition are the rows written whatever their number. Without (an UPDATE or
+/// DELETE, whose rows the text does not give): one row in each partition it writes (`touch`).
 pub fn observed(
     touch: Option<Touch>,
+    rows: RowsSeen,
     keys: bool,
+    room: usize,
 ) -> impl Iterator<Item = crate::hbase::advisor::Observed> {
-    use crate::hbase::advisor::{Key, Observed};
+    // a write whose rows are not placed (Unknown) shows nothing
     let places = match touch {
         Some(Touch::At(places)) => places,
-        _ => Vec::new(),
+        _ => return observed_rows(Vec::new(), RowsSeen::default(), room),
     };
-    places.into_iter().take(Key::MAX_ROWS).map(move |p| {
-        if keys {
-            Observed::Write {
-                partition: Some(p.partition),
-                key: Key::owned(p.rowkey),
-            }
-        } else {
-            Observed::Placed {
-                partition: p.partition,
+    if keys {
+        observed_rows(Vec::new(), rows, room)
+    } else {
+        observed_rows(places, RowsSeen::default(), room)
+    }
+}
+
+/// `observed`: one row in each of `places`, then `rows`.
+fn observed_rows(
+    places: Vec<Place>,
+    rows: RowsSeen,
+    room: usize,
+) -> impl Iterator<Item = crate::hbase::advisor::Observed> {
+    use crate::hbase::advisor::{Key, Observed};
+    let placed = places
+        .into_iter()
+        .take(Key::MAX_ROWS)
+        .map(|p| Observed::Placed {
+            partition: p.partition,
+        });
+    let RowsSeen {
+        mut keyed,
+        mut counted,
+        mut unplaced,
+    } = rows;
+    let over = keyed.split_off(keyed.len().min(room));
+    if !over.is_empty() {
+        let n = counted.len().max(
+            over.iter()
+                .filter_map(|(p, _)| *p)
+                .max()
+                .map_or(0, |p| p as usize + 1),
+        );
+        counted.resize(n, 0);
+        for (p, _) in over {
+            match p.and_then(|p| counted.get_mut(p as usize)) {
+                Some(c) => *c = c.saturating_add(1),
+                None => unplaced = unplaced.saturating_add(1),
             }
         }
-    })
+    }
+    let counts: Box<[(u32, u32)]> = counted
+        .iter()
+        .enumerate()
+        .filter(|(_, n)| **n > 0)
+        .map(|(p, n)| (u32::try_from(p).unwrap_or(u32::MAX), *n))
+        .collect();
+    let counted =
+        (!counts.is_empty() || unplaced > 0).then_some(Observed::Counts { counts, unplaced });
+    let written = keyed
+        .into_iter()
+        .map(|(partition, key)| Observed::Write { partition, key });
+    placed.chain(written).chain(counted)
 }
 
 #[cfg(test)]
@@ -114,6 +161,7 @@ mod tests {
             &mut splice,
             0,
             FillT::Literal,
+            None,
         )
         .expect("no charset needed");
         (c, splice.apply(sql.as_bytes()))
@@ -181,6 +229,61 @@ mod tests {
         assert_eq!(places[0].rowkey, b"abcd1");
         let p = prefixed().partitioning.partition_of(b"abcd").unwrap();
         assert_eq!(places[0].partition, p);
+    }
+
+    /// Issue 39: the advisor is shown every row of a multi-row INSERT, each in its own
+    /// partition — the first rows with their rowkeys (in order), the rest counted per partition —
+    /// so the counts per partition sum to the rows written.
+    #[test]
+    fn every_row_of_an_insert_is_one_write_in_its_partition() {
+        use crate::hbase::advisor::Observed;
+        let rows = |n: usize| -> String {
+            let values: Vec<String> = (0..n)
+                .map(|i| format!("('k{i:05}', 'q', -1763700000000, 'v')"))
+                .collect();
+            format!("INSERT INTO g$f (K, Q, T, V) VALUES {}", values.join(", "))
+        };
+        let p = prefixed().partitioning;
+        for (n, room) in [(3, 256), (50, 256), (300, 256), (300, 10), (40, 0)] {
+            let (c, _) = insert(&rows(n));
+            let seen = observed(c.touch, c.rows, true, room).collect::<Vec<_>>();
+            let mut per = vec![0u64; 13];
+            let mut keyed = Vec::new();
+            for o in &seen {
+                match o {
+                    Observed::Write { partition, key } => {
+                        keyed.push(key.bytes.to_vec());
+                        per[partition.expect("placed") as usize] += 1;
+                    }
+                    Observed::Counts { counts, unplaced } => {
+                        assert_eq!(*unplaced, 0);
+                        for (p, k) in counts.iter() {
+                            per[*p as usize] += u64::from(*k);
+                        }
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            // as many as written, each where the model places it
+            let mut expected = vec![0u64; 13];
+            for i in 0..n {
+                expected[p.partition_of(format!("k{i:05}").as_bytes()).unwrap() as usize] += 1;
+            }
+            assert_eq!(per, expected, "{n} rows, room {room}");
+            // the first rows keep their keys, in order
+            let want = n.min(room).min(KEYED_ROWS);
+            assert_eq!(keyed.len(), want, "{n} rows, room {room}");
+            for (i, k) in keyed.iter().enumerate() {
+                assert_eq!(k, format!("k{i:05}").as_bytes());
+            }
+        }
+        // an UPDATE shows the partitions it writes, one row each (its rows are not in the text)
+        let c = check(
+            "UPDATE g$f SET V = 'x' WHERE K IN ('abcd1', 'wxyz1')",
+            &prefixed(),
+        );
+        let placed = observed(c.touch, c.rows, false, 256).count();
+        assert_eq!(placed, 2);
     }
 
     fn dml(sql: &str) -> Dml {
@@ -405,6 +508,7 @@ mod tests {
     fn a_bulk_executes_rows_are_gathered() {
         let s = prefixed();
         let at = |k: &[u8]| Checked {
+            rows: Default::default(),
             findings: Vec::new(),
             touch: Some(Touch::At(vec![place(
                 &s,
@@ -435,6 +539,7 @@ mod tests {
         let mut g = Gathered::new();
         for _ in 0..100 {
             g.add(Checked {
+                rows: Default::default(),
                 findings: vec![Finding::error(Rule::C1, 1292, "22007", "x".into())],
                 touch: None,
             });

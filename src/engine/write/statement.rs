@@ -2,8 +2,8 @@
 //! is left out), UPDATE / DELETE / a locking SELECT, and an UPDATE in any shape.
 
 use super::checked::{
-    check_assigned_v, col_is, rowkey, seen, unchecked, where_rows, Checked, NeedCharset, Rows,
-    Touch, WriteRules, MAX_FINDINGS,
+    check_assigned_v, col_is, rowkey, seen, unchecked, where_rows, Checked, NeedCharset, RowTrace,
+    Rows, Touch, WriteRules, MAX_FINDINGS,
 };
 use std::ops::ControlFlow;
 
@@ -53,6 +53,7 @@ pub fn check_insert(
     splice: &mut Splice,
     base: usize,
     fill: FillT,
+    mut trace: Option<&mut RowTrace>,
 ) -> Result<Checked, NeedCharset> {
     let limits = &schema.limits;
     let strict = rules.cells == Enforcement::Strict;
@@ -134,6 +135,7 @@ pub fn check_insert(
             v: get("V"),
         };
         need_charset |= need;
+        let before = findings.len();
         if findings.len() < MAX_FINDINGS {
             cells::check_cell(
                 &cell,
@@ -190,6 +192,10 @@ pub fn check_insert(
                 _ => {}
             }
         }
+        if let Some(t) = trace.as_deref_mut() {
+            let row_findings = findings.get(before..).unwrap_or_default();
+            t.row(schema, row.index as u64 + 1, &cell.k, row_findings);
+        }
         rows.row(cell.k);
         if let Some(t) = &auto_t {
             let text = if head.source == Source::Set {
@@ -217,6 +223,7 @@ pub fn check_insert(
             // refused in strict mode (a warning otherwise)
             findings.push(unreadable_write("INSERT", why));
             return Ok(Checked {
+                rows: Default::default(),
                 findings,
                 touch: Some(Touch::Unknown {
                     table: schema.name.clone(),
@@ -256,9 +263,11 @@ pub fn check_insert(
     for (a, b) in defaults {
         splice.replace(base + a, base + b, "DEFAULT");
     }
+    let (touch, rows) = rows.finish_seen();
     Ok(Checked {
         findings,
-        touch: Some(rows.finish()),
+        touch: Some(touch),
+        rows,
     })
 }
 
@@ -287,6 +296,7 @@ pub fn check_dml(
     }
     if dml.verb == Verb::Select && !dml.locking {
         return Ok(Checked {
+            rows: Default::default(),
             findings,
             touch: None,
         });
@@ -296,6 +306,7 @@ pub fn check_dml(
         return Err(NeedCharset);
     }
     Ok(Checked {
+        rows: Default::default(),
         findings,
         touch: Some(touch),
     })
@@ -360,6 +371,7 @@ pub fn check_assigned(
         return Err(NeedCharset);
     }
     Ok(Checked {
+        rows: Default::default(),
         findings,
         touch: first.map(|s| Touch::Unknown {
             table: s.name.clone(),

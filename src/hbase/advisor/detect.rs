@@ -130,9 +130,36 @@ pub fn show_key(k: &[u8], truncated: bool) -> String {
     s
 }
 
+/// Where the statistics came from, for the evidence's words.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The proxy's traffic: writes and reads, over the recent window.
+    Traffic,
+    /// A file of rowkeys (`obkv-proxy partition --keys-file`), each read as one write.
+    KeyFile,
+}
+
+impl Source {
+    /// "writes in the last 80 s" / "keys in the file".
+    fn span(self, what: &str, t: &TableStats) -> String {
+        match self {
+            Source::Traffic => format!(
+                "{what} in the last {} s",
+                t.epochs.len() as u64 * t.shape.epoch_seconds
+            ),
+            Source::KeyFile => "keys in the file".to_string(),
+        }
+    }
+}
+
 /// What the advisor says about one table; `table` names it in the suggested DDL and `keys`
 /// says whether rowkeys may be shown (a user who cannot read the table sees none).
 pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
+    findings_from(table, t, keys, Source::Traffic)
+}
+
+/// `findings`, worded for where the statistics came from.
+pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) -> Vec<Finding> {
     let mut out = Vec::new();
     let n = t.partitions();
     let (reads, writes) = t.recent();
@@ -151,11 +178,11 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
             out.push(Finding {
                 rule: "hot_partition",
                 evidence: format!(
-                    "p{} took {} of {} {what} in the last {} s ({:.1}× the mean {:.1}; chance by luck below 1e{:.0})",
+                    "p{} took {} of {} {} ({:.1}× the mean {:.1}; chance by luck below 1e{:.0})",
                     h.partition,
                     h.count,
                     total,
-                    t.epochs.len() as u64 * t.shape.epoch_seconds,
+                    source.span(what, t),
                     h.count as f64 / h.mean.max(f64::MIN_POSITIVE),
                     h.mean,
                     h.ln_chance / std::f64::consts::LN_10
@@ -228,8 +255,9 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
             out.push(Finding {
                 rule: "monotonic_key",
                 evidence: format!(
-                    "{:.0}% of {pairs} consecutive sampled writes were {dir} in rowkey order",
-                    100.0 * up.max(1.0 - up)
+                    "{:.0}% of {pairs} consecutive sampled writes were {dir} in rowkey order{}",
+                    100.0 * up.max(1.0 - up),
+                    t.keys_read()
                 ),
                 advice: format!("a time or sequence prefix under RANGE partitioning sends every write to one partition; {fix}"),
                 ddl: Some(format!(
@@ -255,8 +283,8 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
             out.push(Finding {
                 rule: "range_last_partition",
                 evidence: format!(
-                    "{top} of {total} writes in the last {} s went to {which} of {n}",
-                    t.epochs.len() as u64 * t.shape.epoch_seconds
+                    "{top} of {total} {} went to {which} of {n}",
+                    source.span("writes", t)
                 ),
                 advice: "new keys all sort after the last bound: hash or salt the key's leading bytes, or add bounds ahead of the data (RANGE bounds that follow the keys, not the calendar)".into(),
                 ddl: None,
@@ -285,10 +313,11 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
         out.push(Finding {
             rule: "few_valued_lead",
             evidence: format!(
-                "the rowkey's leading field has about {:.0} values ({}) over {} writes",
+                "the rowkey's leading field has about {:.0} values ({}) over {} writes{}",
                 leads.round(),
                 shown.join(", "),
-                t.writes
+                t.writes,
+                t.keys_read()
             ),
             advice: "a few-valued leading field (msgtype|msgid) puts all traffic on a few partitions: lead with the high-cardinality field (msgid|msgtype), or hash it in front".into(),
             ddl: None,
@@ -303,8 +332,9 @@ pub fn findings(table: &str, t: &TableStats, keys: bool) -> Vec<Finding> {
             })
             .map(|(l, _)| *l);
         let mut evidence = format!(
-            "the {len}-byte prefix has about {distinct_pk:.0} distinct values for {n} partitions over {} writes",
-            t.writes
+            "the {len}-byte prefix has about {distinct_pk:.0} distinct values for {n} partitions over {} writes{}",
+            t.writes,
+            t.keys_read()
         );
         let mut ddl = None;
         if let Some(l) = better {

@@ -21,6 +21,12 @@ pub enum Observed {
     /// A scan of the keys beginning with a literal `len` bytes long, pruned to `partition`
     /// (None: it reads every partition).
     Scan { len: u32, partition: Option<u32> },
+    /// Rows written whose rowkeys were not read (those of one statement past the first
+    /// `Key::MAX_ROWS`): how many in each partition (partition, rows), and in none.
+    Counts {
+        counts: Box<[(u32, u32)]>,
+        unplaced: u32,
+    },
 }
 
 /// Bytes of a rowkey an observation holds without an allocation.
@@ -39,7 +45,8 @@ pub struct Key {
 
 impl Key {
     pub const KEY_BYTES: usize = table::SAMPLE_KEY_BYTES;
-    /// Rows of one statement observed at most (one a partition).
+    /// Rows of one statement (or text) whose rowkeys are observed at most; the rest are
+    /// counted by partition (`Observed::Counts`).
     pub const MAX_ROWS: usize = 256;
 
     pub fn of(k: &[u8]) -> Key {

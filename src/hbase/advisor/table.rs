@@ -70,7 +70,11 @@ pub struct TableStats {
     pub total_writes: Vec<u64>,
     /// Writes whose rowkey no RANGE partition takes (the database refuses them).
     pub unplaced: u64,
+    /// Writes whose rowkey was read (the sketches', the order's, the distinct counts' source).
     pub writes: u64,
+    /// Rows written whose rowkeys were not read: a statement's past its first `Key::MAX_ROWS`
+    /// (counted in their partitions only). `writes` is then a sample of `writes + counted`.
+    pub counted: u64,
     pub gets: u64,
     /// Writes and gets that went to the sketches (one in `SKETCH_EVERY`; see `write_cut`).
     pub sketched: u64,
@@ -114,6 +118,7 @@ impl TableStats {
             total_reads: vec![0; n],
             total_writes: vec![0; n],
             unplaced: 0,
+            counted: 0,
             writes: 0,
             gets: 0,
             sketched: 0,
@@ -281,6 +286,32 @@ impl TableStats {
         if len == rowkey.len() {
             self.sample_key(rowkey);
         }
+    }
+
+    /// `n` rows written (`unplaced` of them in no partition) whose rowkeys were not read: their
+    /// partitions were counted with `write_partition`.
+    pub fn counted_rows(&mut self, n: u64, unplaced: u64) {
+        self.counted = self.counted.saturating_add(n);
+        self.unplaced = self.unplaced.saturating_add(unplaced);
+    }
+
+    /// Every row written: those whose rowkeys were read and those counted only.
+    pub fn rows_written(&self) -> u64 {
+        self.writes.saturating_add(self.counted)
+    }
+
+    /// How the rowkey statistics saw the rows: "" when every row's rowkey was read, else the
+    /// share (the sample rate a reader of the evidence needs).
+    pub fn keys_read(&self) -> String {
+        if self.counted == 0 {
+            return String::new();
+        }
+        let all = self.rows_written().max(1);
+        format!(
+            " (rowkeys read of {} of {all} rows: 1 in {:.1})",
+            self.writes,
+            all as f64 / self.writes.max(1) as f64
+        )
     }
 
     /// `n` rows written in partition `p` whose keys are not known (an UPDATE or DELETE).
