@@ -178,7 +178,7 @@ enum Viewer {
 
 /// The credentials of an `Authorization: Basic …` header: (user, password). None without one
 /// (or with another scheme); Err for one that does not decode.
-fn basic_credentials(head: &[u8]) -> Result<Option<(String, String)>, ()> {
+pub fn basic_credentials(head: &[u8]) -> Result<Option<(String, String)>, ()> {
     use base64::Engine;
     let Some(value) = head.split(|&b| b == b'\n').find_map(|line| {
         let line = line.strip_suffix(b"\r").unwrap_or(line);

@@ -606,6 +606,11 @@ impl Session {
                 self.cfg_generation = generation;
             }
             self.own_warnings = 0;
+            // (what an earlier command left unsaid is not this one's)
+            if !self.pending_notes.is_empty() || !self.pending_warnings.is_empty() {
+                self.pending_notes.clear();
+                self.pending_warnings.clear();
+            }
             self.statement = None;
             self.activity.clear();
             // a command other than a text (or a ping) leaves no condition of the proxy's
