@@ -102,6 +102,16 @@ for keys in (b"ord|1\npay|2\nlog|3\nmsg|4", b"1750000000000|1\n1750000000001|2",
     for flags in (0, 1, 2, 3):
         put("advisor", bytes([flags]) + keys)
 
+# issue 39: diagnostics statements, MariaDB's clearing rule, Basic credentials (a flags byte
+# first: flavor, escapes, quotes, how much the proxy holds)
+for st in (b"SHOW WARNINGS", b"show errors limit 2, 3;", b"SHOW COUNT(*) WARNINGS",
+           b"SELECT @@warning_count, @@session.error_count AS e", b"GET DIAGNOSTICS @n = NUMBER, @r = ROW_COUNT",
+           b"GET CURRENT DIAGNOSTICS CONDITION 2 @e = MYSQL_ERRNO, @m = MESSAGE_TEXT, @t = TABLE_NAME",
+           b"SELECT 1", b"SET @x = (SELECT a FROM t)", b"BEGIN; SHOW WARNINGS",
+           b"GET / HTTP/1.1\r\nAuthorization: Basic cm9vdDo=\r\n\r\n"):
+    for flags in (0x00, 0x22, 0x61, 0xe3, 0x05):
+        put("diagnostics", bytes([flags]) + st)
+
 # LOAD DATA: statement \0 format byte + file
 loads = [
     b"LOAD DATA LOCAL INFILE '/tmp/x.csv' REPLACE INTO TABLE db.`g$f` CHARACTER SET binary FIELDS TERMINATED BY ',' OPTIONALLY ENCLOSED BY '\"' ESCAPED BY '\\\\' LINES STARTING BY 'x' TERMINATED BY '\\r\\n' IGNORE 1 LINES (K, @q, T, V) SET Q = UNHEX(@q)",

@@ -88,7 +88,7 @@ counted() {
   if [[ $hop == proxy ]]; then
     # COST_PROXY_ARGS is a list of arguments: split on purpose
     # shellcheck disable=SC2086
-    valgrind --tool=callgrind --callgrind-out-file="$out.%p" \
+    valgrind --tool=callgrind ${COST_VALGRIND_ARGS:-} --callgrind-out-file="$out.%p" \
       "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" ${COST_PROXY_ARGS:-} >"$work/$hop.log" 2>&1 &
   else
     haproxy_config "$port" "$mport" >"$work/haproxy.$port.cfg"

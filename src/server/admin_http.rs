@@ -176,9 +176,13 @@ enum Viewer {
     },
 }
 
-/// The credentials of an `Authorization: Basic …` header: (user, password). None without one
-/// (or with another scheme); Err for one that does not decode.
-pub fn basic_credentials(head: &[u8]) -> Result<Option<(String, String)>, ()> {
+/// An `Authorization` header that is not HTTP Basic credentials one can read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BadCredentials;
+
+/// The credentials of an `Authorization: Basic …` header: (user, password). None without one;
+/// Err for another scheme or one that does not decode.
+pub fn basic_credentials(head: &[u8]) -> Result<Option<(String, String)>, BadCredentials> {
     use base64::Engine;
     let Some(value) = head.split(|&b| b == b'\n').find_map(|line| {
         let line = line.strip_suffix(b"\r").unwrap_or(line);
@@ -194,13 +198,13 @@ pub fn basic_credentials(head: &[u8]) -> Result<Option<(String, String)>, ()> {
         .filter(|s| s.eq_ignore_ascii_case(b"basic "))
         .and_then(|_| value.get(6..))
     else {
-        return Err(());
+        return Err(BadCredentials);
     };
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(encoded.trim_ascii())
-        .map_err(|_| ())?;
-    let text = String::from_utf8(decoded).map_err(|_| ())?;
-    let (user, password) = text.split_once(':').ok_or(())?;
+        .map_err(|_| BadCredentials)?;
+    let text = String::from_utf8(decoded).map_err(|_| BadCredentials)?;
+    let (user, password) = text.split_once(':').ok_or(BadCredentials)?;
     Ok(Some((user.to_string(), password.to_string())))
 }
 
@@ -214,7 +218,7 @@ async fn viewer(head: &[u8], shared: &Shared, logins: &Semaphore) -> Result<View
     let (user, password) = match basic_credentials(head) {
         Ok(Some(c)) => c,
         Ok(None) => return Ok(Viewer::Anonymous),
-        Err(()) => {
+        Err(BadCredentials) => {
             return Err((
                 401,
                 "credentials: HTTP Basic with a database account\n".into(),
@@ -494,4 +498,26 @@ async fn probe(shared: &Shared) -> Result<(), String> {
         .await
         .map_err(|e| format!("backend {addr}: {e}"))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn basic_credentials_are_read_from_the_head() {
+        let head = b"GET /advisor HTTP/1.1\r\nHost: x\r\nauthorization: Basic cm9vdDpwYTpzcw==\r\n\r\n";
+        assert_eq!(
+            basic_credentials(head),
+            Ok(Some(("root".into(), "pa:ss".into())))
+        );
+        assert_eq!(basic_credentials(b"GET / HTTP/1.1\r\n\r\n"), Ok(None));
+        for bad in [
+            &b"GET / HTTP/1.1\r\nAuthorization: Bearer abc\r\n\r\n"[..],
+            b"GET / HTTP/1.1\r\nAuthorization: Basic !!!\r\n\r\n",
+            b"GET / HTTP/1.1\r\nAuthorization: Basic cm9vdA==\r\n\r\n",
+        ] {
+            assert_eq!(basic_credentials(bad), Err(BadCredentials));
+        }
+    }
 }

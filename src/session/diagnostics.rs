@@ -78,7 +78,20 @@ impl Session {
     /// ERR is relayed. Where the backend cannot carry it whole (a message longer than its
     /// SIGNAL takes, no SIGNAL, a state that refuses statements), the client gets the proxy's
     /// ERR and the proxy holds the condition for the diagnostics statements that follow.
-    pub(super) async fn raise(&mut self, seq: u8, e: ErrorInfo) -> Result<(), End> {
+    ///
+    /// Its future is made in this frame and boxed: it holds a backend statement's, and every
+    /// path that may refuse (a text's, an execution's) would otherwise carry it in its own
+    /// state and stack frame (measured: the command loop's frame grew from 2 KB to 9 KB, every
+    /// plain command paying for the stack probes and spills, scripts/cost.sh).
+    pub(super) fn raise(
+        &mut self,
+        seq: u8,
+        e: ErrorInfo,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), End>> + Send + '_>> {
+        Box::pin(self.raise_now(seq, e))
+    }
+
+    async fn raise_now(&mut self, seq: u8, e: ErrorInfo) -> Result<(), End> {
         self.pending_notes.clear();
         self.pending_warnings.clear();
         self.own_warnings = 0;

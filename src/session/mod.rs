@@ -606,16 +606,15 @@ impl Session {
                 self.cfg_generation = generation;
             }
             self.own_warnings = 0;
-            // (what an earlier command left unsaid is not this one's)
-            if !self.pending_notes.is_empty() || !self.pending_warnings.is_empty() {
-                self.pending_notes.clear();
-                self.pending_warnings.clear();
-            }
             self.statement = None;
             self.activity.clear();
-            // a command other than a text (or a ping) leaves no condition of the proxy's
-            if !matches!(self.command.first().copied(), Some(com::QUERY | com::PING)) {
-                self.held = None;
+            // what an earlier command left unsaid is not this one's; a command other than a
+            // text (or a ping) leaves no condition of the proxy's (one branch when none)
+            if self.held.is_some()
+                || !self.pending_notes.is_empty()
+                || !self.pending_warnings.is_empty()
+            {
+                self.forget_earlier_conditions();
             }
             let result = match self.command.first().copied() {
                 None => {
@@ -627,7 +626,10 @@ impl Session {
                     .await
                 }
                 Some(com::QUIT) => return End::ClientQuit,
-                Some(com::QUERY) => self.on_query().await,
+                // (the path that reads held conditions is boxed: the usual text's state
+                // machine, and the loop's stack frame, stay as small as before it)
+                Some(com::QUERY) if self.held.is_none() => self.on_query_text().await.map(drop),
+                Some(com::QUERY) => self.on_query_held().await,
                 Some(com::STMT_PREPARE) => self.on_prepare().await,
                 // MariaDB's bulk execute names a prepared statement like an execute does
                 Some(com::STMT_EXECUTE | com::STMT_BULK_EXECUTE) => self.on_execute().await,
@@ -670,13 +672,17 @@ impl Session {
         }
     }
 
-    /// COM_QUERY, in the order PgDog's `QueryEngine::handle` reads: what the previous
-    /// statement left → decide (`engine::router`) → carry the decision out (`apply`) → after.
-    async fn on_query(&mut self) -> Result<(), End> {
-        // before: a diagnostics statement after one the proxy answered or annotated reads the
-        // conditions it holds; any other statement drops them as the backend clears its area
-        let mut previous = None;
-        if let Some(mut held) = self.held.take() {
+    /// COM_QUERY while the proxy holds conditions for the session's diagnostics area: a
+    /// diagnostics statement reads them; any other statement runs (`on_query_text`) and drops
+    /// them where the backend clears its own area. (Its future is made in this frame and
+    /// boxed, not in the command loop's.)
+    fn on_query_held(
+        &mut self,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), End>> + Send + '_>> {
+        Box::pin(async move {
+            let Some(mut held) = self.held.take() else {
+                return self.on_query_text().await.map(drop);
+            };
             if self.answer_diagnostics(&mut held).await? {
                 self.held = Some(held);
                 return Ok(());
@@ -688,17 +694,17 @@ impl Session {
                 self.area(),
                 self.reading(),
             );
-            previous = Some((held, keeps));
-        }
-        let result = self.on_query_text().await;
-        if let (Some((held, keeps)), Ok(summary)) = (previous, &result) {
-            self.after_held(held, keeps, summary.as_ref());
-        }
-        result.map(drop)
+            let result = self.on_query_text().await;
+            if let Ok(summary) = &result {
+                self.after_held(held, keeps, summary.as_ref());
+            }
+            result.map(drop)
+        })
     }
 
-    /// A COM_QUERY's text: the facts it may change forgotten, decided, carried out; the
-    /// backend's summary when it ran there.
+    /// COM_QUERY, in the order PgDog's `QueryEngine::handle` reads: the facts the text may
+    /// change forgotten → decide (`engine::router`) → carry the decision out (`apply`) →
+    /// after; the backend's summary when it ran there.
     async fn on_query_text(&mut self) -> Result<Option<Summary>, End> {
         // the TLS status a client reads is its own connection's, not the proxy's backend link's
         if self.client.get_ref().is_tls() || self.backend.get_ref().is_tls() {
@@ -940,15 +946,39 @@ impl Session {
         Ok(None)
     }
 
+    /// `after_response` of a statement the proxy noted something about or that showed the
+    /// advisor something.
+    #[cold]
+    fn after_response_noted(&mut self, summary: &Summary) {
+        self.hold_notes(summary);
+        if !self.activity.observed.is_empty() || !self.txn_observed.is_empty() {
+            self.settle_observations(summary);
+        }
+    }
+
+    /// Before a command: the proxy's notes an earlier command left, and its held conditions
+    /// unless this is a text (which may read them) or a ping.
+    #[cold]
+    fn forget_earlier_conditions(&mut self) {
+        self.pending_notes.clear();
+        self.pending_warnings.clear();
+        if !matches!(self.command.first().copied(), Some(com::QUERY | com::PING)) {
+            self.held = None;
+        }
+    }
+
     /// The status a response ended with: the session's transaction state follows it (COMMIT,
     /// ROLLBACK and implicit commits end the partition the guard keeps).
     fn after_response(&mut self, summary: &Summary) {
         if let Some(st) = summary.status {
             self.last_status = st;
         }
-        self.hold_notes(summary);
-        if !self.activity.observed.is_empty() || !self.txn_observed.is_empty() {
-            self.settle_observations(summary);
+        // the proxy's notes, the advisor's observations: a branch when there are none
+        if !self.pending_notes.is_empty()
+            || !self.activity.observed.is_empty()
+            || !self.txn_observed.is_empty()
+        {
+            self.after_response_noted(summary);
         }
         if self.last_status & status::IN_TRANS == 0 {
             self.txn_pin = None;
