@@ -245,6 +245,9 @@ pub struct ProxySection {
     /// Once the first byte of a client packet has arrived, the rest must arrive within this
     /// (MySQL's net_read_timeout); else error 1159 and the connection is closed.
     pub net_read_timeout_ms: u64,
+    /// A write to a client that reads nothing for this long fails and ends the session, its
+    /// statement ended on the backend (MySQL's net_write_timeout); 0 = never.
+    pub net_write_timeout_ms: u64,
     /// A logged-in client that sends nothing for this long is disconnected; 0 = never (the
     /// backend's own wait_timeout still applies to its connection).
     pub idle_timeout_ms: u64,
@@ -374,6 +377,7 @@ impl Default for ProxySection {
             max_preauth_connections: 128,
             handshake_timeout_ms: 10_000,
             net_read_timeout_ms: 30_000,
+            net_write_timeout_ms: 60_000,
             idle_timeout_ms: 0,
             max_packet_bytes: 64 << 20,
             shutdown_grace_ms: 10_000,
@@ -623,6 +627,12 @@ impl Config {
 
     pub fn net_read_timeout(&self) -> Duration {
         Duration::from_millis(self.proxy.net_read_timeout_ms)
+    }
+
+    /// None when a write to a client may wait for ever.
+    pub fn net_write_timeout(&self) -> Option<Duration> {
+        (self.proxy.net_write_timeout_ms > 0)
+            .then(|| Duration::from_millis(self.proxy.net_write_timeout_ms))
     }
 
     /// None when idle sessions are never disconnected.

@@ -17,3 +17,4 @@ pub mod session;
 pub mod shared;
 pub mod sql;
 pub mod tls;
+pub mod watch;

@@ -2,6 +2,7 @@
 //! an SSLRequest) and the backend's (TCP, TLS when the proxy upgrades its own connection).
 
 use std::io;
+use std::os::fd::{AsFd, BorrowedFd};
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
@@ -40,10 +41,70 @@ impl std::fmt::Display for Peer {
     }
 }
 
-/// A client's socket: TCP, or the proxy's own Unix socket (`proxy.socket`).
-pub enum ClientSock {
+/// A client's socket: TCP, or the proxy's own Unix socket (`proxy.socket`); a write that
+/// cannot go on for `proxy.net_write_timeout_ms` fails (`set_write_timeout`).
+pub struct ClientSock {
+    sock: Sock,
+    stall: Stall,
+}
+
+enum Sock {
     Tcp(TcpStream),
     Unix(UnixStream),
+}
+
+/// How long a write may wait for the client to read, and since when it waits. The timer is
+/// made only when a write would block (a client that reads costs a branch), dropped when the
+/// write goes on: a client that stops reading a result fails the write after the limit, as
+/// MariaDB's own `net_write_timeout` does, instead of holding the backend's statement (and its
+/// locks) for as long as it likes.
+#[derive(Default)]
+struct Stall {
+    limit: Option<std::time::Duration>,
+    since: Option<Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl Stall {
+    /// After a write or flush polled `r`: the timer when it waits, none when it went on (a
+    /// write that goes on with no timer is all the caller's inline path checks).
+    #[inline(always)]
+    fn after<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        if r.is_ready() && self.since.is_none() {
+            return r;
+        }
+        self.waiting(cx, r)
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn waiting<T>(&mut self, cx: &mut Context<'_>, r: Poll<io::Result<T>>) -> Poll<io::Result<T>> {
+        match r {
+            Poll::Pending => {
+                let Some(limit) = self.limit else {
+                    return Poll::Pending;
+                };
+                let since = self
+                    .since
+                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                match std::future::Future::poll(since.as_mut(), cx) {
+                    Poll::Ready(()) => {
+                        self.since = None;
+                        Poll::Ready(Err(io::Error::new(
+                            io::ErrorKind::TimedOut,
+                            "the client read nothing for proxy.net_write_timeout_ms",
+                        )))
+                    }
+                    Poll::Pending => Poll::Pending,
+                }
+            }
+            ready => {
+                if self.since.is_some() {
+                    self.since = None;
+                }
+                ready
+            }
+        }
+    }
 }
 
 /// The client's stream.
@@ -63,6 +124,30 @@ impl BackendIo {
             MaybeTls::Plain(s) => s,
             MaybeTls::Tls(s) => s.get_ref().0,
         }
+    }
+}
+
+impl AsFd for ClientSock {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match &self.sock {
+            Sock::Tcp(s) => s.as_fd(),
+            Sock::Unix(s) => s.as_fd(),
+        }
+    }
+}
+
+impl AsFd for ClientIo {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        match self {
+            MaybeTls::Plain(s) => s.as_fd(),
+            MaybeTls::Tls(s) => s.get_ref().0.as_fd(),
+        }
+    }
+}
+
+impl AsFd for BackendIo {
+    fn as_fd(&self) -> BorrowedFd<'_> {
+        self.tcp().as_fd()
     }
 }
 
@@ -100,8 +185,34 @@ impl ClientIo {
 }
 
 impl ClientSock {
+    pub fn tcp(s: TcpStream) -> ClientSock {
+        ClientSock {
+            sock: Sock::Tcp(s),
+            stall: Stall::default(),
+        }
+    }
+
+    pub fn unix(s: UnixStream) -> ClientSock {
+        ClientSock {
+            sock: Sock::Unix(s),
+            stall: Stall::default(),
+        }
+    }
+
     pub fn is_unix(&self) -> bool {
-        matches!(self, ClientSock::Unix(_))
+        matches!(self.sock, Sock::Unix(_))
+    }
+
+    pub fn as_tcp(&self) -> Option<&TcpStream> {
+        match &self.sock {
+            Sock::Tcp(s) => Some(s),
+            Sock::Unix(_) => None,
+        }
+    }
+
+    /// A write that waits on the client longer than `limit` fails with TimedOut (None: never).
+    pub fn set_write_timeout(&mut self, limit: Option<std::time::Duration>) {
+        self.stall.limit = limit;
     }
 }
 
@@ -111,36 +222,42 @@ impl AsyncRead for ClientSock {
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientSock::Tcp(s) => Pin::new(s).poll_read(cx, buf),
-            ClientSock::Unix(s) => Pin::new(s).poll_read(cx, buf),
+        match &mut self.get_mut().sock {
+            Sock::Tcp(s) => Pin::new(s).poll_read(cx, buf),
+            Sock::Unix(s) => Pin::new(s).poll_read(cx, buf),
         }
     }
 }
 
 impl AsyncWrite for ClientSock {
+    #[inline]
     fn poll_write(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &[u8],
     ) -> Poll<io::Result<usize>> {
-        match self.get_mut() {
-            ClientSock::Tcp(s) => Pin::new(s).poll_write(cx, buf),
-            ClientSock::Unix(s) => Pin::new(s).poll_write(cx, buf),
-        }
+        let this = self.get_mut();
+        let r = match &mut this.sock {
+            Sock::Tcp(s) => Pin::new(s).poll_write(cx, buf),
+            Sock::Unix(s) => Pin::new(s).poll_write(cx, buf),
+        };
+        this.stall.after(cx, r)
     }
 
+    #[inline]
     fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientSock::Tcp(s) => Pin::new(s).poll_flush(cx),
-            ClientSock::Unix(s) => Pin::new(s).poll_flush(cx),
-        }
+        let this = self.get_mut();
+        let r = match &mut this.sock {
+            Sock::Tcp(s) => Pin::new(s).poll_flush(cx),
+            Sock::Unix(s) => Pin::new(s).poll_flush(cx),
+        };
+        this.stall.after(cx, r)
     }
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        match self.get_mut() {
-            ClientSock::Tcp(s) => Pin::new(s).poll_shutdown(cx),
-            ClientSock::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        match &mut self.get_mut().sock {
+            Sock::Tcp(s) => Pin::new(s).poll_shutdown(cx),
+            Sock::Unix(s) => Pin::new(s).poll_shutdown(cx),
         }
     }
 }

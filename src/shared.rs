@@ -39,6 +39,8 @@ pub struct Shared {
     /// The catalog account's connection (`hbase.catalog_user`); None: catalog work runs on
     /// the client's connection.
     pub catalog_conn: Option<crate::backend::own::CatalogConn>,
+    /// Sessions whose client may go while their statement runs (`watch`).
+    pub watched: crate::watch::Registry,
     /// HBase table schemas for the prefix-scan rewriter (`hbase.schema_cache_ms`).
     pub schemas: Arc<crate::hbase::schema::SchemaCache>,
     pub rewrite_counters: Arc<crate::engine::prefix_scan::Counters>,
@@ -88,6 +90,7 @@ impl Shared {
                 std::time::Duration::from_millis(config.hbase.schema_cache_ms),
             )),
             rewrite_counters: Default::default(),
+            watched: crate::watch::Registry::default(),
             catalog_conn: (!config.hbase.catalog_user.is_empty()).then(|| {
                 crate::backend::own::CatalogConn::new(
                     &config.hbase.catalog_user,

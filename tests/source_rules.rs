@@ -20,6 +20,7 @@ const LAYERS: &[&[&str]] = &[
     &["engine"],
     &["backend"],
     &["admin"],
+    &["watch"],
     &["shared"],
     &["session"],
     &["server"],

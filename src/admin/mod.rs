@@ -43,6 +43,10 @@ pub struct Stats {
     /// not (answered by the proxy, the condition held).
     pub errors_signalled: AtomicU64,
     pub errors_held: AtomicU64,
+    /// Statements ended because their client went while they ran: killed on the backend
+    /// (`KILL`), or only their connection closed (no account that may kill it).
+    pub statements_ended_killed: AtomicU64,
+    pub statements_ended_closed: AtomicU64,
     /// Sessions that use the compressed protocol (since start).
     pub compressed_sessions: AtomicU64,
     /// Connections accepted on the proxy's Unix socket (since start).
@@ -75,6 +79,8 @@ impl Default for Stats {
             diagnostics_answered: AtomicU64::new(0),
             errors_signalled: AtomicU64::new(0),
             errors_held: AtomicU64::new(0),
+            statements_ended_killed: AtomicU64::new(0),
+            statements_ended_closed: AtomicU64::new(0),
             compressed_sessions: AtomicU64::new(0),
             socket_connections: AtomicU64::new(0),
             backend_connect_errors: AtomicU64::new(0),
@@ -136,6 +142,8 @@ impl Stats {
             ("diagnostics_answered", g(&self.diagnostics_answered)),
             ("errors_signalled", g(&self.errors_signalled)),
             ("errors_held", g(&self.errors_held)),
+            ("statements_ended_killed", g(&self.statements_ended_killed)),
+            ("statements_ended_closed", g(&self.statements_ended_closed)),
             ("compressed_sessions", g(&self.compressed_sessions)),
             ("socket_connections", g(&self.socket_connections)),
             ("backend_logins", g(&self.backend_logins)),

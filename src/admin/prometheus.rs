@@ -261,6 +261,17 @@ pub fn render(stats: &Stats, extra: &[Extra]) -> String {
         "Errors the proxy answered and held itself (message longer than the backend's SIGNAL takes, or no SIGNAL).",
         g(&stats.errors_held),
     );
+    o.head(
+        "client_gone_statements_ended_total",
+        "counter",
+        "Statements ended because their client went while they ran: killed on the backend, or their connection closed.",
+    );
+    for (how, c) in [
+        ("killed", &stats.statements_ended_killed),
+        ("closed", &stats.statements_ended_closed),
+    ] {
+        o.line("client_gone_statements_ended_total", &[("how", how)], g(c));
+    }
     o.single(
         "load_data_spool_bytes",
         "gauge",

@@ -506,7 +506,8 @@ mod tests {
 
     #[test]
     fn basic_credentials_are_read_from_the_head() {
-        let head = b"GET /advisor HTTP/1.1\r\nHost: x\r\nauthorization: Basic cm9vdDpwYTpzcw==\r\n\r\n";
+        let head =
+            b"GET /advisor HTTP/1.1\r\nHost: x\r\nauthorization: Basic cm9vdDpwYTpzcw==\r\n\r\n";
         assert_eq!(
             basic_credentials(head),
             Ok(Some(("root".into(), "pa:ss".into())))

@@ -129,6 +129,8 @@ pub async fn run_reloading(
             w.spawn(crate::admin::advisor::tick(shared.shutdown.clone()));
         }
     }
+    // clients that go while their statement runs: their statements end (`watch`)
+    tokio::spawn(watch_clients(shared.clone()));
     if let Some(l) = admin {
         if let Ok(a) = l.local_addr() {
             info!(admin = %a, "admin listener: /metrics, /livez, /readyz");
@@ -166,7 +168,7 @@ pub async fn run_reloading(
                             next_worker = next_worker.wrapping_add(1);
                             sessions.spawn_on(async move {
                                 if let Ok(s) = UnixStream::from_std(std_sock) {
-                                    session::serve(ClientSock::Unix(s), Peer::Unix, shared).await;
+                                    session::serve(ClientSock::unix(s), Peer::Unix, shared).await;
                                 }
                                 drop(permit);
                             }, worker);
@@ -198,7 +200,7 @@ pub async fn run_reloading(
                                 Ok(std_tcp) => {
                                     sessions.spawn_on(async move {
                                         if let Ok(tcp) = TcpStream::from_std(std_tcp) {
-                                            session::serve(ClientSock::Tcp(tcp), Peer::Tcp(peer), shared).await;
+                                            session::serve(ClientSock::tcp(tcp), Peer::Tcp(peer), shared).await;
                                         }
                                         drop(permit);
                                     }, worker);
@@ -298,4 +300,17 @@ async fn bind_unix(path: &str) -> Option<UnixListener> {
 
 async fn refuse(tcp: TcpStream) {
     refuse_with(tcp, ErrorInfo::too_many_connections()).await;
+}
+
+/// The client-gone watcher: every `watch::TICK` until shutdown.
+async fn watch_clients(shared: Arc<Shared>) {
+    let mut stop = shared.shutdown.clone();
+    let mut every = tokio::time::interval(crate::watch::TICK);
+    every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = every.tick() => drop(shared.watched.tick()),
+            _ = stop.changed() => return,
+        }
+    }
 }

@@ -253,7 +253,7 @@ async fn establish_relayed(
         Caps::new(client_caps, client_ext),
         None,
     )
-    .with_backend(&greeting.server_version, status)
+    .with_backend(&greeting.server_version, status, greeting.connection_id)
     .with_user(&response.user))
 }
 
@@ -464,7 +464,7 @@ async fn establish_proxy_auth(
     let status = backend_greeting.status;
     Ok(
         Session::new(shared, peer, client, stream, caps, Some(pooled))
-            .with_backend(&backend_greeting.server_version, status)
+            .with_backend(&backend_greeting.server_version, status, 0)
             .with_user(&response.user),
     )
 }
@@ -552,6 +552,7 @@ pub async fn proxy_change_user(
         Ok(logged) => {
             let (stream, pooled, _) = logged.into_parts(spec);
             let old = std::mem::replace(&mut session.backend, stream);
+            session.watched.set_backend(session.backend.get_ref());
             let old_pooled = session.pooled.replace(pooled);
             session.statements.clear();
             if let Some(p) = old_pooled {

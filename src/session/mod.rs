@@ -63,10 +63,11 @@ enum End {
 }
 
 /// Accepts one client: handshake, then the command loop.
-pub async fn serve(sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
-    if let ClientSock::Tcp(tcp) = &sock {
+pub async fn serve(mut sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
+    if let Some(tcp) = sock.as_tcp() {
         let _ = tcp.set_nodelay(true);
     }
+    sock.set_write_timeout(shared.config().net_write_timeout());
     let tcp = sock;
     let timeout = shared.config().handshake_timeout();
     let deadline = tokio::time::Instant::now() + timeout;
@@ -178,6 +179,13 @@ pub struct Session {
     traffic: (u64, u64),
     /// The user the client logged in as (for the log of refusals).
     user: Arc<str>,
+    /// The backend's id of this session's connection (its greeting's; KILL takes it).
+    backend_id: u32,
+    /// Whether a command sent to the backend has a response not ended yet (a client that goes
+    /// then leaves a statement running, which the session's end stops: `end_backend_statement`),
+    /// and the session's sockets as the client-gone watcher sees them (`watch`; unwatched when
+    /// they could not be duplicated: a client that goes is noticed when a write to it fails).
+    watched: Arc<crate::watch::Watched>,
 }
 
 enum ReadError {
@@ -206,6 +214,14 @@ impl Session {
         client_caps: Caps,
         pooled: Option<PooledLogin>,
     ) -> Self {
+        let watched = shared
+            .watched
+            .register(
+                client.get_ref(),
+                client.get_ref().is_tls(),
+                backend.get_ref(),
+            )
+            .unwrap_or_else(crate::watch::Watched::unwatched);
         Session {
             cfg: shared.config(),
             cfg_generation: shared.config_generation(),
@@ -238,6 +254,8 @@ impl Session {
             started: None,
             traffic: (0, 0),
             user: Arc::from(""),
+            backend_id: 0,
+            watched,
         }
     }
 
@@ -251,7 +269,8 @@ impl Session {
     }
 
     /// What the backend's greeting and login said: how it reads SQL, and the status after login.
-    fn with_backend(mut self, server_version: &[u8], status: u16) -> Self {
+    fn with_backend(mut self, server_version: &[u8], status: u16, backend_id: u32) -> Self {
+        self.backend_id = backend_id;
         self.dialect = Dialect::from_server_version(server_version);
         // a configured kind settles what the greeting cannot say
         self.dialect.flavor = match self.cfg.hbase.backend_kind {
@@ -523,7 +542,13 @@ impl Session {
             .connections_active
             .fetch_sub(1, Ordering::Relaxed);
         debug!(peer = %self.peer, ?end, "session ended");
+        self.watched.release();
         let clean = matches!(end, End::ClientQuit | End::Shutdown);
+        // a client that went while its statement ran: the statement (and its transaction, with
+        // its locks) ends now, as the server ends its own client's
+        if end == End::ClientGone && self.watched.in_flight() {
+            self.end_backend_statement();
+        }
         self.client.shutdown().await;
         match self.pooled.take() {
             Some(p) if clean => {
@@ -1047,9 +1072,13 @@ async fn read_command(
         },
         None => first_byte.await.map_err(failed)?,
     }
+    // Inside compressed frames the packets' own sequence ids are not checked, as MariaDB does
+    // not check them (the frames' ids are: `protocol::compress`). Connector/J 2.7 numbers a
+    // command's packet 1 when it tried to compress it and sent it stored instead (its
+    // CompressPacketOutputStream counts the packet once for each attempt); MariaDB runs it.
     // the usual command: one frame, already read whole
     if let Some(h) = client.take_whole_frame(out, limits.max_bytes) {
-        if h.seq != 0 {
+        if h.seq != 0 && !client.is_compressed() {
             return Err(ReadError::OutOfOrder(h.seq.wrapping_add(1)));
         }
         return Ok(1);
@@ -1060,7 +1089,7 @@ async fn read_command(
             Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Timeout(expected)),
         };
-        if h.seq != expected {
+        if h.seq != expected && !client.is_compressed() {
             return Err(ReadError::OutOfOrder(h.seq.wrapping_add(1)));
         }
         expected = expected.wrapping_add(1);

@@ -5,6 +5,7 @@
 //! or a lost backend.
 
 use super::*;
+
 impl Session {
     pub(super) async fn forward_without_response(&mut self) -> Result<(), End> {
         if self.backend.send_command(&self.command).await.is_err() {
@@ -27,6 +28,10 @@ impl Session {
         kind: ResponseKind,
         more_after: bool,
     ) -> Result<(Summary, u8), End> {
+        // from here until its response ends, a client that goes ends the statement too (`run`);
+        // the watcher looks for it (unless the client already sent more: it is there then, as
+        // MariaDB would find it)
+        self.watched.start(self.client.buffered() == 0);
         let backend_frames = match self.backend.send_command(&self.command).await {
             Ok(next) => next,
             Err(_) => return Err(self.lose_backend(self.command_frames).await),
@@ -34,7 +39,11 @@ impl Session {
         // Response sequence ids continue the command's; they differ when a rewrite changed the
         // number of frames.
         let seq_delta = self.command_frames.wrapping_sub(backend_frames);
-        self.relay_response(kind, seq_delta, more_after).await
+        let relayed = self.relay_response(kind, seq_delta, more_after).await;
+        if relayed.is_ok() {
+            self.watched.done();
+        }
+        relayed
     }
 
     /// Relays one response; with `more_after` its last status packet says more results follow
@@ -242,6 +251,42 @@ impl Session {
         Ok(())
     }
 
+    /// The client went while its statement ran (it closed, broke, or read nothing for
+    /// `proxy.net_write_timeout_ms`): the backend connection is closed at once — the backend
+    /// then notices its client gone as it notices its own (MariaDB's SLEEP and waits look, a
+    /// write fails) — and, where the proxy holds an account that may, the connection is killed
+    /// (`KILL id`) so its statement ends at once, its transaction rolled back and its locks
+    /// released: the pooled login's own account (proxy auth), else the catalog account (which
+    /// needs CONNECTION ADMIN or SUPER for another user's connection). Counted, and logged.
+    ///
+    /// Not inlined, its task made and boxed in its own frame: the command loop's frame stays
+    /// what plain commands need.
+    #[inline(never)]
+    pub(super) fn end_backend_statement(&mut self) {
+        let id = self
+            .pooled
+            .as_ref()
+            .map_or(self.backend_id, |p| p.greeting.connection_id);
+        let login = self.pooled.as_ref().map(|p| p.spec.clone());
+        // the TCP connection under any TLS: nothing more is sent on it
+        let _ = rustix::net::shutdown(
+            std::os::fd::AsFd::as_fd(self.backend.get_ref()),
+            rustix::net::Shutdown::Both,
+        );
+        let (shared, peer) = (self.shared.clone(), self.peer);
+        // the session's task ends now; the KILL runs on its own, bounded by the connect timeout
+        tokio::spawn(Box::pin(async move {
+            let killed = kill_connection(&shared, id, login).await;
+            let how = if killed { "killed" } else { "closed" };
+            bump(if killed {
+                &shared.stats.statements_ended_killed
+            } else {
+                &shared.stats.statements_ended_closed
+            });
+            tracing::info!(%peer, backend_connection = id, how, "client gone while its statement ran: statement ended");
+        }));
+    }
+
     /// The backend spoke or closed between commands: relay the whole packets it sent (MariaDB
     /// and MySQL send an error before closing a killed or timed-out connection) and end the
     /// session, so the client's socket closes at once instead of waiting for its next statement.
@@ -258,6 +303,10 @@ impl Session {
 
     /// The backend connection failed mid-command: tell the client (2013) and end the session.
     pub(super) async fn lose_backend(&mut self, seq: u8) -> End {
+        // the watcher closed it: the client went while its statement ran
+        if self.watched.client_gone() {
+            return End::ClientGone;
+        }
         bump(&self.shared.stats.backend_lost);
         let addr = &self.cfg.backend.address;
         warn!(peer = %self.peer, backend = %addr, "lost backend connection");
@@ -308,4 +357,41 @@ fn edited(
     }
     let base = more.as_deref().unwrap_or(payload);
     with_warnings_added(base, own_warnings, prepare_ok, deprecate_eof).or(more)
+}
+
+/// `KILL id` on a connection of the proxy's own: logged in with `login` (proxy auth's pooled
+/// account, which owns the connection), else the catalog account. False when neither is there
+/// or the backend refused (the closed connection ends it then).
+async fn kill_connection(
+    shared: &Shared,
+    id: u32,
+    login: Option<crate::backend::LoginSpec>,
+) -> bool {
+    use crate::backend::{self, QueryResult};
+    if id == 0 {
+        return false;
+    }
+    let sql = format!("KILL {id}");
+    match login {
+        Some(spec) => {
+            let cfg = shared.config();
+            let wait = cfg.connect_timeout();
+            let addr = &cfg.backend.address;
+            let done = async {
+                let mut c = backend::login(addr, wait, &spec, shared.backend_tls.as_ref())
+                    .await
+                    .ok()?;
+                let r = backend::query(&mut c.stream, c.caps, sql.as_bytes())
+                    .await
+                    .ok()?;
+                let _ = c.stream.send_command(&[com::QUIT]).await;
+                Some(matches!(r.0, QueryResult::Ok(_)))
+            };
+            matches!(tokio::time::timeout(wait * 2, done).await, Ok(Some(true)))
+        }
+        None => matches!(
+            shared.catalog_query(sql.as_bytes()).await,
+            Some(Ok(QueryResult::Ok(_)))
+        ),
+    }
 }

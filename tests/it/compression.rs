@@ -228,6 +228,15 @@ fn frame(seq: u8, plain: &[u8]) -> Vec<u8> {
     f
 }
 
+/// One frame holding `plain` stored, not deflated (uncompressed length 0).
+fn stored(seq: u8, plain: &[u8]) -> Vec<u8> {
+    let mut f = (plain.len() as u32).to_le_bytes()[..3].to_vec();
+    f.push(seq);
+    f.extend_from_slice(&[0, 0, 0]);
+    f.extend_from_slice(plain);
+    f
+}
+
 fn packet(seq: u8, payload: &[u8]) -> Vec<u8> {
     let mut p = (payload.len() as u32).to_le_bytes()[..3].to_vec();
     p.push(seq);
@@ -393,7 +402,21 @@ fn compressed_frames_out_of_order_are_refused_as_the_server_refuses_them() {
     let (head, tail) = whole.split_at(10);
     // (what, the frames, the error code wanted or None for an answer)
     type Case<'a> = (&'a str, Vec<Vec<u8>>, Option<u16>);
-    let cases: [Case; 4] = [
+    // Connector/J 2.7 numbers a command's packet 1 inside its frame when it tried to deflate
+    // it and sent it stored (its CompressPacketOutputStream counts the attempt): MariaDB does
+    // not check the packets' own ids inside frames, and runs it
+    let numbered_1 = packet(1, &q);
+    let cases: [Case; 6] = [
+        (
+            "a stored frame holding a packet numbered 1 (Connector/J)",
+            vec![stored(0, &numbered_1)],
+            None,
+        ),
+        (
+            "a deflated frame holding a packet numbered 1",
+            vec![frame(0, &numbered_1)],
+            None,
+        ),
         (
             "a command's first frame numbered 5",
             vec![frame(5, &whole)],

@@ -6,6 +6,7 @@ mod auth_tls;
 mod bad_input;
 mod catalog;
 mod cli;
+mod client_gone;
 mod clients;
 mod commands;
 mod common;
