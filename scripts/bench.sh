@@ -11,7 +11,9 @@
 #     obkv-proxy (every write checked) vs HAProxy;
 #  2. sysbench oltp_point_select and oltp_read_only at 1 and 8 threads against the backend
 #     directly, through HAProxy in TCP mode (a hop that understands nothing) and through
-#     obkv-proxy.
+#     obkv-proxy; plain, and again with the compressed protocol (`--mysql-compression=on`,
+#     rows marked `+zlib`: the proxy inflates and deflates both legs, HAProxy relays the
+#     compressed bytes). BENCH_SYSBENCH_MODES (default "plain compressed") picks them.
 # Prints QPS and p95 latency per target and the ratios, and each hop's CPU time per query
 # (user + system from /proc over all rounds: what the hop costs, which the machine's drift in
 # throughput does not blur).
@@ -22,6 +24,7 @@ cd "$(dirname "$0")/.."
 secs=${BENCH_SECONDS:-20}
 rounds=${BENCH_ROUNDS:-1}
 backends=${BENCH_BACKENDS:-mariadb seekdb}
+modes=${BENCH_SYSBENCH_MODES:-plain compressed}
 
 scripts/install-deps.sh test >/dev/null
 cargo build --release --quiet
@@ -45,7 +48,7 @@ ticks() { awk '{sub(/.*\) /, ""); print $12 + $13}' "/proc/$1/stat"; } # utime +
 run() { # WORKLOAD THREADS PORT [PID] -> "qps p95 cpu_ticks queries"
   local t0=0 t1=0 out
   [ -n "${4:-}" ] && t0=$(ticks "$4")
-  out=$(sysbench "$1" "${common[@]}" --mysql-port="$3" --threads="$2" --time="$secs" --report-interval=0 run |
+  out=$(sysbench "$1" "${common[@]}" "${extra[@]}" --mysql-port="$3" --threads="$2" --time="$secs" --report-interval=0 run |
     awk '/queries:/ {n=$2; gsub(/\(/,"",$3); q=$3} /95th percentile:/ {p=$3} END {print q, p, n}')
   [ -n "${4:-}" ] && t1=$(ticks "$4")
   read -r q p n <<<"$out"
@@ -96,10 +99,15 @@ for backend in $backends; do
   mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e 'CREATE DATABASE sbtest'
   sysbench oltp_read_only "${common[@]}" --mysql-port="$mport" prepare >/dev/null
   settle "$bpid"
-  printf '%-18s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap rnd/hap p95/hap qps/direct prx_cpu hap_cpu
+  printf '%-22s %7s | %10s %8s | %10s %8s | %10s %8s | %9s %9s %9s %9s | %8s %8s\n' workload threads direct_qps p95_ms haproxy_qps p95_ms proxy_qps p95_ms qps/hap rnd/hap p95/hap qps/direct prx_cpu hap_cpu
   orders=("proxy direct haproxy" "haproxy direct proxy" "direct proxy haproxy"
     "haproxy proxy direct" "proxy haproxy direct" "direct haproxy proxy")
+  for mode in $modes; do
+  extra=()
+  [[ $mode == compressed ]] && extra=(--mysql-compression=on)
   for workload in oltp_point_select oltp_read_only; do
+    label=$workload
+    [[ $mode == compressed ]] && label="$workload+zlib"
     for threads in 1 8; do
       declare -A q=() l=() tk=() nq=() qr=()
       ratios=
@@ -123,12 +131,13 @@ for backend in $backends; do
       done
       # CPU µs per query of each hop over all rounds (clock ticks are 10 ms)
       cpu() { echo "${tk[$1]} * 10000 / ${nq[$1]}" | bc -l; }
-      printf '%-18s %7s | %10.0f %8.2f | %10.0f %8.2f | %10.0f %8.2f | %9.3f %9.3f %9.3f %9.3f | %8.1f %8.1f\n' "$workload" "$threads" \
+      printf '%-22s %7s | %10.0f %8.2f | %10.0f %8.2f | %10.0f %8.2f | %9.3f %9.3f %9.3f %9.3f | %8.1f %8.1f\n' "$label" "$threads" \
         "${q[direct]}" "${l[direct]}" "${q[haproxy]}" "${l[haproxy]}" "${q[proxy]}" "${l[proxy]}" \
         "$(echo "${q[proxy]} / ${q[haproxy]}" | bc -l)" "$(tr ' ' '\n' <<<"$ratios" | grep . | median)" "$(echo "${l[proxy]} / ${l[haproxy]}" | bc -l)" \
         "$(echo "${q[proxy]} / ${q[direct]}" | bc -l)" "$(cpu proxy)" "$(cpu haproxy)"
       unset q l tk nq qr
     done
+  done
   done
   stop_all
   scripts/backend.sh stop "$work/$backend" >/dev/null 2>&1 || true

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what obkv-proxy's run and test commands need, skipping what is already there.
 #   scripts/install-deps.sh run    -> seekdb (PyPI pylibseekdb) + a MySQL client
-#   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL, libmariadb-dev
+#   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL, libmariadb-dev,
+#                                     and the Java ring's JDK, Connector/J, JUnit 4, hamcrest, JNA
 #   scripts/install-deps.sh docker -> Debian's docker.io, docker-compose and debootstrap (only)
 # Python packages go into a project-local virtualenv (.venv) so nothing system-wide is touched.
 set -euo pipefail
@@ -42,6 +43,11 @@ if [[ $what == test ]]; then
   command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
   # headless Chromium renders the advisor's page in a test (tests/it/advisor.rs)
   command -v chromium >/dev/null 2>&1 || need_apt+=(chromium)
+  # the Java ring (scripts/java-suite.sh): Connector/J's own suite, compiled against Debian's jar
+  command -v javac >/dev/null 2>&1 || need_apt+=(openjdk-17-jdk-headless)
+  for pkg in libmariadb-java junit4 libhamcrest-java libjna-java libslf4j-java; do
+    dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q 'ok installed' || need_apt+=("$pkg")
+  done
 fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
 apt_install

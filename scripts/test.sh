@@ -13,6 +13,9 @@ cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
 # the real-client ring: SQLAlchemy's own published suite, directly and through the proxy
 scripts/client-suites.sh || status=$?
+# the Java ring: MariaDB Connector/J's own suite (Debian's jar and the same version's tests),
+# plain, compressed and with server-side prepared statements, directly and through the proxy
+scripts/java-suite.sh || status=$?
 # and Rust's two drivers': mysql_async's and mysql's own suites, with their defaults
 # (prefer_socket on) and compressed
 scripts/rust-driver-suite.sh || status=$?
