@@ -542,8 +542,10 @@ impl Session {
             .connections_active
             .fetch_sub(1, Ordering::Relaxed);
         debug!(peer = %self.peer, ?end, "session ended");
+        // after this the watcher touches the sockets no more (a look under way ends first): a
+        // backend connection it shut down is never reused
         self.watched.release();
-        let clean = matches!(end, End::ClientQuit | End::Shutdown);
+        let clean = matches!(end, End::ClientQuit | End::Shutdown) && !self.watched.client_gone();
         // a client that went while its statement ran: the statement (and its transaction, with
         // its locks) ends now, as the server ends its own client's
         if end == End::ClientGone && self.watched.in_flight() {

@@ -29,9 +29,16 @@ enum Goes {
 #[derive(Clone, Copy)]
 struct Via<'a>(&'a str, &'a str, &'a str);
 
-/// A table with one row, made directly; its name is the test's own.
+/// The tests' own database (a fresh backend has no `test` database).
+const DB: &str = "obkv_gone";
+
+/// A table with one row, made directly in [`DB`]; its name is the test's own.
 fn table(backend: &str, name: &str) {
-    let mut d = RawConn::connect(backend, "root", "", Some("test")).expect("direct");
+    let mut c = RawConn::connect(backend, "root", "", None).expect("direct");
+    c.exec(&format!("CREATE DATABASE IF NOT EXISTS {DB}"))
+        .expect("database");
+    drop(c);
+    let mut d = RawConn::connect(backend, "root", "", Some(DB)).expect("direct");
     d.exec(&format!("DROP TABLE IF EXISTS {name}"))
         .expect("drop");
     d.exec(&format!("CREATE TABLE {name} (id INT PRIMARY KEY, v INT)"))
@@ -61,7 +68,7 @@ fn round(backend: &str, via: Via, name: &str, goes: Goes, marker: &str) -> Durat
     let update = format!("UPDATE {name} SET v = v + 1 WHERE id = 1");
     let went = match goes {
         Goes::Closes => {
-            let mut h = RawConn::connect(via, user, pass, Some("test")).expect("holder");
+            let mut h = RawConn::connect(via, user, pass, Some(DB)).expect("holder");
             h.exec("BEGIN").expect("begin");
             h.exec(&update).expect("lock");
             let mut q = vec![com::QUERY];
@@ -74,7 +81,7 @@ fn round(backend: &str, via: Via, name: &str, goes: Goes, marker: &str) -> Durat
         Goes::Killed => {
             let (host, port) = via.rsplit_once(':').expect("HOST:PORT");
             let mut cmd = std::process::Command::new("mariadb");
-            cmd.args(["--protocol=tcp", "-h", host, "-P", port, "-u", user, "test"])
+            cmd.args(["--protocol=tcp", "-h", host, "-P", port, "-u", user, DB])
                 .arg(format!("--password={pass}"))
                 .arg("-e")
                 .arg(format!("BEGIN; {update}; {sleep}"))
@@ -93,7 +100,7 @@ fn round(backend: &str, via: Via, name: &str, goes: Goes, marker: &str) -> Durat
             Instant::now()
         }
     };
-    let mut w = RawConn::connect(via, user, pass, Some("test")).expect("waiter");
+    let mut w = RawConn::connect(via, user, pass, Some(DB)).expect("waiter");
     w.exec(&format!("UPDATE {name} SET v = v + 10 WHERE id = 1"))
         .expect("the waiter's update");
     let waited = went.elapsed();
@@ -189,7 +196,7 @@ fn a_client_that_stops_reading_a_large_result_loses_its_statement() {
         let backend = &shared(kind).addr;
         let name = format!("gone_reader_{}", kind.name());
         table(backend, &name);
-        let mut d = RawConn::connect(backend, "root", "", Some("test")).expect("direct");
+        let mut d = RawConn::connect(backend, "root", "", Some(DB)).expect("direct");
         let rows = format!("{name}_rows");
         d.exec(&format!("DROP TABLE IF EXISTS {rows}"))
             .expect("drop");
@@ -201,7 +208,7 @@ fn a_client_that_stops_reading_a_large_result_loses_its_statement() {
         let mut cfg = proxy::config_for(backend);
         cfg.proxy.net_write_timeout_ms = 1000;
         let p = proxy::start(cfg);
-        let mut h = RawConn::connect(&p.addr, "root", "", Some("test")).expect("holder");
+        let mut h = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("holder");
         h.exec("BEGIN").expect("begin");
         h.exec(&format!("UPDATE {name} SET v = v + 1 WHERE id = 1"))
             .expect("lock");
@@ -212,7 +219,7 @@ fn a_client_that_stops_reading_a_large_result_loses_its_statement() {
         );
         h.write_frame(0, &q).expect("sent");
         let sent = Instant::now();
-        let mut w = RawConn::connect(&p.addr, "root", "", Some("test")).expect("waiter");
+        let mut w = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("waiter");
         w.exec(&format!("UPDATE {name} SET v = v + 10 WHERE id = 1"))
             .expect("the waiter's update");
         let waited = sent.elapsed();
