@@ -57,6 +57,7 @@ fuzz_target!(|data: &[u8]| {
     let e = ErrorInfo::new(1235, "42000", String::from_utf8_lossy(sql));
     if let Some((s, cut)) = signal(&e, area) {
         assert!(s.is_ascii());
+        let s = String::from_utf8_lossy(&s);
         let whole: String = e.message.bytes().map(|b| format!("{b:02X}")).collect();
         // whole, or cut at a character boundary to a prefix of it
         let sent = s.rsplit("X'").next().unwrap_or("").trim_end_matches('\'');
