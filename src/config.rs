@@ -43,6 +43,47 @@ pub struct Config {
     pub hbase: HbaseSection,
     pub admin: AdminSection,
     pub advisor: AdvisorSection,
+    pub ttl: TtlSection,
+}
+
+/// `[ttl]`: the TTL task for backends without one of their own (seekdb, MariaDB/MySQL): the
+/// cells a family's `TimeToLive` and `MaxVersions` age out are deleted in small batches
+/// (`crate::ttl`, docs/RULES.md). An OceanBase cluster runs its own and is left alone.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct TtlSection {
+    /// The task may run (OceanBase's `enable_kv_ttl`); needs `hbase.catalog_user`.
+    pub enabled: bool,
+    /// The daily window of scheduled runs, `[HH:MM:SS, HH:MM:SS]` in the backend's local time
+    /// (OceanBase's `kv_ttl_duty_duration`); empty: runs only when triggered
+    /// (`ALTER SYSTEM TRIGGER TTL`).
+    pub duty_duration: String,
+    /// Rows a batch reads (and at most deletes), each batch its own short transaction.
+    pub batch_rows: usize,
+    /// Most rows read per second by one proxy's task (0: no limit).
+    pub rows_per_second: u64,
+    /// How long a proxy's hold on a table's task lasts without a batch renewing it; another
+    /// proxy takes the table over after it (a proxy killed mid-run).
+    pub lease_ms: u64,
+    /// How often a proxy looks for tasks to run (other proxies' triggers, a lease run out).
+    pub poll_ms: u64,
+    /// Create `oceanbase.DBA_OB_KV_TTL_TASKS` and `oceanbase.DBA_OB_KV_TTL_TASK_HISTORY` (views
+    /// over the catalog's task tables) where the backend has none.
+    pub status_views: bool,
+}
+
+impl Default for TtlSection {
+    fn default() -> Self {
+        TtlSection {
+            enabled: false,
+            duty_duration: String::new(),
+            batch_rows: 1024,
+            rows_per_second: 20_000,
+            lease_ms: 10_000,
+            poll_ms: 1_000,
+            status_views: true,
+        }
+    }
 }
 
 /// `[advisor]`: the live rowkey-design advisor (docs/ADVISOR.md) and its memory budget.
@@ -553,6 +594,15 @@ impl Config {
         }
         if self.proxy.max_connections == 0 {
             return bad("proxy.max_connections must be at least 1".into());
+        }
+        if let Err(e) = crate::hbase::ttl::DutyWindow::parse(&self.ttl.duty_duration) {
+            return bad(format!("ttl.duty_duration: {e}"));
+        }
+        if !(1..=10_000).contains(&self.ttl.batch_rows) {
+            return bad("ttl.batch_rows must be between 1 and 10000".into());
+        }
+        if self.ttl.lease_ms < 1_000 || self.ttl.poll_ms == 0 {
+            return bad("ttl.lease_ms must be at least 1000 and ttl.poll_ms at least 1".into());
         }
         if self.proxy.max_preauth_connections == 0 {
             return bad("proxy.max_preauth_connections must be at least 1".into());

@@ -17,4 +17,5 @@ pub mod session;
 pub mod shared;
 pub mod sql;
 pub mod tls;
+pub mod ttl;
 pub mod watch;

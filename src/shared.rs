@@ -41,6 +41,8 @@ pub struct Shared {
     pub catalog_conn: Option<crate::backend::own::CatalogConn>,
     /// Sessions whose client may go while their statement runs (`watch`).
     pub watched: crate::watch::Registry,
+    /// The TTL task's holder name, wake-up and counters (`crate::ttl`).
+    pub ttl: crate::ttl::Ttl,
     /// HBase table schemas for the prefix-scan rewriter (`hbase.schema_cache_ms`).
     pub schemas: Arc<crate::hbase::schema::SchemaCache>,
     pub rewrite_counters: Arc<crate::engine::prefix_scan::Counters>,
@@ -91,6 +93,7 @@ impl Shared {
             )),
             rewrite_counters: Default::default(),
             watched: crate::watch::Registry::default(),
+            ttl: crate::ttl::Ttl::default(),
             catalog_conn: (!config.hbase.catalog_user.is_empty()).then(|| {
                 crate::backend::own::CatalogConn::new(
                     &config.hbase.catalog_user,

@@ -140,6 +140,9 @@ pub enum Answer {
     ObkvAdvice(Option<crate::sql::ddl::TableName>),
     /// `SHOW OBKV PARTITIONS FOR t`: the table's reads and writes per partition.
     ObkvPartitions(crate::sql::ddl::TableName),
+    /// `ALTER SYSTEM {TRIGGER|SUSPEND|RESUME|CANCEL} TTL`: carried out by the proxy's TTL task
+    /// where the backend has none, forwarded to an OceanBase cluster (`crate::ttl`).
+    Ttl(crate::ttl::Command),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

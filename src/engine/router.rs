@@ -481,10 +481,26 @@ fn unreadable_by_words(sql: &[u8]) -> Decision {
 }
 
 fn decide_proxy_command(sql: &[u8], origin: Origin, dialect: Dialect) -> Decision {
+    let words = leading_words(sql, 5);
+    if words.first().is_some_and(|w| w == "ALTER") {
+        if origin == Origin::Prepare {
+            return Decision::forward();
+        }
+        // ALTER SYSTEM: only the four TTL statements, whole, are the proxy's business
+        let rest = crate::sql::classify::after_words(sql, 4);
+        let ends = rest.iter().all(|&b| b == b';' || b.is_ascii_whitespace());
+        return match (words.get(2), words.get(3), words.len(), ends) {
+            (Some(w), Some(t), 4, true) if t == "TTL" => match crate::ttl::Command::from_word(w) {
+                Some(c) => Decision::Answer(Answer::Ttl(c)),
+                None => Decision::forward(),
+            },
+            _ => Decision::forward(),
+        };
+    }
     if origin == Origin::Prepare {
         return refuse(Refusal::CommandPrepared);
     }
-    let words = leading_words(sql, 4);
+    let words = &words[..words.len().min(4)];
     if words.first().is_some_and(|w| w == "EXPLAIN") {
         return Decision::Answer(Answer::ExplainObkv);
     }
@@ -541,6 +557,37 @@ mod tests {
         ($d:expr, $p:pat) => {
             matches!($d, Decision::Answer(Answer::Refuse($p)))
         };
+    }
+
+    #[test]
+    fn ttl_statements_are_the_proxys_only_whole() {
+        use crate::ttl::Command;
+        let ttl = |sql: &str| match text(sql) {
+            Decision::Answer(Answer::Ttl(c)) => Some(c),
+            _ => None,
+        };
+        assert_eq!(ttl("ALTER SYSTEM TRIGGER TTL"), Some(Command::Trigger));
+        assert_eq!(
+            ttl("/* x */ alter system suspend ttl ;"),
+            Some(Command::Suspend)
+        );
+        assert_eq!(ttl("Alter System Resume TTL"), Some(Command::Resume));
+        assert_eq!(ttl("ALTER SYSTEM CANCEL TTL"), Some(Command::Cancel));
+        for forwarded in [
+            "ALTER SYSTEM SET enable_kv_ttl = true",
+            "ALTER SYSTEM TRIGGER TTL TENANT = t1",
+            "ALTER SYSTEM TRIGGER TTL; SELECT 1",
+            "ALTER SYSTEM MAJOR FREEZE",
+        ] {
+            assert!(text(forwarded).is_forward(), "{forwarded}");
+        }
+        let prepared = decide(
+            b"ALTER SYSTEM TRIGGER TTL",
+            Origin::Prepare,
+            &Context::default(),
+        )
+        .1;
+        assert!(prepared.is_forward());
     }
 
     #[test]

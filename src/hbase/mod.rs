@@ -13,3 +13,4 @@ pub mod prefix;
 pub mod rules;
 pub mod schema;
 pub mod translate;
+pub mod ttl;

@@ -443,6 +443,42 @@ fn extras(shared: &Shared) -> Vec<Extra> {
             value: c.unreadable.load(Relaxed) as f64,
         },
         Extra {
+            name: "ttl_rows_scanned_total",
+            help: "Rows the proxy's TTL task read (backends without a TTL task of their own).",
+            kind: "counter",
+            value: shared.ttl.rows_scanned.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "ttl_rows_deleted_expired_total",
+            help: "Cells the TTL task deleted for being older than now - TimeToLive.",
+            kind: "counter",
+            value: shared.ttl.rows_expired.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "ttl_rows_deleted_versions_total",
+            help: "Cells the TTL task deleted for being beyond the newest MaxVersions of their (K, Q).",
+            kind: "counter",
+            value: shared.ttl.rows_versions.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "ttl_batches_total",
+            help: "Batches (short transactions) the TTL task committed.",
+            kind: "counter",
+            value: shared.ttl.batches.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "ttl_tasks_finished_total",
+            help: "TTL tasks (one per partition) this proxy finished.",
+            kind: "counter",
+            value: shared.ttl.tasks_finished.load(Relaxed) as f64,
+        },
+        Extra {
+            name: "ttl_errors_total",
+            help: "TTL task rounds that failed (the backend refused or went; tried again).",
+            kind: "counter",
+            value: shared.ttl.errors.load(Relaxed) as f64,
+        },
+        Extra {
             name: "config_reloads_total",
             help: "Configuration reloads applied (SIGHUP).",
             kind: "counter",

@@ -131,6 +131,8 @@ pub async fn run_reloading(
     }
     // clients that go while their statement runs: their statements end (`watch`)
     tokio::spawn(watch_clients(shared.clone()));
+    // the TTL task where the backend has none (`ttl.enabled`; idle otherwise)
+    tokio::spawn(crate::ttl::run(shared.clone()));
     if let Some(l) = admin {
         if let Ok(a) = l.local_addr() {
             info!(admin = %a, "admin listener: /metrics, /livez, /readyz");

@@ -90,10 +90,17 @@ impl Session {
             .map(|(k, v)| vec![Some(k.to_string()), Some(v)])
             .collect();
         let c = &self.shared.rewrite_counters;
+        let t = &self.shared.ttl;
         for (name, v) in [
             ("prefix_rewrites", &c.rewritten),
             ("prefix_rewrites_declined", &c.declined),
             ("prefix_rewrites_unreadable", &c.unreadable),
+            ("ttl_rows_scanned", &t.rows_scanned),
+            ("ttl_rows_deleted_expired", &t.rows_expired),
+            ("ttl_rows_deleted_versions", &t.rows_versions),
+            ("ttl_batches", &t.batches),
+            ("ttl_tasks_finished", &t.tasks_finished),
+            ("ttl_errors", &t.errors),
         ] {
             rows.push(vec![
                 Some(name.into()),

@@ -18,6 +18,7 @@ mod load;
 mod observe;
 mod prepared;
 mod relay;
+mod ttl;
 
 use std::io;
 use std::sync::atomic::Ordering;
@@ -900,6 +901,7 @@ impl Session {
                 Ok(None)
             }
             Decision::Dynamic(d) => self.on_dynamic(*d, kind).await,
+            Decision::Answer(Answer::Ttl(cmd)) => self.answer_ttl(cmd, kind).await,
             Decision::Answer(answer) => {
                 bump(&self.shared.stats.answered_locally);
                 match answer {
@@ -912,6 +914,8 @@ impl Session {
                     Answer::ObkvTables => self.answer_obkv_tables().await?,
                     Answer::ObkvAdvice(t) => self.answer_obkv_advice(t).await?,
                     Answer::ObkvPartitions(t) => self.answer_obkv_partitions(t).await?,
+                    // carried out above
+                    Answer::Ttl(_) => {}
                 }
                 Ok(None)
             }

@@ -13,7 +13,8 @@ pub enum Class {
     /// or is a CREATE TABLE: the router reads it.
     MaybeHbase,
     /// `SHOW PROXY ...`, `SHOW OBKV ...`, `EXPLAIN OBKV <statement>`: answered by the proxy
-    /// itself.
+    /// itself; `ALTER SYSTEM ...`: OceanBase's TTL statements are answered where the backend
+    /// has no TTL task (`crate::ttl`), the rest forwarded.
     ProxyCommand,
     /// A SELECT naming `@@…` and `socket`: maybe a driver's probe for the server's Unix socket,
     /// which the proxy answers for itself (`sql::probe`).
@@ -112,6 +113,9 @@ fn is_proxy_command(s: &[u8]) -> bool {
     if s.len() >= 10 && s[..4].eq_ignore_ascii_case(b"show") {
         return second("PROXY") || second("OBKV");
     }
+    if s.len() >= 12 && s[..5].eq_ignore_ascii_case(b"alter") {
+        return second("SYSTEM");
+    }
     s.len() >= 12 && s[..7].eq_ignore_ascii_case(b"explain") && second("OBKV")
 }
 
@@ -193,6 +197,9 @@ mod tests {
     #[test]
     fn proxy_commands_after_comments() {
         assert_eq!(classify(b"SHOW PROXY STATUS"), Class::ProxyCommand);
+        assert_eq!(classify(b"alter system trigger ttl"), Class::ProxyCommand);
+        assert_eq!(classify(b"ALTER TABLE t ADD c INT"), Class::Plain);
+        assert_eq!(classify(b"ALTER SYSTEMS"), Class::Plain);
         assert_eq!(
             classify(b"/* hi */ show   proxy status"),
             Class::ProxyCommand

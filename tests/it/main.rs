@@ -29,4 +29,5 @@ mod readings;
 mod resilience;
 mod streaming;
 mod sysbench;
+mod ttl;
 mod writes;

@@ -1,0 +1,52 @@
+//! `ALTER SYSTEM {TRIGGER|SUSPEND|RESUME|CANCEL} TTL`: forwarded to an OceanBase cluster (its
+//! own TTL task answers), carried out by the proxy's task elsewhere (`crate::ttl`).
+
+use super::catalog::cell;
+use super::{End, Session};
+use crate::hbase::backend::Flavor;
+use crate::hbase::marker;
+use crate::protocol::response::{ResponseKind, Summary};
+
+impl Session {
+    pub(super) async fn answer_ttl(
+        &mut self,
+        cmd: crate::ttl::Command,
+        kind: ResponseKind,
+    ) -> Result<Option<Summary>, End> {
+        if self.flavor().await? == Flavor::OceanBase {
+            return self.forward(kind).await.map(Some);
+        }
+        crate::admin::bump(&self.shared.stats.answered_locally);
+        // a trigger covers the HBase tables this user can see (the backend's grants), in
+        // `hbase.databases`
+        let mut tables = Vec::new();
+        if cmd == crate::ttl::Command::Trigger {
+            let rows = match self.rows(&crate::hbase::catalog::marked_tables()).await? {
+                Ok(r) => r,
+                Err(packet) => {
+                    self.answer_raw(&packet).await?;
+                    return Ok(None);
+                }
+            };
+            let databases = self.shared.hbase_databases.clone();
+            for r in &rows {
+                let (Some(db), Some(name)) =
+                    (marker::from_hex(cell(r, 0)), marker::from_hex(cell(r, 1)))
+                else {
+                    continue;
+                };
+                let db_s = String::from_utf8_lossy(&db);
+                if !databases.is_empty() && !databases.iter().any(|d| *d == db_s) {
+                    continue;
+                }
+                tables.push((db, name));
+            }
+        }
+        let cfg = self.cfg.clone();
+        match crate::ttl::command(&self.shared, &cfg, cmd, tables).await {
+            Ok(n) => self.answer_ok(n, 0).await?,
+            Err(e) => self.answer_error(e).await?,
+        }
+        Ok(None)
+    }
+}
