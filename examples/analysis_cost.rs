@@ -31,6 +31,7 @@ fn main() {
         prefix_column: Some(("K_PREFIX".into(), 8)),
         placement: Placement::OceanBase,
         grouped: true,
+        attrs: obkv_proxy::hbase::ttl::Attributes::default(),
         limits: obkv_proxy::hbase::cells::CellLimits {
             k: Some(1024),
             q: Some(256),

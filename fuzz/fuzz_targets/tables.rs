@@ -23,6 +23,7 @@ pub fn cache() -> Arc<SchemaCache> {
                 prefix_column: Some(("K_PREFIX".into(), 4)),
                 placement: Placement::OceanBase,
                 grouped: true,
+                attrs: obkv_proxy::hbase::ttl::Attributes::default(),
                 limits: CellLimits {
                     k: Some(16),
                     q: Some(8),

@@ -140,6 +140,8 @@ pub enum Answer {
     ObkvAdvice(Option<crate::sql::ddl::TableName>),
     /// `SHOW OBKV PARTITIONS FOR t`: the table's reads and writes per partition.
     ObkvPartitions(crate::sql::ddl::TableName),
+    /// `SET OBKV HBASE_READS = ON|OFF` (Some) and `SHOW OBKV HBASE_READS` (None).
+    HbaseReads(Option<bool>),
     /// `ALTER SYSTEM {TRIGGER|SUSPEND|RESUME|CANCEL} TTL`: carried out by the proxy's TTL task
     /// where the backend has none, forwarded to an OceanBase cluster (`crate::ttl`).
     Ttl(crate::ttl::Command),
@@ -173,6 +175,9 @@ pub struct Context {
     pub txn: Txn,
     /// The proxy's own Unix socket, the answer to a driver's `@@socket` probe.
     pub socket: Option<std::sync::Arc<str>>,
+    /// `SET OBKV HBASE_READS = ON`: SELECTs on HBase tables return the cells HBase would, T
+    /// read in this convention (None: off, rows as stored).
+    pub hbase_reads: Option<crate::hbase::cells::Convention>,
 }
 
 impl Default for Context {
@@ -186,6 +191,7 @@ impl Default for Context {
             writes: None,
             txn: Txn::default(),
             socket: None,
+            hbase_reads: None,
         }
     }
 }
@@ -306,6 +312,7 @@ mod observe_tests {
                 columns: Vec::new(),
             },
             grouped: true,
+            attrs: crate::hbase::ttl::Attributes::default(),
         });
         let mut a = Activity::default();
         for _ in 0..1000 {

@@ -201,12 +201,48 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         };
         describe_table(&mut row, &schema);
         let count = schema.partitioning.partition_count();
+        let hbase_read = ctx.hbase_reads.is_some()
+            && x.verb == dml::Verb::Select
+            && !x.locking
+            && (schema.attrs.time_to_live.is_some() || schema.attrs.max_versions.is_some());
         let step = prefix_scan::plan(x, view, d.reported_backslash_escape());
+        let step = if hbase_read {
+            if let (Some(text), 1) = (decision.rewritten(), pieces.len()) {
+                row.sent = text.trim_ascii_start().to_vec();
+            }
+            let mut what = Vec::new();
+            if let Some(t) = schema.attrs.time_to_live {
+                what.push(format!("within TimeToLive {t} s by the backend's clock"));
+            }
+            if let Some(m) = schema.attrs.max_versions {
+                what.push(format!("the newest {m} versions of each (K, Q)"));
+            }
+            let pinned = matches!(step, Step::Splice { .. });
+            row.note = format!(
+                "HBase reads: the table is read as the cells {}{}",
+                what.join(" and "),
+                if pinned {
+                    "; the prefix predicate inside prunes to the partitions shown"
+                } else {
+                    ""
+                }
+            );
+            // the partitions are shown below as for the rewrite, not its text
+            match step {
+                Step::Splice { pinned, .. } => Step::Splice {
+                    text: Vec::new(),
+                    pinned,
+                },
+                other => other,
+            }
+        } else {
+            step
+        };
         let all = || format!("all {count}");
         match step {
             Step::Splice { text, pinned } if rewritten => {
                 let prefixes = pinned.prefixes();
-                if let Some(end) = x.where_end {
+                if let (Some(end), false) = (x.where_end, hbase_read) {
                     let mut s = Splice::new();
                     s.insert(run.start - p.start + end, text);
                     row.sent = s.apply(piece).trim_ascii_start().to_vec();

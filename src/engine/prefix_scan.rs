@@ -680,6 +680,7 @@ pub(crate) mod tests {
             prefix_column: Some(("K_PREFIX".into(), 4)),
             placement,
             grouped: true,
+            attrs: crate::hbase::ttl::Attributes::default(),
             limits: crate::hbase::cells::CellLimits {
                 k: Some(16),
                 q: Some(8),

@@ -104,6 +104,8 @@ pub enum Unchecked {
     /// The values of an `EXECUTE name USING …` of a checked statement, when they could not be
     /// read.
     ExecuteValues,
+    /// With HBase reads on, a SELECT on an HBase table in a shape the proxy cannot filter.
+    HbaseRead,
 }
 
 /// A refusal's label in the proxy's metrics: the rule's id for a rule's refusal, else the kind
@@ -201,7 +203,7 @@ impl Refusal {
             Refusal::UnknownCommand(Command::Obkv) => {
                 parse(
                 "obkv-proxy: unknown OBKV command; supported: SHOW OBKV TABLES, SHOW OBKV ADVICE [FOR table], \
-                 SHOW OBKV PARTITIONS FOR table",
+                 SHOW OBKV PARTITIONS FOR table, SHOW OBKV HBASE_READS, SET OBKV HBASE_READS = ON|OFF",
             )
             }
             Refusal::UnknownCommand(Command::Proxy) => parse(
@@ -254,6 +256,13 @@ impl Refusal {
                 }
             }),
             Refusal::Unchecked(u) => not_supported(match u {
+                Unchecked::HbaseRead => {
+                    "obkv-proxy: HBase reads are on (SET OBKV HBASE_READS = ON), and this SELECT on an \
+                     HBase table with TimeToLive or MaxVersions is in a shape the proxy cannot filter to \
+                     the cells HBase would return (a join, a subquery, a UNION, a CTE, a db.table.column \
+                     name, explicit partitions, index hints); read the table on its own, or SET OBKV \
+                     HBASE_READS = OFF for the rows as stored"
+                }
                 Unchecked::ProgramWrites => {
                     "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
                      statement writes to an HBase table, nor place them in a transaction; write them \

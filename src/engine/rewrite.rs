@@ -88,6 +88,127 @@ pub fn add_prefix_predicate(
     }
 }
 
+/// Reads as HBase sees them (`SET OBKV HBASE_READS = ON`): the text that replaces the table
+/// reference of a single-table SELECT, a derived table of the cells within the family's
+/// `TimeToLive` (by the backend's clock when the statement runs) and among the newest
+/// `MaxVersions` of each (K, Q) (a window over (K, Q) ordered newest first). Inside it go the
+/// statement's own K predicates (copied as written, when they hold no placeholder) and the
+/// prefix predicate (`pin`), so the backend still prunes to one partition; whole cells pass
+/// or fail them, so the versions are counted as without them. Keeps the table's name as the
+/// derived table's alias unless the statement gave one. None: a column name the proxy cannot
+/// write in the client's character set (not ASCII).
+pub fn hbase_read_table(
+    piece: &[u8],
+    dml: &Dml,
+    schema: &crate::hbase::schema::TableSchema,
+    convention: crate::hbase::cells::Convention,
+    pin: Option<&[u8]>,
+) -> Option<Vec<u8>> {
+    use crate::hbase::cells::Convention;
+    let attrs = schema.attrs;
+    let columns = &schema.limits.columns;
+    if columns.is_empty() || !columns.iter().all(|c| c.is_ascii()) {
+        return None;
+    }
+    let table = piece.get(dml.table_span.0..dml.table_span.1)?;
+    // the inner table takes the statement's alias: K terms copied as written (`a.K`) resolve
+    let alias = match dml.alias {
+        Some((a, b)) => piece.get(a..b)?.to_vec(),
+        None => crate::hbase::catalog::ident_bytes(&dml.table.raw_name),
+    };
+    let mut cols = Vec::new();
+    for (i, c) in columns.iter().enumerate() {
+        if i > 0 {
+            cols.extend_from_slice(b", ");
+        }
+        cols.extend_from_slice(crate::hbase::catalog::ident(c).as_bytes());
+    }
+    // the inner WHERE: within the TTL by the backend's clock, the K terms, the prefix
+    let mut filter = Vec::new();
+    if let Some(s) = attrs.time_to_live {
+        let ttl_ms = s.saturating_mul(1000).min(i64::MAX as u64 / 2);
+        let now = "CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED)";
+        filter.extend_from_slice(
+            match convention {
+                Convention::NegatedMs => format!("`T` <= -({now} - {ttl_ms})"),
+                Convention::Ms => format!("`T` >= {now} - {ttl_ms}"),
+            }
+            .as_bytes(),
+        );
+    } else {
+        filter.extend_from_slice(b"TRUE");
+    }
+    for (p, &(a, b)) in dml.preds.iter().zip(&dml.pred_spans) {
+        if pred_has_param(p) {
+            continue;
+        }
+        let Some(term) = piece.get(a..b) else {
+            continue;
+        };
+        filter.extend_from_slice(b" AND (");
+        filter.extend_from_slice(term);
+        filter.push(b')');
+    }
+    if let Some(pin) = pin {
+        filter.extend_from_slice(pin);
+    }
+    let mut out = Vec::with_capacity(2 * cols.len() + filter.len() + table.len() + 160);
+    out.push(b'(');
+    match attrs.max_versions {
+        Some(m) => {
+            let order = match convention {
+                Convention::NegatedMs => "",
+                Convention::Ms => " DESC",
+            };
+            out.extend_from_slice(b"SELECT ");
+            out.extend_from_slice(&cols);
+            out.extend_from_slice(b" FROM (SELECT ");
+            out.extend_from_slice(&cols);
+            out.extend_from_slice(
+                format!(", ROW_NUMBER() OVER (PARTITION BY `K`, `Q` ORDER BY `T`{order}) AS `obkv_version` FROM ")
+                    .as_bytes(),
+            );
+            out.extend_from_slice(table);
+            out.extend_from_slice(b" AS ");
+            out.extend_from_slice(&alias);
+            out.extend_from_slice(b" WHERE ");
+            out.extend_from_slice(&filter);
+            out.extend_from_slice(
+                format!(") AS `obkv_cells` WHERE `obkv_version` <= {m}").as_bytes(),
+            );
+        }
+        None => {
+            out.extend_from_slice(b"SELECT ");
+            out.extend_from_slice(&cols);
+            out.extend_from_slice(b" FROM ");
+            out.extend_from_slice(table);
+            out.extend_from_slice(b" AS ");
+            out.extend_from_slice(&alias);
+            out.extend_from_slice(b" WHERE ");
+            out.extend_from_slice(&filter);
+        }
+    }
+    out.push(b')');
+    if dml.alias.is_none() {
+        out.extend_from_slice(b" AS ");
+        out.extend_from_slice(&alias);
+    }
+    Some(out)
+}
+
+fn pred_has_param(p: &crate::sql::dml::Pred) -> bool {
+    use crate::sql::dml::{Operand, Pred};
+    let param = |o: &Operand| matches!(o, Operand::Param(_));
+    match p {
+        Pred::Eq(o) => param(o),
+        Pred::In(v) => v.iter().any(param),
+        Pred::Like { pattern, .. } => param(pattern),
+        Pred::Lower { bound, .. } | Pred::Upper { bound, .. } => param(bound),
+        Pred::Between(a, b) => param(a) || param(b),
+        Pred::Left { value, .. } => param(value),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

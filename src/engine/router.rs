@@ -500,6 +500,22 @@ fn decide_proxy_command(sql: &[u8], origin: Origin, dialect: Dialect) -> Decisio
     if origin == Origin::Prepare {
         return refuse(Refusal::CommandPrepared);
     }
+    if words.first().is_some_and(|w| w == "SET") {
+        // SET OBKV HBASE_READS [=] ON|OFF
+        let value = crate::sql::classify::after_words(sql, 3);
+        let value = value.trim_ascii_start();
+        let value = value.strip_prefix(b"=").unwrap_or(value).trim_ascii();
+        let value = value.strip_suffix(b";").unwrap_or(value).trim_ascii_end();
+        let on = match value.to_ascii_uppercase().as_slice() {
+            b"ON" | b"1" | b"TRUE" => Some(true),
+            b"OFF" | b"0" | b"FALSE" => Some(false),
+            _ => None,
+        };
+        return match (words.get(2).map(String::as_str), on) {
+            (Some("HBASE_READS"), Some(on)) => Decision::Answer(Answer::HbaseReads(Some(on))),
+            _ => refuse(Refusal::UnknownCommand(Command::Obkv)),
+        };
+    }
     let words = &words[..words.len().min(4)];
     if words.first().is_some_and(|w| w == "EXPLAIN") {
         return Decision::Answer(Answer::ExplainObkv);
@@ -508,6 +524,7 @@ fn decide_proxy_command(sql: &[u8], origin: Origin, dialect: Dialect) -> Decisio
         let table = || crate::sql::ddl::table_after_for(sql, dialect);
         return match (words.get(2).map(String::as_str), words.len()) {
             (Some("TABLES"), 3) => Decision::Answer(Answer::ObkvTables),
+            (Some("HBASE_READS"), 3) => Decision::Answer(Answer::HbaseReads(None)),
             (Some("ADVICE"), 3) => Decision::Answer(Answer::ObkvAdvice(None)),
             (Some("ADVICE"), 4) if words[3] == "FOR" => match table() {
                 Ok(Some(t)) => Decision::Answer(Answer::ObkvAdvice(Some(t))),

@@ -372,10 +372,60 @@ impl<'a> Text<'a> {
                 (Err(write::NeedCharset), _) => return self.need_charset(),
             }
         }
+        if let (Some(conv), dml::Verb::Select, false) = (ctx.hbase_reads, x.verb, x.locking) {
+            if let Ok(Some(schema)) = &looked_up {
+                if declares_versions(schema) {
+                    let schema = schema.clone();
+                    return self.hbase_read(at, x, view, looked_up, &schema, conv);
+                }
+            }
+        }
         if !ctx.rewrite {
             return Flow::Next;
         }
         self.prefix_scan(at, x, view, looked_up)
+    }
+
+    /// Reads as HBase sees them (`SET OBKV HBASE_READS = ON`): the table reference becomes a
+    /// derived table of the cells within TimeToLive and MaxVersions, the prefix predicate
+    /// inside it (a prepared statement's is bound per execution: it is not pinned).
+    fn hbase_read(
+        &mut self,
+        at: &At<'_>,
+        x: &dml::Dml,
+        view: &TableView,
+        looked_up: Result<Option<std::sync::Arc<crate::hbase::schema::TableSchema>>, Need>,
+        schema: &crate::hbase::schema::TableSchema,
+        conv: crate::hbase::cells::Convention,
+    ) -> Flow {
+        if x.three_part_name {
+            return Flow::Refuse(Refusal::Unchecked(Unchecked::HbaseRead));
+        }
+        let pin = if self.ctx.rewrite {
+            match prefix_scan::plan_looked_up(
+                x,
+                view,
+                looked_up,
+                self.d.reported_backslash_escape(),
+            ) {
+                Step::Need(n) => return self.need(n),
+                Step::Splice { text, .. } => Some(text),
+                _ => None,
+            }
+        } else {
+            None
+        };
+        let Some(text) = rewrite::hbase_read_table(at.piece, x, schema, conv, pin.as_deref())
+        else {
+            return Flow::Refuse(Refusal::Unchecked(Unchecked::HbaseRead));
+        };
+        let (a, b) = x.table_span;
+        self.splice
+            .replace(at.run.start + a, at.run.start + b, text);
+        if pin.is_some() {
+            self.tally.rewritten += 1;
+        }
+        Flow::Next
     }
 
     /// The prefix-scan rewriter on a statement the DML reader follows.
@@ -459,6 +509,21 @@ impl<'a> Text<'a> {
         let ctx = self.ctx;
         tracing::debug!(why, "prefix-scan rewriter: statement not read");
         self.tally.unreadable += 1;
+        // reads as HBase sees them: a query the proxy cannot filter is not run unfiltered
+        if let (Some(_), Some(view)) = (ctx.hbase_reads, &ctx.tables) {
+            let first = crate::sql::classify::leading_words(at.piece, 1);
+            let query = first
+                .first()
+                .is_some_and(|w| matches!(w.as_str(), "SELECT" | "WITH" | "TABLE" | "VALUES"))
+                || at.piece.trim_ascii_start().starts_with(b"(");
+            if query {
+                match names_versioned_table(at.piece, self.d, view) {
+                    Err(n) => return self.need(n),
+                    Ok(true) => return Flow::Refuse(Refusal::Unchecked(Unchecked::HbaseRead)),
+                    Ok(false) => {}
+                }
+            }
+        }
         if let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) {
             match assigned_cells(at.piece, self.d, view, rules) {
                 Assigned::Nothing => {}
@@ -919,6 +984,28 @@ fn assigned_cells(piece: &[u8], d: Dialect, view: &TableView, rules: &WriteRules
             ..Need::default()
         }),
     }
+}
+
+/// The family declares versions or a time to live: reads as HBase sees them filter it.
+fn declares_versions(t: &crate::hbase::schema::TableSchema) -> bool {
+    t.attrs.time_to_live.is_some() || t.attrs.max_versions.is_some()
+}
+
+/// Whether a statement names an HBase table that declares versions or a time to live.
+fn names_versioned_table(piece: &[u8], d: Dialect, view: &TableView) -> Result<bool, Need> {
+    let mut need = Need::default();
+    let mut found = false;
+    for t in &dollar_names(piece, d) {
+        match prefix_scan::table_named(t, view) {
+            Ok(Some(s)) => found |= declares_versions(&s),
+            Ok(None) => {}
+            Err(n) => need.merge(n),
+        }
+    }
+    if need != Need::default() {
+        return Err(need);
+    }
+    Ok(found)
 }
 
 /// The first HBase table a statement names (by its `$` identifiers), if any.

@@ -40,6 +40,9 @@ pub struct TableSchema {
     /// In a table group (the proxy's marker, or the backend's own TABLEGROUP); a table in no
     /// group is its own group for the transaction guard.
     pub grouped: bool,
+    /// The family's `TimeToLive` and `MaxVersions` (`KV_ATTRIBUTES`), for reads as HBase sees
+    /// them.
+    pub attrs: super::ttl::Attributes,
 }
 
 impl TableSchema {
@@ -86,6 +89,10 @@ impl TableSchema {
             placement,
             limits: CellLimits::from_definition(def, blob_limit),
             grouped: true,
+            attrs: def
+                .option("KV_ATTRIBUTES")
+                .map(|o| super::ttl::Attributes::parse(&o.value))
+                .unwrap_or_default(),
         })
     }
 
@@ -239,6 +246,7 @@ mod tests {
             placement: Placement::OceanBase,
             limits: Default::default(),
             grouped: true,
+            attrs: crate::hbase::ttl::Attributes::default(),
         }))
     }
 

@@ -156,6 +156,8 @@ pub struct Session {
     own_warnings: u16,
     /// The partition the open transaction's first write to an HBase table fixed.
     txn_pin: Option<crate::engine::write::Place>,
+    /// `SET OBKV HBASE_READS = ON`: SELECTs on HBase tables return the cells HBase would.
+    hbase_reads: bool,
     /// The current database as last read (None: not known; forgotten whenever a command may
     /// have changed it).
     db_fact: Option<Option<std::sync::Arc<[u8]>>>,
@@ -249,6 +251,7 @@ impl Session {
             no_signal: false,
             own_warnings: 0,
             txn_pin: None,
+            hbase_reads: false,
             activity: Default::default(),
             txn_observed: Vec::new(),
             statement: None,
@@ -318,7 +321,8 @@ impl Session {
             rewrite,
             txn: self.txn(),
             socket: self.shared.socket.clone(),
-            tables: (rewrite || writes.is_some()).then(|| TableView {
+            hbase_reads: self.hbase_reads.then_some(self.cfg.hbase.timestamp),
+            tables: (rewrite || writes.is_some() || self.hbase_reads).then(|| TableView {
                 cache: self.shared.schemas.clone(),
                 current_db: self.db_fact.clone(),
                 charset: self.charset_fact,
@@ -670,6 +674,7 @@ impl Session {
                 Some(com::RESET_CONNECTION) => {
                     self.statements.clear();
                     self.txn_pin = None;
+                    self.hbase_reads = false;
                     // the reset rolls the transaction back, and its rows with it
                     self.txn_observed.clear();
                     self.forget_session_facts();
@@ -835,6 +840,7 @@ impl Session {
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.statements.clear();
         self.txn_pin = None;
+        self.hbase_reads = false;
         self.txn_observed.clear();
         self.forget_session_facts();
         if self.cfg.auth.mode == AuthMode::Proxy {
@@ -914,6 +920,11 @@ impl Session {
                     Answer::ObkvTables => self.answer_obkv_tables().await?,
                     Answer::ObkvAdvice(t) => self.answer_obkv_advice(t).await?,
                     Answer::ObkvPartitions(t) => self.answer_obkv_partitions(t).await?,
+                    Answer::HbaseReads(Some(on)) => {
+                        self.hbase_reads = on;
+                        self.answer_ok(0, 0).await?
+                    }
+                    Answer::HbaseReads(None) => self.answer_hbase_reads().await?,
                     // carried out above
                     Answer::Ttl(_) => {}
                 }

@@ -49,4 +49,14 @@ impl Session {
         }
         Ok(None)
     }
+
+    /// `SHOW OBKV HBASE_READS`: the session's setting.
+    pub(super) async fn answer_hbase_reads(&mut self) -> Result<(), End> {
+        let value = if self.hbase_reads { "ON" } else { "OFF" };
+        let rows = vec![vec![
+            Some("hbase_reads".to_string()),
+            Some(value.to_string()),
+        ]];
+        self.answer_rows(&["Variable_name", "Value"], &rows).await
+    }
 }

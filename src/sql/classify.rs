@@ -116,6 +116,14 @@ fn is_proxy_command(s: &[u8]) -> bool {
     if s.len() >= 12 && s[..5].eq_ignore_ascii_case(b"alter") {
         return second("SYSTEM");
     }
+    if s.len() >= 8 && s[..3].eq_ignore_ascii_case(b"set") {
+        // `SET OBKV …`: no allocation for the many other SETs
+        let (w, _) = take_word(skip_noise(&s[3..]));
+        return s
+            .get(3)
+            .is_some_and(|c| !c.is_ascii_alphanumeric() && *c != b'_')
+            && w.eq_ignore_ascii_case(b"obkv");
+    }
     s.len() >= 12 && s[..7].eq_ignore_ascii_case(b"explain") && second("OBKV")
 }
 
@@ -200,6 +208,14 @@ mod tests {
         assert_eq!(classify(b"alter system trigger ttl"), Class::ProxyCommand);
         assert_eq!(classify(b"ALTER TABLE t ADD c INT"), Class::Plain);
         assert_eq!(classify(b"ALTER SYSTEMS"), Class::Plain);
+        assert_eq!(classify(b"SET OBKV HBASE_READS = ON"), Class::ProxyCommand);
+        assert_eq!(
+            classify(b"set /* x */ obkv hbase_reads=off"),
+            Class::ProxyCommand
+        );
+        assert_eq!(classify(b"SET NAMES utf8mb4"), Class::Plain);
+        assert_eq!(classify(b"SETOBKV x = 1"), Class::Plain);
+        assert_eq!(classify(b"SET obkvx = 1"), Class::Plain);
         assert_eq!(
             classify(b"/* hi */ show   proxy status"),
             Class::ProxyCommand

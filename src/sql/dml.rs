@@ -90,6 +90,14 @@ pub struct Dml {
     pub assignments: Vec<(Vec<u8>, Value)>,
     /// SELECT … FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE: a locking read.
     pub locking: bool,
+    /// Where the table reference (`[db.]name`, without its alias) stands in the statement.
+    pub table_span: (usize, usize),
+    /// Where the table reference's alias stands (without its `AS`), if it has one.
+    pub alias: Option<(usize, usize)>,
+    /// Where each of `preds` stands (the AND term it was read from), in the same order.
+    pub pred_spans: Vec<(usize, usize)>,
+    /// A name of three parts (`db.table.column`) appears somewhere in the statement.
+    pub three_part_name: bool,
 }
 
 /// A list of identifiers kept in one buffer (each as a 4-byte length and its bytes): one
@@ -386,9 +394,15 @@ impl Reader<'_> {
         let Some((table, after)) = self.table_ref(at_table) else {
             return Read::Unreadable("a table reference the rewriter does not follow");
         };
+        let table_span = match (self.t.get(at_table), self.t.get(after - 1)) {
+            (Some(a), Some(b)) => (a.start, b.end),
+            _ => (0, 0),
+        };
         let mut j = after;
+        let mut alias = None;
         // [AS] alias
         if self.word(j, "AS") {
+            alias = self.t.get(j + 1).map(|t| (t.start, t.end));
             if !self
                 .t
                 .get(j + 1)
@@ -402,6 +416,7 @@ impl Reader<'_> {
                 && !self.is_clause_word(j)
                 && !TABLE_FOLLOWERS.iter().any(|w| self.word(j, w));
             if plain_word || t.kind == Tok::QuotedIdent {
+                alias = Some((t.start, t.end));
                 j += 1;
             }
         }
@@ -438,6 +453,16 @@ impl Reader<'_> {
             params_before_where_end: 0,
             assignments,
             locking: verb == Verb::Select && survey.locking,
+            table_span,
+            alias,
+            pred_spans: Vec::new(),
+            three_part_name: self.t.windows(5).any(|w| {
+                w[1].is_punct(b'.')
+                    && w[3].is_punct(b'.')
+                    && [&w[0], &w[2], &w[4]]
+                        .iter()
+                        .all(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+            }),
         };
         let Some(w) = where_kw else {
             return Read::Dml(Box::new(dml));
@@ -487,6 +512,11 @@ impl Reader<'_> {
             for (a, b) in conjuncts {
                 if let Some(p) = self.predicate(a, b) {
                     dml.preds.push(p);
+                    let span = match (self.t.get(a), self.t.get(b.wrapping_sub(1))) {
+                        (Some(x), Some(y)) => (x.start, y.end),
+                        _ => (0, 0),
+                    };
+                    dml.pred_spans.push(span);
                 }
             }
         }

@@ -63,6 +63,10 @@ pub fn plan_assigned(
             params_before_where_end: 0,
             assignments: each.into_iter().map(|(_, v)| (b"V".to_vec(), v)).collect(),
             locking: false,
+            table_span: (0, 0),
+            alias: None,
+            pred_spans: Vec::new(),
+            three_part_name: false,
         })),
     })
 }

@@ -125,6 +125,7 @@ mod tests {
             prefix_column,
             placement: Placement::MySqlFamily,
             grouped: true,
+            attrs: crate::hbase::ttl::Attributes::default(),
             limits: cells::CellLimits {
                 k: Some(16),
                 q: Some(8),
