@@ -217,6 +217,70 @@ impl Walk<'_> {
     }
 }
 
+/// Rows the advisor samples of a table to see how many versions and expired cells it keeps.
+pub const SAMPLE_ROWS: u32 = 10_000;
+
+/// The advisor's sample of a table (`db`.`name` quoted): rows, cells (K, Q) and expired rows
+/// among the first `SAMPLE_ROWS` rows the backend reads, by its clock.
+pub fn sample(table: &str, attrs: &Attributes, convention: Convention) -> String {
+    let expired = match (attrs.time_to_live, convention) {
+        (None, _) => "0".to_string(),
+        (Some(s), Convention::NegatedMs) => format!(
+            "SUM(CASE WHEN T > -({NOW_MS} - {}) THEN 1 ELSE 0 END)",
+            s.saturating_mul(1000).min(i64::MAX as u64 / 2)
+        ),
+        (Some(s), Convention::Ms) => format!(
+            "SUM(CASE WHEN T < {NOW_MS} - {} THEN 1 ELSE 0 END)",
+            s.saturating_mul(1000).min(i64::MAX as u64 / 2)
+        ),
+    };
+    format!(
+        "SELECT COUNT(*), COUNT(DISTINCT K, Q), {expired} FROM (SELECT K, Q, T FROM {table} LIMIT {SAMPLE_ROWS}) s"
+    )
+}
+
+/// What a sample shows against the declaration: (rule, evidence, advice) for versions far
+/// above MaxVersions (on average more than twice as many, and at least one more) and for a
+/// quarter or more of the rows expired.
+pub fn sample_findings(
+    attrs: &Attributes,
+    rows: u64,
+    cells: u64,
+    expired: u64,
+) -> Vec<(&'static str, String, String)> {
+    let mut out = Vec::new();
+    if rows == 0 || cells == 0 {
+        return out;
+    }
+    let per_cell = rows as f64 / cells as f64;
+    let task = "the TTL task is off or behind: ttl.enabled = true (with hbase.catalog_user) runs \
+                it, ALTER SYSTEM TRIGGER TTL runs it now, ttl.duty_duration each day";
+    if let Some(m) = attrs.max_versions {
+        if per_cell > 2.0 * m as f64 && per_cell >= m as f64 + 1.0 {
+            out.push((
+                "versions_kept",
+                format!(
+                    "{rows} rows sampled hold {cells} cells: {per_cell:.1} versions a cell, MaxVersions is {m}"
+                ),
+                format!("{task}; meanwhile SET OBKV HBASE_READS = ON reads the newest {m} of each"),
+            ));
+        }
+    }
+    if let Some(s) = attrs.time_to_live {
+        if expired * 4 >= rows {
+            out.push((
+                "expired_kept",
+                format!(
+                    "{expired} of {rows} rows sampled ({:.0}%) are older than TimeToLive {s} s",
+                    100.0 * expired as f64 / rows as f64
+                ),
+                format!("{task}; meanwhile SET OBKV HBASE_READS = ON hides them"),
+            ));
+        }
+    }
+    out
+}
+
 /// The daily window in which scheduled runs work (`[HH:MM:SS, HH:MM:SS]`, local time, both
 /// ends included, not crossing midnight), as OceanBase's `kv_ttl_duty_duration` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -666,6 +730,24 @@ mod tests {
             String::from_utf8(w.delete(&[&at, &b]).unwrap_or_default()).unwrap_or_default(),
             "DELETE FROM `d`.`g$f` PARTITION (`p3`) WHERE (K = X'6B27' AND Q = X'00' AND T = -5) OR (K = X'7A' AND Q = X'71' AND T = 7)"
         );
+    }
+
+    #[test]
+    fn samples_far_above_the_declaration_are_findings() {
+        let a = Attributes {
+            time_to_live: Some(10),
+            max_versions: Some(2),
+            disabled: false,
+        };
+        assert!(sample_findings(&a, 0, 0, 0).is_empty());
+        // two versions a cell, a few expired: as declared
+        assert!(sample_findings(&a, 200, 100, 10).is_empty());
+        let f = sample_findings(&a, 500, 100, 400);
+        let rules: Vec<&str> = f.iter().map(|x| x.0).collect();
+        assert_eq!(rules, ["versions_kept", "expired_kept"]);
+        assert!(f[0].1.contains("5.0 versions a cell"), "{}", f[0].1);
+        assert!(sample("`d`.`t`", &a, Convention::NegatedMs)
+            .contains("T > -(CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS SIGNED) - 10000)"));
     }
 
     #[test]

@@ -89,8 +89,56 @@ impl Session {
             |db: &str, name: &str| tables.iter().any(|(d, n, r)| *r && d == db && n == name);
         let reports = advisor::report(visible, readable, false);
         let mut rows: Vec<Vec<Option<String>>> = Vec::new();
+        // what a table keeps against its TimeToLive and MaxVersions: sampled (as the user) from
+        // the tables the user may read, the one named too when the advisor saw no traffic
+        let mut sampled: Vec<(String, String)> = tables
+            .iter()
+            .filter(|t| t.2)
+            .map(|(d, n, _)| (d.clone(), n.clone()))
+            .collect();
+        if let Some((d, n)) = &only {
+            if !sampled.iter().any(|(a, b)| a == d && b == n) && self.table_access(d, n).await?.1 {
+                sampled.push((d.clone(), n.clone()));
+            }
+        }
+        let mut kept_rows: Vec<Vec<Option<String>>> = Vec::new();
+        let mut with_findings: Vec<String> = Vec::new();
+        for (db, name) in &sampled {
+            let Some(attrs) = self.declared_attrs(db.as_bytes(), name.as_bytes()).await? else {
+                continue;
+            };
+            if attrs.time_to_live.is_none() && attrs.max_versions.is_none() {
+                continue;
+            }
+            let table = format!("{}.{}", catalog::ident(db), catalog::ident(name));
+            let sql = crate::hbase::ttl::sample(&table, &attrs, self.cfg.hbase.timestamp);
+            let Ok(r) = self.rows(&sql).await? else {
+                continue;
+            };
+            let n = |i| {
+                r.first()
+                    .and_then(|row| std::str::from_utf8(cell(row, i)).ok()?.parse::<u64>().ok())
+                    .unwrap_or(0)
+            };
+            let label = format!("{db}.{name}");
+            for (rule, evidence, advice) in
+                crate::hbase::ttl::sample_findings(&attrs, n(0), n(1), n(2))
+            {
+                with_findings.push(label.clone());
+                kept_rows.push(vec![
+                    Some(label.clone()),
+                    Some(rule.into()),
+                    Some(evidence),
+                    Some(advice),
+                    None,
+                ]);
+            }
+        }
         for r in reports {
             let label = format!("{}.{}", r.database, r.table);
+            if r.findings.is_empty() && with_findings.contains(&label) {
+                continue;
+            }
             if r.findings.is_empty() {
                 rows.push(vec![
                     Some(label),
@@ -114,6 +162,7 @@ impl Session {
                 ]);
             }
         }
+        rows.extend(kept_rows);
         self.answer_advice_rows(rows).await
     }
 

@@ -84,6 +84,18 @@ impl Session {
         Ok(())
     }
 
+    /// The `TimeToLive` / `MaxVersions` an HBase table this user can see declares.
+    pub(super) async fn declared_attrs(
+        &mut self,
+        db: &[u8],
+        name: &[u8],
+    ) -> Result<Option<crate::hbase::ttl::Attributes>, End> {
+        Ok(match self.read_table_schema(db, name).await? {
+            TableRead::Known(Some(s)) => Some(s.attrs),
+            _ => None,
+        })
+    }
+
     /// A table's schema as the backend has it now, if it is an HBase table this user can see.
     async fn read_table_schema(&mut self, db: &[u8], name: &[u8]) -> Result<TableRead, End> {
         Ok(self.read_table(db, name).await?.0)

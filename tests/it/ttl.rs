@@ -739,5 +739,27 @@ fn hbase_reads_return_what_hbase_would_on_one_partition() {
             read(&mut c, &format!("SELECT K, Q, T FROM {table}")).len(),
             500
         );
+        // the advisor sees the table keep far more than it declares (the task is off)
+        let advice = c.rows(&format!("SHOW OBKV ADVICE FOR {table}"));
+        let rules: Vec<String> = advice
+            .iter()
+            .map(|r| String::from_utf8_lossy(r[1].as_deref().unwrap_or_default()).into_owned())
+            .collect();
+        assert!(
+            rules.contains(&"versions_kept".to_string())
+                && rules.contains(&"expired_kept".to_string()),
+            "{}: {advice:?}",
+            kind.name()
+        );
+        let evidence = advice
+            .iter()
+            .find(|r| r[1].as_deref() == Some(&b"versions_kept"[..]))
+            .and_then(|r| r[2].clone())
+            .unwrap_or_default();
+        assert!(
+            String::from_utf8_lossy(&evidence).contains("5.0 versions a cell, MaxVersions is 2"),
+            "{}",
+            String::from_utf8_lossy(&evidence)
+        );
     }
 }
