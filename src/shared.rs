@@ -3,7 +3,7 @@
 //! backend once. Built once by `server::run_on`, handed to each session as an `Arc`.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
@@ -42,7 +42,7 @@ pub struct Shared {
     /// Sessions whose client may go while their statement runs (`watch`).
     pub watched: crate::watch::Registry,
     /// The TTL task's holder name, wake-up and counters (`crate::ttl`).
-    pub ttl: crate::ttl::Ttl,
+    pub ttl: TtlState,
     /// HBase table schemas for the prefix-scan rewriter (`hbase.schema_cache_ms`).
     pub schemas: Arc<crate::hbase::schema::SchemaCache>,
     pub rewrite_counters: Arc<crate::engine::prefix_scan::Counters>,
@@ -93,7 +93,7 @@ impl Shared {
             )),
             rewrite_counters: Default::default(),
             watched: crate::watch::Registry::default(),
-            ttl: crate::ttl::Ttl::default(),
+            ttl: TtlState::default(),
             catalog_conn: (!config.hbase.catalog_user.is_empty()).then(|| {
                 crate::backend::own::CatalogConn::new(
                     &config.hbase.catalog_user,
@@ -249,4 +249,46 @@ impl Shared {
             }
         });
     }
+}
+
+/// The process's part of the TTL task (`crate::ttl`): its name as a lease holder, a wake-up
+/// for a trigger, and the counters.
+pub struct TtlState {
+    pub holder: String,
+    pub wake: tokio::sync::Notify,
+    pub rows_scanned: AtomicU64,
+    pub rows_expired: AtomicU64,
+    pub rows_versions: AtomicU64,
+    pub batches: AtomicU64,
+    pub tasks_finished: AtomicU64,
+    pub errors: AtomicU64,
+}
+
+impl Default for TtlState {
+    fn default() -> Self {
+        let mut seed = [0u8; 6];
+        let _ = getrandom(&mut seed);
+        let host = crate::admin::host_name();
+        TtlState {
+            holder: format!(
+                "{host}:{}:{}",
+                std::process::id(),
+                seed.iter().map(|b| format!("{b:02x}")).collect::<String>()
+            ),
+            wake: tokio::sync::Notify::new(),
+            rows_scanned: AtomicU64::new(0),
+            rows_expired: AtomicU64::new(0),
+            rows_versions: AtomicU64::new(0),
+            batches: AtomicU64::new(0),
+            tasks_finished: AtomicU64::new(0),
+            errors: AtomicU64::new(0),
+        }
+    }
+}
+
+fn getrandom(buf: &mut [u8]) -> Result<(), ()> {
+    use std::io::Read;
+    std::fs::File::open("/dev/urandom")
+        .and_then(|mut f| f.read_exact(buf))
+        .map_err(|_| ())
 }

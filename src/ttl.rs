@@ -17,11 +17,10 @@
 //! in `ttl.duty_duration`; `SUSPEND`, `RESUME` and `CANCEL` act on the task rows.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::Notify;
 use tracing::{info, warn};
 
 use crate::backend::{self, LoggedIn, LoginSpec, QueryResult, Row};
@@ -29,6 +28,7 @@ use crate::config::Config;
 use crate::hbase::backend::Flavor;
 use crate::hbase::catalog::{self, Catalog};
 use crate::hbase::marker::{self, Marker};
+use crate::hbase::ttl::Command;
 use crate::hbase::ttl::{
     self, status, Attributes, Counts, DutyWindow, NewTask, Position, Ranks, TaskTables, Verdict,
     Walk, NOW_MS,
@@ -42,69 +42,6 @@ use crate::sql::ddl::{self, Statement};
 pub const ER_TTL_NOT_ENABLE: u16 = 10501;
 pub const ER_TTL_CMD_NOT_ALLOWED: u16 = 10504;
 pub const ER_TTL_NO_TASK_RUNNING: u16 = 10505;
-
-/// The process's part of the task: its name as a lease holder, a wake-up for a trigger, and
-/// the counters.
-pub struct Ttl {
-    holder: String,
-    wake: Notify,
-    pub rows_scanned: AtomicU64,
-    pub rows_expired: AtomicU64,
-    pub rows_versions: AtomicU64,
-    pub batches: AtomicU64,
-    pub tasks_finished: AtomicU64,
-    pub errors: AtomicU64,
-}
-
-impl Default for Ttl {
-    fn default() -> Self {
-        let mut seed = [0u8; 6];
-        let _ = getrandom(&mut seed);
-        let host = crate::admin::host_name();
-        Ttl {
-            holder: format!(
-                "{host}:{}:{}",
-                std::process::id(),
-                seed.iter().map(|b| format!("{b:02x}")).collect::<String>()
-            ),
-            wake: Notify::new(),
-            rows_scanned: AtomicU64::new(0),
-            rows_expired: AtomicU64::new(0),
-            rows_versions: AtomicU64::new(0),
-            batches: AtomicU64::new(0),
-            tasks_finished: AtomicU64::new(0),
-            errors: AtomicU64::new(0),
-        }
-    }
-}
-
-fn getrandom(buf: &mut [u8]) -> Result<(), ()> {
-    use std::io::Read;
-    std::fs::File::open("/dev/urandom")
-        .and_then(|mut f| f.read_exact(buf))
-        .map_err(|_| ())
-}
-
-/// A TTL statement (`ALTER SYSTEM … TTL`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
-    Trigger,
-    Suspend,
-    Resume,
-    Cancel,
-}
-
-impl Command {
-    pub fn from_word(w: &str) -> Option<Command> {
-        match w {
-            "TRIGGER" => Some(Command::Trigger),
-            "SUSPEND" => Some(Command::Suspend),
-            "RESUME" => Some(Command::Resume),
-            "CANCEL" => Some(Command::Cancel),
-            _ => None,
-        }
-    }
-}
 
 /// The proxy's own connection for the task (the catalog account, autocommit, utf8mb4).
 struct Conn {

@@ -22,6 +22,7 @@ const LAYERS: &[&[&str]] = &[
     &["admin"],
     &["watch"],
     &["shared"],
+    &["ttl"],
     &["session"],
     &["server"],
     &["lib", "main"],

@@ -144,7 +144,7 @@ pub enum Answer {
     HbaseReads(Option<bool>),
     /// `ALTER SYSTEM {TRIGGER|SUSPEND|RESUME|CANCEL} TTL`: carried out by the proxy's TTL task
     /// where the backend has none, forwarded to an OceanBase cluster (`crate::ttl`).
-    Ttl(crate::ttl::Command),
+    Ttl(crate::hbase::ttl::Command),
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -490,10 +490,12 @@ fn decide_proxy_command(sql: &[u8], origin: Origin, dialect: Dialect) -> Decisio
         let rest = crate::sql::classify::after_words(sql, 4);
         let ends = rest.iter().all(|&b| b == b';' || b.is_ascii_whitespace());
         return match (words.get(2), words.get(3), words.len(), ends) {
-            (Some(w), Some(t), 4, true) if t == "TTL" => match crate::ttl::Command::from_word(w) {
-                Some(c) => Decision::Answer(Answer::Ttl(c)),
-                None => Decision::forward(),
-            },
+            (Some(w), Some(t), 4, true) if t == "TTL" => {
+                match crate::hbase::ttl::Command::from_word(w) {
+                    Some(c) => Decision::Answer(Answer::Ttl(c)),
+                    None => Decision::forward(),
+                }
+            }
             _ => Decision::forward(),
         };
     }
@@ -578,7 +580,7 @@ mod tests {
 
     #[test]
     fn ttl_statements_are_the_proxys_only_whole() {
-        use crate::ttl::Command;
+        use crate::hbase::ttl::Command;
         let ttl = |sql: &str| match text(sql) {
             Decision::Answer(Answer::Ttl(c)) => Some(c),
             _ => None,

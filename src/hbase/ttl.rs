@@ -281,6 +281,27 @@ pub fn sample_findings(
     out
 }
 
+/// A TTL statement (`ALTER SYSTEM … TTL`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Trigger,
+    Suspend,
+    Resume,
+    Cancel,
+}
+
+impl Command {
+    pub fn from_word(w: &str) -> Option<Command> {
+        match w {
+            "TRIGGER" => Some(Command::Trigger),
+            "SUSPEND" => Some(Command::Suspend),
+            "RESUME" => Some(Command::Resume),
+            "CANCEL" => Some(Command::Cancel),
+            _ => None,
+        }
+    }
+}
+
 /// The daily window in which scheduled runs work (`[HH:MM:SS, HH:MM:SS]`, local time, both
 /// ends included, not crossing midnight), as OceanBase's `kv_ttl_duty_duration` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -10,7 +10,7 @@ use crate::protocol::response::{ResponseKind, Summary};
 impl Session {
     pub(super) async fn answer_ttl(
         &mut self,
-        cmd: crate::ttl::Command,
+        cmd: crate::hbase::ttl::Command,
         kind: ResponseKind,
     ) -> Result<Option<Summary>, End> {
         if self.flavor().await? == Flavor::OceanBase {
@@ -20,7 +20,7 @@ impl Session {
         // a trigger covers the HBase tables this user can see (the backend's grants), in
         // `hbase.databases`
         let mut tables = Vec::new();
-        if cmd == crate::ttl::Command::Trigger {
+        if cmd == crate::hbase::ttl::Command::Trigger {
             let rows = match self.rows(&crate::hbase::catalog::marked_tables()).await? {
                 Ok(r) => r,
                 Err(packet) => {
