@@ -91,4 +91,18 @@ fuzz_target!(|data: &[u8]| {
     let p: String = p.iter().collect();
     let t: String = t.iter().collect();
     let _ = like(&p, &t);
+    // KV_ATTRIBUTES as the TTL task and the reads read it, and the duty window: a text R9
+    // accepts declares what it says
+    let attrs = obkv_proxy::hbase::ttl::Attributes::parse(&text);
+    if obkv_proxy::hbase::rules::check_kv_attributes(&text).is_err() {
+        // refused texts never reach a table; reading one must still be total
+        let _ = attrs.applies();
+    }
+    for (rank, t) in [(1u64, i64::MIN), (3, 0), (u64::MAX, i64::MAX)] {
+        let _ = attrs.verdict(obkv_proxy::hbase::cells::Convention::NegatedMs, rank, t, i64::MAX);
+        let _ = attrs.verdict(obkv_proxy::hbase::cells::Convention::Ms, rank, t, i64::MIN);
+    }
+    if let Ok(Some(w)) = obkv_proxy::hbase::ttl::DutyWindow::parse(&text) {
+        assert!(w.start <= w.end && w.end < 86_400);
+    }
 });

@@ -77,6 +77,8 @@ fuzz_target!(|data: &[u8]| {
             pinned: None,
         },
         socket: (sql.len() % 3 == 0).then(|| std::sync::Arc::from("/tmp/obkv-proxy-1.sock")),
+        // reads as HBase sees them (`g$f` declares a TTL and versions)
+        hbase_reads: (flags & 128 != 0).then_some(obkv_proxy::hbase::cells::Convention::NegatedMs),
     };
     let _ = dml::read(sql, dialect);
     let origin = if flags & 64 != 0 {
