@@ -1,13 +1,14 @@
 //! The TTL task under load (issue 41; driven by `scripts/ttl-bench.sh`, or run alone): a family
 //! with `MaxVersions` 1 and BENCH_CELLS cells of 4 versions on a KEY(K_PREFIX) table of 97
-//! partitions; 4 connections run a prepared point get by (K, Q) through obkv-proxy for
-//! BENCH_SECONDS with no TTL run, then again while a run (`ALTER SYSTEM TRIGGER TTL`) deletes
-//! three versions of every cell. Prints operations/s, p50 and p99 of both phases and the
-//! ratio, and how much of the run the second phase covered.
+//! partitions; 4 connections run a prepared point get by (K, Q) through obkv-proxy while one
+//! TTL run (`ALTER SYSTEM TRIGGER TTL`, deleting three versions of every cell) is suspended and
+//! resumed in turn: BENCH_ROUNDS rounds of BENCH_SECONDS, half with the task off (suspended),
+//! half with it running, so the machine's drift falls on both alike. Prints operations/s, p50
+//! and p99 of both and the ratios.
 //!
 //! BENCH_PROXY: host:port of an obkv-proxy with `ttl.enabled` and a catalog account;
-//! BENCH_CATALOG: its `hbase.catalog_schema` (default obkv_meta); BENCH_SECONDS (default 10);
-//! BENCH_CELLS (default 50000).
+//! BENCH_CATALOG: its `hbase.catalog_schema` (default obkv_meta); BENCH_SECONDS (default 10 a
+//! round); BENCH_ROUNDS (default 4); BENCH_CELLS (default 50000).
 
 use std::time::{Duration, Instant};
 
@@ -67,15 +68,12 @@ async fn setup(proxy: &str, cells: u64) {
     c.disconnect().await.ok();
 }
 
-/// Point gets on THREADS connections until `until` says stop (checked every get) or
-/// `max` passes: (operations/s, p50 ms, p99 ms).
-async fn load(proxy: &str, cells: u64, max: Duration, until: Option<&str>) -> (f64, f64, f64, f64) {
+/// Point gets on THREADS connections for `dur`: every latency (ms) and the seconds taken.
+async fn load(proxy: &str, cells: u64, dur: Duration) -> (Vec<f64>, f64) {
     let start = Instant::now();
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
     let mut tasks = Vec::new();
     for t in 0..THREADS {
         let addr = proxy.to_string();
-        let stop = stop.clone();
         tasks.push(tokio::spawn(async move {
             let mut c = Conn::new(opts(&addr, Some(DB))).await.expect("proxy");
             let stmt = c
@@ -85,8 +83,8 @@ async fn load(proxy: &str, cells: u64, max: Duration, until: Option<&str>) -> (f
                 .await
                 .expect("prepare");
             let mut lat = Vec::new();
-            let mut x = 0x9e3779b97f4a7c15u64 ^ (t as u64);
-            while !stop.load(std::sync::atomic::Ordering::Relaxed) && start.elapsed() < max {
+            let mut x = 0x9e3779b97f4a7c15u64 ^ (t as u64) ^ start.elapsed().as_nanos() as u64;
+            while start.elapsed() < dur {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
@@ -99,32 +97,11 @@ async fn load(proxy: &str, cells: u64, max: Duration, until: Option<&str>) -> (f
             lat
         }));
     }
-    // the run's end, watched on a connection of its own
-    if let Some(catalog) = until {
-        let mut w = Conn::new(opts(proxy, None)).await.expect("proxy");
-        let q = format!("SELECT COUNT(*) FROM {catalog}.kv_ttl_tasks");
-        while start.elapsed() < max {
-            let open: u64 = w.query_first(q.as_str()).await.expect("tasks").unwrap_or(0);
-            if open == 0 {
-                break;
-            }
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-        stop.store(true, std::sync::atomic::Ordering::Relaxed);
-        w.disconnect().await.ok();
-    }
     let mut all = Vec::new();
     for t in tasks {
         all.extend(t.await.expect("task"));
     }
-    let secs = start.elapsed().as_secs_f64();
-    all.sort_by(|a, b| a.total_cmp(b));
-    let pct = |p: f64| {
-        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
-            .copied()
-            .unwrap_or(f64::NAN)
-    };
-    (all.len() as f64 / secs, pct(0.5), pct(0.99), secs)
+    (all, start.elapsed().as_secs_f64())
 }
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
@@ -133,6 +110,7 @@ async fn main() {
     let catalog = env("BENCH_CATALOG", "obkv_meta");
     let secs: f64 = env("BENCH_SECONDS", "10").parse().expect("BENCH_SECONDS");
     let cells: u64 = env("BENCH_CELLS", "50000").parse().expect("BENCH_CELLS");
+    let rounds: usize = env("BENCH_ROUNDS", "4").parse().expect("BENCH_ROUNDS");
     let t0 = Instant::now();
     setup(&proxy, cells).await;
     println!(
@@ -140,39 +118,84 @@ async fn main() {
         cells * 4,
         t0.elapsed().as_secs_f64()
     );
-    let max = Duration::from_secs_f64(secs);
-    let (q0, p50_0, p99_0, _) = load(&proxy, cells, max, None).await;
+    // one run, suspended and resumed: the load alternates between the task off (suspended)
+    // and on, so the machine's drift falls on both alike
     let mut c = Conn::new(opts(&proxy, None)).await.expect("proxy");
     c.query_drop("ALTER SYSTEM TRIGGER TTL")
         .await
         .expect("trigger");
-    let (q1, p50_1, p99_1, during) = load(&proxy, cells, max, Some(&catalog)).await;
+    c.query_drop("ALTER SYSTEM SUSPEND TTL")
+        .await
+        .expect("suspend");
+    let phase = Duration::from_secs_f64(secs / 2.0);
+    let (mut off, mut on) = (Vec::new(), Vec::new());
+    let (mut off_s, mut on_s) = (0.0, 0.0);
+    let mut open = 1u64;
+    for _ in 0..rounds {
+        let (l, s) = load(&proxy, cells, phase).await;
+        off.extend(l);
+        off_s += s;
+        c.query_drop("ALTER SYSTEM RESUME TTL")
+            .await
+            .expect("resume");
+        let (l, s) = load(&proxy, cells, phase).await;
+        on.extend(l);
+        on_s += s;
+        open = c
+            .query_first(format!("SELECT COUNT(*) FROM {catalog}.kv_ttl_tasks"))
+            .await
+            .expect("tasks")
+            .unwrap_or(0);
+        if open == 0 {
+            println!("(the run ended during a phase: the later phases have no run to measure)");
+            break;
+        }
+        c.query_drop("ALTER SYSTEM SUSPEND TTL")
+            .await
+            .expect("suspend");
+    }
+    if open > 0 {
+        c.query_drop("ALTER SYSTEM RESUME TTL")
+            .await
+            .expect("resume");
+    }
     let left: u64 = c
         .query_first(format!("SELECT COUNT(*) FROM {DB}.{TABLE}"))
         .await
         .expect("count")
         .unwrap_or(0);
-    let open: u64 = c
-        .query_first(format!("SELECT COUNT(*) FROM {catalog}.kv_ttl_tasks"))
-        .await
-        .expect("tasks")
-        .unwrap_or(0);
     c.disconnect().await.ok();
+    let (q0, p50_0, p99_0) = stats(&mut off, off_s);
+    let (q1, p50_1, p99_1) = stats(&mut on, on_s);
     println!(
-        "{:<22} {:>10} {:>8} {:>8}",
+        "{:<24} {:>10} {:>8} {:>8}",
         "point get (prepared)", "ops/s", "p50_ms", "p99_ms"
     );
-    println!("{:<22} {q0:>10.0} {p50_0:>8.3} {p99_0:>8.3}", "no TTL run");
     println!(
-        "{:<22} {q1:>10.0} {p50_1:>8.3} {p99_1:>8.3}",
-        "during a TTL run"
+        "{:<24} {q0:>10.0} {p50_0:>8.3} {p99_0:>8.3}",
+        "task off (suspended)"
     );
     println!(
-        "p99 during/without: {:.2} (target <= 2); ops/s during/without: {:.2}; the load covered {during:.1} s of the run; \
-         {left} rows left of {} ({} tasks still open)",
+        "{:<24} {q1:>10.0} {p50_1:>8.3} {p99_1:>8.3}",
+        "during the TTL run"
+    );
+    println!(
+        "p99 during/off: {:.2} (target <= 2); ops/s during/off: {:.2}; {rounds} rounds of {:.1} s each way; \
+         {left} rows left of {} when measured",
         p99_1 / p99_0,
         q1 / q0,
-        cells * 4,
-        open
+        phase.as_secs_f64(),
+        cells * 4
     );
+}
+
+/// (operations/s, p50 ms, p99 ms) of latencies gathered over `secs`.
+fn stats(all: &mut [f64], secs: f64) -> (f64, f64, f64) {
+    all.sort_by(|a, b| a.total_cmp(b));
+    let pct = |p: f64| {
+        all.get(((all.len() as f64 * p) as usize).min(all.len().saturating_sub(1)))
+            .copied()
+            .unwrap_or(f64::NAN)
+    };
+    (all.len() as f64 / secs, pct(0.5), pct(0.99))
 }

@@ -77,8 +77,8 @@ impl Default for TtlSection {
         TtlSection {
             enabled: false,
             duty_duration: String::new(),
-            batch_rows: 1024,
-            rows_per_second: 20_000,
+            batch_rows: 256,
+            rows_per_second: 5_000,
             lease_ms: 10_000,
             poll_ms: 1_000,
             status_views: true,

@@ -769,6 +769,10 @@ async fn work_table(
             }
         }
     }
+    if total.scanned == 0 && finished == 0 {
+        // suspended or cancelled before anything was done
+        return Ok(());
+    }
     info!(
         table = %shown,
         partitions_finished = finished,

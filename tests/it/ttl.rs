@@ -193,6 +193,8 @@ fn one_run_keeps_exactly_what_the_rule_keeps() {
         let db = format!("ttl_a_{}", kind.name());
         let mut cfg = config(backend, &catalog, &db);
         cfg.ttl.status_views = true;
+        // one batch a partition: each partition judged at the one time its task recorded
+        cfg.ttl.batch_rows = 1024;
         let p = proxy::start(cfg);
         let table = family(
             &p.addr,
