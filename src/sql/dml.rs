@@ -95,7 +95,7 @@ pub struct Dml {
     /// Where the table reference's alias stands (without its `AS`), if it has one.
     pub alias: Option<(usize, usize)>,
     /// Where each of `preds` stands (the AND term it was read from), in the same order.
-    pub pred_spans: Vec<(usize, usize)>,
+    pub pred_spans: smallvec::SmallVec<[(usize, usize); 4]>,
     /// A name of three parts (`db.table.column`) appears somewhere in the statement.
     pub three_part_name: bool,
 }
@@ -279,6 +279,7 @@ struct Survey {
     dollar: bool,
     second_block: Option<&'static str>,
     locking: bool,
+    three_part_name: bool,
 }
 
 struct Reader<'a> {
@@ -455,14 +456,8 @@ impl Reader<'_> {
             locking: verb == Verb::Select && survey.locking,
             table_span,
             alias,
-            pred_spans: Vec::new(),
-            three_part_name: self.t.windows(5).any(|w| {
-                w[1].is_punct(b'.')
-                    && w[3].is_punct(b'.')
-                    && [&w[0], &w[2], &w[4]]
-                        .iter()
-                        .all(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
-            }),
+            pred_spans: Default::default(),
+            three_part_name: survey.three_part_name,
         };
         let Some(w) = where_kw else {
             return Read::Dml(Box::new(dml));
@@ -583,7 +578,17 @@ impl Reader<'_> {
         let mut s = Survey::default();
         for (k, t) in self.t.iter().enumerate() {
             s.dollar = s.dollar || is_dollar_ident(self.sql, t);
-            if t.kind == Tok::Word {
+            if t.kind == Tok::Punct(b'.') {
+                // `a.b.c`: a '.' two tokens after another, names around both
+                if !s.three_part_name && self.punct(k + 2, b'.') {
+                    let name = |i: usize| {
+                        self.t
+                            .get(i)
+                            .is_some_and(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent))
+                    };
+                    s.three_part_name = k > 0 && name(k - 1) && name(k + 1) && name(k + 3);
+                }
+            } else if t.kind == Tok::Word {
                 let text = t.text(self.sql);
                 let is = |w: &str| text.eq_ignore_ascii_case(w.as_bytes());
                 match text.len() {
@@ -983,6 +988,25 @@ mod tests {
             Read::Dml(d) => *d,
             other => panic!("{sql}: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_table_reference_its_alias_and_the_k_terms_are_located() {
+        let sql = "SELECT * FROM db.g$f AS a WHERE a.K = 'x' AND T > 1 ORDER BY T";
+        let d = dml(sql);
+        assert_eq!(&sql[d.table_span.0..d.table_span.1], "db.g$f");
+        assert_eq!(d.alias.map(|(a, b)| &sql[a..b]), Some("a"));
+        let spans: Vec<&str> = d.pred_spans.iter().map(|&(a, b)| &sql[a..b]).collect();
+        assert_eq!(spans, ["a.K = 'x'"]);
+        assert!(!d.three_part_name);
+        let sql = "SELECT K FROM `g$f` x WHERE (K LIKE 'ab%')";
+        let d = dml(sql);
+        assert_eq!(&sql[d.table_span.0..d.table_span.1], "`g$f`");
+        assert_eq!(d.alias.map(|(a, b)| &sql[a..b]), Some("x"));
+        assert_eq!(d.pred_spans.len(), 1);
+        assert_eq!(dml("SELECT K FROM g$f").alias, None);
+        assert!(dml("SELECT db.g$f.K FROM db.g$f").three_part_name);
+        assert!(dml("SELECT K FROM g$f WHERE db . g$f . K = 1").three_part_name);
     }
 
     fn lit(s: &[u8]) -> Operand {

@@ -65,7 +65,7 @@ pub fn plan_assigned(
             locking: false,
             table_span: (0, 0),
             alias: None,
-            pred_spans: Vec::new(),
+            pred_spans: Default::default(),
             three_part_name: false,
         })),
     })
