@@ -119,9 +119,12 @@ pub fn canonical_create(t: &CreateTable, ddl: &[u8]) -> String {
                     None => {
                         let raw = ddl.get(g.expr_span.0..g.expr_span.1).unwrap_or_default();
                         let raw = String::from_utf8_lossy(raw);
-                        raw.trim_start_matches('(')
-                            .trim_end_matches(')')
-                            .to_string()
+                        // the clause's own parentheses, once (`(f(x))` is `f(x)`, not `f(x`)
+                        let raw = raw.trim();
+                        match raw.strip_prefix('(').and_then(|r| r.strip_suffix(')')) {
+                            Some(inner) => inner.to_string(),
+                            None => raw.to_string(),
+                        }
                     }
                 };
                 let kind = if g.stored { "STORED" } else { "VIRTUAL" };
@@ -286,6 +289,21 @@ pub fn without_marker(backend_text: &str, marker: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_generated_expression_keeps_its_own_parentheses() {
+        let sql = b"CREATE TABLE g$f (K varbinary(1024), Q varbinary(256), T bigint, \
+            V varbinary(1024) GENERATED ALWAYS AS (concat(K, 'x')) VIRTUAL, PRIMARY KEY (K, Q, T))";
+        let Ok(Some(crate::sql::ddl::Statement::CreateTable(t))) = crate::sql::ddl::parse(sql)
+        else {
+            panic!("not parsed");
+        };
+        let shown = canonical_create(&t, sql);
+        assert!(
+            shown.contains("GENERATED ALWAYS AS (concat(K, 'x')) VIRTUAL"),
+            "{shown}"
+        );
+    }
     use crate::sql::ddl::{parse, Statement};
 
     fn t(sql: &str) -> CreateTable {
