@@ -598,8 +598,8 @@ impl Config {
         if let Err(e) = crate::hbase::ttl::DutyWindow::parse(&self.ttl.duty_duration) {
             return bad(format!("ttl.duty_duration: {e}"));
         }
-        if !(1..=10_000).contains(&self.ttl.batch_rows) {
-            return bad("ttl.batch_rows must be between 1 and 10000".into());
+        if !(1..=2_000).contains(&self.ttl.batch_rows) {
+            return bad("ttl.batch_rows must be between 1 and 2000".into());
         }
         if self.ttl.lease_ms < 1_000 || self.ttl.poll_ms == 0 {
             return bad("ttl.lease_ms must be at least 1000 and ttl.poll_ms at least 1".into());

@@ -33,15 +33,15 @@ use crate::hbase::ttl::{
     self, status, Attributes, Counts, DutyWindow, NewTask, Position, Ranks, TaskTables, Verdict,
     Walk, NOW_MS,
 };
-use crate::protocol::constants::{cap, CHARSET_UTF8MB4_GENERAL_CI};
+use crate::protocol::constants::{cap, er, CHARSET_UTF8MB4_GENERAL_CI};
 use crate::protocol::packets::ErrorInfo;
 use crate::shared::Shared;
 use crate::sql::ddl::{self, Statement};
 
 /// OceanBase's error codes for TTL commands (sent as they are to MySQL clients).
-pub const ER_TTL_NOT_ENABLE: u16 = 10501;
-pub const ER_TTL_CMD_NOT_ALLOWED: u16 = 10504;
-pub const ER_TTL_NO_TASK_RUNNING: u16 = 10505;
+pub const ER_TTL_NOT_ENABLE: u16 = er::TTL_NOT_ENABLE;
+pub const ER_TTL_CMD_NOT_ALLOWED: u16 = er::TTL_CMD_NOT_ALLOWED;
+pub const ER_TTL_NO_TASK_RUNNING: u16 = er::TTL_NO_TASK_RUNNING;
 
 /// The proxy's own connection for the task (the catalog account, autocommit, utf8mb4).
 struct Conn {
@@ -75,10 +75,14 @@ impl Conn {
         )
         .await
         .map_err(|e| format!("cannot log in as the catalog account: {e}"))?;
-        Ok(Conn {
+        let mut conn = Conn {
             c,
             timeout: Duration::from_secs(60),
-        })
+        };
+        // a proxy cut off (not killed) mid-batch: the backend ends its connection, and with it
+        // the batch's transaction and locks, within a minute rather than hours
+        let _ = conn.run(b"SET SESSION wait_timeout = 60").await;
+        Ok(conn)
     }
 
     async fn run(&mut self, sql: &[u8]) -> Result<QueryResult, String> {
@@ -432,14 +436,15 @@ pub async fn command(
                 Counts::default(),
                 now,
             );
+            // the task rows locked first: a batch finishing one of them meanwhile waits
             let n = c
-                .transaction(&[a.into_bytes(), b.into_bytes()])
+                .transaction(&[t.any_task().into_bytes(), a.into_bytes(), b.into_bytes()])
                 .await
                 .map_err(internal)?;
-            if n.get(1).copied().unwrap_or(0) == 0 {
+            if n.get(2).copied().unwrap_or(0) == 0 {
                 return Err(none());
             }
-            n.get(1).copied().unwrap_or(0)
+            n.get(2).copied().unwrap_or(0)
         }
     };
     shared.ttl.wake.notify_one();
@@ -453,6 +458,9 @@ pub async fn run(shared: Arc<Shared>) {
     let mut conn: Option<Conn> = None;
     let mut ready: Option<(Flavor, bool)> = None;
     let mut reported = String::new();
+    // the duty window's state, asked of the backend at most once a minute (each time it reads
+    // every HBase table's declaration and the task history)
+    let mut window_state: Option<(std::time::Instant, bool)> = None;
     loop {
         let cfg = shared.config();
         let poll = Duration::from_millis(cfg.ttl.poll_ms.max(1));
@@ -500,9 +508,14 @@ pub async fn run(shared: Arc<Shared>) {
                 return Ok(());
             }
             let window = DutyWindow::parse(&cfg.ttl.duty_duration).ok().flatten();
-            let inside = match window {
-                Some(w) => schedule(c, &shared, &cfg, w, names_ci).await?,
-                None => false,
+            let inside = match (window, window_state) {
+                (None, _) => false,
+                (Some(_), Some((at, inside))) if at.elapsed() < Duration::from_secs(60) => inside,
+                (Some(w), _) => {
+                    let inside = schedule(c, &shared, &cfg, w, names_ci).await?;
+                    window_state = Some((std::time::Instant::now(), inside));
+                    inside
+                }
             };
             work(c, &shared, &cfg, inside, &mut shutdown).await
         };
@@ -543,7 +556,7 @@ async fn schedule(
     if !w.contains(secs) {
         return Ok(false);
     }
-    let opened = now - i64::from(secs - w.start) * 1000;
+    let opened = now.saturating_sub(i64::from(secs.saturating_sub(w.start)).saturating_mul(1000));
     let t = TaskTables {
         schema: &cfg.hbase.catalog_schema,
     };
@@ -591,6 +604,26 @@ enum Step {
     Stopped,
     /// Another proxy holds the table now.
     Lost,
+    /// The table no longer declares what the task applies (altered, disabled, dropped): the
+    /// reason, for the tasks' RET_CODE.
+    Ended(&'static str),
+}
+
+/// A backend error that ends one partition's task (its table or partition went, or the
+/// account may not read or delete it), rather than the round: the others go on.
+fn ends_the_task(e: &str) -> Option<u16> {
+    let code: u16 = e.split(':').next()?.parse().ok()?;
+    [
+        er::BAD_TABLE_ERROR,
+        er::BAD_FIELD_ERROR,
+        er::TABLEACCESS_DENIED_ERROR,
+        er::COLUMNACCESS_DENIED_ERROR,
+        er::NO_SUCH_TABLE,
+        er::VIEW_INVALID,
+        er::UNKNOWN_PARTITION,
+    ]
+    .contains(&code)
+    .then_some(code)
 }
 
 /// Works the open tasks, table by table, each under its lease.
@@ -707,8 +740,8 @@ async fn work_table(
         String::from_utf8_lossy(schema),
         String::from_utf8_lossy(name)
     );
-    let attrs = match table_facts(c, shared, cfg, schema, name).await? {
-        TableFacts::Applies(a) => a,
+    match table_facts(c, shared, cfg, schema, name).await? {
+        TableFacts::Applies(_) => {}
         TableFacts::Skip(why) => {
             // nothing to do for this table any more: its tasks end, saying why
             let now = backend_now(c).await?;
@@ -725,7 +758,7 @@ async fn work_table(
             info!(table = %shown, reason = why, "TTL task ended without running");
             return Ok(());
         }
-    };
+    }
     let mut total = Counts::default();
     let mut finished = 0usize;
     for p in parts {
@@ -738,11 +771,48 @@ async fn work_table(
             if *shutdown.borrow() {
                 return Ok(());
             }
-            let step = batch(c, cfg, t, key, p, &walk, attrs, &shared.ttl.holder).await?;
+            let step = match batch(c, shared, cfg, t, (key, schema, name), p, &walk).await {
+                Ok(s) => s,
+                Err(e) => match ends_the_task(&e) {
+                    Some(code) => {
+                        // this partition's task cannot go on: it ends, saying why
+                        warn!(table = %shown, partition = %p, error = %e, "TTL task ended by an error");
+                        shared.ttl.errors.fetch_add(1, Ordering::Relaxed);
+                        let now = backend_now(c).await?;
+                        let ret = format!("ERROR {code}");
+                        let [a, b] = t.end(
+                            Some((key, p)),
+                            status::CANCELED,
+                            &ret,
+                            Counts::default(),
+                            now,
+                        );
+                        c.transaction(&[a.into_bytes(), b.into_bytes()]).await?;
+                        break;
+                    }
+                    None => return Err(e),
+                },
+            };
             let counts = match step {
                 Step::More(n) | Step::Done(n) => n,
                 Step::Stopped => break,
                 Step::Lost => return Ok(()),
+                Step::Ended(why) => {
+                    // altered or disabled while running: what is left ends, saying why
+                    let now = backend_now(c).await?;
+                    for q in parts {
+                        let [a, b] = t.end(
+                            Some((key, q)),
+                            status::CANCELED,
+                            why,
+                            Counts::default(),
+                            now,
+                        );
+                        c.transaction(&[a.into_bytes(), b.into_bytes()]).await?;
+                    }
+                    info!(table = %shown, reason = why, "TTL task ended: the table changed");
+                    return Ok(());
+                }
             };
             total.add(counts);
             let s = &shared.ttl;
@@ -788,19 +858,17 @@ async fn work_table(
 /// One batch of one partition's task, in its own transaction: the lease checked and renewed,
 /// the task's position read, the next rows read (locked), the rule applied, the rows it says
 /// to delete deleted, the position and counts written (or the task moved to the history).
-#[allow(clippy::too_many_arguments)]
 async fn batch(
     c: &mut Conn,
+    shared: &Shared,
     cfg: &Config,
     t: &TaskTables<'_>,
-    key: &[u8],
+    table: (&[u8], &[u8], &[u8]),
     part: &str,
     walk: &Walk<'_>,
-    attrs: Attributes,
-    me: &str,
 ) -> Result<Step, String> {
     c.exec(b"START TRANSACTION").await?;
-    match batch_in_txn(c, cfg, t, key, part, walk, attrs, me).await {
+    match batch_in_txn(c, shared, cfg, t, table, part, walk).await {
         // committed inside
         Ok(s @ (Step::More(_) | Step::Done(_))) => Ok(s),
         Ok(s) => {
@@ -814,17 +882,16 @@ async fn batch(
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn batch_in_txn(
     c: &mut Conn,
+    shared: &Shared,
     cfg: &Config,
     t: &TaskTables<'_>,
-    key: &[u8],
+    (key, schema, name): (&[u8], &[u8], &[u8]),
     part: &str,
     walk: &Walk<'_>,
-    attrs: Attributes,
-    me: &str,
 ) -> Result<Step, String> {
+    let me = shared.ttl.holder.as_str();
     let lease = c.rows(&t.lease(key)).await?;
     let Some(l) = lease.first() else {
         return Ok(Step::Lost);
@@ -856,6 +923,12 @@ async fn batch_in_txn(
     };
     let limit = cfg.ttl.batch_rows.max(1);
     let rows = c.rows(&walk.batch(after.as_ref(), limit)).await?;
+    // the declaration as it is now, read after the rows are locked (an ALTER on MariaDB waits
+    // for this transaction): a change or a "disable" applies from this batch on
+    let attrs = match table_facts(c, shared, cfg, schema, name).await? {
+        TableFacts::Applies(a) => a,
+        TableFacts::Skip(why) => return Ok(Step::Ended(why)),
+    };
     let mut positions = Vec::with_capacity(rows.len());
     for r in &rows {
         let (Some(Some(k)), Some(Some(q)), Some(tv)) = (r.first(), r.get(1), num(r, 2)) else {

@@ -515,7 +515,7 @@ impl<'a> Text<'a> {
             let query = first
                 .first()
                 .is_some_and(|w| matches!(w.as_str(), "SELECT" | "WITH" | "TABLE" | "VALUES"))
-                || at.piece.trim_ascii_start().starts_with(b"(");
+                || crate::sql::classify::skip_noise(at.piece).starts_with(b"(");
             if query {
                 match names_versioned_table(at.piece, self.d, view) {
                     Err(n) => return self.need(n),

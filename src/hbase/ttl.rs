@@ -124,6 +124,16 @@ impl Ranks {
     }
 }
 
+/// A byte string as a literal: `X'…'`, or `_binary''` when empty (seekdb 1.4 misreads an empty
+/// hex literal in some positions; an empty qualifier is common in HBase).
+pub fn lit(b: &[u8]) -> String {
+    if b.is_empty() {
+        "_binary''".to_string()
+    } else {
+        hex(b)
+    }
+}
+
 /// Where a walk stands: after the row (K, Q, T).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Position {
@@ -142,16 +152,19 @@ pub struct Walk<'a> {
 }
 
 impl Walk<'_> {
-    /// `T`'s order that puts the newest version of a cell first.
-    fn t_order(&self) -> &'static str {
+    /// The walk's order: the primary key's, or (`ms`, where the newest version has the largest
+    /// T) the primary key's read backwards — one direction for every column, so the backend
+    /// walks the index (a mixed order would read and lock the rest of the partition to sort
+    /// it) and each cell's newest version still comes first.
+    fn order(&self) -> &'static str {
         match self.convention {
-            Convention::NegatedMs => "",
-            Convention::Ms => " DESC",
+            Convention::NegatedMs => "K, Q, T",
+            Convention::Ms => "K DESC, Q DESC, T DESC",
         }
     }
 
-    /// The comparison that holds for a T that comes after `t` in walk order.
-    fn t_after(&self) -> &'static str {
+    /// The comparison that holds for a key part that comes after another in walk order.
+    fn after(&self) -> &'static str {
         match self.convention {
             Convention::NegatedMs => ">",
             Convention::Ms => "<",
@@ -170,15 +183,16 @@ impl Walk<'_> {
     pub fn batch(&self, after: Option<&Position>, limit: usize) -> String {
         let mut sql = format!("SELECT K, Q, T FROM {}", self.from());
         if let Some(p) = after {
-            let (k, q) = (hex(&p.k), hex(&p.q));
+            let (k, q, a) = (lit(&p.k), lit(&p.q), self.after());
             sql.push_str(&format!(
-                " WHERE K > {k} OR (K = {k} AND (Q > {q} OR (Q = {q} AND T {} {})))",
-                self.t_after(),
+                " WHERE K {a} {k} OR (K = {k} AND (Q {a} {q} OR (Q = {q} AND T {a} {})))",
                 p.t
             ));
         }
-        let t = self.t_order();
-        sql.push_str(&format!(" ORDER BY K, Q, T{t} LIMIT {limit} FOR UPDATE"));
+        sql.push_str(&format!(
+            " ORDER BY {} LIMIT {limit} FOR UPDATE",
+            self.order()
+        ));
         sql
     }
 
@@ -191,8 +205,8 @@ impl Walk<'_> {
         format!(
             "SELECT COUNT(*) FROM {} WHERE K = {} AND Q = {} AND T {cmp} {} FOR UPDATE",
             self.from(),
-            hex(&at.k),
-            hex(&at.q),
+            lit(&at.k),
+            lit(&at.q),
             at.t
         )
     }
@@ -208,9 +222,9 @@ impl Walk<'_> {
                 sql.extend_from_slice(b" OR ");
             }
             sql.extend_from_slice(b"(K = ");
-            push_hex(&mut sql, &r.k);
+            sql.extend_from_slice(lit(&r.k).as_bytes());
             sql.extend_from_slice(b" AND Q = ");
-            push_hex(&mut sql, &r.q);
+            sql.extend_from_slice(lit(&r.q).as_bytes());
             sql.extend_from_slice(format!(" AND T = {})", r.t).as_bytes());
         }
         Some(sql)
@@ -267,7 +281,7 @@ pub fn sample_findings(
         }
     }
     if let Some(s) = attrs.time_to_live {
-        if expired * 4 >= rows {
+        if expired.saturating_mul(4) >= rows {
             out.push((
                 "expired_kept",
                 format!(
@@ -475,7 +489,7 @@ impl TaskTables<'_> {
             sql.push(b'(');
             push_hex(&mut sql, &table_key(t.schema, t.name));
             sql.push(b',');
-            push_hex(&mut sql, t.partition.as_bytes());
+            sql.extend_from_slice(lit(t.partition.as_bytes()).as_bytes());
             sql.push(b',');
             push_hex(&mut sql, t.schema);
             sql.push(b',');
@@ -491,10 +505,11 @@ impl TaskTables<'_> {
         Some(sql)
     }
 
-    /// Any task row, locked (TRIGGER refuses while one exists): its status.
+    /// Any task row, the others locked too (TRIGGER refuses while one exists; CANCEL locks
+    /// them before it moves them): its status.
     pub fn any_task(&self) -> String {
         format!(
-            "SELECT status FROM {} ORDER BY status = '{}' LIMIT 1 FOR UPDATE",
+            "SELECT status FROM {} ORDER BY status = '{}' FOR UPDATE",
             self.t("kv_ttl_tasks"),
             status::PENDING
         )
@@ -514,8 +529,8 @@ impl TaskTables<'_> {
     fn row(&self, key: &[u8], partition: &str) -> String {
         format!(
             "table_key = {} AND partition_name = {}",
-            hex(key),
-            hex(partition.as_bytes())
+            lit(key),
+            lit(partition.as_bytes())
         )
     }
 
@@ -543,8 +558,8 @@ impl TaskTables<'_> {
              max_version_del_cnt = max_version_del_cnt + {} WHERE {}",
             self.t("kv_ttl_tasks"),
             status::RUNNING,
-            hex(&at.k),
-            hex(&at.q),
+            lit(&at.k),
+            lit(&at.q),
             at.t,
             c.scanned,
             c.expired,
@@ -737,9 +752,16 @@ mod tests {
             partition: None,
             convention: Convention::Ms,
         };
-        assert!(ms
-            .batch(Some(&at), 2)
-            .contains("T < -5))) ORDER BY K, Q, T DESC"));
+        assert_eq!(
+            ms.batch(Some(&at), 2),
+            "SELECT K, Q, T FROM `d`.`t` WHERE K < X'6B27' OR (K = X'6B27' AND (Q < X'00' OR (Q = X'00' AND T < -5))) ORDER BY K DESC, Q DESC, T DESC LIMIT 2 FOR UPDATE"
+        );
+        let empty = Position {
+            k: b"k".to_vec(),
+            q: Vec::new(),
+            t: 1,
+        };
+        assert!(w.newer_versions(&empty).contains("Q = _binary''"));
         assert!(ms.newer_versions(&at).contains("T > -5"));
         assert_eq!(w.delete(&[]), None);
         let b = Position {

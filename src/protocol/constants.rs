@@ -188,6 +188,8 @@ pub mod er {
     pub const BAD_NULL_ERROR: u16 = 1048;
     pub const BAD_DB_ERROR: u16 = 1049;
     pub const TABLE_EXISTS_ERROR: u16 = 1050;
+    pub const BAD_TABLE_ERROR: u16 = 1051;
+    pub const BAD_FIELD_ERROR: u16 = 1054;
     /// Syntax error: also what the proxy answers for a text it cannot read as the backend does.
     pub const PARSE_ERROR: u16 = 1064;
     pub const TOO_BIG_FIELDLENGTH: u16 = 1074;
@@ -195,6 +197,15 @@ pub mod er {
     pub const UNKNOWN_ERROR: u16 = 1105;
     /// No such table (and, for HBase table groups, no such table group).
     pub const NO_SUCH_TABLE: u16 = 1146;
+    pub const TABLEACCESS_DENIED_ERROR: u16 = 1142;
+    pub const COLUMNACCESS_DENIED_ERROR: u16 = 1143;
+    pub const VIEW_INVALID: u16 = 1356;
+    pub const UNKNOWN_PARTITION: u16 = 1735;
+    /// OceanBase's TTL command errors (its own codes, sent as they are to MySQL clients):
+    /// OB_TTL_NOT_ENABLE, OB_TTL_CMD_NOT_ALLOWED, OB_TTL_NO_TASK_RUNNING.
+    pub const TTL_NOT_ENABLE: u16 = 10501;
+    pub const TTL_CMD_NOT_ALLOWED: u16 = 10504;
+    pub const TTL_NO_TASK_RUNNING: u16 = 10505;
     pub const NET_PACKET_TOO_LARGE: u16 = 1153;
     pub const NET_PACKETS_OUT_OF_ORDER: u16 = 1156;
     pub const NET_READ_INTERRUPTED: u16 = 1159;

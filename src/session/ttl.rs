@@ -35,8 +35,13 @@ impl Session {
                 else {
                     continue;
                 };
-                let db_s = String::from_utf8_lossy(&db);
-                if !databases.is_empty() && !databases.iter().any(|d| *d == db_s) {
+                // compared as the backend compares names
+                let ci = self.names_ci;
+                if !databases.is_empty()
+                    && !databases
+                        .iter()
+                        .any(|d| marker::fold(d.as_bytes(), ci) == marker::fold(&db, ci))
+                {
                     continue;
                 }
                 tables.push((db, name));

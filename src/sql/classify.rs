@@ -49,7 +49,7 @@ pub fn classify(sql: &[u8]) -> Class {
 }
 
 /// Skips leading white space and comments (`/* */`, `-- `, `#`).
-fn skip_noise(mut s: &[u8]) -> &[u8] {
+pub fn skip_noise(mut s: &[u8]) -> &[u8] {
     loop {
         let before = s.len();
         while let Some((c, rest)) = s.split_first() {

@@ -554,11 +554,28 @@ fn ttl_statements_answer_as_oceanbase_does() {
         c.exec("ALTER SYSTEM TRIGGER TTL").expect("trigger");
         assert!(statuses(&mut d).is_empty());
         assert_eq!(rows_of(&mut d, &table, None).len() as u64, left);
-        // and back on: the next run applies the declaration as altered
+        // back on, then off while the run goes: the run stops at its next batch, saying why
+        let enable =
+            format!("ALTER TABLE {table} KV_ATTRIBUTES = '{{\"Hbase\": {{\"MaxVersions\": 1}}}}'");
+        c.exec(&enable).expect("enable");
+        c.exec("ALTER SYSTEM TRIGGER TTL").expect("trigger");
         c.exec(&format!(
-            "ALTER TABLE {table} KV_ATTRIBUTES = '{{\"Hbase\": {{\"MaxVersions\": 1}}}}'"
+            "ALTER TABLE {table} KV_ATTRIBUTES = '{{\"Hbase\": {{\"MaxVersions\": 1, \"State\": \"disable\"}}}}'"
         ))
-        .expect("enable");
+        .expect("disable while running");
+        wait_finished(&mut d, &catalog, Duration::from_secs(60));
+        let codes: Vec<String> = d
+            .rows(&format!(
+                "SELECT ret_code FROM {catalog}.kv_ttl_task_history WHERE status = 'CANCELED' \
+                 AND ret_code <> 'OB_CANCELED'"
+            ))
+            .into_iter()
+            .map(|r| String::from_utf8_lossy(r[0].as_deref().unwrap_or_default()).into_owned())
+            .collect();
+        assert_eq!(codes, ["OB_TTL_DISABLED"], "{}", kind.name());
+        assert!(rows_of(&mut d, &table, None).len() > 100);
+        // and back on: the next run applies the declaration as altered
+        c.exec(&enable).expect("enable");
         c.exec("ALTER SYSTEM TRIGGER TTL").expect("trigger");
         wait_finished(&mut d, &catalog, Duration::from_secs(60));
         assert_eq!(rows_of(&mut d, &table, None).len(), 100);
@@ -763,5 +780,57 @@ fn hbase_reads_return_what_hbase_would_on_one_partition() {
             "{}",
             String::from_utf8_lossy(&evidence)
         );
+    }
+}
+
+#[test]
+fn the_positive_convention_and_empty_qualifiers_walk_right() {
+    for kind in BOTH {
+        let backend = &shared(kind).addr;
+        let catalog = format!("obkv_ttl_m_{}", kind.name());
+        let db = format!("ttl_m_{}", kind.name());
+        let mut cfg = config(backend, &catalog, &db);
+        // T = epoch_ms: the newest version has the largest T, the walk reads the key backwards
+        cfg.hbase.timestamp = obkv_proxy::hbase::cells::Convention::Ms;
+        cfg.ttl.batch_rows = 7;
+        let p = proxy::start(cfg);
+        let table = family(
+            &p.addr,
+            &db,
+            &format!("ttlm{}", kind.name()),
+            r#"{"Hbase": {"TimeToLive": 600, "MaxVersions": 2}}"#,
+            3,
+        );
+        let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
+        let now = now_ms(&mut c);
+        let mut written = Vec::new();
+        for i in 0..30 {
+            // half the cells with an empty qualifier
+            let q = if i % 2 == 0 {
+                Vec::new()
+            } else {
+                b"q".to_vec()
+            };
+            for age in [0, 1_000, 2_000, 3_600_000] {
+                written.push((format!("m{i:02}").into_bytes(), q.clone(), now - age));
+            }
+        }
+        write(&mut c, &table, &written);
+        c.exec("ALTER SYSTEM TRIGGER TTL").expect("trigger");
+        let mut d = RawConn::connect(backend, "root", "", None).expect("direct");
+        wait_finished(&mut d, &catalog, Duration::from_secs(60));
+        // the two newest of each cell stay; the third goes for versions, the hour-old one too
+        // (it is the fourth version: versions are checked first)
+        let want: HashSet<Version> = written
+            .iter()
+            .filter(|v| v.2 >= now - 1_000)
+            .cloned()
+            .collect();
+        let have = rows_of(&mut d, &table, None);
+        assert_eq!(have, want, "{}", kind.name());
+        let runs = history(&mut d, &catalog, &db);
+        assert_eq!(runs.iter().map(|r| r.4).sum::<u64>(), 60, "{runs:?}");
+        assert_eq!(runs.iter().map(|r| r.3).sum::<u64>(), 0, "{runs:?}");
+        assert_eq!(runs.iter().map(|r| r.2).sum::<u64>(), 120, "{runs:?}");
     }
 }
