@@ -761,6 +761,8 @@ async fn work_table(
     }
     let mut total = Counts::default();
     let mut finished = 0usize;
+    // the declaration as last read, and when (read again at most once a second)
+    let mut declared: Option<(std::time::Instant, Attributes)> = None;
     for p in parts {
         let walk = Walk {
             table: &table,
@@ -771,7 +773,18 @@ async fn work_table(
             if *shutdown.borrow() {
                 return Ok(());
             }
-            let step = match batch(c, shared, cfg, t, (key, schema, name), p, &walk).await {
+            let step = match batch(
+                c,
+                shared,
+                cfg,
+                t,
+                (key, schema, name),
+                p,
+                &walk,
+                &mut declared,
+            )
+            .await
+            {
                 Ok(s) => s,
                 Err(e) => match ends_the_task(&e) {
                     Some(code) => {
@@ -858,6 +871,7 @@ async fn work_table(
 /// One batch of one partition's task, in its own transaction: the lease checked and renewed,
 /// the task's position read, the next rows read (locked), the rule applied, the rows it says
 /// to delete deleted, the position and counts written (or the task moved to the history).
+#[allow(clippy::too_many_arguments)]
 async fn batch(
     c: &mut Conn,
     shared: &Shared,
@@ -866,9 +880,10 @@ async fn batch(
     table: (&[u8], &[u8], &[u8]),
     part: &str,
     walk: &Walk<'_>,
+    declared: &mut Option<(std::time::Instant, Attributes)>,
 ) -> Result<Step, String> {
     c.exec(b"START TRANSACTION").await?;
-    match batch_in_txn(c, shared, cfg, t, table, part, walk).await {
+    match batch_in_txn(c, shared, cfg, t, table, part, walk, declared).await {
         // committed inside
         Ok(s @ (Step::More(_) | Step::Done(_))) => Ok(s),
         Ok(s) => {
@@ -882,6 +897,7 @@ async fn batch(
     }
 }
 
+#[allow(clippy::too_many_arguments)]
 async fn batch_in_txn(
     c: &mut Conn,
     shared: &Shared,
@@ -890,6 +906,7 @@ async fn batch_in_txn(
     (key, schema, name): (&[u8], &[u8], &[u8]),
     part: &str,
     walk: &Walk<'_>,
+    declared: &mut Option<(std::time::Instant, Attributes)>,
 ) -> Result<Step, String> {
     let me = shared.ttl.holder.as_str();
     let lease = c.rows(&t.lease(key)).await?;
@@ -924,10 +941,17 @@ async fn batch_in_txn(
     let limit = cfg.ttl.batch_rows.max(1);
     let rows = c.rows(&walk.batch(after.as_ref(), limit)).await?;
     // the declaration as it is now, read after the rows are locked (an ALTER on MariaDB waits
-    // for this transaction): a change or a "disable" applies from this batch on
-    let attrs = match table_facts(c, shared, cfg, schema, name).await? {
-        TableFacts::Applies(a) => a,
-        TableFacts::Skip(why) => return Ok(Step::Ended(why)),
+    // for this transaction), at most once a second (reading information_schema every batch
+    // cost seekdb's point gets their tail): a change or a "disable" applies within a second
+    let attrs = match *declared {
+        Some((at, a)) if at.elapsed() < Duration::from_secs(1) => a,
+        _ => match table_facts(c, shared, cfg, schema, name).await? {
+            TableFacts::Applies(a) => {
+                *declared = Some((std::time::Instant::now(), a));
+                a
+            }
+            TableFacts::Skip(why) => return Ok(Step::Ended(why)),
+        },
     };
     let mut positions = Vec::with_capacity(rows.len());
     for r in &rows {
