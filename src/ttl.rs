@@ -744,17 +744,7 @@ async fn work_table(
         TableFacts::Applies(_) => {}
         TableFacts::Skip(why) => {
             // nothing to do for this table any more: its tasks end, saying why
-            let now = backend_now(c).await?;
-            for p in parts {
-                let [a, b] = t.end(
-                    Some((key, p)),
-                    status::CANCELED,
-                    why,
-                    Counts::default(),
-                    now,
-                );
-                c.transaction(&[a.into_bytes(), b.into_bytes()]).await?;
-            }
+            cancel_tasks(c, t, key, parts, why).await?;
             info!(table = %shown, reason = why, "TTL task ended without running");
             return Ok(());
         }
@@ -791,16 +781,8 @@ async fn work_table(
                         // this partition's task cannot go on: it ends, saying why
                         warn!(table = %shown, partition = %p, error = %e, "TTL task ended by an error");
                         shared.ttl.errors.fetch_add(1, Ordering::Relaxed);
-                        let now = backend_now(c).await?;
                         let ret = format!("ERROR {code}");
-                        let [a, b] = t.end(
-                            Some((key, p)),
-                            status::CANCELED,
-                            &ret,
-                            Counts::default(),
-                            now,
-                        );
-                        c.transaction(&[a.into_bytes(), b.into_bytes()]).await?;
+                        cancel_tasks(c, t, key, std::slice::from_ref(p), &ret).await?;
                         break;
                     }
                     None => return Err(e),
@@ -812,17 +794,7 @@ async fn work_table(
                 Step::Lost => return Ok(()),
                 Step::Ended(why) => {
                     // altered or disabled while running: what is left ends, saying why
-                    let now = backend_now(c).await?;
-                    for q in parts {
-                        let [a, b] = t.end(
-                            Some((key, q)),
-                            status::CANCELED,
-                            why,
-                            Counts::default(),
-                            now,
-                        );
-                        c.transaction(&[a.into_bytes(), b.into_bytes()]).await?;
-                    }
+                    cancel_tasks(c, t, key, parts, why).await?;
                     info!(table = %shown, reason = why, "TTL task ended: the table changed");
                     return Ok(());
                 }
@@ -865,6 +837,28 @@ async fn work_table(
         versions_deleted = total.versions,
         "TTL task run"
     );
+    Ok(())
+}
+
+/// Ends these partitions' tasks (those still open) as CANCELED with `why` as RET_CODE.
+async fn cancel_tasks(
+    c: &mut Conn,
+    t: &TaskTables<'_>,
+    key: &[u8],
+    parts: &[String],
+    why: &str,
+) -> Result<(), String> {
+    let now = backend_now(c).await?;
+    for p in parts {
+        let [a, b] = t.end(
+            Some((key, p)),
+            status::CANCELED,
+            why,
+            Counts::default(),
+            now,
+        );
+        c.transaction(&[a.into_bytes(), b.into_bytes()]).await?;
+    }
     Ok(())
 }
 
