@@ -113,7 +113,13 @@ enum Op {
     /// `INSERT` of a new cell under the prefix (counting mode only: `scripts/cost.sh`'s write
     /// workload).
     Put,
+    /// A 100-row text `INSERT` of new cells under one prefix (counting mode only:
+    /// `scripts/cost.sh`'s batch workload).
+    Batch,
 }
+
+/// Rows of one `Op::Batch` statement.
+const BATCH_ROWS: usize = 100;
 
 /// CPU time (user + system) a process has used, in clock ticks (1/100 s on Linux).
 fn cpu_ticks(pid: Option<u32>) -> Option<u64> {
@@ -171,7 +177,7 @@ fn statement(op: Op) -> String {
         Op::HandWritten => {
             format!("SELECT K, Q, T, V FROM {TABLE} WHERE K LIKE ? AND K_PREFIX = ?")
         }
-        Op::PointGet | Op::Put => format!("SELECT V FROM {TABLE} WHERE K = ?"),
+        Op::PointGet | Op::Put | Op::Batch => format!("SELECT V FROM {TABLE} WHERE K = ?"),
     }
 }
 
@@ -202,6 +208,29 @@ async fn run_one(
         .await
         .expect("insert");
         assert_eq!(c.affected_rows(), 1, "{addr}: insert");
+        return;
+    }
+    if op == Op::Batch {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .expect("clock");
+        let rows: Vec<String> = (0..BATCH_ROWS)
+            .map(|r| {
+                format!(
+                    "('w{p}:{}{}-{r:03}', 'q{r}', -{}, 'value {r} of a batch')",
+                    now.as_nanos(),
+                    *i,
+                    now.as_millis()
+                )
+            })
+            .collect();
+        c.query_drop(format!(
+            "INSERT INTO {TABLE} (K, Q, T, V) VALUES {}",
+            rows.join(", ")
+        ))
+        .await
+        .expect("insert");
+        assert_eq!(c.affected_rows(), BATCH_ROWS as u64, "{addr}: batch insert");
         return;
     }
     let rows: usize = match (op, prepared) {
@@ -239,7 +268,7 @@ async fn run_one(
             .await
             .expect("run")
             .len(),
-        (Op::Put, _) => 0,
+        (Op::Put | Op::Batch, _) => 0,
     };
     let want = if op == Op::PointGet {
         1
@@ -333,6 +362,7 @@ async fn main() {
             "hand" => Op::HandWritten,
             "get" => Op::PointGet,
             "put" => Op::Put,
+            "batch" => Op::Batch,
             _ => Op::Natural,
         };
         let prepared = env("BENCH_PREPARED", "0") == "1";

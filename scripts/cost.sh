@@ -21,7 +21,13 @@
 # Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
 # the natural prefix scan `K LIKE 'p%'` of examples/prefix_bench.rs as text and prepared
 # (HAProxy relays the hand-written `AND K_PREFIX = 'p'` statement: the same rows), and the
-# HBase point get by K (prepared), and a text INSERT of a new cell (put_text). Everything runs on 127.0.0.1 and is stopped at the end.
+# HBase point get by K (prepared), a text INSERT of a new cell (put_text) and a text INSERT of
+# 100 new cells (batch100_text). Everything runs on 127.0.0.1 and is stopped at the end.
+#
+# Each line ends with issue 42's budget: the proxy's count may be at most a multiple of
+# HAProxy's for the same workload (point_select 1.0, read_only 1.1, scan_text 2.0,
+# scan_prepared 1.4, get_prepared 1.4, put_text 2.5), and the 100-row INSERT at most HAProxy's
+# count plus 1,500 a row; "met" or "OVER" says which.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 n=${COST_QUERIES:-2000}
@@ -71,7 +77,12 @@ load() {
         --report-interval=0 run | awk '/queries:/ {print $2}'
       ;;
     *)
-      case $w in scan_text | scan_prepared) op=natural ;; get_prepared) op=get ;; put_text) op=put ;; esac
+      case $w in
+        scan_text | scan_prepared) op=natural ;;
+        get_prepared) op=get ;;
+        put_text) op=put ;;
+        batch100_text) op=batch ;;
+      esac
       [[ $hop == haproxy && $op == natural ]] && op=hand
       BENCH_PROXY="127.0.0.1:$port" BENCH_CELLS=$cells BENCH_COUNT="$count" BENCH_OP=$op \
         BENCH_PREPARED=$([[ $w == *_prepared ]] && echo 1 || echo 0) target/release/examples/prefix_bench
@@ -106,7 +117,10 @@ counted() {
   q1=$(load "$w" "$hop" "$port" 1)
   i1=$(total)
   callgrind_control -z "$pid" >/dev/null 2>&1
-  qn=$(load "$w" "$hop" "$port" $((n + 1)))
+  # (a tenth as many 100-row statements: 200 of them are 20,000 rows)
+  local count=$n
+  [[ $w == batch100_text ]] && count=$((n / 10))
+  qn=$(load "$w" "$hop" "$port" $((count + 1)))
   in=$(total)
   if [[ -n ${COST_KEEP:-} ]]; then
     mkdir -p "$COST_KEEP"
@@ -117,10 +131,28 @@ counted() {
   echo "scale=0; ($in - $i1) / ($qn - $q1)" | bc
 }
 
+# budget WORKLOAD HAPROXY_COUNT -> the most instructions a query the proxy may spend
+budget() {
+  case $1 in
+    point_select) echo "$2" ;;
+    read_only) echo "$2 * 1.1" | bc ;;
+    scan_text) echo "$2 * 2" | bc ;;
+    scan_prepared | get_prepared) echo "$2 * 1.4" | bc ;;
+    put_text) echo "$2 * 2.5" | bc ;;
+    batch100_text) echo "$2 + 100 * 1500" | bc ;;
+    *) echo 0 ;;
+  esac
+}
+
 echo "instructions per query in user space (callgrind), $n queries, one connection, $backend, $bin"
-printf '%-14s %12s %12s %9s\n' workload obkv-proxy haproxy prx/hap
-for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_prepared put_text}; do
+printf '%-14s %12s %12s %9s %12s %s\n' workload obkv-proxy haproxy prx/hap budget ""
+for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_prepared put_text batch100_text}; do
   p=$(counted proxy "$w")
   h=$(counted haproxy "$w")
-  printf '%-14s %12s %12s %9.3f\n' "$w" "$p" "$h" "$(echo "$p / $h" | bc -l)"
+  b=$(budget "$w" "$h")
+  verdict=met
+  [[ $(echo "$p > $b" | bc) == 1 ]] && verdict=OVER
+  extra=""
+  [[ $w == batch100_text ]] && extra=" ($(((p - h) / 100)) a row beyond HAProxy's statement)"
+  printf '%-14s %12s %12s %9.3f %12.0f %s%s\n' "$w" "$p" "$h" "$(echo "$p / $h" | bc -l)" "$b" "$verdict" "$extra"
 done
