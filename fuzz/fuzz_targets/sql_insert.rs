@@ -8,8 +8,8 @@ use std::ops::ControlFlow;
 use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::hbase::cells::{check_cell, Cell, CellLimits, Convention, Seen, Window};
-use obkv_proxy::sql::insert::{read, Read, Source, Value};
-use obkv_proxy::sql::scan::{Dialect, Flavor};
+use obkv_proxy::sql::insert::{read, read_head, read_lexed, Read, Source, Value};
+use obkv_proxy::sql::scan::{Dialect, Flavor, Scanner, Token};
 
 fn seen(v: Option<&Value>) -> Seen<'_> {
     match v {
@@ -41,7 +41,11 @@ fuzz_target!(|data: &[u8]| {
         columns: ["K", "Q", "T", "V", "K_PREFIX"].map(String::from).to_vec(),
     };
     let mut findings = Vec::new();
+    // every row as handed out, to compare the two token sources
+    type Rows = Vec<(Vec<Value>, Vec<(usize, usize)>, usize)>;
+    let mut lexing: Rows = Vec::new();
     let r = read(sql, d, |head, row| {
+        lexing.push((row.values.to_vec(), row.spans.to_vec(), row.close));
         assert!(row.close <= sql.len());
         // every value's span lies before the row's close, in order, one per value
         assert!(row.spans.is_empty() || row.spans.len() == row.values.len());
@@ -79,9 +83,31 @@ fuzz_target!(|data: &[u8]| {
         findings.clear();
         ControlFlow::Continue(())
     });
-    if let Read::Insert { head, .. } = r {
+    if let Read::Insert { head, .. } = &r {
         if let Some(c) = head.columns_close {
             assert_eq!(sql.get(c), Some(&b')'));
         }
+        // the head alone reads the same table
+        match read_head(sql, d, None) {
+            Ok(Some(h)) => assert_eq!(h.table, head.table),
+            other => panic!("head {other:?} of a read INSERT"),
+        }
     }
+    if r == Read::NotInsert {
+        assert_eq!(read_head(sql, d, None), Ok(None));
+    }
+    // over the tokens a split keeps (the whole text lexed first), the reader reads exactly
+    // what it reads lexing
+    let Ok(tokens) = Scanner::new(sql, d).collect::<Result<Vec<Token>, _>>() else {
+        return;
+    };
+    let mut kept: Rows = Vec::new();
+    let again = read_lexed(sql, d, Some(&tokens), |_, row| {
+        kept.push((row.values.to_vec(), row.spans.to_vec(), row.close));
+        ControlFlow::Continue(())
+    });
+    assert_eq!(again, r);
+    assert_eq!(kept, lexing);
+    let head = read_head(sql, d, None);
+    assert_eq!(read_head(sql, d, Some(&tokens)), head);
 });

@@ -192,29 +192,17 @@ pub(super) fn read_piece(
     if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
     {
         // the head is enough here (the rows are read once the table's schema is known)
-        return match crate::sql::insert::read(piece, d, |_, _| std::ops::ControlFlow::Break(())) {
-            crate::sql::insert::Read::Insert { head, .. }
+        let lexed = kept.and_then(|k| k.of(&p));
+        return match crate::sql::insert::read_head(piece, d, lexed.as_deref()) {
+            Ok(Some(head))
                 if memchr::memchr(b'$', head.table.raw_name.as_slice()).is_some()
                     && scope.covers(head.table.schema.as_deref()) =>
             {
                 Read::Insert(Box::new(head.table))
             }
-            crate::sql::insert::Read::Insert { .. } | crate::sql::insert::Read::NotInsert => {
-                Read::Plain
-            }
-            // rows it cannot read: the write stage reports them (C9) on an HBase table
-            crate::sql::insert::Read::Unreadable(why) => {
-                match crate::sql::insert::head_table(piece, d) {
-                    Ok(Some(table))
-                        if memchr::memchr(b'$', table.raw_name.as_slice()).is_some()
-                            && scope.covers(table.schema.as_deref()) =>
-                    {
-                        Read::Insert(Box::new(table))
-                    }
-                    Ok(_) => Read::Plain,
-                    Err(_) => Read::InsertUnreadable(why),
-                }
-            }
+            Ok(_) => Read::Plain,
+            // a head it cannot read: the write stage reports it (C9) on an HBase table
+            Err(why) => Read::InsertUnreadable(why),
         };
     }
     if dml_too && !p.program && first.is_word(piece, "LOAD") {

@@ -667,6 +667,61 @@ mod tests {
     }
 
     #[test]
+    fn kept_tokens_read_each_insert_as_lexing_it_alone() {
+        use crate::sql::insert;
+        let texts: [&[u8]; 5] = [
+            b"INSERT INTO t$f (K, Q, T, V) VALUES ('a;b', 'q', -1, 'v'), (X'00', ?, - - 2, _binary'\xff')",
+            b"SELECT 1; REPLACE IGNORE INTO db.`t$f` SET K = 'k', Q = \"q;\", V = 'v\\'' ; INSERT t$f VALUES (1,2,3,4) ON DUPLICATE KEY UPDATE V = 'w'",
+            b"  INSERT INTO t$f PARTITION (p0) (K, V) SELECT K, V FROM u ;; INSERT INTO t$f (K) VALUE (DEFAULT), ()",
+            b"INSERT LOW_PRIORITY INTO t$f (t$f.K, db.t$f.V) VALUES ('x' /* ; */, CONCAT('a', 'b')) AS n (a, b)",
+            b"INSERT INTO t$f (K, Q, T, V) VALUES ('k', 'q', 1, 'v') -- ;\n; INSERT INTO t$f (K) VALUES (",
+        ];
+        let scope = Scope::default();
+        for sql in texts {
+            for d in [
+                Dialect::default(),
+                Dialect {
+                    no_backslash_escapes: true,
+                    ..Dialect::default()
+                },
+                Dialect {
+                    ansi_quotes: true,
+                    ..Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB")
+                },
+            ] {
+                let mut kept = scan::Kept::new(dml::MAX_TOKENS + 1);
+                let Ok((pieces, _)) = scan::statements_keeping(sql, d, &mut kept) else {
+                    continue;
+                };
+                let mut inserts = 0;
+                for p in &pieces {
+                    let shared = read_piece(sql, *p, d, &scope, true, Some(&kept));
+                    let alone = read_piece(sql, *p, d, &scope, true, None);
+                    assert_eq!(shared, alone, "{}", String::from_utf8_lossy(sql));
+                    let piece = &sql[p.start..p.end];
+                    let lexed = kept.of(p).expect("kept");
+                    let rows = |lexed: Option<&[scan::Token]>| {
+                        let mut rows = Vec::new();
+                        let r = insert::read_lexed(piece, d, lexed, |_, row| {
+                            rows.push((row.values.to_vec(), row.spans.to_vec(), row.close));
+                            std::ops::ControlFlow::Continue(())
+                        });
+                        (r, rows)
+                    };
+                    let (r, rows_alone) = rows(None);
+                    assert_eq!(rows(Some(&lexed)), (r.clone(), rows_alone));
+                    inserts += usize::from(matches!(r, insert::Read::Insert { .. }));
+                    assert_eq!(
+                        insert::read_head(piece, d, Some(&lexed)),
+                        insert::read_head(piece, d, None)
+                    );
+                }
+                assert!(inserts > 0, "{}", String::from_utf8_lossy(sql));
+            }
+        }
+    }
+
+    #[test]
     fn hbase_ddl_is_routed_to_the_session() {
         assert!(matches!(text("CREATE TABLEGROUP g"), Decision::Ddl(_)));
         assert!(matches!(

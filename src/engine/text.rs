@@ -573,16 +573,16 @@ impl<'a> Text<'a> {
             Origin::Prepare => write::FillT::Expression,
         };
         let mut own = Splice::new();
-        let checked = write::check_insert(
+        let lexed = self.kept.of(&at.run);
+        let checked = write::check_insert_lexed(
             at.piece,
+            lexed.as_deref(),
             self.d,
             &schema,
             rules,
             view.charset,
             view.settled,
-            &mut own,
-            at.run.start,
-            fill,
+            (&mut own, at.run.start, fill),
             None,
         );
         let Ok(mut checked) = checked else {

@@ -118,15 +118,20 @@ const MAX_SIGNS: usize = 64;
 pub fn read(
     sql: &[u8],
     d: Dialect,
+    on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+) -> Read {
+    read_lexed(sql, d, None, on_row)
+}
+
+/// `read`, over the statement's tokens when the text's split kept them (`scan::Kept::of`:
+/// the same tokens lexing `sql` alone gives), else lexing `sql`.
+pub fn read_lexed(
+    sql: &[u8],
+    d: Dialect,
+    lexed: Option<&[Token]>,
     mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
 ) -> Read {
-    let mut r = Reader {
-        sql,
-        d,
-        toks: Scanner::new(sql, d),
-        peeked: None,
-        params: 0,
-    };
+    let mut r = Reader::new(sql, d, lexed);
     let head = match r.head() {
         Ok(Some(h)) => h,
         Ok(None) => return Read::NotInsert,
@@ -205,20 +210,39 @@ pub fn read(
 
 /// The table an INSERT / REPLACE writes, when its head is read (its rows may not be).
 pub fn head_table(sql: &[u8], d: Dialect) -> Result<Option<TableName>, &'static str> {
-    let mut r = Reader {
-        sql,
-        d,
-        toks: Scanner::new(sql, d),
-        peeked: None,
-        params: 0,
-    };
-    r.head().map(|h| h.map(|h| h.table))
+    read_head(sql, d, None).map(|h| h.map(|h| h.table))
+}
+
+/// The head of an INSERT / REPLACE (everything before its rows; None: not one), over kept
+/// tokens as `read_lexed`.
+pub fn read_head(
+    sql: &[u8],
+    d: Dialect,
+    lexed: Option<&[Token]>,
+) -> Result<Option<Insert>, &'static str> {
+    Reader::new(sql, d, lexed).head()
+}
+
+/// Where the reader's tokens come from: the scanner, or the tokens a split kept.
+enum Toks<'a> {
+    Lex(Scanner<'a>),
+    Kept(std::slice::Iter<'a, Token>),
+}
+
+impl Toks<'_> {
+    #[inline]
+    fn next(&mut self) -> Option<Result<Token, LexError>> {
+        match self {
+            Toks::Lex(s) => s.next(),
+            Toks::Kept(k) => k.next().copied().map(Ok),
+        }
+    }
 }
 
 struct Reader<'a> {
     sql: &'a [u8],
     d: Dialect,
-    toks: Scanner<'a>,
+    toks: Toks<'a>,
     /// A token read ahead (Some(None): the end was read ahead).
     peeked: Option<Option<Token>>,
     /// Placeholders seen so far.
@@ -227,7 +251,20 @@ struct Reader<'a> {
 
 type Step<T> = Result<T, &'static str>;
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    fn new(sql: &'a [u8], d: Dialect, lexed: Option<&'a [Token]>) -> Reader<'a> {
+        Reader {
+            sql,
+            d,
+            toks: match lexed {
+                Some(t) => Toks::Kept(t.iter()),
+                None => Toks::Lex(Scanner::new(sql, d)),
+            },
+            peeked: None,
+            params: 0,
+        }
+    }
+
     fn next(&mut self) -> Result<Option<Token>, LexError> {
         if let Some(p) = self.peeked.take() {
             return Ok(p);
@@ -497,7 +534,7 @@ impl Reader<'_> {
     /// One value of a SET list, up to a `,` at depth 0 (more: true) or the list's end (the
     /// word that ends it, if any, is left to read); with the offset after its last token.
     fn set_value(&mut self) -> Step<(Value, bool, usize)> {
-        let mut toks: Vec<Token> = Vec::new();
+        let mut toks: smallvec::SmallVec<[Token; 4]> = smallvec::SmallVec::new();
         let mut too_long = false;
         let mut depth = 0usize;
         let mut end = 0usize;
@@ -537,7 +574,7 @@ impl Reader<'_> {
     /// One value of a row: up to the `,` or `)` that ends it at depth 0.
     fn value(&mut self) -> Step<(Value, End, (usize, usize))> {
         // a literal value is at most a few tokens; longer ones are expressions
-        let mut toks: Vec<Token> = Vec::new();
+        let mut toks: smallvec::SmallVec<[Token; 4]> = smallvec::SmallVec::new();
         let mut too_long = false;
         let mut depth = 0usize;
         let mut span: Option<(usize, usize)> = None;
@@ -636,7 +673,7 @@ impl Reader<'_> {
         let mut depth = 0usize;
         let mut expect_name = true;
         // the value's tokens, while few enough to be one literal
-        let mut value: Vec<Token> = Vec::new();
+        let mut value: smallvec::SmallVec<[Token; 4]> = smallvec::SmallVec::new();
         let mut long = false;
         loop {
             let t = self.tok()?;

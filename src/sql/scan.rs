@@ -195,12 +195,15 @@ impl Token {
 
     #[inline]
     pub fn is_word(&self, sql: &[u8], w: &str) -> bool {
-        self.kind == Tok::Word && self.text(sql).eq_ignore_ascii_case(w.as_bytes())
+        // (length first: most words are not `w`)
+        matches!(self.kind, Tok::Word)
+            && self.end.wrapping_sub(self.start) == w.len()
+            && self.text(sql).eq_ignore_ascii_case(w.as_bytes())
     }
 
     #[inline]
     pub fn is_punct(&self, c: u8) -> bool {
-        self.kind == Tok::Punct(c)
+        matches!(self.kind, Tok::Punct(p) if p == c)
     }
 }
 
@@ -419,6 +422,18 @@ impl<'a> Scanner<'a> {
         let mut j = i + 1;
         let mut prev_high = false;
         loop {
+            if !prev_high {
+                // a run of ASCII bytes that are neither the quote nor a backslash means nothing
+                // to any reading below: skipped whole (most literals are one such run)
+                let rest = self.sql.get(j..).unwrap_or_default();
+                let run = memchr::memchr2(q, b'\\', rest).unwrap_or(rest.len());
+                let plain = rest.get(..run).unwrap_or_default();
+                j += if plain.is_ascii() {
+                    run
+                } else {
+                    plain.iter().position(|&b| b >= 0x80).unwrap_or(run)
+                };
+            }
             let c = self.at(j).ok_or(LexError("unterminated quoted text", i))?;
             if c == b'\\' && escapes {
                 if prev_high {
@@ -840,6 +855,13 @@ pub fn statements_keeping(
     // the text began with BEGIN: a compound statement only as BEGIN NOT ATOMIC (a plain BEGIN
     // or BEGIN WORK starts a transaction)
     let mut after_begin = false;
+    #[derive(Clone, Copy)]
+    enum Opener {
+        Create,
+        Alter,
+        Other,
+    }
+    let mut opener = Opener::Other;
     for t in sc.by_ref() {
         let t = t?;
         kept.push(t);
@@ -879,15 +901,22 @@ pub fn statements_keeping(
         if t.kind == Tok::Word && words_seen < 8 && !program {
             words_seen += 1;
             // CREATE [OR REPLACE] [DEFINER = …] [AGGREGATE] PROCEDURE|FUNCTION|TRIGGER|EVENT,
-            // and ALTER [DEFINER = …] EVENT (its DO body is a program too)
-            if (first.is_some_and(|f| f.is_word(sql, "CREATE"))
-                && ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"]
-                    .iter()
-                    .any(|k| t.is_word(sql, k)))
-                || (first.is_some_and(|f| f.is_word(sql, "ALTER")) && t.is_word(sql, "EVENT"))
-            {
-                program = true;
+            // and ALTER [DEFINER = …] EVENT (its DO body is a program too); the first word
+            // is looked at once
+            if words_seen == 1 {
+                opener = match first {
+                    Some(f) if f.is_word(sql, "CREATE") => Opener::Create,
+                    Some(f) if f.is_word(sql, "ALTER") => Opener::Alter,
+                    _ => Opener::Other,
+                };
             }
+            program = match opener {
+                Opener::Create => ["PROCEDURE", "FUNCTION", "TRIGGER", "EVENT", "PACKAGE"]
+                    .iter()
+                    .any(|k| t.is_word(sql, k)),
+                Opener::Alter => t.is_word(sql, "EVENT"),
+                Opener::Other => false,
+            };
         }
     }
     if first.is_some() {

@@ -21,7 +21,9 @@ pub use execution::{
 };
 pub use guard::{guard, verdict, Guarded, Outcome, Txn};
 pub use load::{load_fill_t, load_unchecked, LoadCheck, LoadPlan};
-pub use statement::{check_assigned, check_dml, check_insert, unreadable_write, FillT};
+pub use statement::{
+    check_assigned, check_dml, check_insert, check_insert_lexed, unreadable_write, FillT,
+};
 
 /// What a write that may run shows the rowkey advisor. With `keys` (the rows are an
 /// INSERT's, an execution's, a LOAD file's: `rows`): every row, in its partition — the first

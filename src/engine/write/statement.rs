@@ -53,6 +53,24 @@ pub fn check_insert(
     splice: &mut Splice,
     base: usize,
     fill: FillT,
+    trace: Option<&mut RowTrace>,
+) -> Result<Checked, NeedCharset> {
+    let at = (splice, base, fill);
+    check_insert_lexed(piece, None, d, schema, rules, conn, settled, at, trace)
+}
+
+/// `check_insert`, over the statement's tokens when the text's split kept them
+/// (`scan::Kept::of`; None: the statement is lexed).
+#[allow(clippy::too_many_arguments)]
+pub fn check_insert_lexed(
+    piece: &[u8],
+    lexed: Option<&[crate::sql::scan::Token]>,
+    d: Dialect,
+    schema: &TableSchema,
+    rules: &WriteRules,
+    conn: Option<ConnCharset>,
+    settled: bool,
+    (splice, base, fill): (&mut Splice, usize, FillT),
     mut trace: Option<&mut RowTrace>,
 ) -> Result<Checked, NeedCharset> {
     let limits = &schema.limits;
@@ -63,22 +81,23 @@ pub fn check_insert(
     let mut auto_t: Option<Vec<u8>> = None;
     let mut positions: Vec<(usize, Vec<u8>)> = Vec::new();
     let mut head_checked = false;
-    let mut columns: Vec<Vec<u8>> = Vec::new();
+    // where K, Q, T and V are among the values a row gives (read once from the head)
+    let mut at_kqtv: [Option<usize>; 4] = [None; 4];
     // where a row's prefix column value is, and the prefix length
     // (the prefix column's index, n, K's index) among the columns the rows give
     let mut prefix_at: Option<(usize, usize, Option<usize>)> = None;
     let mut defaults: Vec<(usize, usize)> = Vec::new();
-    let read = insert::read(piece, d, |head, row| {
+    let read = insert::read_lexed(piece, d, lexed, |head, row| {
         if !head_checked {
             head_checked = true;
-            columns = match &head.columns {
-                Some(c) => c.clone(),
+            let position = |name: &str| match &head.columns {
+                Some(c) => c.iter().position(|c| col_is(c, name)),
                 None => limits
                     .columns
                     .iter()
-                    .map(|c| c.as_bytes().to_vec())
-                    .collect(),
+                    .position(|c| col_is(c.as_bytes(), name)),
             };
+            at_kqtv = [position("K"), position("Q"), position("T"), position("V")];
             // a VALUES row may carry the prefix column's value (a backup restores it): checked
             // row by row below; any other source or form writes it unchecked
             if head.source != Source::Values {
@@ -87,13 +106,11 @@ pub fn check_insert(
                     limits,
                 ));
             }
-            prefix_at = schema.prefix_column.as_ref().and_then(|(p, n)| {
-                columns
-                    .iter()
-                    .position(|c| c.eq_ignore_ascii_case(p.as_bytes()))
-                    .map(|i| (i, *n, columns.iter().position(|c| col_is(c, "K"))))
-            });
-            let has_t = columns.iter().any(|c| col_is(c, "T"));
+            prefix_at = schema
+                .prefix_column
+                .as_ref()
+                .and_then(|(p, n)| position(p).map(|i| (i, *n, at_kqtv[0])));
+            let has_t = at_kqtv[2].is_some();
             if !has_t && head.columns.is_some() {
                 let t = match fill {
                     FillT::Literal => rules
@@ -112,10 +129,13 @@ pub fn check_insert(
             }
         }
         let value = |name: &str| -> Option<&Value> {
-            columns
-                .iter()
-                .position(|c| col_is(c, name))
-                .map(|i| row.values.get(i).unwrap_or(&Value::Unknown))
+            let at = match name {
+                "K" => at_kqtv[0],
+                "Q" => at_kqtv[1],
+                "T" => at_kqtv[2],
+                _ => at_kqtv[3],
+            };
+            at.map(|i| row.values.get(i).unwrap_or(&Value::Unknown))
         };
         let mut need = false;
         let mut get = |name: &str| match value(name) {
