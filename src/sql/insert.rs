@@ -743,16 +743,24 @@ pub(crate) fn literal(sql: &[u8], d: Dialect, toks: &[Token], param: Option<u32>
     let rest = toks.get(signs..).unwrap_or_default();
     match rest {
         [t] if t.kind == Tok::Number => {
+            // digits only (a fraction or an exponent is not a bigint literal), within i128
             let text = t.text(sql);
-            if !text.iter().all(u8::is_ascii_digit) {
-                return Value::Unknown; // a fraction or an exponent: not a bigint literal
-            }
-            let Some(n) = std::str::from_utf8(text)
-                .ok()
-                .and_then(|s| s.parse::<i128>().ok())
-            else {
+            if text.is_empty() {
                 return Value::Unknown;
-            };
+            }
+            let mut n: i128 = 0;
+            for &c in text {
+                if !c.is_ascii_digit() {
+                    return Value::Unknown;
+                }
+                let Some(m) = n
+                    .checked_mul(10)
+                    .and_then(|m| m.checked_add(i128::from(c - b'0')))
+                else {
+                    return Value::Unknown;
+                };
+                n = m;
+            }
             Value::Int(if negative { -n } else { n })
         }
         _ if signs > 0 => Value::Unknown,
