@@ -146,9 +146,15 @@ budget() {
 
 echo "instructions per query in user space (callgrind), $n queries, one connection, $backend, $bin"
 printf '%-14s %12s %12s %9s %12s %s\n' workload obkv-proxy haproxy prx/hap budget ""
+failed=0
 for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_prepared put_text batch100_text}; do
-  p=$(counted proxy "$w")
-  h=$(counted haproxy "$w")
+  p=$(counted proxy "$w") || p=""
+  h=$(counted haproxy "$w") || h=""
+  if [[ ! $p =~ ^[0-9]+$ || ! $h =~ ^[0-9]+$ ]]; then
+    printf '%-14s not counted (a run failed: see above)\n' "$w"
+    failed=1
+    continue
+  fi
   b=$(budget "$w" "$h")
   verdict=met
   [[ $(echo "$p > $b" | bc) == 1 ]] && verdict=OVER
@@ -156,3 +162,4 @@ for w in ${COST_WORKLOADS:-point_select read_only scan_text scan_prepared get_pr
   [[ $w == batch100_text ]] && extra=" ($(((p - h) / 100)) a row beyond HAProxy's statement)"
   printf '%-14s %12s %12s %9.3f %12.0f %s%s\n' "$w" "$p" "$h" "$(echo "$p / $h" | bc -l)" "$b" "$verdict" "$extra"
 done
+exit "$failed"
