@@ -5,11 +5,6 @@ use clap::{Parser, Subcommand};
 use obkv_proxy::config::Config;
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc: its per-thread free lists make the small allocations of a statement's analysis a
-/// few instructions each, where glibc's malloc takes about a hundred (docs/PERFORMANCE.md).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 /// MySQL wire-protocol proxy for OBKV-HBase tables on OceanBase, MariaDB and MySQL.
 #[derive(Parser, Debug)]
 #[command(version, about)]
