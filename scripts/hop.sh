@@ -2,11 +2,11 @@
 # mode in front of a backend port (the hop that understands nothing, the benchmarks' yardstick).
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 
-# haproxy_config LISTEN_PORT BACKEND_PORT -> the configuration on stdout
+# haproxy_config LISTEN_PORT BACKEND_PORT [MAXCONN, default 4096] -> the configuration on stdout
 haproxy_config() {
   cat <<CFG
 global
-  maxconn 4096
+  maxconn ${3:-4096}
 defaults
   mode tcp
   timeout connect 5s

@@ -16,10 +16,18 @@
 //! POLLRDHUP, no data read). For one that did, it shuts the backend connection down — the
 //! session's wait ends, and the backend sees its client gone as it sees its own — and the
 //! session ends its statement on the backend (`KILL`, where an account may).
+//!
+//! The same look finds idle sessions: each marks the tick at which it began waiting for its
+//! next command (`Watched::idle`, one more relaxed store a command). One still waiting a whole
+//! tick later is asked to give back what it holds for work (`Watched::trim_requested`): the
+//! watcher sets a flag and wakes its task once, so a session with nothing in flight holds a
+//! few KiB (its buffers and its command's state are made again when the next command comes),
+//! and a busy one pays nothing for it but that store and a flag read.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, Weak};
+use std::task::{Context, Waker};
 
 /// How often the watcher looks.
 pub const TICK: std::time::Duration = std::time::Duration::from_millis(200);
@@ -42,18 +50,81 @@ pub struct Watched {
     fds: Mutex<Option<(OwnedFd, OwnedFd)>>,
     /// The client speaks TLS: bytes it left unread are its close_notify, not a command.
     tls: bool,
+    /// The tick count when the session began waiting for its next command (0: not waiting, or
+    /// already asked to trim).
+    idle_since: AtomicU64,
+    /// The watcher asks the session to give back what an idle session does not need.
+    trim: AtomicBool,
+    /// The session's task, woken once to trim (registered by `trim_requested`).
+    waker: Mutex<Option<Waker>>,
 }
 
 impl Watched {
     /// A session that is not watched (its sockets could not be duplicated): it still knows
     /// whether its statement is in flight.
     pub fn unwatched() -> Arc<Watched> {
-        Arc::new(Watched {
+        Arc::new(Watched::new(None, false))
+    }
+
+    fn new(fds: Option<(OwnedFd, OwnedFd)>, tls: bool) -> Watched {
+        Watched {
             since: AtomicU64::new(0),
             gone: AtomicBool::new(false),
-            fds: Mutex::new(None),
-            tls: false,
-        })
+            fds: Mutex::new(fds),
+            tls,
+            idle_since: AtomicU64::new(0),
+            trim: AtomicBool::new(false),
+            waker: Mutex::new(None),
+        }
+    }
+
+    /// The session begins waiting for its next command.
+    #[inline]
+    pub fn idle(&self) {
+        self.idle_since.store(TICKS.load(Relaxed), Relaxed);
+    }
+
+    /// Whether the watcher asked the session to trim (the flag is taken). `registered`: the
+    /// session's own note that its task's waker is with the watcher (registered once, as the
+    /// task's waker does not change; a wake taken by a trim is registered again).
+    #[inline]
+    pub fn trim_requested(&self, cx: &Context<'_>, registered: &mut bool) -> bool {
+        if !*registered {
+            *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = Some(cx.waker().clone());
+            *registered = true;
+        }
+        if self.trim.load(Relaxed) {
+            self.trim.store(false, Relaxed);
+            *registered = false;
+            return true;
+        }
+        false
+    }
+
+    /// At a tick: a session waiting for its next command since before the previous tick, with
+    /// nothing in flight, is asked to trim and woken (once: its mark is cleared).
+    fn ask_trim(&self, tick: u64) {
+        let idle = self.idle_since.load(Relaxed);
+        if idle == 0 || idle + 1 >= tick || self.since.load(Relaxed) != 0 {
+            return;
+        }
+        let waker = {
+            let mut w = self.waker.lock().unwrap_or_else(|e| e.into_inner());
+            // (a session that has not waited yet is looked at again next tick)
+            if w.is_none()
+                || self
+                    .idle_since
+                    .compare_exchange(idle, 0, Relaxed, Relaxed)
+                    .is_err()
+            {
+                return;
+            }
+            w.take()
+        };
+        if let Some(w) = waker {
+            self.trim.store(true, Relaxed);
+            w.wake();
+        }
     }
 
     /// A statement was sent to the backend; `watch`: the watcher looks at its client (false
@@ -95,6 +166,9 @@ impl Watched {
     /// The session lets its sockets go: the watcher's copies are closed with them.
     pub fn release(&self) {
         *self.fds.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        // (the task's waker holds the task: let it go with the sockets)
+        *self.waker.lock().unwrap_or_else(|e| e.into_inner()) = None;
+        self.idle_since.store(0, Relaxed);
     }
 
     /// At a tick: a statement in flight since an earlier tick whose client hung up gets its
@@ -159,12 +233,7 @@ impl Registry {
             client.as_fd().try_clone_to_owned().ok()?,
             backend.as_fd().try_clone_to_owned().ok()?,
         );
-        let w = Arc::new(Watched {
-            since: AtomicU64::new(0),
-            gone: AtomicBool::new(false),
-            fds: Mutex::new(Some(fds)),
-            tls,
-        });
+        let w = Arc::new(Watched::new(Some(fds), tls));
         let mut s = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         // the list is swept of ended sessions as it grows (amortised: each sweep at least
         // halves what it walks next time)
@@ -176,7 +245,8 @@ impl Registry {
     }
 
     /// One tick: advances the clock statements are marked with and checks every session whose
-    /// statement was in flight before it. Returns the sessions found gone.
+    /// statement was in flight before it; sessions idle since before the previous tick are
+    /// asked to trim. Returns the sessions found gone.
     pub fn tick(&self) -> Vec<Arc<Watched>> {
         let tick = TICKS.fetch_add(1, Relaxed) + 1;
         let live: Vec<Arc<Watched>> = {
@@ -184,6 +254,9 @@ impl Registry {
             s.retain(|w| w.strong_count() > 0);
             s.iter().filter_map(Weak::upgrade).collect()
         };
+        for w in &live {
+            w.ask_trim(tick);
+        }
         live.into_iter().filter(|w| w.check(tick)).collect()
     }
 }

@@ -184,6 +184,51 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         Ok(())
     }
 
+    /// `wait_readable` for a stream that gave its buffers back (`release_idle`): each poll
+    /// reserves a read buffer and reads into it, and gives it back when nothing came (the
+    /// socket would block), so a stream waiting on a quiet peer holds no buffer while it
+    /// waits. A stream that holds a buffer or bytes, or a compressed one, waits as
+    /// `wait_readable` does.
+    pub async fn wait_readable_lean(&mut self) -> io::Result<()> {
+        if self.rbuf.capacity() != 0 || self.comp.is_some() {
+            return self.fill_at_least(1).await;
+        }
+        let n = std::future::poll_fn(|cx| {
+            if self.rbuf.capacity() == 0 {
+                self.rbuf.reserve(READ_CHUNK);
+            }
+            let r = std::future::Future::poll(std::pin::pin!(self.io.read_buf(&mut self.rbuf)), cx);
+            if r.is_pending() && self.rbuf.is_empty() {
+                self.rbuf = Vec::new();
+            }
+            r
+        })
+        .await?;
+        self.read += n as u64;
+        if n == 0 {
+            self.rbuf = Vec::new();
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        Ok(())
+    }
+
+    /// Gives back both buffers when nothing is buffered or queued (call when the peer is
+    /// expected to be quiet for a while: an idle session, which then waits with
+    /// `wait_readable_lean`); the next read or write makes its buffer again.
+    /// A compressed stream keeps its buffers (its codec's state is the larger part anyway).
+    pub fn release_idle(&mut self) {
+        if self.comp.is_some() {
+            return;
+        }
+        if self.buffered() == 0 {
+            self.rbuf = Vec::new();
+            self.rpos = 0;
+        }
+        if self.wbuf.is_empty() && self.cuts.is_empty() {
+            self.wbuf = Vec::new();
+        }
+    }
+
     /// Reads more bytes from the socket; errors with UnexpectedEof when the peer closed.
     async fn fill_some(&mut self) -> io::Result<()> {
         self.read_more(READ_CHUNK).await
@@ -900,6 +945,45 @@ mod tests {
         let e = r.read_frame_capped(&mut out, 1024).await.unwrap_err();
         assert_eq!(e.kind(), io::ErrorKind::InvalidData);
         assert!(out.capacity() == 0);
+    }
+
+    #[tokio::test]
+    async fn an_idle_stream_holds_no_buffer_while_it_waits() {
+        let (mut peer, end) = tokio::io::duplex(1 << 16);
+        let mut s = PacketStream::new(end);
+        // a command and its answer: both buffers in use
+        peer.write_all(&[1, 0, 0, 0, 0x0e]).await.unwrap();
+        let mut out = Vec::new();
+        s.read_frame_into(&mut out).await.unwrap();
+        s.send_packet(1, &[0, 0, 0, 2, 0, 0, 0]).await.unwrap();
+        assert!(s.buffer_capacity() > 0);
+        s.release_idle();
+        assert_eq!(s.buffer_capacity(), 0);
+        // waiting for the next command reserves nothing while nothing comes
+        let wait =
+            tokio::time::timeout(std::time::Duration::from_millis(20), s.wait_readable_lean());
+        assert!(wait.await.is_err(), "nothing was sent");
+        assert_eq!(s.buffer_capacity(), 0);
+        // and reads it whole when it comes
+        peer.write_all(&[3, 0, 0, 0, 3, 0xab, 0xcd]).await.unwrap();
+        s.wait_readable_lean().await.unwrap();
+        let h = s.take_whole_frame(&mut out, 100).unwrap();
+        assert_eq!((h.len, h.seq, &out[..]), (3, 0, &[3, 0xab, 0xcd][..]));
+        // bytes not consumed yet are kept: nothing is given back then
+        peer.write_all(&[1, 0]).await.unwrap();
+        s.wait_readable().await.unwrap();
+        s.release_idle();
+        assert_eq!(s.buffered(), 2);
+        // a peer that closes while the stream is idle is an end, as before
+        s.take_whole_frames();
+        s.release_idle();
+        assert_eq!(s.buffer_capacity(), 0);
+        drop(peer);
+        assert_eq!(
+            s.wait_readable_lean().await.unwrap_err().kind(),
+            io::ErrorKind::UnexpectedEof
+        );
+        assert_eq!(s.buffer_capacity(), 0);
     }
 
     #[tokio::test]

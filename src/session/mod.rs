@@ -50,6 +50,11 @@ use crate::sql::scan::{Dialect, Flavor as SqlFlavor};
 /// A command buffer larger than this is given back after the command.
 const COMMAND_KEEP: usize = 1 << 20;
 
+/// How many times a new session, or one the watcher found idle, gives back its buffers as soon
+/// as it waits for a command, before it keeps them between commands (until the watcher finds
+/// it idle again).
+const EAGER_COMMANDS: u8 = 4;
+
 /// How a session ended; decides whether its backend connection may be reused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum End {
@@ -92,8 +97,10 @@ pub async fn serve(mut sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     // the backend's own waits during login are bounded by the same timeout and reported to the
     // client; this outer bound (a little later) only ends logins the client itself stalls
     let outer = deadline + std::time::Duration::from_millis(500);
-    let established =
-        tokio::time::timeout_at(outer, handshake::establish(tcp, peer, shared.clone())).await;
+    // (boxed: the login's state is dropped once it is done, not carried in the session's task
+    // for as long as the client stays)
+    let login = Box::pin(handshake::establish(tcp, peer, shared.clone()));
+    let established = tokio::time::timeout_at(outer, login).await;
     drop(slot);
     let session = match established {
         Ok(Ok(s)) => s,
@@ -189,6 +196,10 @@ pub struct Session {
     /// and the session's sockets as the client-gone watcher sees them (`watch`; unwatched when
     /// they could not be duplicated: a client that goes is noticed when a write to it fails).
     watched: Arc<crate::watch::Watched>,
+    /// Waits for a command left that give back the buffers at once (`EAGER_COMMANDS`).
+    eager: u8,
+    /// When the wait for the next command ends by the idle timeout (None: no timeout).
+    idle_deadline: Option<tokio::time::Instant>,
 }
 
 enum ReadError {
@@ -236,7 +247,7 @@ impl Session {
             pooled,
             statements: prepared::Statements::default(),
             last_status: status::AUTOCOMMIT,
-            command: Vec::with_capacity(1024),
+            command: Vec::new(),
             command_frames: 1,
             flavor: None,
             pending_warnings: Vec::new(),
@@ -260,6 +271,8 @@ impl Session {
             user: Arc::from(""),
             backend_id: 0,
             watched,
+            eager: EAGER_COMMANDS,
+            idle_deadline: None,
         }
     }
 
@@ -540,7 +553,18 @@ impl Session {
     async fn run(mut self) {
         let stats = &self.shared.stats;
         stats.connections_active.fetch_add(1, Ordering::Relaxed);
-        let end = self.command_loop().await;
+        // While commands come, the command loop's state (the largest part of a session: the
+        // futures of every command it may carry out) lives in a box; a session that goes idle
+        // (`busy_loop`) drops it and its buffers, waits for its next command holding a few
+        // KiB, and makes them again when it comes.
+        let end = loop {
+            if let Some(end) = Box::pin(self.busy_loop()).await {
+                break end;
+            }
+            if let Some(end) = self.idle_wait().await {
+                break end;
+            }
+        };
         self.observe_close();
         self.shared
             .stats
@@ -571,7 +595,52 @@ impl Session {
         }
     }
 
-    async fn command_loop(&mut self) -> End {
+    /// An idle session's wait for its next command, holding nothing it can give back: as the
+    /// busy loop waits, and a command that comes is read there (None).
+    #[cold]
+    async fn idle_wait(&mut self) -> Option<End> {
+        self.trim();
+        let mut stop = self.shared.shutdown.clone();
+        if !matches!(stop.has_changed(), Ok(false)) {
+            return Some(End::Shutdown);
+        }
+        let deadline = self.idle_deadline;
+        let idle = async {
+            match deadline {
+                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = self.backend.wait_readable_lean() => Some(self.backend_went_away().await),
+            r = self.client.wait_readable_lean() => r.is_err().then_some(End::ClientQuit),
+            _ = stop.changed() => Some(End::Shutdown),
+            () = idle => {
+                // between commands, like a quit: the backend connection is clean
+                debug!(peer = %self.peer, "idle timeout");
+                Some(End::ClientQuit)
+            }
+        }
+    }
+
+    /// What an idle session gives back: both streams' buffers, the command buffer, the
+    /// statement's bookkeeping (made again by the next command).
+    #[cold]
+    fn trim(&mut self) {
+        self.client.release_idle();
+        self.backend.release_idle();
+        self.command = Vec::new();
+        self.activity = Default::default();
+        if self.blind.is_empty() {
+            self.blind = Vec::new();
+        }
+    }
+
+    /// Commands until the session ends (Some) or the watcher asks an idle session to trim
+    /// (None; never for a compressed session, whose codec keeps its buffers).
+    async fn busy_loop(&mut self) -> Option<End> {
+        let trims = !self.client.is_compressed() && !self.backend.is_compressed();
         let mut shutdown = self.shared.shutdown.clone();
         let cfg = &self.cfg;
         let limits = ReadLimits {
@@ -584,16 +653,53 @@ impl Session {
         let stopping = self.shared.shutdown.clone();
         let stop = shutdown.changed();
         tokio::pin!(stop);
+        // The watcher's request to trim comes with the shutdown's wait (one future for both:
+        // Some(true) to stop, Some(false) to trim), looked at last: a command or a close that
+        // is there is read first.
+        let watched = self.watched.clone();
+        let mut registered = false;
+        let stop_or_trim = std::future::poll_fn(move |cx| {
+            if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
+                return std::task::Poll::Ready(true);
+            }
+            if trims && watched.trim_requested(cx, &mut registered) {
+                return std::task::Poll::Ready(false);
+            }
+            std::task::Poll::Pending
+        });
+        tokio::pin!(stop_or_trim);
         loop {
             // a client whose next command is always there still stops between commands
             if !matches!(stopping.has_changed(), Ok(false)) {
-                return End::Shutdown;
+                return Some(End::Shutdown);
             }
+            // A new session (or one the watcher found idle) gives its buffers back between
+            // its first commands: a driver's setup then a long wait (a pool's idle
+            // connection) holds nothing, and a burst of logins holds no buffers for the
+            // watcher's tick. One that keeps working keeps them (`EAGER_COMMANDS`).
+            if self.eager > 0
+                && trims
+                && self.client.buffered() == 0
+                && self.backend.buffered() == 0
+            {
+                self.eager -= 1;
+                self.idle_deadline = limits.idle.map(|d| tokio::time::Instant::now() + d);
+                return None;
+            }
+            self.watched.idle();
+            let idle_deadline = match limits.idle {
+                None => None,
+                Some(d) => {
+                    // (kept for the wait without buffers, should the watcher end this one)
+                    self.idle_deadline = Some(tokio::time::Instant::now() + d);
+                    self.idle_deadline
+                }
+            };
             // an idle session keeps only small buffers, whatever its last command was
             self.client.shrink_buffers();
             self.backend.shrink_buffers();
             if self.command.capacity() > COMMAND_KEEP {
-                self.command = Vec::with_capacity(1024);
+                self.command = Vec::new();
             }
             // Between commands the backend has nothing to say; if it speaks, it is closing the
             // connection (KILL, wait_timeout, restart). Watching costs no system call: tokio
@@ -603,31 +709,39 @@ impl Session {
             // instead of getting the backend's goodbye as the answer to its command.
             let read = tokio::select! {
                 biased;
-                _ = self.backend.wait_readable() => return self.backend_went_away().await,
-                r = read_command(&mut self.client, &limits, &mut self.command) => r,
-                _ = &mut stop => return End::Shutdown,
+                _ = self.backend.wait_readable() => return Some(self.backend_went_away().await),
+                r = read_command(&mut self.client, &limits, idle_deadline, &mut self.command) => r,
+                stop = &mut stop_or_trim => {
+                    if stop {
+                        return Some(End::Shutdown);
+                    }
+                    self.eager = EAGER_COMMANDS;
+                    return None;
+                }
             };
             match read {
                 Ok(frames) => self.command_frames = frames,
-                Err(ReadError::Closed) => return End::ClientQuit,
+                Err(ReadError::Closed) => return Some(End::ClientQuit),
                 Err(ReadError::Idle) => {
                     // between commands, like a quit: the backend connection is clean
                     debug!(peer = %self.peer, "idle timeout");
-                    return End::ClientQuit;
+                    return Some(End::ClientQuit);
                 }
                 Err(ReadError::Timeout(seq)) => {
-                    return self
-                        .protocol_error(seq, ErrorInfo::net_read_timeout())
-                        .await;
+                    return Some(
+                        self.protocol_error(seq, ErrorInfo::net_read_timeout())
+                            .await,
+                    );
                 }
                 Err(ReadError::OutOfOrder(seq)) => {
-                    return self.protocol_error(seq, ErrorInfo::out_of_order()).await;
+                    return Some(self.protocol_error(seq, ErrorInfo::out_of_order()).await);
                 }
                 Err(ReadError::TooLarge(seq)) => {
                     let limit = self.cfg.proxy.max_packet_bytes;
-                    return self
-                        .protocol_error(seq, ErrorInfo::packet_too_large(limit))
-                        .await;
+                    return Some(
+                        self.protocol_error(seq, ErrorInfo::packet_too_large(limit))
+                            .await,
+                    );
                 }
             }
             self.started = metrics::enabled().then(metrics::now);
@@ -657,7 +771,7 @@ impl Session {
                     ))
                     .await
                 }
-                Some(com::QUIT) => return End::ClientQuit,
+                Some(com::QUIT) => return Some(End::ClientQuit),
                 // (the path that reads held conditions is boxed: the usual text's state
                 // machine, and the loop's stack frame, stay as small as before it)
                 Some(com::QUERY) if self.held.is_none() => self.on_query_text().await.map(drop),
@@ -700,7 +814,7 @@ impl Session {
             };
             self.observe_end();
             if let Err(end) = result {
-                return end;
+                return Some(end);
             }
         }
     }
@@ -1065,11 +1179,12 @@ impl Session {
 }
 
 /// Reads one command, joining 16 MiB frames; returns the number of frames it used. The wait for
-/// a command is bounded by the idle timeout, a begun packet by the net read timeout, and the
+/// a command is bounded by the idle timeout (`idle_deadline`), a begun packet by the net read timeout, and the
 /// size is checked before a frame's payload is read.
 async fn read_command(
     client: &mut PacketStream<ClientIo>,
     limits: &ReadLimits,
+    idle_deadline: Option<tokio::time::Instant>,
     out: &mut Vec<u8>,
 ) -> Result<u8, ReadError> {
     out.clear();
@@ -1082,8 +1197,8 @@ async fn read_command(
     };
     // between commands a client may wait (up to the idle timeout, when one is set)
     let first_byte = client.wait_readable();
-    match limits.idle {
-        Some(idle) => match tokio::time::timeout(idle, first_byte).await {
+    match idle_deadline {
+        Some(deadline) => match tokio::time::timeout_at(deadline, first_byte).await {
             Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Idle),
         },
