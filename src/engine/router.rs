@@ -669,12 +669,13 @@ mod tests {
     #[test]
     fn kept_tokens_read_each_insert_as_lexing_it_alone() {
         use crate::sql::insert;
-        let texts: [&[u8]; 5] = [
+        let texts: [&[u8]; 6] = [
             b"INSERT INTO t$f (K, Q, T, V) VALUES ('a;b', 'q', -1, 'v'), (X'00', ?, - - 2, _binary'\xff')",
             b"SELECT 1; REPLACE IGNORE INTO db.`t$f` SET K = 'k', Q = \"q;\", V = 'v\\'' ; INSERT t$f VALUES (1,2,3,4) ON DUPLICATE KEY UPDATE V = 'w'",
             b"  INSERT INTO t$f PARTITION (p0) (K, V) SELECT K, V FROM u ;; INSERT INTO t$f (K) VALUE (DEFAULT), ()",
             b"INSERT LOW_PRIORITY INTO t$f (t$f.K, db.t$f.V) VALUES ('x' /* ; */, CONCAT('a', 'b')) AS n (a, b)",
             b"INSERT INTO t$f (K, Q, T, V) VALUES ('k', 'q', 1, 'v') -- ;\n; INSERT INTO t$f (K) VALUES (",
+            b"SELECT 2; SET STATEMENT max_statement_time = 1 FOR /* ; */ INSERT INTO t$f (K, V) VALUES ('a', 'b')",
         ];
         let scope = Scope::default();
         for sql in texts {
@@ -695,9 +696,11 @@ mod tests {
                 };
                 let mut inserts = 0;
                 for p in &pieces {
-                    let shared = read_piece(sql, *p, d, &scope, true, Some(&kept));
-                    let alone = read_piece(sql, *p, d, &scope, true, None);
+                    let shared = read_executed(sql, *p, d, &scope, true, Some(&kept));
+                    let alone = read_executed(sql, *p, d, &scope, true, None);
                     assert_eq!(shared, alone, "{}", String::from_utf8_lossy(sql));
+                    // the statement that runs (past a SET STATEMENT … FOR), as the text reads it
+                    let p = &alone.1;
                     let piece = &sql[p.start..p.end];
                     let lexed = kept.of(p).expect("kept");
                     let rows = |lexed: Option<&[scan::Token]>| {
