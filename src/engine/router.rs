@@ -424,6 +424,17 @@ fn decide_reading_into(
     // a statement that changes the reading state before another one: the text is read under
     // every state (issue 31: SET sql_mode = 'NO_BACKSLASH_ESCAPES'; INSERT …)
     ambiguity.state |= changes_reading_state(sql, &pieces, d);
+    // A text with an executable comment keeps no tokens: each statement is lexed alone, and
+    // one that begins inside the comment reads otherwise alone (a `/*!` in it opens code
+    // there, a comment in the text): what its own lexing finds ambiguous is the text's too
+    // (found by the state_reading fuzz target: `/*!;DROP $/*!\xDC``` on OceanBase).
+    if kept.is_off() {
+        for p in pieces.iter().filter(|p| p.start > 0) {
+            let mut alone = scan::Scanner::new(sql.get(p.start..p.end).unwrap_or_default(), d);
+            alone.by_ref().for_each(drop);
+            ambiguity = ambiguity.union(alone.ambiguity);
+        }
+    }
     let dynamic = text::Dynamic {
         decide: decide_dynamic,
         check: check_dynamic,
@@ -845,6 +856,15 @@ mod tests {
         // a comment that changes nothing of the HBase statement is read as it is
         let sql = b"SELECT /*!50726 SQL_NO_CACHE */ K FROM g$f";
         assert_eq!(decide(sql, Origin::Text, &ob).1, Decision::forward());
+        // a statement that begins inside the comment is lexed alone, where a `/*!` in it opens
+        // code: what that lexing finds ambiguous (a backquote after a multibyte lead byte) is
+        // read both ways, and the readings that make it HBase DDL refuse the text (found by
+        // the state_reading fuzz target)
+        let sql = b"/*!;DROP $/*!\xdc``";
+        assert!(matches!(
+            decide(sql, Origin::Text, &ob).1,
+            Decision::Answer(Answer::Refuse(_))
+        ));
     }
 
     #[test]

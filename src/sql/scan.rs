@@ -788,6 +788,11 @@ impl Kept {
         }
     }
 
+    /// Whether this keeps no tokens at all (made with `max` 0: a text read per statement).
+    pub fn is_off(&self) -> bool {
+        self.max == 0
+    }
+
     fn push(&mut self, t: Token) {
         if self.overflowed {
             return;
