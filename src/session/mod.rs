@@ -656,13 +656,21 @@ impl Session {
         // The watcher's request to trim comes with the shutdown's wait (one future for both:
         // Some(true) to stop, Some(false) to trim), looked at last: a command or a close that
         // is there is read first.
+        // A trim is taken only before a command's first byte came: one asked while a command
+        // arrives in frames (a 40 MB INSERT over a slow link) waits for the next wait, as
+        // ending the read would drop what was read of it.
         let watched = self.watched.clone();
         let mut registered = false;
+        let begun = std::sync::atomic::AtomicBool::new(false);
+        let begun_ref = &begun;
         let stop_or_trim = std::future::poll_fn(move |cx| {
             if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
                 return std::task::Poll::Ready(true);
             }
-            if trims && watched.trim_requested(cx, &mut registered) {
+            if trims
+                && !begun_ref.load(Ordering::Relaxed)
+                && watched.trim_requested(cx, &mut registered)
+            {
                 return std::task::Poll::Ready(false);
             }
             std::task::Poll::Pending
@@ -673,6 +681,7 @@ impl Session {
             if !matches!(stopping.has_changed(), Ok(false)) {
                 return Some(End::Shutdown);
             }
+            begun.store(false, Ordering::Relaxed);
             // A new session (or one the watcher found idle) gives its buffers back between
             // its first commands: a driver's setup then a long wait (a pool's idle
             // connection) holds nothing, and a burst of logins holds no buffers for the
@@ -710,7 +719,7 @@ impl Session {
             let read = tokio::select! {
                 biased;
                 _ = self.backend.wait_readable() => return Some(self.backend_went_away().await),
-                r = read_command(&mut self.client, &limits, idle_deadline, &mut self.command) => r,
+                r = read_command(&mut self.client, &limits, idle_deadline, &begun, &mut self.command) => r,
                 stop = &mut stop_or_trim => {
                     if stop {
                         return Some(End::Shutdown);
@@ -1185,6 +1194,7 @@ async fn read_command(
     client: &mut PacketStream<ClientIo>,
     limits: &ReadLimits,
     idle_deadline: Option<tokio::time::Instant>,
+    begun: &std::sync::atomic::AtomicBool,
     out: &mut Vec<u8>,
 ) -> Result<u8, ReadError> {
     out.clear();
@@ -1204,6 +1214,8 @@ async fn read_command(
         },
         None => first_byte.await.map_err(failed)?,
     }
+    // from here on the command is read to its end (the watcher's trim waits for it)
+    begun.store(true, Ordering::Relaxed);
     // Inside compressed frames the packets' own sequence ids are not checked, as MariaDB does
     // not check them (the frames' ids are: `protocol::compress`). Connector/J 2.7 numbers a
     // command's packet 1 when it tried to compress it and sent it stored instead (its

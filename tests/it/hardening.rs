@@ -23,6 +23,50 @@ fn ok(c: &mut RawConn, sql: &str) {
     }
 }
 
+#[test]
+fn a_command_that_arrives_slowly_in_frames_is_read_whole() {
+    // A client sending a 17 MiB statement in two frames, pausing longer than the watcher's
+    // tick inside the first frame and between the frames: the watcher finds the session
+    // waiting and asks it to give its buffers back, which must wait for the command's end (it
+    // once dropped what was read of it: Connector/J's sendBigPreparedQuery lost its
+    // connection).
+    let backend = shared(Kind::MariaDb);
+    let p = proxy::spawn_binary(&backend.addr, &[]);
+    let mut c = root(&p.addr);
+    let n = 17usize << 20;
+    let mut payload = vec![0x03u8];
+    payload.extend_from_slice(b"SELECT LENGTH('");
+    payload.extend(std::iter::repeat_n(b'a', n));
+    payload.extend_from_slice(b"') AS n");
+    let pause = obkv_proxy::watch::TICK * 3;
+    let (first, rest) = payload.split_at(0xFF_FFFF);
+    let header = |len: usize, seq: u8| {
+        let l = u32::try_from(len).expect("fits").to_le_bytes();
+        [l[0], l[1], l[2], seq]
+    };
+    c.stream.write_all(&header(first.len(), 0)).expect("header");
+    let (a, b) = first.split_at(first.len() / 2);
+    c.stream.write_all(a).expect("first half");
+    std::thread::sleep(pause);
+    c.stream.write_all(b).expect("second half");
+    std::thread::sleep(pause);
+    c.stream.write_all(&header(rest.len(), 1)).expect("header");
+    c.stream.write_all(rest).expect("second frame");
+    let frames = c
+        .read_response(obkv_proxy::protocol::response::ResponseKind::Query)
+        .expect("answered");
+    assert!(
+        frames.iter().all(|(_, f)| err_of(f).is_none()),
+        "{frames:?}"
+    );
+    let want = n.to_string();
+    let mut row = vec![u8::try_from(want.len()).expect("short")];
+    row.extend_from_slice(want.as_bytes());
+    assert!(frames.iter().any(|(_, f)| *f == row), "no row {want}");
+    // and the session goes on
+    assert_eq!(c.scalar("SELECT 'after'"), "after");
+}
+
 fn root(addr: &str) -> RawConn {
     RawConn::connect(addr, "root", "", None).expect("login")
 }
