@@ -1,24 +1,30 @@
-//! The prefix-scan benchmark (driven by `scripts/bench.sh`; run alone with the variables below).
+//! The HBase workload benchmark (driven by `scripts/bench.sh`; run alone with the variables below).
 //!
 //! On a KEY(K_PREFIX) table with 97 partitions (K_PREFIX = substring(K, 1, 8)) it measures, in
-//! one run and interleaved: (a) the natural prefix scan `K LIKE 'prefix%'` through obkv-proxy
-//! (rewritten), (b) the same statement directly on the backend (every partition), (c) the
-//! hand-written statement with `AND K_PREFIX = 'prefix'` through HAProxy (a hop that understands
-//! nothing) — as text and as prepared statements, at 1 and 8 connections — and an HBase point
-//! get by K (prepared) through obkv-proxy and HAProxy. Prints QPS, p95 and ratios (the proxy's
-//! analysis cost per statement is `examples/analysis_cost.rs`).
+//! one run and interleaved, at 1 and 8 connections:
+//! - prefix scans of 10 cells, as text and as prepared statements: (a) the natural statement
+//!   `K LIKE 'prefix%'` through obkv-proxy (rewritten), (b) the same statement directly on the
+//!   backend (every partition), (c) the hand-written statement with `AND K_PREFIX = 'prefix'`
+//!   through HAProxy (a hop that understands nothing) and (d) the hand-written statement
+//!   directly (the limit a rewrite can reach);
+//! - an HBase point get by K (prepared), a one-row text put and a 100-row text batch INSERT, each
+//!   the same statement through obkv-proxy (every write checked), directly and through HAProxy.
+//!
+//! Prints, per cell, each target's median QPS and p95 and the ratios proxy/HAProxy (of the
+//! medians, and the median of each round's ratio), proxy/direct and, for scans, proxy/(d).
 //!
 //! BENCH_DIRECT, BENCH_PROXY, BENCH_HAPROXY: host:port of each target (the proxy and HAProxy in
 //! front of the direct one); BENCH_KIND (mariadb | seekdb, for the table); BENCH_SECONDS per
-//! measurement (default 10); BENCH_CELLS (default 500000); BENCH_ROUNDS (default 1, medians).
+//! measurement (default 10); BENCH_CELLS (default 200000); BENCH_ROUNDS (default 1, medians).
 //! BENCH_SETUP_ONLY: create and load the table, then exit (the script lets the backend settle).
-//! BENCH_ONLY (optional, for measuring one cell in place): a comma-separated list of the cells to
-//! run, from `text1`, `text8`, `prepared1`, `prepared8` and `get` (default: all).
+//! BENCH_ONLY (optional, for measuring some cells in place): a comma-separated list of the cells
+//! to run, from `text1`, `text8`, `prepared1`, `prepared8`, `get1`, `get8`, `put1`, `put8`,
+//! `batch1`, `batch8` (or `get`, `put`, `batch` for both of a workload; default: all).
 //! BENCH_PROXY_OP=hand (optional): send the hand-written statement through obkv-proxy too, which
 //! separates the proxy's relay from its rewrite when compared with HAProxy.
 //! BENCH_COUNT=N (counting mode, for `scripts/cost.sh`): no setup and no timing; exactly N
-//! queries of BENCH_OP (natural | hand | get), text or BENCH_PREPARED=1, on one connection to
-//! BENCH_PROXY, answers checked.
+//! queries of BENCH_OP (natural | hand | get | put | batch), text or BENCH_PREPARED=1, on one
+//! connection to BENCH_PROXY, answers checked.
 //! BENCH_PROXY_PID, BENCH_HAPROXY_PID (optional): with them, each hop's CPU time per query
 //! (user + system from /proc, summed over all rounds) is printed too: a measure of what the hop
 //! costs that the machine's drift in throughput does not blur.
@@ -32,16 +38,6 @@ mod common;
 use common::{env, median, opts};
 
 const N: usize = 8;
-/// The six orders of the targets (0: (a), 1: (b), 2: (c)), (a) and (c) swapping places from
-/// one to the next.
-const ORDERS: [[usize; 3]; 6] = [
-    [0, 1, 2],
-    [2, 1, 0],
-    [1, 0, 2],
-    [2, 0, 1],
-    [0, 2, 1],
-    [1, 2, 0],
-];
 const CELLS_PER_PREFIX: usize = 10;
 const TABLE: &str = "bench$cells";
 
@@ -347,7 +343,7 @@ async fn main() {
     let haproxy = env("BENCH_HAPROXY", "127.0.0.1:3307");
     let kind = env("BENCH_KIND", "mariadb");
     let secs: f64 = env("BENCH_SECONDS", "10").parse().expect("seconds");
-    let cells: usize = env("BENCH_CELLS", "500000").parse().expect("cells");
+    let cells: usize = env("BENCH_CELLS", "200000").parse().expect("cells");
     let rounds: usize = env("BENCH_ROUNDS", "1").parse().expect("rounds");
     let proxy_pid: Option<u32> = std::env::var("BENCH_PROXY_PID")
         .ok()
@@ -380,21 +376,9 @@ async fn main() {
     }
     let prefixes = cells / CELLS_PER_PREFIX;
     println!(
-        "{:<8} {:<9} {:>3} | {:>10} {:>7} | {:>10} {:>7} | {:>10} {:>7} | {:>9} {:>9} {:>9} | {:>8} {:>8}",
-        "backend",
-        "mode",
-        "thr",
-        "proxy_qps",
-        "p95_ms",
-        "direct_qps",
-        "p95_ms",
-        "hap_hand",
-        "p95_ms",
-        "prx/dir",
-        "prx/hap",
-        "rnd/hap",
-        "prx_cpu",
-        "hap_cpu"
+        "{:<8} {:<14} {:>3} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>9} {:>6} | {:>7} {:>7} {:>7} {:>8} | {:>7} {:>7}",
+        "backend", "workload", "thr", "proxy_qps", "p95", "direct", "p95", "haproxy", "p95",
+        "dir_hand", "p95", "prx/hap", "rnd/hap", "prx/dir", "prx/hand", "prx_cpu", "hap_cpu"
     );
     let only = std::env::var("BENCH_ONLY").ok();
     let wanted = |cell: &str| {
@@ -406,78 +390,133 @@ async fn main() {
     } else {
         Op::Natural
     };
+    let bench = Bench {
+        kind: &kind,
+        secs,
+        rounds,
+        prefixes,
+    };
+    // the prefix scans: the natural statement through the proxy and directly (every partition),
+    // the hand-written K_PREFIX statement through HAProxy and directly (the limit)
     for prepared in [false, true] {
         for threads in [1, 8] {
-            let cell = format!("{}{threads}", if prepared { "prepared" } else { "text" });
-            if !wanted(&cell) {
+            let mode = if prepared { "prepared" } else { "text" };
+            if !wanted(&format!("{mode}{threads}")) {
                 continue;
             }
-            let (mut a, mut b, mut c) = (vec![], vec![], vec![]);
-            let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
-            let mut per_round = vec![];
-            for r in 0..rounds {
-                // interleaved, so drift hits the three alike; the rounds go through the six
-                // orders of the targets, each round reversing (a)'s and (c)'s order of the one
-                // before, so with a multiple of six rounds no target is favoured by its place
-                for k in ORDERS[r % 6] {
-                    match k {
-                        0 => a.push(
-                            measure_cpu(
-                                proxy_pid, &mut pc, &proxy, threads, secs, proxy_op, prepared,
-                                prefixes,
-                            )
-                            .await,
-                        ),
-                        1 => b.push(
-                            measure(&direct, threads, secs, Op::Natural, prepared, prefixes).await,
-                        ),
-                        _ => c.push(
-                            measure_cpu(
-                                haproxy_pid,
-                                &mut hc,
-                                &haproxy,
-                                threads,
-                                secs,
-                                Op::HandWritten,
-                                prepared,
-                                prefixes,
-                            )
-                            .await,
-                        ),
-                    }
-                }
-                // this round's (a)/(c): the two ran close together, so slow drift cancels
-                per_round.push(a[r].0 / c[r].0);
+            let targets = [
+                Target::new(&proxy, proxy_op, proxy_pid),
+                Target::new(&direct, Op::Natural, None),
+                Target::new(&haproxy, Op::HandWritten, haproxy_pid),
+                Target::new(&direct, Op::HandWritten, None),
+            ];
+            bench
+                .cell(&format!("scan {mode}"), threads, prepared, &targets)
+                .await;
+        }
+    }
+    // the other HBase workloads: the same statement through the proxy, directly and through
+    // HAProxy
+    for (name, op, prepared) in [
+        ("get", Op::PointGet, true),
+        ("put", Op::Put, false),
+        ("batch", Op::Batch, false),
+    ] {
+        for threads in [1, 8] {
+            if !wanted(&format!("{name}{threads}")) && !wanted(name) {
+                continue;
             }
-            let (a, b, c) = (medians(&a), medians(&b), medians(&c));
-            println!(
-                "{kind:<8} {:<9} {threads:>3} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>10.0} {:>7.2} | {:>9.2} {:>9.3} {:>9.3} | {:>8} {:>8}",
-                if prepared { "prepared" } else { "text" },
-                a.0, a.1, b.0, b.1, c.0, c.1, a.0 / b.0, a.0 / c.0, median(per_round), pc.us_per_query(), hc.us_per_query()
-            );
-        }
-    }
-    if !wanted("get") {
-        return;
-    }
-    let (mut a, mut c) = (vec![], vec![]);
-    let (mut pc, mut hc) = (Cpu::default(), Cpu::default());
-    let mut per_round = vec![];
-    for r in 0..rounds {
-        // every other round HAProxy goes first
-        for k in 0..2 {
-            let (pid, cpu, addr, out) = if (r + k) % 2 == 0 {
-                (proxy_pid, &mut pc, &proxy, &mut a)
-            } else {
-                (haproxy_pid, &mut hc, &haproxy, &mut c)
+            let targets = [
+                Target::new(&proxy, op, proxy_pid),
+                Target::new(&direct, op, None),
+                Target::new(&haproxy, op, haproxy_pid),
+            ];
+            let label = match op {
+                Op::PointGet => "get prepared",
+                Op::Put => "put text",
+                _ => "batch100 text",
             };
-            out.push(measure_cpu(pid, cpu, addr, 8, secs, Op::PointGet, true, prefixes).await);
+            bench.cell(label, threads, prepared, &targets).await;
         }
-        per_round.push(a[r].0 / c[r].0);
     }
-    let (a, c) = (medians(&a), medians(&c));
-    println!(
-        "{kind:<8} point get by K (prepared, 8 connections): proxy {:.0} qps p95 {:.2} ms | haproxy {:.0} qps p95 {:.2} ms | proxy/haproxy {:.3} (median of rounds {:.3}) | CPU µs/query proxy {} haproxy {}",
-        a.0, a.1, c.0, c.1, a.0 / c.0, median(per_round), pc.us_per_query(), hc.us_per_query()
-    );
+}
+
+/// One measurement target: where, which statement, and the hop's process (for its CPU time).
+struct Target<'a> {
+    addr: &'a str,
+    op: Op,
+    pid: Option<u32>,
+}
+
+impl<'a> Target<'a> {
+    fn new(addr: &'a str, op: Op, pid: Option<u32>) -> Self {
+        Target { addr, op, pid }
+    }
+}
+
+/// The settings every cell shares.
+struct Bench<'a> {
+    kind: &'a str,
+    secs: f64,
+    rounds: usize,
+    prefixes: usize,
+}
+
+impl Bench<'_> {
+    /// Measures `targets` (0: the proxy, 1: direct, 2: HAProxy, 3 if there: the hand-written
+    /// statement directly) interleaved for `rounds` rounds and prints one line: each target's
+    /// median QPS and p95, the proxy's ratios, and the hops' CPU time per query.
+    async fn cell(&self, label: &str, threads: usize, prepared: bool, targets: &[Target<'_>]) {
+        let n = targets.len();
+        let mut got: Vec<Vec<(f64, f64)>> = vec![vec![]; n];
+        let mut cpu = vec![Cpu::default(); n];
+        let mut per_round = vec![];
+        for r in 0..self.rounds {
+            // interleaved, so drift hits the targets alike: each round starts one target later
+            // than the one before and every other round runs them in reverse, so over 2n rounds
+            // no target is favoured by its place
+            let mut order: Vec<usize> = (0..n).map(|k| (k + r / 2) % n).collect();
+            if r % 2 == 1 {
+                order.reverse();
+            }
+            for k in order {
+                let t = &targets[k];
+                let m = measure_cpu(
+                    t.pid,
+                    &mut cpu[k],
+                    t.addr,
+                    threads,
+                    self.secs,
+                    t.op,
+                    prepared,
+                    self.prefixes,
+                )
+                .await;
+                got[k].push(m);
+            }
+            // this round's proxy/HAProxy: the two ran close together, so slow drift cancels
+            per_round.push(got[0][r].0 / got[2][r].0);
+        }
+        let m: Vec<(f64, f64)> = got.iter().map(|v| medians(v)).collect();
+        let hand = m.get(3).copied();
+        let show = |x: Option<(f64, f64)>| match x {
+            Some((q, p)) => format!("{q:>9.0} {p:>6.2}"),
+            None => format!("{:>9} {:>6}", "-", "-"),
+        };
+        println!(
+            "{:<8} {:<14} {threads:>3} | {} | {} | {} | {} | {:>7.3} {:>7.3} {:>7.3} {:>8} | {:>7} {:>7}",
+            self.kind,
+            label,
+            show(Some(m[0])),
+            show(Some(m[1])),
+            show(Some(m[2])),
+            show(hand),
+            m[0].0 / m[2].0,
+            median(per_round),
+            m[0].0 / m[1].0,
+            hand.map_or("-".into(), |h| format!("{:.3}", m[0].0 / h.0)),
+            cpu[0].us_per_query(),
+            cpu[2].us_per_query()
+        );
+    }
 }
