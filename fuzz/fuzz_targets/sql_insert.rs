@@ -11,7 +11,7 @@ use obkv_proxy::hbase::cells::{check_cell, Cell, CellLimits, Convention, Seen, W
 use obkv_proxy::sql::insert::{read, read_head, read_lexed, Read, Source, Value};
 use obkv_proxy::sql::scan::{Dialect, Flavor, Scanner, Token};
 
-fn seen(v: Option<&Value>) -> Seen<'_> {
+fn seen<'a>(v: Option<&'a Value<'_>>) -> Seen<'a> {
     match v {
         None => Seen::Absent,
         Some(Value::Bytes { bytes, .. }) => Seen::Bytes(bytes),
@@ -42,10 +42,10 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut findings = Vec::new();
     // every row as handed out, to compare the two token sources
-    type Rows = Vec<(Vec<Value>, Vec<(usize, usize)>, usize)>;
+    type Rows = Vec<(Vec<Value<'static>>, Vec<(usize, usize)>, usize)>;
     let mut lexing: Rows = Vec::new();
     let r = read(sql, d, |head, row| {
-        lexing.push((row.values.to_vec(), row.spans.to_vec(), row.close));
+        lexing.push((row.values.iter().cloned().map(Value::into_owned).collect(), row.spans.to_vec(), row.close));
         assert!(row.close <= sql.len());
         // every value's span lies before the row's close, in order, one per value
         assert!(row.spans.is_empty() || row.spans.len() == row.values.len());
@@ -103,7 +103,7 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut kept: Rows = Vec::new();
     let again = read_lexed(sql, d, Some(&tokens), |_, row| {
-        kept.push((row.values.to_vec(), row.spans.to_vec(), row.close));
+        kept.push((row.values.iter().cloned().map(Value::into_owned).collect(), row.spans.to_vec(), row.close));
         ControlFlow::Continue(())
     });
     assert_eq!(again, r);

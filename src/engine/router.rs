@@ -714,7 +714,15 @@ mod tests {
                     let rows = |lexed: Option<&[scan::Token]>| {
                         let mut rows = Vec::new();
                         let r = insert::read_lexed(piece, d, lexed, |_, row| {
-                            rows.push((row.values.to_vec(), row.spans.to_vec(), row.close));
+                            rows.push((
+                                row.values
+                                    .iter()
+                                    .cloned()
+                                    .map(insert::Value::into_owned)
+                                    .collect::<Vec<_>>(),
+                                row.spans.to_vec(),
+                                row.close,
+                            ));
                             std::ops::ControlFlow::Continue(())
                         });
                         (r, rows)

@@ -41,7 +41,7 @@ pub struct Assignment {
     pub qualifier: Option<Vec<u8>>,
     pub column: Vec<u8>,
     /// The value, when it is one literal or placeholder.
-    pub value: Value,
+    pub value: Value<'static>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -353,7 +353,7 @@ impl Reader<'_> {
             out.push(Assignment {
                 qualifier,
                 column,
-                value: literal(self.sql, self.d, toks, param),
+                value: literal(self.sql, self.d, toks, param).into_owned(),
             });
             if out.len() > MAX_ASSIGNMENTS {
                 return false;
@@ -466,7 +466,7 @@ mod tests {
             assert_eq!(
                 u.assignments[0].value,
                 Value::Bytes {
-                    bytes: b"x".to_vec(),
+                    bytes: b"x".to_vec().into(),
                     charset: crate::sql::dml::LitCharset::Connection,
                 },
                 "{sql}"
@@ -490,7 +490,7 @@ mod tests {
         let values: Vec<&Value> = u.assignments.iter().map(|a| &a.value).collect();
         assert_eq!(values[0], &Value::Param(1));
         assert_eq!(values[1], &Value::Unknown);
-        assert!(matches!(values[2], Value::Bytes { bytes, .. } if bytes == &[0u8]));
+        assert!(matches!(values[2], Value::Bytes { bytes, .. } if **bytes == [0u8]));
         // a SET list it cannot follow
         for sql in [
             "UPDATE g$f SET (K) = ('x')",

@@ -87,7 +87,7 @@ pub struct Dml {
     pub params_before_where_end: u32,
     /// UPDATE: the SET list, in order: each column as written (unquoted, without a table
     /// qualifier) and its value when that is one literal or placeholder (else `Unknown`).
-    pub assignments: Vec<(Vec<u8>, Value)>,
+    pub assignments: Vec<(Vec<u8>, Value<'static>)>,
     /// SELECT … FOR UPDATE / FOR SHARE / LOCK IN SHARE MODE: a locking read.
     pub locking: bool,
     /// Where the table reference (`[db.]name`, without its alias) stands in the statement.
@@ -520,7 +520,7 @@ impl Reader<'_> {
 
     /// UPDATE's SET list from token `from`: `[t.]col = value, …` up to the first clause word at
     /// depth 0; returns the index after it.
-    fn assignments(&self, from: usize, out: &mut Vec<(Vec<u8>, Value)>) -> Option<usize> {
+    fn assignments(&self, from: usize, out: &mut Vec<(Vec<u8>, Value<'static>)>) -> Option<usize> {
         let mut k = from;
         loop {
             // the target: an identifier, possibly qualified, then `=`
@@ -557,7 +557,7 @@ impl Reader<'_> {
                 [t] if t.is_punct(b'?') => self.ords.get(start).copied(),
                 _ => None,
             };
-            out.push((column, literal(self.sql, self.d, toks, param)));
+            out.push((column, literal(self.sql, self.d, toks, param).into_owned()));
             if out.len() > 4096 {
                 return None;
             }

@@ -8,10 +8,13 @@
 //! rather than guess. Shapes it does not follow at all (INSERT … SELECT, `SET`, a table
 //! function) say so in `Source`, and anything unreadable is `Read::Unreadable`.
 
+use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use super::ddl::TableName;
-use super::scan::{hex_value, ident_value, string_value, Dialect, LexError, Scanner, Tok, Token};
+use super::scan::{
+    hex_value, ident_value, string_value_cow, Dialect, LexError, Scanner, Tok, Token,
+};
 
 /// How the backend types a string literal: this decides whether its bytes are the bytes the
 /// backend compares with the binary column K.
@@ -27,13 +30,15 @@ pub enum LitCharset {
     Other,
 }
 
-/// One value of a VALUES row.
+/// One value of a VALUES row. `'a` is the statement's text: a string literal without escapes
+/// is borrowed from it (a row of a text INSERT costs no allocation for its values); what is
+/// kept past the statement is `Value<'static>` (`into_owned`).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Value {
+pub enum Value<'a> {
     /// A string or hex literal: its bytes (quotes and escapes removed) and how the backend
     /// types them.
     Bytes {
-        bytes: Vec<u8>,
+        bytes: Cow<'a, [u8]>,
         charset: LitCharset,
     },
     /// An integer literal, with its sign.
@@ -45,6 +50,23 @@ pub enum Value {
     Param(u32),
     /// Anything else: the proxy cannot know its value without running it.
     Unknown,
+}
+
+impl Value<'_> {
+    /// The value, holding its own bytes.
+    pub fn into_owned(self) -> Value<'static> {
+        match self {
+            Value::Bytes { bytes, charset } => Value::Bytes {
+                bytes: Cow::Owned(bytes.into_owned()),
+                charset,
+            },
+            Value::Int(i) => Value::Int(i),
+            Value::Null => Value::Null,
+            Value::Default => Value::Default,
+            Value::Param(n) => Value::Param(n),
+            Value::Unknown => Value::Unknown,
+        }
+    }
 }
 
 /// Where an INSERT's rows come from.
@@ -72,7 +94,7 @@ pub struct Insert {
     /// `ON DUPLICATE KEY UPDATE` assigns these columns.
     pub on_duplicate: Vec<Vec<u8>>,
     /// The value each of `on_duplicate` is given, when it is one literal or placeholder.
-    pub on_duplicate_values: Vec<Value>,
+    pub on_duplicate_values: Vec<Value<'static>>,
     /// Explicit `PARTITION (…)` selection.
     pub partition_selection: bool,
 }
@@ -82,7 +104,7 @@ pub struct Insert {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Row<'v> {
     pub index: usize,
-    pub values: &'v [Value],
+    pub values: &'v [Value<'v>],
     /// Where each value is in the text (its first token's start, its last token's end), for a
     /// VALUES row; empty for a SET list.
     pub spans: &'v [(usize, usize)],
@@ -108,7 +130,7 @@ const MAX_ROW_VALUES: usize = 4096;
 const MAX_LITERAL_TOKENS: usize = MAX_SIGNS + 4;
 
 /// An ON DUPLICATE KEY UPDATE list: its columns, and their values (same length).
-type Assigned = (Vec<Vec<u8>>, Vec<Value>);
+type Assigned = (Vec<Vec<u8>>, Vec<Value<'static>>);
 
 /// Most unary signs before a number (`- - -1`).
 const MAX_SIGNS: usize = 64;
@@ -453,7 +475,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
-    fn row(&mut self, out: &mut Vec<Value>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
+    fn row(&mut self, out: &mut Vec<Value<'a>>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
         let mut t = self.tok()?;
         if self.word_is(&t, "ROW") {
             t = self.tok()?;
@@ -519,7 +541,7 @@ impl<'a> Reader<'a> {
 
     /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
     /// just after the last value (where an assignment is added).
-    fn set_list(&mut self, cols: &mut Vec<Vec<u8>>, out: &mut Vec<Value>) -> Step<usize> {
+    fn set_list(&mut self, cols: &mut Vec<Vec<u8>>, out: &mut Vec<Value<'a>>) -> Step<usize> {
         loop {
             let first = self.tok()?;
             self.assignment_target(first, cols, "a SET list the reader does not follow")?;
@@ -533,7 +555,7 @@ impl<'a> Reader<'a> {
 
     /// One value of a SET list, up to a `,` at depth 0 (more: true) or the list's end (the
     /// word that ends it, if any, is left to read); with the offset after its last token.
-    fn set_value(&mut self) -> Step<(Value, bool, usize)> {
+    fn set_value(&mut self) -> Step<(Value<'a>, bool, usize)> {
         let mut toks: smallvec::SmallVec<[Token; 4]> = smallvec::SmallVec::new();
         let mut too_long = false;
         let mut depth = 0usize;
@@ -572,7 +594,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One value of a row: up to the `,` or `)` that ends it at depth 0.
-    fn value(&mut self) -> Step<(Value, End, (usize, usize))> {
+    fn value(&mut self) -> Step<(Value<'a>, End, (usize, usize))> {
         // a literal value is at most a few tokens; longer ones are expressions
         let mut toks: smallvec::SmallVec<[Token; 4]> = smallvec::SmallVec::new();
         let mut too_long = false;
@@ -609,7 +631,7 @@ impl<'a> Reader<'a> {
     }
 
     /// What the tokens of one value are, if they are a literal.
-    fn literal(&self, toks: &[Token]) -> Value {
+    fn literal(&self, toks: &[Token]) -> Value<'a> {
         // the value's own `?` is the last one counted: the token that ended the value is a
         // `,`, `)`, ON or `;`
         literal(self.sql, self.d, toks, self.params.checked_sub(1))
@@ -695,7 +717,7 @@ impl<'a> Reader<'a> {
                 out.1.push(if long {
                     Value::Unknown
                 } else {
-                    self.literal(&value)
+                    self.literal(&value).into_owned()
                 });
                 if t.is_some_and(|t| t.is_punct(b',')) {
                     expect_name = true;
@@ -726,7 +748,12 @@ enum End {
 
 /// What the tokens of one value are, if they are a literal (`param`: the ordinal of a `?`
 /// among them).
-pub(crate) fn literal(sql: &[u8], d: Dialect, toks: &[Token], param: Option<u32>) -> Value {
+pub(crate) fn literal<'a>(
+    sql: &'a [u8],
+    d: Dialect,
+    toks: &[Token],
+    param: Option<u32>,
+) -> Value<'a> {
     // unary signs in front of a number
     let signs = toks
         .iter()
@@ -771,21 +798,21 @@ pub(crate) fn literal(sql: &[u8], d: Dialect, toks: &[Token], param: Option<u32>
         [t] if t.is_word(sql, "NULL") => Value::Null,
         [t] if t.is_word(sql, "DEFAULT") => Value::Default,
         [t] if t.kind == Tok::Str => Value::Bytes {
-            bytes: string_value(sql, t, d),
+            bytes: string_value_cow(sql, t, d),
             charset: LitCharset::Connection,
         },
         [t] if t.kind == Tok::Hex => match hex_value(sql, t) {
             Some(bytes) => Value::Bytes {
-                bytes,
+                bytes: Cow::Owned(bytes),
                 charset: LitCharset::Binary,
             },
             None => Value::Unknown,
         },
         [intro, v] if intro.kind == Tok::Word && intro.text(sql).starts_with(b"_") => {
             let bytes = match v.kind {
-                Tok::Str => string_value(sql, v, d),
+                Tok::Str => string_value_cow(sql, v, d),
                 Tok::Hex => match hex_value(sql, v) {
-                    Some(b) => b,
+                    Some(b) => Cow::Owned(b),
                     None => return Value::Unknown,
                 },
                 _ => return Value::Unknown,
@@ -806,10 +833,16 @@ pub(crate) fn literal(sql: &[u8], d: Dialect, toks: &[Token], param: Option<u32>
 mod tests {
     use super::*;
 
-    fn rows(sql: &str) -> (Read, Vec<Vec<Value>>) {
+    fn rows(sql: &str) -> (Read, Vec<Vec<Value<'static>>>) {
         let mut out = Vec::new();
         let r = read(sql.as_bytes(), Dialect::default(), |_, row| {
-            out.push(row.values.to_vec());
+            out.push(
+                row.values
+                    .iter()
+                    .cloned()
+                    .map(Value::into_owned)
+                    .collect::<Vec<_>>(),
+            );
             ControlFlow::Continue(())
         });
         (r, out)
@@ -822,9 +855,9 @@ mod tests {
         }
     }
 
-    fn b(s: &[u8]) -> Value {
+    fn b(s: &[u8]) -> Value<'static> {
         Value::Bytes {
-            bytes: s.to_vec(),
+            bytes: s.to_vec().into(),
             charset: LitCharset::Connection,
         }
     }
@@ -849,13 +882,13 @@ mod tests {
                     b(b"q"),
                     Value::Int(-1_700_000_000_000),
                     Value::Bytes {
-                        bytes: vec![0, 0xFF],
+                        bytes: vec![0, 0xFF].into(),
                         charset: LitCharset::Binary
                     }
                 ],
                 vec![
                     Value::Bytes {
-                        bytes: b"r'2".to_vec(),
+                        bytes: b"r'2".to_vec().into(),
                         charset: LitCharset::Binary
                     },
                     b(b""),

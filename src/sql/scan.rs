@@ -16,6 +16,8 @@
 //! The scanner reports such ambiguity instead of guessing; callers read the text again under
 //! the other readings (`Dialect::readings`) and act only where every reading agrees.
 
+use std::borrow::Cow;
+
 /// Which server family reads the text: they differ on executable comments (measured on
 /// MariaDB 10.11 and OceanBase 4.3.5, see `Scanner::executable_comment`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -637,15 +639,20 @@ impl Iterator for Scanner<'_> {
 
 /// The bytes a string literal token stands for (quotes removed, escapes applied).
 pub fn string_value(sql: &[u8], t: &Token, d: Dialect) -> Vec<u8> {
+    string_value_cow(sql, t, d).into_owned()
+}
+
+/// `string_value`, borrowed from the text when the literal holds neither an escape nor a doubled
+/// quote (most do: their bytes are as written).
+pub fn string_value_cow<'a>(sql: &'a [u8], t: &Token, d: Dialect) -> Cow<'a, [u8]> {
     let raw = t.text(sql);
     let Some((&q, rest)) = raw.split_first() else {
-        return Vec::new();
+        return Cow::Borrowed(&[]);
     };
     let body = rest.strip_suffix(&[q]).unwrap_or(rest);
     let escapes = !d.no_backslash_escapes && q != b'`' && !(q == b'"' && d.ansi_quotes);
-    // most literals hold neither an escape nor a doubled quote: their bytes as written
     if memchr::memchr2(b'\\', q, body).is_none() {
-        return body.to_vec();
+        return Cow::Borrowed(body);
     }
     let mut out = Vec::with_capacity(body.len());
     let mut i = 0;
@@ -680,7 +687,7 @@ pub fn string_value(sql: &[u8], t: &Token, d: Dialect) -> Vec<u8> {
         prev_high = !(prev_high && mb_trail(c)) && mb_lead(c);
         i += 1;
     }
-    out
+    Cow::Owned(out)
 }
 
 /// The bytes of a hex literal token (`X'…'` or `0x…`); None when malformed.

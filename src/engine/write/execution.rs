@@ -24,7 +24,7 @@ pub fn plan_assigned(
     schemas: &[Option<std::sync::Arc<TableSchema>>],
 ) -> Option<WritePlan> {
     // each V with the HBase table it goes to, and the first HBase table targeted
-    let mut each: Vec<(std::sync::Arc<TableSchema>, Value)> = Vec::new();
+    let mut each: Vec<(std::sync::Arc<TableSchema>, Value<'static>)> = Vec::new();
     let mut first: Option<usize> = None;
     for a in &update.assignments {
         for r in update.targets_of(a) {
@@ -84,15 +84,15 @@ pub enum Shape {
     Insert {
         /// The columns each row's values go to.
         columns: Vec<Vec<u8>>,
-        rows: Vec<Vec<Value>>,
+        rows: Vec<Vec<Value<'static>>>,
         /// The values ON DUPLICATE KEY UPDATE gives V (checked like an UPDATE's).
-        on_duplicate_v: Vec<Value>,
+        on_duplicate_v: Vec<Value<'static>>,
     },
     /// UPDATE / DELETE / a locking SELECT.
     Dml(Box<Dml>),
     /// An UPDATE whose targets belong to several HBase tables (a join): each V it assigns with
     /// the table it goes to. Its rows' partition is not known.
-    Assigned(Vec<(std::sync::Arc<TableSchema>, Value)>),
+    Assigned(Vec<(std::sync::Arc<TableSchema>, Value<'static>)>),
 }
 
 /// Most values a prepared INSERT's plan keeps (a larger statement is checked at prepare only).
@@ -105,7 +105,7 @@ pub fn plan_insert(
     d: Dialect,
     schema: std::sync::Arc<TableSchema>,
 ) -> Option<WritePlan> {
-    let mut rows: Vec<Vec<Value>> = Vec::new();
+    let mut rows: Vec<Vec<Value<'static>>> = Vec::new();
     let mut kept = 0usize;
     let mut columns: Option<Vec<Vec<u8>>> = None;
     let mut too_large = false;
@@ -126,7 +126,7 @@ pub fn plan_insert(
             too_large = true;
             return ControlFlow::Break(());
         }
-        rows.push(row.values.to_vec());
+        rows.push(row.values.iter().cloned().map(Value::into_owned).collect());
         ControlFlow::Continue(())
     });
     let insert::Read::Insert { head, .. } = read else {

@@ -183,7 +183,7 @@ pub fn check_insert_lexed(
                         bytes: k,
                         charset: kc,
                     }),
-                ) if pc == kc => Some(p.as_slice() == prefix_of(k, n)),
+                ) if pc == kc => Some(p.as_ref() == prefix_of(k, n)),
                 _ => None,
             };
             let matches = match (given, cell.k) {
