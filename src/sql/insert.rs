@@ -12,9 +12,7 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use super::ddl::TableName;
-use super::scan::{
-    hex_value, ident_value, string_value_cow, Dialect, LexError, Scanner, Tok, Token,
-};
+use super::scan::{hex_value, ident_value, string_value_cow, Dialect, Scanner, Tok, Token};
 
 /// How the backend types a string literal: this decides whether its bytes are the bytes the
 /// backend compares with the binary column K.
@@ -200,13 +198,13 @@ pub fn read_lexed(
                 stopped = true;
                 break;
             }
-            match r.next() {
+            match r.tok() {
                 Ok(Some(t)) if t.is_punct(b',') => continue,
                 Ok(t) => {
                     r.peeked = Some(t);
                     break;
                 }
-                Err(_) => return Read::Unreadable("a token the reader does not follow"),
+                Err(why) => return Read::Unreadable(why),
             }
         },
     }
@@ -251,16 +249,6 @@ enum Toks<'a> {
     Kept(std::slice::Iter<'a, Token>),
 }
 
-impl Toks<'_> {
-    #[inline]
-    fn next(&mut self) -> Option<Result<Token, LexError>> {
-        match self {
-            Toks::Lex(s) => s.next(),
-            Toks::Kept(k) => k.next().copied().map(Ok),
-        }
-    }
-}
-
 struct Reader<'a> {
     sql: &'a [u8],
     d: Dialect,
@@ -272,6 +260,9 @@ struct Reader<'a> {
 }
 
 type Step<T> = Result<T, &'static str>;
+
+/// Why a text that does not lex is not read.
+const UNFOLLOWED: &str = "a token the reader does not follow";
 
 impl<'a> Reader<'a> {
     fn new(sql: &'a [u8], d: Dialect, lexed: Option<&'a [Token]>) -> Reader<'a> {
@@ -287,11 +278,20 @@ impl<'a> Reader<'a> {
         }
     }
 
-    fn next(&mut self) -> Result<Option<Token>, LexError> {
+    /// The next token (or the one read ahead), counting placeholders.
+    #[inline]
+    fn tok(&mut self) -> Step<Option<Token>> {
         if let Some(p) = self.peeked.take() {
             return Ok(p);
         }
-        let t = self.toks.next().transpose()?;
+        let t = match &mut self.toks {
+            Toks::Kept(k) => k.next().copied(),
+            Toks::Lex(s) => match s.next() {
+                Some(Ok(t)) => Some(t),
+                Some(Err(_)) => return Err(UNFOLLOWED),
+                None => None,
+            },
+        };
         if let Some(t) = &t {
             if t.is_punct(b'?') {
                 self.params += 1;
@@ -300,15 +300,10 @@ impl<'a> Reader<'a> {
         Ok(t)
     }
 
-    fn peek(&mut self) -> Result<Option<Token>, LexError> {
-        let t = self.next()?;
+    fn peek(&mut self) -> Step<Option<Token>> {
+        let t = self.tok()?;
         self.peeked = Some(t);
         Ok(t)
-    }
-
-    fn tok(&mut self) -> Step<Option<Token>> {
-        self.next()
-            .map_err(|_| "a token the reader does not follow")
     }
 
     fn word_is(&self, t: &Option<Token>, w: &str) -> bool {
@@ -365,9 +360,7 @@ impl<'a> Reader<'a> {
         }
         if t.is_some_and(|t| t.is_punct(b'(')) {
             // a column list, or a parenthesised query
-            let after = self
-                .peek()
-                .map_err(|_| "a token the reader does not follow")?;
+            let after = self.peek()?;
             if self.word_is(&after, "SELECT") || self.word_is(&after, "WITH") {
                 head.source = Source::Query;
                 return Ok(Some(head));
@@ -400,9 +393,7 @@ impl<'a> Reader<'a> {
         let ident =
             |t: &Option<Token>| t.filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent));
         let first = ident(&first).ok_or("a table name the reader does not follow")?;
-        let dot = self
-            .peek()
-            .map_err(|_| "a token the reader does not follow")?;
+        let dot = self.peek()?;
         let (schema, name) = if dot.is_some_and(|t| t.is_punct(b'.')) {
             self.tok()?;
             let second = self.tok()?;
@@ -484,10 +475,7 @@ impl<'a> Reader<'a> {
             return Err("a VALUES row the reader does not follow");
         }
         // `()`: a row of defaults
-        if let Some(t) = self
-            .peek()
-            .map_err(|_| "a token the reader does not follow")?
-        {
+        if let Some(t) = self.peek()? {
             if t.is_punct(b')') {
                 self.tok()?;
                 return Ok(t.start);
@@ -775,19 +763,9 @@ pub(crate) fn literal<'a>(
             if text.is_empty() {
                 return Value::Unknown;
             }
-            let mut n: i128 = 0;
-            for &c in text {
-                if !c.is_ascii_digit() {
-                    return Value::Unknown;
-                }
-                let Some(m) = n
-                    .checked_mul(10)
-                    .and_then(|m| m.checked_add(i128::from(c - b'0')))
-                else {
-                    return Value::Unknown;
-                };
-                n = m;
-            }
+            let Some(n) = integer(text) else {
+                return Value::Unknown;
+            };
             Value::Int(if negative { -n } else { n })
         }
         _ if signs > 0 => Value::Unknown,
@@ -829,9 +807,52 @@ pub(crate) fn literal<'a>(
     }
 }
 
+/// The value of a run of decimal digits, if it is one within i128. Up to 18 digits cannot
+/// overflow a u64: summed without checks (a timestamp is 13), longer runs with them.
+fn integer(text: &[u8]) -> Option<i128> {
+    if text.len() <= 18 {
+        let mut n: u64 = 0;
+        for &c in text {
+            let digit = c.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            n = n * 10 + u64::from(digit);
+        }
+        return Some(i128::from(n));
+    }
+    let mut n: i128 = 0;
+    for &c in text {
+        if !c.is_ascii_digit() {
+            return None;
+        }
+        n = n.checked_mul(10)?.checked_add(i128::from(c - b'0'))?;
+    }
+    Some(n)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn integers_are_read_exactly_at_every_length() {
+        assert_eq!(integer(b"0"), Some(0));
+        assert_eq!(integer(b"1763700000000"), Some(1_763_700_000_000));
+        assert_eq!(
+            integer(b"999999999999999999"),
+            Some(999_999_999_999_999_999)
+        );
+        assert_eq!(
+            integer(b"9999999999999999999"),
+            Some(9_999_999_999_999_999_999)
+        );
+        assert_eq!(integer(i128::MAX.to_string().as_bytes()), Some(i128::MAX));
+        assert_eq!(integer(b"170141183460469231731687303715884105728"), None);
+        assert_eq!(integer(b"12.5"), None);
+        assert_eq!(integer(b"1e5"), None);
+        assert_eq!(integer(b"12a"), None);
+    }
 
     fn rows(sql: &str) -> (Read, Vec<Vec<Value<'static>>>) {
         let mut out = Vec::new();

@@ -256,6 +256,9 @@ const WORD_BYTE: [bool; 256] = {
     t
 };
 
+/// Bytes of a quoted literal looked at one by one before a search (`Scanner::quoted`).
+const SHORT_RUN: usize = 24;
+
 /// A byte that can begin a two-byte character in gbk, big5 or sjis/cp932 (their lead ranges
 /// together: 0x81-0xFE).
 #[inline]
@@ -426,14 +429,24 @@ impl<'a> Scanner<'a> {
         loop {
             if !prev_high {
                 // a run of ASCII bytes that are neither the quote nor a backslash means nothing
-                // to any reading below: skipped whole (most literals are one such run)
+                // to any reading below: skipped whole (most literals are one such run). The
+                // first bytes are looked at one by one (most literals are short, and a search
+                // costs more to set up than they take); a longer run is searched for.
                 let rest = self.sql.get(j..).unwrap_or_default();
-                let run = memchr::memchr2(q, b'\\', rest).unwrap_or(rest.len());
-                let plain = rest.get(..run).unwrap_or_default();
-                j += if plain.is_ascii() {
-                    run
-                } else {
-                    plain.iter().position(|&b| b >= 0x80).unwrap_or(run)
+                let stop = |b: u8| b == q || b == b'\\' || b >= 0x80;
+                let head = rest.get(..SHORT_RUN).unwrap_or(rest);
+                j += match head.iter().position(|&b| stop(b)) {
+                    Some(k) => k,
+                    None if head.len() == rest.len() => rest.len(),
+                    None => {
+                        let run = memchr::memchr2(q, b'\\', rest).unwrap_or(rest.len());
+                        let plain = rest.get(..run).unwrap_or_default();
+                        if plain.is_ascii() {
+                            run
+                        } else {
+                            plain.iter().position(|&b| b >= 0x80).unwrap_or(run)
+                        }
+                    }
                 };
             }
             let c = self.at(j).ok_or(LexError("unterminated quoted text", i))?;
@@ -555,10 +568,11 @@ impl<'a> Scanner<'a> {
                 }
             }
             b'0'..=b'9' => {
-                let mut j = i;
-                while self.at(j).is_some_and(|c| c.is_ascii_digit() || c == b'.') {
-                    j += 1;
-                }
+                let rest = self.sql.get(i..).unwrap_or_default();
+                let mut j = i + rest
+                    .iter()
+                    .position(|&c| !(c.is_ascii_digit() || c == b'.'))
+                    .unwrap_or(rest.len());
                 if matches!(self.at(j), Some(b'e' | b'E'))
                     && self
                         .at(j + 1)
@@ -651,7 +665,12 @@ pub fn string_value_cow<'a>(sql: &'a [u8], t: &Token, d: Dialect) -> Cow<'a, [u8
     };
     let body = rest.strip_suffix(&[q]).unwrap_or(rest);
     let escapes = !d.no_backslash_escapes && q != b'`' && !(q == b'"' && d.ansi_quotes);
-    if memchr::memchr2(b'\\', q, body).is_none() {
+    let plain = if body.len() <= SHORT_RUN {
+        !body.iter().any(|&b| b == b'\\' || b == q)
+    } else {
+        memchr::memchr2(b'\\', q, body).is_none()
+    };
+    if plain {
         return Cow::Borrowed(body);
     }
     let mut out = Vec::with_capacity(body.len());
