@@ -8,7 +8,9 @@ use std::ops::ControlFlow;
 use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::hbase::cells::{check_cell, Cell, CellLimits, Convention, Seen, Window};
-use obkv_proxy::sql::insert::{read, read_head, read_lexed, Read, Source, Value};
+use obkv_proxy::sql::insert::{
+    read, read_head, read_head_resumable, read_lexed, read_lexed_after, Read, Source, Value,
+};
 use obkv_proxy::sql::scan::{Dialect, Flavor, Scanner, Token};
 
 fn seen<'a>(v: Option<&'a Value<'_>>) -> Seen<'a> {
@@ -108,6 +110,21 @@ fuzz_target!(|data: &[u8]| {
     });
     assert_eq!(again, r);
     assert_eq!(kept, lexing);
+    // going on after a head read over the same tokens (as the router hands it to the checks)
+    // reads what reading whole does
+    if let Ok(Some(head)) = read_head_resumable(sql, d, Some(&tokens)) {
+        let mut after: Rows = Vec::new();
+        let resumed = read_lexed_after(sql, d, Some(&tokens), Some(head), |_, row| {
+            after.push((
+                row.values.iter().cloned().map(Value::into_owned).collect(),
+                row.spans.to_vec(),
+                row.close,
+            ));
+            ControlFlow::Continue(())
+        });
+        assert_eq!(resumed, r);
+        assert_eq!(after, lexing);
+    }
     let head = read_head(sql, d, None);
     assert_eq!(read_head(sql, d, Some(&tokens)), head);
 });

@@ -137,9 +137,9 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
         };
         let (read, run) = read_executed(sql, *p, d, &ctx.scope, ctx.tables.is_some(), None);
         match (&read, &ctx.tables) {
-            (Read::Insert(table), Some(view)) => {
+            (Read::Insert(head), Some(view)) => {
                 let part = sql.get(run.start..run.end).unwrap_or_default();
-                let Some(schema) = prefix_scan::table_named(table, view)? else {
+                let Some(schema) = prefix_scan::table_named(&head.insert.table, view)? else {
                     out.push(row);
                     continue;
                 };

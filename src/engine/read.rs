@@ -75,7 +75,8 @@ pub(super) enum Read {
     /// SELECT / UPDATE / DELETE on an HBase-style table in a shape the rewriter does not read.
     DmlUnreadable(&'static str),
     /// INSERT / REPLACE into an HBase-style table (in scope).
-    Insert(Box<TableName>),
+    /// (Its head, read: the checks go on after it.)
+    Insert(Box<crate::sql::insert::Head>),
     /// LOAD DATA into an HBase-style table (in scope).
     Load(Box<crate::sql::load::Load>),
     /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
@@ -193,12 +194,12 @@ pub(super) fn read_piece(
     {
         // the head is enough here (the rows are read once the table's schema is known)
         let lexed = kept.and_then(|k| k.of(&p));
-        return match crate::sql::insert::read_head(piece, d, lexed.as_deref()) {
+        return match crate::sql::insert::read_head_resumable(piece, d, lexed.as_deref()) {
             Ok(Some(head))
-                if memchr::memchr(b'$', head.table.raw_name.as_slice()).is_some()
-                    && scope.covers(head.table.schema.as_deref()) =>
+                if memchr::memchr(b'$', head.insert.table.raw_name.as_slice()).is_some()
+                    && scope.covers(head.insert.table.schema.as_deref()) =>
             {
-                Read::Insert(Box::new(head.table))
+                Read::Insert(Box::new(head))
             }
             Ok(_) => Read::Plain,
             // a head it cannot read: the write stage reports it (C9) on an HBase table

@@ -147,29 +147,34 @@ impl<'a> Text<'a> {
             if let (Some(rules), true) = (&ctx.writes, self.many) {
                 self.writes.transaction_statement(at.piece, d, rules);
             }
-            let flow = match &read {
-                Read::Plain => self.hidden_locking_read(&at),
-                Read::Dml(x) => self.dml(&at, x),
-                Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
-                Read::Insert(table) => self.insert(&at, table),
-                Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),
-                Read::Load(l) => self.load(&at, l),
-                Read::LoadUnreadable(why) => self.unreadable_load(why),
-                Read::View => self.view(&at),
-                Read::Lock(tables) => {
-                    self.locked.extend(tables.iter().cloned());
-                    Flow::Next
-                }
-                Read::Dynamic(source) => self.dynamic(&at, source),
-                Read::Hbase(_)
-                | Read::Unreadable(_)
-                | Read::ProgramWithHbaseDdl
-                | Read::ProgramWritesHbase
-                | Read::ProxyTrigger(_)
-                | Read::TriggerOnHbase
-                | Read::DropProxyTrigger
-                | Read::WrappedDdl
-                | Read::WrappedUnsure => self.ddl_or_program(&at, &read),
+            let flow = match read {
+                // the head goes on to the checks, which read on after it
+                Read::Insert(head) => self.insert(&at, *head),
+                read => match &read {
+                    Read::Plain => self.hidden_locking_read(&at),
+                    Read::Dml(x) => self.dml(&at, x),
+                    Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
+                    // (taken above)
+                    Read::Insert(_) => Flow::Next,
+                    Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),
+                    Read::Load(l) => self.load(&at, l),
+                    Read::LoadUnreadable(why) => self.unreadable_load(why),
+                    Read::View => self.view(&at),
+                    Read::Lock(tables) => {
+                        self.locked.extend(tables.iter().cloned());
+                        Flow::Next
+                    }
+                    Read::Dynamic(source) => self.dynamic(&at, source),
+                    Read::Hbase(_)
+                    | Read::Unreadable(_)
+                    | Read::ProgramWithHbaseDdl
+                    | Read::ProgramWritesHbase
+                    | Read::ProxyTrigger(_)
+                    | Read::TriggerOnHbase
+                    | Read::DropProxyTrigger
+                    | Read::WrappedDdl
+                    | Read::WrappedUnsure => self.ddl_or_program(&at, &read),
+                },
             };
             match flow {
                 Flow::Next => {}
@@ -556,12 +561,12 @@ impl<'a> Text<'a> {
 
     /// INSERT / REPLACE the insert reader follows: the cell rules on its rows, T filled in
     /// where the rules say so, and a prepare's plan.
-    fn insert(&mut self, at: &At<'_>, table: &TableName) -> Flow {
+    fn insert(&mut self, at: &At<'_>, head: crate::sql::insert::Head) -> Flow {
         let ctx = self.ctx;
         let (Some(view), Some(rules)) = (&ctx.tables, &ctx.writes) else {
             return Flow::Next;
         };
-        let schema = match prefix_scan::table_named(table, view) {
+        let schema = match prefix_scan::table_named(&head.insert.table, view) {
             Ok(Some(s)) => s,
             // into a plain table: its SELECT may lock HBase rows
             Ok(None) => return self.hidden_locking_read(at),
@@ -576,7 +581,7 @@ impl<'a> Text<'a> {
         let lexed = self.kept.of(&at.run);
         let checked = write::check_insert_lexed(
             at.piece,
-            lexed.as_deref(),
+            (lexed.as_deref(), Some(head)),
             self.d,
             &schema,
             rules,

@@ -149,13 +149,46 @@ pub fn read_lexed(
     sql: &[u8],
     d: Dialect,
     lexed: Option<&[Token]>,
+    on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+) -> Read {
+    read_lexed_after(sql, d, lexed, None, on_row)
+}
+
+/// `read_lexed`, going on after `head` when it was read over the same tokens (`read_head`
+/// with kept tokens): the head is not read twice. A head that does not match the tokens (or
+/// was read by lexing) is read again.
+pub fn read_lexed_after(
+    sql: &[u8],
+    d: Dialect,
+    lexed: Option<&[Token]>,
+    head: Option<Head>,
     mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
 ) -> Read {
-    let mut r = Reader::new(sql, d, lexed);
-    let head = match r.head() {
-        Ok(Some(h)) => h,
-        Ok(None) => return Read::NotInsert,
-        Err(why) => return Read::Unreadable(why),
+    let resumed = match (head, lexed) {
+        (Some(h), Some(all)) => h.resume.and_then(|at| {
+            at.matches(all).then(|| {
+                let r = Reader {
+                    sql,
+                    d,
+                    toks: Toks::Kept(all.get(at.taken..).unwrap_or_default().iter()),
+                    peeked: None,
+                    params: at.params,
+                };
+                (r, h.insert)
+            })
+        }),
+        _ => None,
+    };
+    let (mut r, head) = match resumed {
+        Some(rh) => rh,
+        None => {
+            let mut r = Reader::new(sql, d, lexed);
+            match r.head() {
+                Ok(Some(h)) => (r, h),
+                Ok(None) => return Read::NotInsert,
+                Err(why) => return Read::Unreadable(why),
+            }
+        }
     };
     let mut head = head;
     let mut rows = 0usize;
@@ -241,6 +274,65 @@ pub fn read_head(
     lexed: Option<&[Token]>,
 ) -> Result<Option<Insert>, &'static str> {
     Reader::new(sql, d, lexed).head()
+}
+
+/// A head read over kept tokens, with where its rows begin among them (`read_lexed_after`
+/// goes on from there).
+#[derive(Debug, Clone)]
+pub struct Head {
+    pub insert: Insert,
+    resume: Option<Resume>,
+}
+
+/// Heads are equal when they read the same: where the rows begin is a hint for reading on.
+impl PartialEq for Head {
+    fn eq(&self, o: &Head) -> bool {
+        self.insert == o.insert
+    }
+}
+
+impl Eq for Head {}
+
+/// Where a reading stopped among kept tokens: how many it took, the placeholders among them,
+/// and, to recognise the same tokens, how many there are and where the next one starts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Resume {
+    taken: usize,
+    params: u32,
+    total: usize,
+    next_start: Option<usize>,
+}
+
+impl Resume {
+    fn matches(&self, all: &[Token]) -> bool {
+        all.len() == self.total && all.get(self.taken).map(|t| t.start) == self.next_start
+    }
+}
+
+/// `read_head`, keeping where the rows begin when `lexed` is given.
+pub fn read_head_resumable(
+    sql: &[u8],
+    d: Dialect,
+    lexed: Option<&[Token]>,
+) -> Result<Option<Head>, &'static str> {
+    let mut r = Reader::new(sql, d, lexed);
+    let Some(insert) = r.head()? else {
+        return Ok(None);
+    };
+    let resume = match (&r.toks, &r.peeked, lexed) {
+        // nothing read ahead: the rows begin at the next kept token
+        (Toks::Kept(rest), None, Some(all)) => {
+            let taken = all.len().saturating_sub(rest.len());
+            Some(Resume {
+                taken,
+                params: r.params,
+                total: all.len(),
+                next_start: all.get(taken).map(|t| t.start),
+            })
+        }
+        _ => None,
+    };
+    Ok(Some(Head { insert, resume }))
 }
 
 /// Where the reader's tokens come from: the scanner, or the tokens a split kept.
@@ -834,6 +926,79 @@ fn integer(text: &[u8]) -> Option<i128> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rows_read_after_a_kept_head_are_the_rows_read_whole() {
+        let texts = [
+            "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', ?, ?, 'e')",
+            "INSERT INTO g$f VALUES ('a', 'b', -1, 'c') ON DUPLICATE KEY UPDATE V = 'x'",
+            "REPLACE LOW_PRIORITY INTO db.`g$f` PARTITION (p1) (K, V) VALUE (?, 'v')",
+            "INSERT INTO g$f SET K = 'a', Q = ?, V = 'v'",
+            "INSERT INTO g$f (SELECT * FROM t)",
+            "INSERT INTO g$f (K, Q) SELECT a, b FROM t ON DUPLICATE KEY UPDATE V = 1",
+            "INSERT g$f () VALUES ()",
+            "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1",
+        ];
+        type Rows = Vec<(Vec<Value<'static>>, Vec<(usize, usize)>, usize)>;
+        fn rows_of(r: &mut Rows) -> impl FnMut(&Insert, Row<'_>) -> ControlFlow<()> + '_ {
+            move |_, row| {
+                r.push((
+                    row.values.iter().cloned().map(Value::into_owned).collect(),
+                    row.spans.to_vec(),
+                    row.close,
+                ));
+                ControlFlow::Continue(())
+            }
+        }
+        for text in texts {
+            let sql = text.as_bytes();
+            let d = Dialect::default();
+            let tokens: Vec<Token> = Scanner::new(sql, d).collect::<Result<_, _>>().unwrap();
+            let (mut whole, mut after) = (Rows::new(), Rows::new());
+            let want = read(sql, d, rows_of(&mut whole));
+            let head = read_head_resumable(sql, d, Some(&tokens)).unwrap().unwrap();
+            // the rows are gone on from (a parenthesised query is looked into: read again)
+            assert!(
+                head.resume.is_some() || head.insert.source == Source::Query,
+                "{text}"
+            );
+            if let Some(whole_head) = head_of(&want) {
+                assert_eq!(head.insert.table, whole_head.table, "{text}");
+                assert_eq!(head.insert.source, whole_head.source, "{text}");
+            }
+            let got = read_lexed_after(
+                sql,
+                d,
+                Some(&tokens),
+                Some(head.clone()),
+                rows_of(&mut after),
+            );
+            assert_eq!(got, want, "{text}");
+            assert_eq!(after, whole, "{text}");
+            // a head read over other tokens is read again, not gone on from
+            let other = b"INSERT INTO g$f (K) VALUES ('zzz')";
+            let other_tokens: Vec<Token> =
+                Scanner::new(other, d).collect::<Result<_, _>>().unwrap();
+            let mut again = Rows::new();
+            let got = read_lexed_after(
+                other,
+                d,
+                Some(&other_tokens),
+                Some(head),
+                rows_of(&mut again),
+            );
+            let mut direct = Rows::new();
+            assert_eq!(got, read(other, d, rows_of(&mut direct)), "{text}");
+            assert_eq!(again, direct, "{text}");
+        }
+    }
+
+    fn head_of(r: &Read) -> Option<&Insert> {
+        match r {
+            Read::Insert { head, .. } => Some(head),
+            _ => None,
+        }
+    }
 
     #[test]
     fn integers_are_read_exactly_at_every_length() {

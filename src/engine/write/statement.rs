@@ -56,15 +56,26 @@ pub fn check_insert(
     trace: Option<&mut RowTrace>,
 ) -> Result<Checked, NeedCharset> {
     let at = (splice, base, fill);
-    check_insert_lexed(piece, None, d, schema, rules, conn, settled, at, trace)
+    check_insert_lexed(
+        piece,
+        (None, None),
+        d,
+        schema,
+        rules,
+        conn,
+        settled,
+        at,
+        trace,
+    )
 }
 
 /// `check_insert`, over the statement's tokens when the text's split kept them
-/// (`scan::Kept::of`; None: the statement is lexed).
+/// (`scan::Kept::of`; None: the statement is lexed), going on after the head the router read
+/// over them when there is one (`insert::read_lexed_after`).
 #[allow(clippy::too_many_arguments)]
 pub fn check_insert_lexed(
     piece: &[u8],
-    lexed: Option<&[crate::sql::scan::Token]>,
+    (lexed, head): (Option<&[crate::sql::scan::Token]>, Option<insert::Head>),
     d: Dialect,
     schema: &TableSchema,
     rules: &WriteRules,
@@ -87,7 +98,7 @@ pub fn check_insert_lexed(
     // (the prefix column's index, n, K's index) among the columns the rows give
     let mut prefix_at: Option<(usize, usize, Option<usize>)> = None;
     let mut defaults: Vec<(usize, usize)> = Vec::new();
-    let read = insert::read_lexed(piece, d, lexed, |head, row| {
+    let read = insert::read_lexed_after(piece, d, lexed, head, |head, row| {
         if !head_checked {
             head_checked = true;
             let position = |name: &str| match &head.columns {
