@@ -147,34 +147,30 @@ impl<'a> Text<'a> {
             if let (Some(rules), true) = (&ctx.writes, self.many) {
                 self.writes.transaction_statement(at.piece, d, rules);
             }
+            // (by value: an INSERT's head goes on to its checks, which read on after it)
             let flow = match read {
-                // the head goes on to the checks, which read on after it
+                Read::Plain => self.hidden_locking_read(&at),
+                Read::Dml(x) => self.dml(&at, &x),
+                Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
                 Read::Insert(head) => self.insert(&at, *head),
-                read => match &read {
-                    Read::Plain => self.hidden_locking_read(&at),
-                    Read::Dml(x) => self.dml(&at, x),
-                    Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
-                    // (taken above)
-                    Read::Insert(_) => Flow::Next,
-                    Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),
-                    Read::Load(l) => self.load(&at, l),
-                    Read::LoadUnreadable(why) => self.unreadable_load(why),
-                    Read::View => self.view(&at),
-                    Read::Lock(tables) => {
-                        self.locked.extend(tables.iter().cloned());
-                        Flow::Next
-                    }
-                    Read::Dynamic(source) => self.dynamic(&at, source),
-                    Read::Hbase(_)
-                    | Read::Unreadable(_)
-                    | Read::ProgramWithHbaseDdl
-                    | Read::ProgramWritesHbase
-                    | Read::ProxyTrigger(_)
-                    | Read::TriggerOnHbase
-                    | Read::DropProxyTrigger
-                    | Read::WrappedDdl
-                    | Read::WrappedUnsure => self.ddl_or_program(&at, &read),
-                },
+                Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),
+                Read::Load(l) => self.load(&at, &l),
+                Read::LoadUnreadable(why) => self.unreadable_load(why),
+                Read::View => self.view(&at),
+                Read::Lock(tables) => {
+                    self.locked.extend(tables);
+                    Flow::Next
+                }
+                Read::Dynamic(source) => self.dynamic(&at, &source),
+                read @ (Read::Hbase(_)
+                | Read::Unreadable(_)
+                | Read::ProgramWithHbaseDdl
+                | Read::ProgramWritesHbase
+                | Read::ProxyTrigger(_)
+                | Read::TriggerOnHbase
+                | Read::DropProxyTrigger
+                | Read::WrappedDdl
+                | Read::WrappedUnsure) => self.ddl_or_program(&at, &read),
             };
             match flow {
                 Flow::Next => {}

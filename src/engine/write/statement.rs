@@ -75,7 +75,7 @@ pub fn check_insert(
 #[allow(clippy::too_many_arguments)]
 pub fn check_insert_lexed(
     piece: &[u8],
-    (lexed, head): (Option<&[crate::sql::scan::Token]>, Option<insert::Head>),
+    (lexed, read_head): (Option<&[crate::sql::scan::Token]>, Option<insert::Head>),
     d: Dialect,
     schema: &TableSchema,
     rules: &WriteRules,
@@ -98,7 +98,7 @@ pub fn check_insert_lexed(
     // (the prefix column's index, n, K's index) among the columns the rows give
     let mut prefix_at: Option<(usize, usize, Option<usize>)> = None;
     let mut defaults: Vec<(usize, usize)> = Vec::new();
-    let read = insert::read_lexed_after(piece, d, lexed, head, |head, row| {
+    let read = insert::read_lexed_after(piece, d, lexed, read_head, |head, row| {
         if !head_checked {
             head_checked = true;
             let position = |name: &str| match &head.columns {
