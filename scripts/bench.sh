@@ -81,9 +81,7 @@ for backend in $backends; do
   hpid=$!; pids+=($hpid)
   target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" >"$work/proxy.log" 2>&1 &
   ppid=$!; pids+=($ppid)
-  for port in $hport $pport; do
-    for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.1; done
-  done
+  wait_port "$hport"; wait_port "$pport"
 
   echo "== $backend: HBase workloads (scans, gets, puts, batches) =="
   BENCH_DIRECT="127.0.0.1:$mport" BENCH_PROXY="127.0.0.1:$pport" BENCH_KIND="$backend" BENCH_SETUP_ONLY=1 \

@@ -38,7 +38,6 @@ cleanup() {
   rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
-wait_port() { for _ in $(seq 1 300); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return 0; sleep 0.1; done; return 1; }
 
 mport=$(free_port); hport=$(free_port); pport=$(free_port)
 # later options win over backend.sh's max_connections = 2000

@@ -48,7 +48,7 @@ CFG
   target/release/obkv-proxy --config "$work/proxy.toml" --listen "127.0.0.1:$pport" \
     --backend "127.0.0.1:$mport" >"$work/proxy-$backend.log" 2>&1 &
   ppid=$!
-  for _ in $(seq 1 100); do (exec 3<>"/dev/tcp/127.0.0.1/$pport") 2>/dev/null && break; sleep 0.1; done
+  wait_port "$pport"
   echo "== $backend: point gets without and during a TTL run =="
   BENCH_PROXY="127.0.0.1:$pport" BENCH_SECONDS="$secs" BENCH_CELLS="$cells" target/release/examples/ttl_bench
   { grep -h "TTL task run" "$work/proxy-$backend.log" || true; } | sed "s/^/  proxy log: /" | tail -3
