@@ -70,7 +70,11 @@ fn main() {
         },
         ..Context::default()
     };
-    let per = |sql: &[u8], want: fn(&Decision) -> bool| {
+    // ANALYSIS_ONLY=scan|one|ten runs that statement alone (the others run once), for a
+    // profile of one path
+    let only = std::env::var("ANALYSIS_ONLY").unwrap_or_default();
+    let per = |name: &str, sql: &[u8], want: fn(&Decision) -> bool| {
+        let n = if only.is_empty() || only == name { n } else { 1 };
         let start = Instant::now();
         for _ in 0..n {
             let d = decide(std::hint::black_box(sql), Origin::Text, &ctx).1;
@@ -79,6 +83,7 @@ fn main() {
         start.elapsed().as_secs_f64() * 1e6 / n as f64
     };
     let scan = per(
+        "scan",
         b"SELECT K, Q, T, V FROM bench$cells WHERE K LIKE 'p0012345%'",
         |d| d.rewritten().is_some(),
     );
@@ -89,8 +94,8 @@ fn main() {
         (0..10).map(row).collect::<Vec<_>>().join(", ")
     );
     let write = |d: &Decision| matches!(d, Decision::Send(w) if w.checked && w.refused.is_none());
-    let one = per(one.as_bytes(), write);
-    let ten = per(ten.as_bytes(), write);
+    let one = per("one", one.as_bytes(), write);
+    let ten = per("ten", ten.as_bytes(), write);
     println!(
         "{scan:.3} µs per prefix scan; write checks: {one:.3} µs per one-row INSERT, {ten:.3} µs per ten-row INSERT"
     );
