@@ -74,7 +74,11 @@ fn main() {
     // profile of one path
     let only = std::env::var("ANALYSIS_ONLY").unwrap_or_default();
     let per = |name: &str, sql: &[u8], want: fn(&Decision) -> bool| {
-        let n = if only.is_empty() || only == name { n } else { 1 };
+        let n = if only.is_empty() || only == name {
+            n
+        } else {
+            1
+        };
         let start = Instant::now();
         for _ in 0..n {
             let d = decide(std::hint::black_box(sql), Origin::Text, &ctx).1;
