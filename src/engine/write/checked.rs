@@ -94,7 +94,9 @@ pub enum Touch {
 pub(super) struct Rows<S> {
     pub(super) schema: S,
     places: Vec<Place>,
-    seen: std::collections::HashSet<u32>,
+    /// The partitions of `places` (foldhash: a partition number is no secret to protect
+    /// against collisions with; most statements touch one).
+    seen: std::collections::HashSet<u32, foldhash::fast::FixedState>,
     unknown: Option<&'static str>,
     written: RowsSeen,
 }
@@ -170,7 +172,7 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
         Rows {
             schema,
             places: Vec::new(),
-            seen: std::collections::HashSet::new(),
+            seen: Default::default(),
             unknown: None,
             written: RowsSeen::default(),
         }
@@ -180,6 +182,8 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
     pub(super) fn key(&mut self, k: &[u8]) -> Option<u32> {
         let p = self.schema.partitioning.partition_of(k);
         match p {
+            // (the same partition as the row before: most rows of a statement)
+            Some(p) if self.places.last().is_some_and(|l| l.partition == p) => {}
             Some(p) if self.seen.insert(p) => self.places.push(place(&self.schema, p, k)),
             Some(_) => {}
             None => self.not_known("a rowkey beyond the last RANGE partition"),
