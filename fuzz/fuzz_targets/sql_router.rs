@@ -12,7 +12,9 @@ use obkv_proxy::engine::read::Scope;
 use obkv_proxy::engine::router::{decide, decide_dynamic, Context, Decision, Origin};
 use obkv_proxy::engine::write::{check_execution, Bound, Txn, WriteRules};
 use obkv_proxy::sql::dml;
-use obkv_proxy::sql::scan::{statements, statements_keeping, Dialect, Flavor, Kept, Scanner};
+use obkv_proxy::sql::scan::{
+    statements, statements_keeping, statements_keeping_unsettled, Dialect, Flavor, Kept, Scanner,
+};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
@@ -200,6 +202,13 @@ fuzz_target!(|data: &[u8]| {
         let mut kept = Kept::new(dml::MAX_TOKENS + 1);
         let again = statements_keeping(sql, dialect, &mut kept).map(|(p, _)| p);
         assert_eq!(again.as_ref().ok(), Some(&pieces));
+        // the tighter loop after a settled statement keeps and splits as the full one does
+        let mut full = Kept::new(dml::MAX_TOKENS + 1);
+        let unsettled = statements_keeping_unsettled(sql, dialect, &mut full).map(|(p, _)| p);
+        assert_eq!(unsettled.as_ref().ok(), Some(&pieces));
+        for p in &pieces {
+            assert_eq!(kept.of(p), full.of(p), "kept tokens differ");
+        }
         if !dml::has_executable_comment(sql) {
             for p in &pieces {
                 let piece = &sql[p.start..p.end];

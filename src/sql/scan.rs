@@ -256,6 +256,51 @@ const WORD_BYTE: [bool; 256] = {
     t
 };
 
+/// What a byte is to `Scanner::skip_noise`: 1 white space (vertical tab too: white space to
+/// MariaDB, a syntax error to OceanBase), 2 a byte that may open a comment or end an executable
+/// one (`#`, `-`, `/`, `*`), 0 anything else.
+const NOISE: [u8; 256] = {
+    let mut t = [0u8; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b.is_ascii_whitespace() || b == 0x0B {
+            1
+        } else if matches!(b, b'#' | b'-' | b'/' | b'*') {
+            2
+        } else {
+            0
+        };
+        c += 1;
+    }
+    t
+};
+
+/// What a token's first byte says at once (`Scanner::next_token`): `LEAD_WORD` an unquoted
+/// word (letters but X, `_`, `$`, bytes of 0x80 or more), `LEAD_PUNCT` punctuation that opens
+/// nothing longer (not a quote, `@`, `.` or a digit), `LEAD_OTHER` the rest, read in full.
+const LEAD: [u8; 256] = {
+    let mut t = [LEAD_OTHER; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = if b == b'x' || b == b'X' || b.is_ascii_digit() {
+            LEAD_OTHER
+        } else if b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80 {
+            LEAD_WORD
+        } else if matches!(b, b'\'' | b'"' | b'`' | b'@' | b'.') {
+            LEAD_OTHER
+        } else {
+            LEAD_PUNCT
+        };
+        c += 1;
+    }
+    t
+};
+const LEAD_OTHER: u8 = 0;
+const LEAD_WORD: u8 = 1;
+const LEAD_PUNCT: u8 = 2;
+
 /// Bytes of a quoted literal looked at one by one before a search (`Scanner::quoted`).
 const SHORT_RUN: usize = 24;
 
@@ -300,7 +345,23 @@ impl<'a> Scanner<'a> {
     }
 
     /// Skips white space and comments; enters executable comments the backend runs.
+    #[inline]
     fn skip_noise(&mut self) {
+        // the common case: at most white space before a byte that opens nothing (one lookup a
+        // byte)
+        loop {
+            match self.at(self.pos) {
+                Some(c) if NOISE[usize::from(c)] == 1 => self.pos += 1,
+                Some(c) if NOISE[usize::from(c)] == 2 => break,
+                _ => return,
+            }
+        }
+        self.skip_comments();
+    }
+
+    /// `skip_noise` from a byte that may open a comment (or end an executable one).
+    #[inline(never)]
+    fn skip_comments(&mut self) {
         loop {
             let Some(c) = self.at(self.pos) else { return };
             // (vertical tab too: white space to MariaDB, a syntax error to OceanBase)
@@ -545,6 +606,19 @@ impl<'a> Scanner<'a> {
             start: i,
             end,
         };
+        // the common tokens first: a word (not X'…', 0x…) and punctuation that opens nothing
+        match LEAD[usize::from(c)] {
+            LEAD_WORD => {
+                let end = self.word_end(i);
+                self.pos = end;
+                return Ok(Some(tok(Tok::Word, end)));
+            }
+            LEAD_PUNCT => {
+                self.pos = i + 1;
+                return Ok(Some(tok(Tok::Punct(c), i + 1)));
+            }
+            _ => {}
+        }
         let escapes = !self.d.no_backslash_escapes;
         let t = match c {
             b'x' | b'X' if self.at(i + 1) == Some(b'\'') => {
@@ -788,9 +862,12 @@ pub fn statements(sql: &[u8], d: Dialect) -> Result<(Pieces, Ambiguity), LexErro
 /// again; at most `max` of them (beyond that none are kept: the memory stays bounded).
 #[derive(Debug, Default)]
 pub struct Kept {
+    /// Most tokens kept: 0 once overflowed.
     max: usize,
     tokens: Vec<Token>,
     overflowed: bool,
+    /// Made with `max` 0: keeps nothing from the start.
+    off: bool,
 }
 
 /// Most tokens a thread's reused token buffer keeps room for between texts (24 KiB); a
@@ -811,24 +888,30 @@ impl Kept {
             max,
             tokens,
             overflowed: max == 0,
+            off: max == 0,
         }
     }
 
     /// Whether this keeps no tokens at all (made with `max` 0: a text read per statement).
     pub fn is_off(&self) -> bool {
-        self.max == 0
+        self.off
     }
 
+    #[inline]
     fn push(&mut self, t: Token) {
-        if self.overflowed {
-            return;
+        // (an overflowed `Kept` has `max` 0: one comparison a token either way)
+        if self.tokens.len() < self.max {
+            self.tokens.push(t);
+        } else if !self.overflowed {
+            self.overflow();
         }
-        if self.tokens.len() >= self.max {
-            self.overflowed = true;
-            self.tokens = Vec::new();
-            return;
-        }
-        self.tokens.push(t);
+    }
+
+    #[cold]
+    fn overflow(&mut self) {
+        self.overflowed = true;
+        self.max = 0;
+        self.tokens = Vec::new();
     }
 
     /// The tokens of statement `p` of the text, with offsets relative to the statement (as
@@ -868,6 +951,27 @@ impl Drop for Kept {
 
 /// `statements`, keeping the tokens in `kept`.
 pub fn statements_keeping(
+    sql: &[u8],
+    d: Dialect,
+    kept: &mut Kept,
+) -> Result<(Pieces, Ambiguity), LexError> {
+    split::<true>(sql, d, kept)
+}
+
+/// `statements_keeping` without its tighter loop for the tokens after a statement is settled:
+/// what the fuzz targets and tests compare it with.
+#[doc(hidden)]
+pub fn statements_keeping_unsettled(
+    sql: &[u8],
+    d: Dialect,
+    kept: &mut Kept,
+) -> Result<(Pieces, Ambiguity), LexError> {
+    split::<false>(sql, d, kept)
+}
+
+/// The split; `SETTLE`: once nothing more can change a statement's kind and no `;` follows,
+/// the rest is only lexed and kept.
+fn split<const SETTLE: bool>(
     sql: &[u8],
     d: Dialect,
     kept: &mut Kept,
@@ -948,6 +1052,20 @@ pub fn statements_keeping(
                 Opener::Alter => t.is_word(sql, "EVENT"),
                 Opener::Other => false,
             };
+        }
+        // Settled: what this statement is can no longer change (a program, or its first word
+        // read and not BEGIN, CREATE or ALTER, or eight words read), and no `;` follows (or a
+        // program's do not count): the rest is only lexed and kept, in a tighter loop.
+        let settled = !after_begin
+            && (program || words_seen >= 8 || (words_seen >= 1 && matches!(opener, Opener::Other)));
+        if SETTLE
+            && settled
+            && (program || memchr::memchr(b';', sql.get(t.end..).unwrap_or_default()).is_none())
+        {
+            for t in sc.by_ref() {
+                kept.push(t?);
+            }
+            break;
         }
     }
     if first.is_some() {
@@ -1410,6 +1528,35 @@ mod tests {
             assert!(p.iter().all(|p| !p.program), "{p:?}");
         }
         assert_eq!(statements(b"BEGIN; SELECT 1", d).unwrap().0.len(), 2);
+    }
+
+    #[test]
+    fn a_settled_statement_splits_and_keeps_as_the_full_loop_does() {
+        let texts: [&[u8]; 14] = [
+            b"SELECT K, Q FROM t$f WHERE K LIKE 'a;%'",
+            b"INSERT INTO t$f VALUES ('a', 'b', 1, 'c'); SELECT 1",
+            b"BEGIN",
+            b"BEGIN WORK",
+            b"BEGIN NOT ATOMIC SELECT 1; END",
+            b"begin; select 1",
+            b"lbl: LOOP SELECT 1; END LOOP",
+            b"CREATE OR REPLACE DEFINER = `a`@`b` PROCEDURE p() BEGIN SELECT 1; END",
+            b"CREATE TABLE a (b int); CREATE PROCEDURE p() SELECT 1; SELECT 2",
+            b"ALTER DEFINER = x EVENT e DO BEGIN SELECT 1; END",
+            b"ALTER TABLE t ADD c int; SELECT ';'",
+            b"(SELECT 1) UNION (SELECT 2); DO 1",
+            b"SELECT 1 /* ; */ -- ;\n; SELECT 'x",
+            b"a b c d e f g h i j k l; m; CREATE a b c d e f g h PROCEDURE; n",
+        ];
+        for (i, sql) in texts.iter().enumerate() {
+            for d in [Dialect::default(), maria()] {
+                let (mut a, mut b) = (Kept::new(1000), Kept::new(1000));
+                let fast = statements_keeping(sql, d, &mut a);
+                let full = statements_keeping_unsettled(sql, d, &mut b);
+                assert_eq!(fast, full, "text {i}");
+                assert_eq!(a.tokens, b.tokens, "text {i}");
+            }
+        }
     }
 
     #[test]
