@@ -94,8 +94,8 @@ pub enum Touch {
 pub(super) struct Rows<S> {
     pub(super) schema: S,
     places: Vec<Place>,
-    /// The partitions of `places` (foldhash: a partition number is no secret to protect
-    /// against collisions with; most statements touch one).
+    /// The partitions of `places`, once there are more than a few (`first_time`; foldhash:
+    /// a partition number is no secret to protect against collisions with).
     seen: std::collections::HashSet<u32, foldhash::fast::FixedState>,
     unknown: Option<&'static str>,
     written: RowsSeen,
@@ -182,13 +182,24 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
     pub(super) fn key(&mut self, k: &[u8]) -> Option<u32> {
         let p = self.schema.partitioning.partition_of(k);
         match p {
-            // (the same partition as the row before: most rows of a statement)
-            Some(p) if self.places.last().is_some_and(|l| l.partition == p) => {}
-            Some(p) if self.seen.insert(p) => self.places.push(place(&self.schema, p, k)),
+            Some(p) if self.first_time(p) => self.places.push(place(&self.schema, p, k)),
             Some(_) => {}
             None => self.not_known("a rowkey beyond the last RANGE partition"),
         }
         p
+    }
+
+    /// Whether no row before was in partition `p`: the few partitions of most statements are
+    /// looked through, a set is made only past `FEW_PLACES` of them.
+    fn first_time(&mut self, p: u32) -> bool {
+        const FEW_PLACES: usize = 8;
+        if self.places.len() < FEW_PLACES {
+            return !self.places.iter().any(|l| l.partition == p);
+        }
+        if self.seen.is_empty() {
+            self.seen.extend(self.places.iter().map(|l| l.partition));
+        }
+        self.seen.insert(p)
     }
 
     /// A row written with rowkey `k` as the proxy sees it.

@@ -234,6 +234,34 @@ mod tests {
         assert_eq!(places[0].partition, p);
     }
 
+    /// Rows over many partitions, each partition met again later: one place for each, in the
+    /// order first met, past the few looked through without a set.
+    #[test]
+    fn each_partition_of_an_insert_is_one_place() {
+        let keys: Vec<String> = (0..60).map(|i| format!("k{:03}x", i % 30)).collect();
+        let values: Vec<String> = keys.iter().map(|k| format!("('{k}', 'q', 'v')")).collect();
+        let (c, _) = insert(&format!(
+            "INSERT INTO g$f (K, Q, V) VALUES {}",
+            values.join(", ")
+        ));
+        let Some(Touch::At(places)) = c.touch else {
+            panic!("{:?}", c.touch)
+        };
+        let mut want: Vec<u32> = Vec::new();
+        for k in &keys {
+            let p = prefixed().partitioning.partition_of(k.as_bytes()).unwrap();
+            if !want.contains(&p) {
+                want.push(p);
+            }
+        }
+        assert!(
+            want.len() > 8,
+            "more partitions than looked through: {want:?}"
+        );
+        let got: Vec<u32> = places.iter().map(|p| p.partition).collect();
+        assert_eq!(got, want);
+    }
+
     /// Issue 39: the advisor is shown every row of a multi-row INSERT, each in its own
     /// partition — the first rows with their rowkeys (in order), the rest counted per partition —
     /// so the counts per partition sum to the rows written.
