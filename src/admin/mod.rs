@@ -47,6 +47,9 @@ pub struct Stats {
     /// (`KILL`), or only their connection closed (no account that may kill it).
     pub statements_ended_killed: AtomicU64,
     pub statements_ended_closed: AtomicU64,
+    /// Times a session the watcher found idle gave back its buffers and the watcher's copies
+    /// of its sockets (`watch::Watched::rest`).
+    pub sessions_rested: AtomicU64,
     /// Sessions that use the compressed protocol (since start).
     pub compressed_sessions: AtomicU64,
     /// Connections accepted on the proxy's Unix socket (since start).
@@ -81,6 +84,7 @@ impl Default for Stats {
             errors_held: AtomicU64::new(0),
             statements_ended_killed: AtomicU64::new(0),
             statements_ended_closed: AtomicU64::new(0),
+            sessions_rested: AtomicU64::new(0),
             compressed_sessions: AtomicU64::new(0),
             socket_connections: AtomicU64::new(0),
             backend_connect_errors: AtomicU64::new(0),
@@ -144,6 +148,7 @@ impl Stats {
             ("errors_held", g(&self.errors_held)),
             ("statements_ended_killed", g(&self.statements_ended_killed)),
             ("statements_ended_closed", g(&self.statements_ended_closed)),
+            ("sessions_rested", g(&self.sessions_rested)),
             ("compressed_sessions", g(&self.compressed_sessions)),
             ("socket_connections", g(&self.socket_connections)),
             ("backend_logins", g(&self.backend_logins)),

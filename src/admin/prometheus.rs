@@ -273,6 +273,12 @@ pub fn render(stats: &Stats, extra: &[Extra]) -> String {
         o.line("client_gone_statements_ended_total", &[("how", how)], g(c));
     }
     o.single(
+        "sessions_rested_total",
+        "counter",
+        "Times an idle session gave back its buffers and the client-gone watcher's copies of its sockets.",
+        g(&stats.sessions_rested),
+    );
+    o.single(
         "load_data_spool_bytes",
         "gauge",
         "Bytes of LOAD DATA files held for checking now.",

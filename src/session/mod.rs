@@ -611,15 +611,37 @@ impl Session {
                 None => std::future::pending().await,
             }
         };
-        tokio::select! {
-            biased;
-            _ = self.backend.wait_readable_lean() => Some(self.backend_went_away().await),
-            r = self.client.wait_readable_lean() => r.is_err().then_some(End::ClientQuit),
-            _ = stop.changed() => Some(End::Shutdown),
-            () = idle => {
-                // between commands, like a quit: the backend connection is clean
-                debug!(peer = %self.peer, "idle timeout");
-                Some(End::ClientQuit)
+        tokio::pin!(idle);
+        // the watcher finds this wait as it finds the busy loop's: one idle for a tick rests
+        // (`watch::Watched::rest`), then waits on
+        self.watched.idle();
+        let watched = self.watched.clone();
+        let mut registered = false;
+        let mut rested = false;
+        loop {
+            let asked = std::future::poll_fn(|cx| {
+                if !rested && watched.trim_requested(cx, &mut registered) {
+                    std::task::Poll::Ready(())
+                } else {
+                    std::task::Poll::Pending
+                }
+            });
+            tokio::select! {
+                biased;
+                _ = self.backend.wait_readable_lean() => return Some(self.backend_went_away().await),
+                r = self.client.wait_readable_lean() => return r.is_err().then_some(End::ClientQuit),
+                _ = stop.changed() => return Some(End::Shutdown),
+                () = &mut idle => {
+                    // between commands, like a quit: the backend connection is clean
+                    debug!(peer = %self.peer, "idle timeout");
+                    return Some(End::ClientQuit);
+                }
+                () = asked => {
+                    if self.watched.rest() {
+                        bump(&self.shared.stats.sessions_rested);
+                    }
+                    rested = true;
+                }
             }
         }
     }
@@ -640,6 +662,9 @@ impl Session {
     /// Commands until the session ends (Some) or the watcher asks an idle session to trim
     /// (None; never for a compressed session, whose codec keeps its buffers).
     async fn busy_loop(&mut self) -> Option<End> {
+        // a session that rested is watched again from its next command on
+        self.watched
+            .resume(self.client.get_ref(), self.backend.get_ref());
         let trims = !self.client.is_compressed() && !self.backend.is_compressed();
         let mut shutdown = self.shared.shutdown.clone();
         let cfg = &self.cfg;
@@ -725,6 +750,10 @@ impl Session {
                         return Some(End::Shutdown);
                     }
                     self.eager = EAGER_COMMANDS;
+                    // nothing in flight to watch: the watcher's copies of the sockets go too
+                    if self.watched.rest() {
+                        bump(&self.shared.stats.sessions_rested);
+                    }
                     return None;
                 }
             };

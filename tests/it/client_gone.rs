@@ -63,6 +63,19 @@ fn wait_running(backend: &str, marker: &str) {
 /// sleeps, then goes; returns how long after it went the second client (also through `via`)
 /// got the row. The holder's +1 must be rolled back, the waiter's +10 in.
 fn round(backend: &str, via: Via, name: &str, goes: Goes, marker: &str) -> Duration {
+    round_after(backend, via, name, goes, marker, |_| {})
+}
+
+/// `round`, with `before` run between the holder's lock and its statement (a closing holder).
+fn round_after(
+    backend: &str,
+    via: Via,
+    name: &str,
+    goes: Goes,
+    marker: &str,
+    before: impl FnOnce(Via),
+) -> Duration {
+    let whole = via;
     let Via(via, user, pass) = via;
     let sleep = format!("SELECT SLEEP(30) AS {marker}");
     let update = format!("UPDATE {name} SET v = v + 1 WHERE id = 1");
@@ -71,6 +84,7 @@ fn round(backend: &str, via: Via, name: &str, goes: Goes, marker: &str) -> Durat
             let mut h = RawConn::connect(via, user, pass, Some(DB)).expect("holder");
             h.exec("BEGIN").expect("begin");
             h.exec(&update).expect("lock");
+            before(whole);
             let mut q = vec![com::QUERY];
             q.extend_from_slice(sleep.as_bytes());
             h.write_frame(0, &q).expect("sleep sent");
@@ -194,6 +208,57 @@ fn a_client_that_goes_mid_statement_frees_its_locks_as_directly() {
                     std::thread::yield_now();
                 }
             }
+        }
+    }
+}
+
+/// A session idle for a watcher tick rests: it gives back its buffers and the watcher's copies
+/// of its sockets (an idle client holds two descriptors). Its next statement is watched again:
+/// a holder that rested, then runs SLEEP and closes, frees its lock as directly.
+#[test]
+fn a_client_that_rested_before_its_statement_is_still_watched() {
+    for kind in BOTH {
+        let backend = &shared(kind).addr;
+        let name = format!("gone_rested_{}", kind.name());
+        table(backend, &name);
+        let p = proxy::start(proxy::config_for(backend));
+        let via = Via(&p.addr, "root", "");
+        let direct = round(
+            backend,
+            Via(backend, "root", ""),
+            &name,
+            Goes::Closes,
+            "rested_direct",
+        );
+        let rested = |v: Via| crate::common::proxy_counter(&status(v), "sessions_rested");
+        let closed = |v: Via| crate::common::proxy_counter(&status(v), "statements_ended_closed");
+        let (rests_before, closed_before) = (rested(via), closed(via));
+        let through = round_after(backend, via, &name, Goes::Closes, "rested_via", |v| {
+            // the holder, idle after its lock, rests within two ticks of the watcher
+            let deadline = Instant::now() + Duration::from_secs(20);
+            while rested(v) <= rests_before {
+                assert!(Instant::now() < deadline, "the idle holder never rested");
+                std::thread::yield_now();
+            }
+        });
+        eprintln!(
+            "{}: the row came {:.2} s after a rested client went directly, {:.2} s through the proxy",
+            kind.name(),
+            direct.as_secs_f64(),
+            through.as_secs_f64()
+        );
+        assert!(
+            through <= direct + Duration::from_secs(1),
+            "{}: {through:?} through the proxy, {direct:?} directly",
+            kind.name()
+        );
+        let deadline = Instant::now() + Duration::from_secs(20);
+        while closed(via) <= closed_before {
+            assert!(
+                Instant::now() < deadline,
+                "the ended statement was not counted"
+            );
+            std::thread::yield_now();
         }
     }
 }
