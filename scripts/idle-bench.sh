@@ -9,8 +9,10 @@
 #   IDLE_CLIENTS, IDLE_CONCURRENCY (connecting at once, default 64), IDLE_SETTLE (seconds
 #   before the RSS is read, default 3), BENCH_SECONDS (per phase, default 5),
 #   IDLE_ORDER (default "proxy haproxy direct"), IDLE_PROXY_BIN (default target/release/obkv-proxy).
-# Needs root or a hard limit on open files of about 4 x IDLE_CLIENTS: the proxy holds two
-# sockets a client and the watcher's duplicates of both (src/watch.rs).
+# Needs a hard limit on open files of about 2 x IDLE_CLIENTS + 256 (or root to raise it): the
+# proxy holds two sockets an idle client (the watcher's duplicates of both are closed once the
+# client rests, src/watch.rs), as HAProxy does; clients connect IDLE_CONCURRENCY at a time, and
+# one that finds the proxy out of descriptors waits in the listen backlog until others rest.
 # Everything runs on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -18,7 +20,7 @@ n=${IDLE_CLIENTS:-10000}
 order=${IDLE_ORDER:-proxy haproxy direct}
 bin=${IDLE_PROXY_BIN:-target/release/obkv-proxy}
 
-files=$((4 * n + 256))
+files=$((2 * n + 256))
 if (($(ulimit -Hn) < files)); then
   ulimit -Hn "$files" 2>/dev/null || { echo "open files: need $files (ulimit -Hn is $(ulimit -Hn)); run as root or lower IDLE_CLIENTS" >&2; exit 1; }
 fi

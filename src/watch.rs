@@ -22,7 +22,11 @@
 //! tick later is asked to give back what it holds for work (`Watched::trim_requested`): the
 //! watcher sets a flag and wakes its task once, so a session with nothing in flight holds a
 //! few KiB (its buffers and its command's state are made again when the next command comes),
-//! and a busy one pays nothing for it but that store and a flag read.
+//! and a busy one pays nothing for it but that store and a flag read. A session that trims
+//! also rests (`Watched::rest`): the copies of its sockets are closed, as nothing of it is in
+//! flight, and made again before its next command (`Watched::resume`), so an idle client
+//! holds two descriptors, as through a TCP hop. A session whose copies cannot be made (out of
+//! descriptors) tries again at each command.
 
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
@@ -63,18 +67,13 @@ pub struct Watched {
 }
 
 impl Watched {
-    /// A session that is not watched (its sockets could not be duplicated): it still knows
-    /// whether its statement is in flight.
-    pub fn unwatched() -> Arc<Watched> {
-        Arc::new(Watched::new(None, false))
-    }
-
     fn new(fds: Option<(OwnedFd, OwnedFd)>, tls: bool) -> Watched {
         Watched {
             since: AtomicU64::new(0),
             gone: AtomicBool::new(false),
+            // (a session whose copies could not be made tries again at its next command)
+            resting: AtomicBool::new(fds.is_none()),
             fds: Mutex::new(fds),
-            resting: AtomicBool::new(false),
             tls,
             idle_since: AtomicU64::new(0),
             trim: AtomicBool::new(false),
@@ -265,19 +264,19 @@ pub struct Registry {
 }
 
 impl Registry {
-    /// A session's sockets, watched until it drops its `Watched` (or calls `release`). None
-    /// when they cannot be duplicated (out of descriptors): that session is not watched.
-    pub fn register(
-        &self,
-        client: &impl AsFd,
-        tls: bool,
-        backend: &impl AsFd,
-    ) -> Option<Arc<Watched>> {
-        let fds = (
-            client.as_fd().try_clone_to_owned().ok()?,
-            backend.as_fd().try_clone_to_owned().ok()?,
-        );
-        let w = Arc::new(Watched::new(Some(fds), tls));
+    /// A session's sockets, watched until it drops its `Watched` (or calls `release`). When
+    /// they cannot be duplicated (out of descriptors: 10,000 clients logging in at once near
+    /// the process's limit) the session is not watched until its next command makes them
+    /// (`Watched::resume`).
+    pub fn register(&self, client: &impl AsFd, tls: bool, backend: &impl AsFd) -> Arc<Watched> {
+        let fds = match (
+            client.as_fd().try_clone_to_owned(),
+            backend.as_fd().try_clone_to_owned(),
+        ) {
+            (Ok(c), Ok(b)) => Some((c, b)),
+            _ => None,
+        };
+        let w = Arc::new(Watched::new(fds, tls));
         let mut s = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
         // the list is swept of ended sessions as it grows (amortised: each sweep at least
         // halves what it walks next time)
@@ -285,7 +284,7 @@ impl Registry {
             s.retain(|w| w.strong_count() > 0);
         }
         s.push(Arc::downgrade(&w));
-        Some(w)
+        w
     }
 
     /// One tick: advances the clock statements are marked with and checks every session whose
@@ -320,7 +319,7 @@ mod tests {
         let backend = TcpStream::connect(bl.local_addr().unwrap()).unwrap();
         let (mut backend_peer, _) = bl.accept().unwrap();
         let reg = Registry::default();
-        let w = reg.register(&server_side, false, &backend).unwrap();
+        let w = reg.register(&server_side, false, &backend);
         // no statement in flight: nothing to look at
         assert!(reg.tick().is_empty());
         w.start(true);
@@ -358,7 +357,7 @@ mod tests {
         let backend = TcpStream::connect(bl.local_addr().unwrap()).unwrap();
         let (mut backend_peer, _) = bl.accept().unwrap();
         let reg = Registry::default();
-        let w = reg.register(&server_side, false, &backend).unwrap();
+        let w = reg.register(&server_side, false, &backend);
         let copies = |w: &Watched| w.fds.lock().unwrap().is_some();
         assert!(copies(&w));
         assert!(w.rest());
@@ -391,7 +390,7 @@ mod tests {
         let backend = TcpStream::connect(bl.local_addr().unwrap()).unwrap();
         let _peer = bl.accept().unwrap();
         let reg = Registry::default();
-        let w = reg.register(&server_side, false, &backend).unwrap();
+        let w = reg.register(&server_side, false, &backend);
         // a statement sent while the session held more of the client's bytes is not watched
         w.start(false);
         assert!(w.in_flight());
@@ -408,7 +407,7 @@ mod tests {
         let l2 = TcpListener::bind("127.0.0.1:0").unwrap();
         let mut c2 = TcpStream::connect(l2.local_addr().unwrap()).unwrap();
         let (s2, _) = l2.accept().unwrap();
-        let w2 = reg.register(&s2, true, &backend).unwrap();
+        let w2 = reg.register(&s2, true, &backend);
         w2.start(true);
         reg.tick();
         c2.write_all(b"\x15\x03\x03\0\x02\x01\0").unwrap();

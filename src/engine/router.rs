@@ -173,6 +173,19 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Acti
         }),
         other => other.clone(),
     };
+    // Where the readings disagree and enforcement is not strict, the text goes as written; the
+    // write stage's findings of the backend's own reading stay with it: its notes, and the
+    // partition it writes for the transaction's guard.
+    let lax = |d: &Decision| match d {
+        Decision::Send(w) if w.refused.is_none() && w.checked => Decision::Send(Outbound {
+            checked: true,
+            notes: w.notes.clone(),
+            txn_after: w.txn_after.clone(),
+            read_catalog: w.read_catalog.clone(),
+            ..Outbound::default()
+        }),
+        other => plain(other),
+    };
     let mut rewrite_agreed = true;
     // other readings exist only for an ambiguous text or a server not told apart yet; what
     // another reading finds ambiguous widens the set (a `"…"` that is a name under ANSI_QUOTES
@@ -254,7 +267,7 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Acti
             return if ctx.strict {
                 refuse(Refusal::Unreadable(Unreadable::Ambiguous))
             } else {
-                plain(&primary)
+                lax(&primary)
             };
         }
         rewrite_agreed &= same_effect(&decision, &primary);
@@ -270,6 +283,21 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Acti
         if !rewrite_agreed && plain(&primary) != primary {
             // a text the proxy can read two ways is never rewritten
             tally.not_rewritten(activity).add_to(&view.counters);
+            if let Decision::Send(w) = &primary {
+                if w.checked {
+                    // What the write stage made is the rules', not an optimisation to leave
+                    // out: a T filled in, each execution's write plan, a LOAD file's check,
+                    // the transaction's partition. Where the readings put it apart (the
+                    // state_reading fuzz target: `INSERT g$f SET K='a',Q=/*!\xff` fills T at
+                    // the end in one reading, before the statement in OceanBase's plain-comment
+                    // one), strict enforcement refuses; otherwise the text goes as written
+                    // with the partition it writes kept for the transaction's guard.
+                    if ctx.strict {
+                        return refuse(Refusal::Unreadable(Unreadable::Ambiguous));
+                    }
+                    return lax(&primary);
+                }
+            }
             return plain(&primary);
         }
         if ambiguity.state && tally.rewritten > 0 && ctx.rewrite {
@@ -1176,6 +1204,51 @@ mod tests {
             decide(b"SELECT 'g$f", Origin::Text, &strict).1,
             Decision::forward()
         );
+    }
+
+    /// Found by the state_reading fuzz target: readings that agree on the partition a write
+    /// takes but not on where the write stage fills T in (an executable comment OceanBase may
+    /// read as a plain comment). The write is refused in strict mode; otherwise it goes as
+    /// written, and the transaction's guard still has its partition.
+    #[test]
+    fn a_write_whose_readings_fill_t_apart_keeps_its_partition_or_is_refused() {
+        let sql: &[u8] = b"INSERT g$f SET K='a',Q=/*!\xff";
+        let ctx = |strict: bool| Context {
+            dialect: Dialect {
+                no_backslash_escapes: true,
+                ..Dialect::default()
+            },
+            strict,
+            tables: Some(crate::engine::prefix_scan::tests::view()),
+            writes: Some(WriteRules::default()),
+            txn: Txn {
+                active: true,
+                pinned: None,
+            },
+            ..Context::default()
+        };
+        // each reading alone fills T in and fixes the transaction's partition
+        let as_mysql = decide_as_read(sql, Origin::Text, &ctx(true), Dialect::default());
+        let Some(Decision::Send(w)) = as_mysql else {
+            panic!("{as_mysql:?}")
+        };
+        assert!(
+            w.text.is_some() && matches!(w.txn_after, Some(Some(_))),
+            "{w:?}"
+        );
+        let strict = decide(sql, Origin::Text, &ctx(true)).1;
+        assert!(
+            refused!(&strict, Refusal::Unreadable(Unreadable::Ambiguous)),
+            "{strict:?}"
+        );
+        match decide(sql, Origin::Text, &ctx(false)).1 {
+            Decision::Send(l) => {
+                assert_eq!(l.text, None, "read two ways: not rewritten");
+                assert_eq!(l.txn_after, w.txn_after, "the guard keeps the partition");
+                assert!(l.checked);
+            }
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

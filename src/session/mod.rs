@@ -193,8 +193,9 @@ pub struct Session {
     backend_id: u32,
     /// Whether a command sent to the backend has a response not ended yet (a client that goes
     /// then leaves a statement running, which the session's end stops: `end_backend_statement`),
-    /// and the session's sockets as the client-gone watcher sees them (`watch`; unwatched when
-    /// they could not be duplicated: a client that goes is noticed when a write to it fails).
+    /// and the session's sockets as the client-gone watcher sees them (`watch`; unwatched while
+    /// they cannot be duplicated, tried again at each command: a client that goes meanwhile is
+    /// noticed when a write to it fails).
     watched: Arc<crate::watch::Watched>,
     /// Waits for a command left that give back the buffers at once (`EAGER_COMMANDS`).
     eager: u8,
@@ -228,14 +229,11 @@ impl Session {
         client_caps: Caps,
         pooled: Option<PooledLogin>,
     ) -> Self {
-        let watched = shared
-            .watched
-            .register(
-                client.get_ref(),
-                client.get_ref().is_tls(),
-                backend.get_ref(),
-            )
-            .unwrap_or_else(crate::watch::Watched::unwatched);
+        let watched = shared.watched.register(
+            client.get_ref(),
+            client.get_ref().is_tls(),
+            backend.get_ref(),
+        );
         Session {
             cfg: shared.config(),
             cfg_generation: shared.config_generation(),

@@ -664,6 +664,10 @@ impl<'a> Reader<'a> {
                     continue;
                 }
             };
+            // `SET a = ,` or `SET a =` at the end: no value, and no place after it to add to
+            if toks.is_empty() {
+                return Err("a SET list with an empty value");
+            }
             let v = if too_long {
                 Value::Unknown
             } else {
