@@ -635,12 +635,20 @@ impl Session {
                     return Some(End::ClientQuit);
                 }
                 () = asked => {
-                    if self.watched.rest() {
-                        bump(&self.shared.stats.sessions_rested);
-                    }
+                    self.rest();
                     rested = true;
                 }
             }
+        }
+    }
+
+    /// The watcher found this session idle: the watcher's copies of its sockets go
+    /// (`watch::Watched::rest`), counted once.
+    #[cold]
+    #[inline(never)]
+    fn rest(&self) {
+        if self.watched.rest() {
+            bump(&self.shared.stats.sessions_rested);
         }
     }
 
@@ -749,9 +757,7 @@ impl Session {
                     }
                     self.eager = EAGER_COMMANDS;
                     // nothing in flight to watch: the watcher's copies of the sockets go too
-                    if self.watched.rest() {
-                        bump(&self.shared.stats.sessions_rested);
-                    }
+                    self.rest();
                     return None;
                 }
             };
