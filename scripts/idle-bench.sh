@@ -45,7 +45,8 @@ mport=$(free_port); hport=$(free_port); pport=$(free_port)
 # later options win over backend.sh's max_connections = 2000
 mpid=$(scripts/backend.sh start mariadb "$work/mariadb" "$mport" --max-connections=$((n + 200)) \
   --thread-handling=pool-of-threads --open-files-limit=$((n + 1024)) | tail -1)
-haproxy_config "$hport" "$mport" $((n + 200)) >"$work/haproxy.cfg"
+# (HAProxy reserves two descriptors for each of maxconn at start: just above the clients)
+haproxy_config "$hport" "$mport" $((n + 16)) >"$work/haproxy.cfg"
 haproxy -f "$work/haproxy.cfg" -db >"$work/haproxy.log" 2>&1 &
 hpid=$!; pids+=($hpid)
 cat >"$work/proxy.toml" <<CFG
@@ -57,7 +58,8 @@ listen = ""
 CFG
 "$bin" --config "$work/proxy.toml" --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" >"$work/proxy.log" 2>&1 &
 ppid=$!; pids+=($ppid)
-wait_port "$hport"; wait_port "$pport"
+wait_port "$hport" || { echo "HAProxy did not start:" >&2; cat "$work/haproxy.log" >&2; exit 1; }
+wait_port "$pport" || { echo "obkv-proxy did not start:" >&2; cat "$work/proxy.log" >&2; exit 1; }
 
 targets=()
 for t in $order; do
