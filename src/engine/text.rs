@@ -589,6 +589,9 @@ impl<'a> Text<'a> {
         let Ok(mut checked) = checked else {
             return self.need_charset();
         };
+        if !own.is_empty() {
+            self.tally.rule_edits += 1;
+        }
         self.splice.extend(own);
         if self.prepares_one() {
             self.writes.plan = write::plan_insert(at.piece, self.d, schema.clone()).map(Box::new);
@@ -645,6 +648,7 @@ impl<'a> Text<'a> {
             return self.judge(checked, rules);
         }
         if let Some((at_byte, text)) = write::load_fill_t(l, rules) {
+            self.tally.rule_edits += 1;
             self.splice.insert(at.run.start + at_byte, text);
         }
         self.writes.wrote = true;
@@ -1100,6 +1104,9 @@ pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
 #[derive(Default)]
 pub(super) struct Tally {
     pub(super) rewritten: u64,
+    /// Edits of the text the write stage made (a T filled in, a prefix column's DEFAULT): the
+    /// rules', which a text read two ways cannot leave out as it leaves out a rewrite.
+    pub(super) rule_edits: u64,
     declined: u64,
     unreadable: u64,
 }
