@@ -284,24 +284,20 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Acti
             // a text the proxy can read two ways is never rewritten
             let rule_edits = tally.rule_edits;
             tally.not_rewritten(activity).add_to(&view.counters);
-            if let Decision::Send(w) = &primary {
-                if w.checked {
-                    // What the write stage made is the rules', not an optimisation to leave
-                    // out: a T filled in, each execution's write plan, a LOAD file's check.
-                    // Where the readings put it apart (the state_reading fuzz target:
-                    // `INSERT g$f SET K='a',Q=/*!` and a byte 0xFF fills T in at the end in one
-                    // reading, before the statement in OceanBase's plain-comment one), strict
-                    // enforcement refuses. Otherwise, and where it made nothing but notes (the
-                    // readings differ only in whether they see the write at all), the text goes
-                    // as written with the notes and the partition it writes for the guard.
-                    let made = rule_edits > 0 || w.plan.is_some() || w.load.is_some();
-                    if ctx.strict && made {
-                        return refuse(Refusal::Unreadable(Unreadable::Ambiguous));
-                    }
-                    return lax(&primary);
-                }
+            // What the write stage made is the rules', not an optimisation to leave out: a T
+            // filled in, each execution's write plan, a LOAD file's check. Where the readings
+            // put it apart (the state_reading fuzz target: `INSERT g$f SET K='a',Q=/*!` and a
+            // byte 0xFF fills T in at the end in one reading, before the statement in
+            // OceanBase's plain-comment one), strict enforcement refuses. Otherwise, and where
+            // it made nothing but notes (the readings differ only in whether they see the
+            // write at all), the text goes as written with the notes and the partition it
+            // writes for the guard (`lax`).
+            let rules_made = matches!(&primary, Decision::Send(w) if w.checked
+                && (rule_edits > 0 || w.plan.is_some() || w.load.is_some()));
+            if ctx.strict && rules_made {
+                return refuse(Refusal::Unreadable(Unreadable::Ambiguous));
             }
-            return plain(&primary);
+            return lax(&primary);
         }
         if ambiguity.state && tally.rewritten > 0 && ctx.rewrite {
             // a prefix after a change of the connection's character set in the same text: its

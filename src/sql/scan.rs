@@ -862,10 +862,9 @@ pub fn statements(sql: &[u8], d: Dialect) -> Result<(Pieces, Ambiguity), LexErro
 /// again; at most `max` of them (beyond that none are kept: the memory stays bounded).
 #[derive(Debug, Default)]
 pub struct Kept {
-    /// Most tokens kept: 0 once overflowed.
+    /// Most tokens kept: 0 when none are (made so, or overflowed: then `tokens` is empty).
     max: usize,
     tokens: Vec<Token>,
-    overflowed: bool,
     /// Made with `max` 0: keeps nothing from the start.
     off: bool,
 }
@@ -887,7 +886,6 @@ impl Kept {
         Kept {
             max,
             tokens,
-            overflowed: max == 0,
             off: max == 0,
         }
     }
@@ -902,14 +900,13 @@ impl Kept {
         // (an overflowed `Kept` has `max` 0: one comparison a token either way)
         if self.tokens.len() < self.max {
             self.tokens.push(t);
-        } else if !self.overflowed {
+        } else if self.max > 0 {
             self.overflow();
         }
     }
 
     #[cold]
     fn overflow(&mut self) {
-        self.overflowed = true;
         self.max = 0;
         self.tokens = Vec::new();
     }
@@ -918,7 +915,7 @@ impl Kept {
     /// lexing it alone gives them), if all were kept. Borrowed for a statement at the start of
     /// the text, copied for a later one.
     pub fn of(&self, p: &Piece) -> Option<std::borrow::Cow<'_, [Token]>> {
-        if self.overflowed {
+        if self.max == 0 {
             return None;
         }
         let a = self.tokens.partition_point(|t| t.start < p.start);
