@@ -128,6 +128,16 @@ fn round_after(
     waited
 }
 
+/// Waits until `done` holds (the proxy's counters are updated by other tasks), failing with
+/// `what` after 20 s.
+fn within_20s(mut done: impl FnMut() -> bool, what: impl Fn() -> String) {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !done() {
+        assert!(Instant::now() < deadline, "{}", what());
+        std::thread::yield_now();
+    }
+}
+
 fn status(via: Via) -> Vec<(String, String)> {
     let mut c = RawConn::connect(via.0, via.1, via.2, None).expect("proxy");
     c.rows("SHOW PROXY STATUS")
@@ -194,19 +204,15 @@ fn a_client_that_goes_mid_statement_frees_its_locks_as_directly() {
                     kind.name()
                 );
                 // counted once the ended statement's KILL (or its closing) is done
-                let deadline = Instant::now() + Duration::from_secs(20);
-                loop {
-                    let now = count(p);
-                    if now > before {
-                        break;
-                    }
-                    assert!(
-                        Instant::now() < deadline,
-                        "{} {goes:?}: statements_ended_{how} stayed {before}",
-                        kind.name()
-                    );
-                    std::thread::yield_now();
-                }
+                within_20s(
+                    || count(p) > before,
+                    || {
+                        format!(
+                            "{} {goes:?}: statements_ended_{how} stayed {before}",
+                            kind.name()
+                        )
+                    },
+                );
             }
         }
     }
@@ -235,11 +241,10 @@ fn a_client_that_rested_before_its_statement_is_still_watched() {
         let (rests_before, closed_before) = (rested(via), closed(via));
         let through = round_after(backend, via, &name, Goes::Closes, "rested_via", |v| {
             // the holder, idle after its lock, rests within two ticks of the watcher
-            let deadline = Instant::now() + Duration::from_secs(20);
-            while rested(v) <= rests_before {
-                assert!(Instant::now() < deadline, "the idle holder never rested");
-                std::thread::yield_now();
-            }
+            within_20s(
+                || rested(v) > rests_before,
+                || "the idle holder never rested".into(),
+            );
         });
         eprintln!(
             "{}: the row came {:.2} s after a rested client went directly, {:.2} s through the proxy",
@@ -252,14 +257,10 @@ fn a_client_that_rested_before_its_statement_is_still_watched() {
             "{}: {through:?} through the proxy, {direct:?} directly",
             kind.name()
         );
-        let deadline = Instant::now() + Duration::from_secs(20);
-        while closed(via) <= closed_before {
-            assert!(
-                Instant::now() < deadline,
-                "the ended statement was not counted"
-            );
-            std::thread::yield_now();
-        }
+        within_20s(
+            || closed(via) > closed_before,
+            || "the ended statement was not counted".into(),
+        );
     }
 }
 
