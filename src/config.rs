@@ -44,6 +44,39 @@ pub struct Config {
     pub admin: AdminSection,
     pub advisor: AdvisorSection,
     pub ttl: TtlSection,
+    pub multiplex: MultiplexSection,
+}
+
+/// `[multiplex]`: sessions of one backend user share that user's backend connections
+/// (`backend::lend`, `session::mux`).
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct MultiplexSection {
+    /// `off`: each session keeps the backend connection it logged in with (the default);
+    /// `transaction`: a session holds one for a statement or a transaction and gives it back
+    /// when nothing ties it to it.
+    pub mode: MultiplexMode,
+    /// Most backend connections of one backend user and wire shape.
+    pub max_backend_connections: usize,
+    /// Longest wait for one of them before the statement gets error 1040.
+    pub wait_timeout_ms: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MultiplexMode {
+    Off,
+    Transaction,
+}
+
+impl Default for MultiplexSection {
+    fn default() -> Self {
+        MultiplexSection {
+            mode: MultiplexMode::Off,
+            max_backend_connections: 64,
+            wait_timeout_ms: 5_000,
+        }
+    }
 }
 
 /// `[ttl]`: the TTL task for backends without one of their own (seekdb, MariaDB/MySQL): the
@@ -580,6 +613,9 @@ impl Config {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.multiplex.max_backend_connections == 0 {
+            return bad("multiplex.max_backend_connections must be at least 1".into());
+        }
         if self.proxy.listen.parse::<SocketAddr>().is_err() {
             return bad(format!(
                 "proxy.listen = {:?} is not HOST:PORT (an IP address and a port)",

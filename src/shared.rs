@@ -32,6 +32,8 @@ pub struct Shared {
     pub backend_tls: Option<crate::tls::BackendTls>,
     pub stats: Stats,
     pub pool: Pool,
+    /// Multiplexing's sets of backend connections and its counters (`backend::lend`).
+    pub lending: crate::backend::lend::Lending,
     /// Slots for clients that have not finished logging in (`proxy.max_preauth_connections`).
     pub preauth: Arc<Semaphore>,
     /// HBase table definitions by DDL id (content hashes: never stale).
@@ -107,6 +109,7 @@ impl Shared {
             generation: std::sync::atomic::AtomicU64::new(0),
             stats: Stats::default(),
             pool,
+            lending: Default::default(),
             shutdown,
             socket: None,
             users,

@@ -317,6 +317,108 @@ fn format_seconds(us: u64) -> String {
     t
 }
 
+/// Multiplexing's gauges and counters (`backend::lend`).
+pub fn lending(l: &crate::backend::lend::Lending) -> String {
+    use crate::backend::lend::{ratio, PIN_REASONS, WAIT_BOUNDS};
+    let mut o = Out(String::new());
+    let per_user = l.per_user();
+    o.head(
+        "multiplex_backend_connections",
+        "gauge",
+        "Backend connections of multiplexed sessions, by backend user and state (open = busy + idle).",
+    );
+    for c in &per_user {
+        for (state, v) in [("open", c.open), ("busy", c.lent), ("idle", c.idle)] {
+            o.line(
+                "multiplex_backend_connections",
+                &[("user", c.user.as_str()), ("state", state)],
+                v,
+            );
+        }
+    }
+    o.head(
+        "multiplex_waiting_sessions",
+        "gauge",
+        "Sessions waiting for a backend connection of their user now.",
+    );
+    for c in &per_user {
+        o.line(
+            "multiplex_waiting_sessions",
+            &[("user", c.user.as_str())],
+            c.waiting,
+        );
+    }
+    let sessions = l.sessions.load(Relaxed);
+    let open: usize = per_user.iter().map(|c| c.open).sum();
+    o.single(
+        "multiplex_sessions",
+        "gauge",
+        "Client sessions multiplexed now (not pinned).",
+        sessions,
+    );
+    o.single(
+        "multiplex_clients_per_backend_connection",
+        "gauge",
+        "Multiplexed sessions per open backend connection.",
+        ratio(sessions, open),
+    );
+    o.single(
+        "multiplex_borrows_total",
+        "counter",
+        "Backend connections lent to a session for a command.",
+        l.borrows.load(Relaxed),
+    );
+    o.single(
+        "multiplex_state_restores_total",
+        "counter",
+        "Lent connections first put in their session's state (database, variables, LAST_INSERT_ID).",
+        l.restores.load(Relaxed),
+    );
+    o.single(
+        "multiplex_wait_timeouts_total",
+        "counter",
+        "Commands answered with error 1040: no backend connection of their user within multiplex.wait_timeout_ms.",
+        l.timed_out.load(Relaxed),
+    );
+    o.head(
+        "multiplex_pins_total",
+        "counter",
+        "Sessions pinned to their backend connection for good, by reason.",
+    );
+    for (reason, c) in PIN_REASONS.iter().zip(&l.pins) {
+        o.line(
+            "multiplex_pins_total",
+            &[("reason", reason)],
+            c.load(Relaxed),
+        );
+    }
+    let (counts, sum) = l.wait_histogram();
+    o.head(
+        "multiplex_wait_seconds",
+        "histogram",
+        "Time sessions waited for a backend connection when none was idle.",
+    );
+    let mut cumulative = 0u64;
+    for (bound, c) in WAIT_BOUNDS.iter().zip(&counts) {
+        cumulative += c;
+        let le = format!("{bound}");
+        o.line(
+            "multiplex_wait_seconds_bucket",
+            &[("le", le.as_str())],
+            cumulative,
+        );
+    }
+    cumulative += counts.get(WAIT_BOUNDS.len()).copied().unwrap_or(0);
+    o.line(
+        "multiplex_wait_seconds_bucket",
+        &[("le", "+Inf")],
+        cumulative,
+    );
+    o.line("multiplex_wait_seconds_sum", &[], sum);
+    o.line("multiplex_wait_seconds_count", &[], cumulative);
+    o.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

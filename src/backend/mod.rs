@@ -4,6 +4,7 @@
 //! the client itself (the proxy relays the exchange). In proxy-auth mode the proxy logs in with
 //! `login`, and `pool` keeps idle, reset connections for reuse.
 
+pub mod lend;
 pub mod own;
 pub mod pool;
 

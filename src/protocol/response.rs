@@ -59,6 +59,8 @@ pub struct Summary {
     pub error_code: Option<u16>,
     pub warnings: u16,
     pub affected_rows: u64,
+    /// The last nonzero AUTO_INCREMENT value an OK packet of the response reported (0: none).
+    pub last_insert_id: u64,
     pub result_sets: u32,
     pub rows: u64,
     /// COM_STMT_PREPARE: (statement id, columns, parameters).
@@ -308,6 +310,9 @@ impl ResponseTracker {
             self.summary.status = Some(ok.status);
             self.summary.warnings = ok.warnings;
             self.summary.affected_rows = ok.affected_rows;
+            if ok.last_insert_id != 0 {
+                self.summary.last_insert_id = ok.last_insert_id;
+            }
         }
     }
 

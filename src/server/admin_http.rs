@@ -314,7 +314,8 @@ async fn route(
         b"/metrics" => (
             200,
             "text/plain; version=0.0.4; charset=utf-8",
-            prometheus::render(&shared.stats, &extras(shared)),
+            prometheus::render(&shared.stats, &extras(shared))
+                + &prometheus::lending(&shared.lending),
             head_only,
         ),
         b"/livez" => (200, "text/plain", "ok\n".into(), head_only),

@@ -89,6 +89,14 @@ impl Session {
             .into_iter()
             .map(|(k, v)| vec![Some(k.to_string()), Some(v)])
             .collect();
+        let mode = match self.cfg.multiplex.mode {
+            crate::config::MultiplexMode::Off => "off",
+            crate::config::MultiplexMode::Transaction => "transaction",
+        };
+        rows.push(vec![Some("multiplex_mode".into()), Some(mode.into())]);
+        for (k, v) in self.shared.lending.rows() {
+            rows.push(vec![Some(k), Some(v)]);
+        }
         let c = &self.shared.rewrite_counters;
         let t = &self.shared.ttl;
         for (name, v) in [

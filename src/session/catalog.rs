@@ -138,7 +138,7 @@ impl Session {
 
     /// Runs one statement on the session's backend connection and reads the whole answer.
     pub(super) async fn internal(&mut self, sql: &[u8]) -> Result<Internal, End> {
-        match backend::query(&mut self.backend, self.client_caps, sql).await {
+        match backend::query(be!(self), self.client_caps, sql).await {
             Ok((result, status)) => {
                 if let Some(st) = status {
                     self.last_status = st & !status::MORE_RESULTS_EXISTS;

@@ -152,7 +152,7 @@ impl Session {
     /// A statement of the proxy's own, its answer's packets (rows up to `max` bytes); the
     /// session's status follows it.
     async fn own_packets(&mut self, sql: &[u8], max: usize) -> Result<Vec<Vec<u8>>, End> {
-        match backend::query_packets(&mut self.backend, self.client_caps, sql, max).await {
+        match backend::query_packets(be!(self), self.client_caps, sql, max).await {
             Ok((packets, summary, _)) => {
                 if let Some(st) = summary.status {
                     self.last_status = st & !status::MORE_RESULTS_EXISTS;

@@ -245,6 +245,17 @@ async fn establish_relayed(
         bump(&shared.stats.compressed_sessions);
     }
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), compressed = client.is_compressed(), "session established");
+    // the connections this login's may share with (multiplexing): the same backend user and
+    // wire shape
+    let set = crate::backend::lend::SetKey {
+        user: response.user.clone(),
+        caps: backend_caps,
+        ext_caps: client_ext,
+        charset: response.charset,
+        tls: backend.get_ref().is_tls(),
+        login: None,
+    };
+    let db = response.database.clone().filter(|d| !d.is_empty());
     Ok(Session::new(
         shared,
         peer,
@@ -254,7 +265,8 @@ async fn establish_relayed(
         None,
     )
     .with_backend(&greeting.server_version, status, greeting.connection_id)
-    .with_user(&response.user))
+    .with_user(&response.user)
+    .with_mux(set, db.as_deref()))
 }
 
 /// TLS to the backend as `backend.tls.mode` says (the client's own TLS ends at the proxy):
@@ -460,13 +472,22 @@ async fn establish_proxy_auth(
         bump(&shared.stats.compressed_sessions);
     }
     info!(%peer, user = %String::from_utf8_lossy(&response.user), backend_user = %spec.user, "session established (proxy auth)");
+    let set = crate::backend::lend::SetKey {
+        user: spec.user.as_bytes().to_vec(),
+        caps: logged.caps.base,
+        ext_caps: logged.caps.ext,
+        charset: spec.charset,
+        tls: logged.stream.get_ref().is_tls(),
+        login: Some(spec.clone()),
+    };
+    let db = spec.database.clone();
+    let id = logged.greeting.connection_id;
     let (stream, pooled, caps) = logged.into_parts(spec);
     let status = backend_greeting.status;
-    Ok(
-        Session::new(shared, peer, client, stream, caps, Some(pooled))
-            .with_backend(&backend_greeting.server_version, status, 0)
-            .with_user(&response.user),
-    )
+    let session = Session::new(shared, peer, client, stream, caps, Some(pooled))
+        .with_backend(&backend_greeting.server_version, status, 0)
+        .with_user(&response.user);
+    Ok(session.with_mux_own_login(id).with_mux(set, db.as_deref()))
 }
 
 /// The client's mysql_native_password answer; asks for it with an auth switch when the client
@@ -551,11 +572,11 @@ pub async fn proxy_change_user(
     match session.shared.backend_login(&spec).await {
         Ok(logged) => {
             let (stream, pooled, _) = logged.into_parts(spec);
-            let old = std::mem::replace(&mut session.backend, stream);
-            session.watched.set_backend(session.backend.get_ref());
+            session.watched.set_backend(stream.get_ref());
+            let old = session.backend.replace(stream);
             let old_pooled = session.pooled.replace(pooled);
             session.statements.clear();
-            if let Some(p) = old_pooled {
+            if let (Some(p), Some(old)) = (old_pooled, old) {
                 let (spec, conn) = p.with_stream(old, session.client_caps);
                 session.shared.recycle(spec, conn);
             }

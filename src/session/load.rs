@@ -263,12 +263,12 @@ impl Session {
         client_next: u8,
         reserved: &mut Reserved,
     ) -> Result<Summary, End> {
-        if self.backend.send_command(&self.command).await.is_err() {
+        if be!(self).send_command(&self.command).await.is_err() {
             return Err(self.lose_backend(client_next).await);
         }
         // the answer's header, and its first byte when it has one (an empty packet has none
         // to wait for)
-        let (len, seq) = match self.backend.peek(4).await {
+        let (len, seq) = match be!(self).peek(4).await {
             Ok(b) => (
                 usize::from(b[0]) | usize::from(b[1]) << 8 | usize::from(b[2]) << 16,
                 b[3],
@@ -277,15 +277,14 @@ impl Session {
         };
         let first = match len {
             0 => None,
-            _ => match self.backend.peek(5).await {
+            _ => match be!(self).peek(5).await {
                 Ok(b) => Some(b[4]),
                 Err(_) => return Err(self.lose_backend(client_next).await),
             },
         };
         let delta = if first == Some(0xfb) {
             // the backend asks for the file: it gets the one the proxy checked
-            if self.backend.read_header().await.is_err()
-                || self.backend.read_payload(len).await.is_err()
+            if be!(self).read_header().await.is_err() || be!(self).read_payload(len).await.is_err()
             {
                 return Err(self.lose_backend(client_next).await);
             }
@@ -306,15 +305,15 @@ impl Session {
                         return Err(self.lose_backend(client_next).await);
                     }
                 };
-                self.backend.queue_packet(s, &buf[..n]);
+                be!(self).queue_packet(s, &buf[..n]);
                 s = s.wrapping_add(1);
-                if self.backend.flush_if_full().await.is_err() {
+                if be!(self).flush_if_full().await.is_err() {
                     return Err(self.lose_backend(client_next).await);
                 }
             }
-            self.backend.queue_packet(s, &[]);
+            be!(self).queue_packet(s, &[]);
             s = s.wrapping_add(1);
-            if self.backend.flush().await.is_err() {
+            if be!(self).flush().await.is_err() {
                 return Err(self.lose_backend(client_next).await);
             }
             client_next.wrapping_sub(s)

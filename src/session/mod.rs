@@ -5,6 +5,18 @@
 //! backend's response packets to the client as they arrive, watching only the status packets
 //! (`protocol::response`) to know where the response ends.
 
+/// The session's backend connection, in a function that returns `Result<_, End>`. A session
+/// without one (multiplexing, between its statements: `mux`) is lent one before any command
+/// runs; none here ends the session (never a panic).
+macro_rules! be {
+    ($s:expr) => {
+        match $s.backend.as_mut() {
+            Some(b) => b,
+            None => return Err(End::BackendLost),
+        }
+    };
+}
+
 mod advice;
 mod alter;
 mod answer;
@@ -15,6 +27,7 @@ mod facts;
 pub mod handshake;
 mod hbase;
 mod load;
+mod mux;
 mod observe;
 mod prepared;
 mod relay;
@@ -128,7 +141,8 @@ pub struct Session {
     cfg_generation: u64,
     peer: Peer,
     client: PacketStream<ClientIo>,
-    backend: BackendStream,
+    /// None: lent back to its set (multiplexing) until the next command.
+    backend: Option<BackendStream>,
     /// Capabilities in force between client and backend (MariaDB's extended ones included).
     client_caps: Caps,
     /// Proxy-auth mode: the login this backend connection was made for (its pool key).
@@ -201,6 +215,31 @@ pub struct Session {
     eager: u8,
     /// When the wait for the next command ends by the idle timeout (None: no timeout).
     idle_deadline: Option<tokio::time::Instant>,
+    /// Multiplexing (`mux`); None: off, or the session is pinned to its connection.
+    mux: Option<Box<mux::Mux>>,
+    /// A pinned session's set: its connection is counted there until the session ends.
+    pinned_set: Option<Arc<crate::backend::lend::Set>>,
+}
+
+/// The backend speaks between commands (it is closing the connection); never for a session
+/// that holds none.
+async fn closing(backend: &mut Option<BackendStream>) {
+    match backend {
+        Some(b) => {
+            let _ = b.wait_readable().await;
+        }
+        None => std::future::pending().await,
+    }
+}
+
+/// `closing` with the lean wait of an idle session.
+async fn closing_lean(backend: &mut Option<BackendStream>) {
+    match backend {
+        Some(b) => {
+            let _ = b.wait_readable_lean().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 enum ReadError {
@@ -240,7 +279,7 @@ impl Session {
             shared,
             peer,
             client,
-            backend,
+            backend: Some(backend),
             client_caps,
             pooled,
             statements: prepared::Statements::default(),
@@ -271,6 +310,8 @@ impl Session {
             watched,
             eager: EAGER_COMMANDS,
             idle_deadline: None,
+            mux: None,
+            pinned_set: None,
         }
     }
 
@@ -579,15 +620,24 @@ impl Session {
             self.end_backend_statement();
         }
         self.client.shutdown().await;
+        if let Some(set) = self.pinned_set.take() {
+            set.lost();
+        }
+        if self.mux.is_some() && self.mux_end(clean).await {
+            return;
+        }
+        let Some(mut backend) = self.backend.take() else {
+            return;
+        };
         match self.pooled.take() {
             Some(p) if clean => {
-                let (spec, conn) = p.with_stream(self.backend, self.client_caps);
+                let (spec, conn) = p.with_stream(backend, self.client_caps);
                 self.shared.recycle(spec, conn);
             }
             _ if clean => {
                 // tell the backend goodbye so it does not log an aborted connection
-                let _ = self.backend.send_command(&[com::QUIT]).await;
-                self.backend.shutdown().await;
+                let _ = backend.send_command(&[com::QUIT]).await;
+                backend.shutdown().await;
             }
             _ => {} // dropped: a connection with a response in flight is never reused
         }
@@ -626,7 +676,7 @@ impl Session {
             });
             tokio::select! {
                 biased;
-                _ = self.backend.wait_readable_lean() => return Some(self.backend_went_away().await),
+                _ = closing_lean(&mut self.backend) => return Some(self.backend_went_away().await),
                 r = self.client.wait_readable_lean() => return r.is_err().then_some(End::ClientQuit),
                 _ = stop.changed() => return Some(End::Shutdown),
                 () = &mut idle => {
@@ -657,7 +707,9 @@ impl Session {
     #[cold]
     fn trim(&mut self) {
         self.client.release_idle();
-        self.backend.release_idle();
+        if let Some(b) = self.backend.as_mut() {
+            b.release_idle();
+        }
         self.command = Vec::new();
         self.activity = Default::default();
         if self.blind.is_empty() {
@@ -669,9 +721,11 @@ impl Session {
     /// (None; never for a compressed session, whose codec keeps its buffers).
     async fn busy_loop(&mut self) -> Option<End> {
         // a session that rested is watched again from its next command on
-        self.watched
-            .resume(self.client.get_ref(), self.backend.get_ref());
-        let trims = !self.client.is_compressed() && !self.backend.is_compressed();
+        if let Some(b) = &self.backend {
+            self.watched.resume(self.client.get_ref(), b.get_ref());
+        }
+        let trims = !self.client.is_compressed()
+            && !self.backend.as_ref().is_some_and(|b| b.is_compressed());
         let mut shutdown = self.shared.shutdown.clone();
         let cfg = &self.cfg;
         let limits = ReadLimits {
@@ -720,7 +774,7 @@ impl Session {
             if self.eager > 0
                 && trims
                 && self.client.buffered() == 0
-                && self.backend.buffered() == 0
+                && self.backend.as_ref().is_none_or(|b| b.buffered() == 0)
             {
                 self.eager -= 1;
                 self.idle_deadline = limits.idle.map(|d| tokio::time::Instant::now() + d);
@@ -737,7 +791,9 @@ impl Session {
             };
             // an idle session keeps only small buffers, whatever its last command was
             self.client.shrink_buffers();
-            self.backend.shrink_buffers();
+            if let Some(b) = self.backend.as_mut() {
+                b.shrink_buffers();
+            }
             if self.command.capacity() > COMMAND_KEEP {
                 self.command = Vec::new();
             }
@@ -749,7 +805,7 @@ impl Session {
             // instead of getting the backend's goodbye as the answer to its command.
             let read = tokio::select! {
                 biased;
-                _ = self.backend.wait_readable() => return Some(self.backend_went_away().await),
+                _ = closing(&mut self.backend) => return Some(self.backend_went_away().await),
                 r = read_command(&mut self.client, &limits, idle_deadline, &begun, &mut self.command) => r,
                 stop = &mut stop_or_trim => {
                     if stop {
@@ -787,6 +843,15 @@ impl Session {
                 }
             }
             self.started = metrics::enabled().then(metrics::now);
+            // multiplexing: a connection lent (and put in the session's state) before the
+            // command, what it does to the state read
+            if self.mux.is_some() {
+                match Box::pin(self.mux_before()).await {
+                    Ok(true) => {}
+                    Ok(false) => continue,
+                    Err(end) => return Some(end),
+                }
+            }
             // a reload applies from the next command on
             let generation = self.shared.config_generation();
             if generation != self.cfg_generation {
@@ -858,6 +923,11 @@ impl Session {
             if let Err(end) = result {
                 return Some(end);
             }
+            if self.mux.is_some() {
+                if let Err(end) = Box::pin(self.after_command()).await {
+                    return Some(end);
+                }
+            }
         }
     }
 
@@ -896,7 +966,9 @@ impl Session {
     /// after; the backend's summary when it ran there.
     async fn on_query_text(&mut self) -> Result<Option<Summary>, End> {
         // the TLS status a client reads is its own connection's, not the proxy's backend link's
-        if self.client.get_ref().is_tls() || self.backend.get_ref().is_tls() {
+        if self.client.get_ref().is_tls()
+            || self.backend.as_ref().is_some_and(|b| b.get_ref().is_tls())
+        {
             let sql = self.command.get(1..).unwrap_or_default();
             if let Some(q) = crate::sql::probe::ssl_status(sql, self.reading()) {
                 return self.answer_ssl_status(q).await.map(|()| None);
@@ -1011,13 +1083,13 @@ impl Session {
                 Err(_) => Err(End::ClientGone),
             };
         }
-        self.backend.queue_command(&self.command);
-        if self.backend.flush().await.is_err() {
+        be!(self).queue_command(&self.command);
+        if be!(self).flush().await.is_err() {
             return Err(self.lose_backend(1).await);
         }
         let addr = self.cfg.backend.address.clone();
         let wait = self.cfg.handshake_timeout();
-        match handshake::relay_auth(&mut self.client, &mut self.backend, 0, 1, &addr, wait).await {
+        match handshake::relay_auth(&mut self.client, be!(self), 0, 1, &addr, wait).await {
             Ok(Some(st)) => {
                 self.last_status = st;
                 Ok(())
@@ -1180,6 +1252,9 @@ impl Session {
         }
         if self.last_status & status::IN_TRANS == 0 {
             self.txn_pin = None;
+        }
+        if self.mux.is_some() {
+            self.mux_after_response(summary);
         }
     }
 

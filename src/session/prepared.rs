@@ -460,7 +460,7 @@ impl Session {
         for v in variants {
             let mut cmd = vec![com::STMT_CLOSE];
             cmd.extend_from_slice(&v.to_le_bytes());
-            self.backend.queue_command(&cmd);
+            be!(self).queue_command(&cmd);
         }
         self.forward_without_response().await
     }
@@ -677,7 +677,7 @@ impl Session {
             return Ok(None);
         };
         self.statements.ours_prepared_last = true;
-        let prepared = match backend::prepare(&mut self.backend, self.client_caps, &text).await {
+        let prepared = match backend::prepare(be!(self), self.client_caps, &text).await {
             Ok(p) => p,
             Err(e) => return Err(self.own_command_failed(e).await),
         };
@@ -691,7 +691,7 @@ impl Session {
                 tracing::debug!("prefix-scan variant does not match its statement");
                 let mut cmd = vec![com::STMT_CLOSE];
                 cmd.extend_from_slice(&v.to_le_bytes());
-                self.backend.queue_command(&cmd);
+                be!(self).queue_command(&cmd);
                 rw.failed = true;
                 Ok(None)
             }
@@ -708,7 +708,7 @@ impl Session {
 
     /// A command of the proxy's own on the session's connection, its answer not relayed.
     async fn own_command(&mut self, cmd: &[u8]) -> Result<(), End> {
-        match backend::simple_command(&mut self.backend, self.client_caps, cmd).await {
+        match backend::simple_command(be!(self), self.client_caps, cmd).await {
             Ok(_) => Ok(()),
             Err(e) => Err(self.own_command_failed(e).await),
         }

@@ -8,7 +8,7 @@ use super::*;
 
 impl Session {
     pub(super) async fn forward_without_response(&mut self) -> Result<(), End> {
-        if self.backend.send_command(&self.command).await.is_err() {
+        if be!(self).send_command(&self.command).await.is_err() {
             return Err(self.lose_backend(self.command_frames).await);
         }
         Ok(())
@@ -32,7 +32,7 @@ impl Session {
         // the watcher looks for it (unless the client already sent more: it is there then, as
         // MariaDB would find it)
         self.watched.start(self.client.buffered() == 0);
-        let backend_frames = match self.backend.send_command(&self.command).await {
+        let backend_frames = match be!(self).send_command(&self.command).await {
             Ok(next) => next,
             Err(_) => return Err(self.lose_backend(self.command_frames).await),
         };
@@ -76,24 +76,21 @@ impl Session {
                 // the packets already read go on in one copy; the loop below reads the rest
                 let mut failed = None;
                 let mut stopped = false;
-                self.backend
-                    .move_whole_packets(&mut self.client, seq_delta, |h, payload| {
-                        next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
-                        match tracker.feed(h.len, payload) {
-                            Err(e) => {
-                                failed = Some(e);
-                                Flow::Leave
-                            }
-                            Ok(Step::More) if !(compressed && tracker.between_results()) => {
-                                Flow::Next
-                            }
-                            Ok(s) => {
-                                step = s;
-                                stopped = true;
-                                Flow::TakeAndStop
-                            }
+                be!(self).move_whole_packets(&mut self.client, seq_delta, |h, payload| {
+                    next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
+                    match tracker.feed(h.len, payload) {
+                        Err(e) => {
+                            failed = Some(e);
+                            Flow::Leave
                         }
-                    });
+                        Ok(Step::More) if !(compressed && tracker.between_results()) => Flow::Next,
+                        Ok(s) => {
+                            step = s;
+                            stopped = true;
+                            Flow::TakeAndStop
+                        }
+                    }
+                });
                 if let Some(e) = failed {
                     warn!(peer = %self.peer, "{e}");
                     return Err(self.backend_protocol_error(next_seq, e.0).await);
@@ -109,15 +106,15 @@ impl Session {
                 }
                 // a packet not read whole yet that fits the buffer: read on, then move it
                 // with the others; a larger one is streamed below
-                if self.backend.next_frame_fits() {
-                    match self.backend.read_some_flushing(&mut self.client).await {
+                if be!(self).next_frame_fits() {
+                    match be!(self).read_some_flushing(&mut self.client).await {
                         Ok(()) => continue,
                         Err(CopyError::Read(_)) => return Err(self.lose_backend(next_seq).await),
                         Err(CopyError::Write(_)) => return Err(End::ClientGone),
                     }
                 }
             }
-            let header = match self.backend.read_header().await {
+            let header = match be!(self).read_header().await {
                 Ok(h) => h,
                 Err(_) => return Err(self.lose_backend(next_seq).await),
             };
@@ -125,7 +122,7 @@ impl Session {
             next_seq = seq.wrapping_add(1);
             if !continuing {
                 let first = if header.len > 0 {
-                    match self.backend.peek(1).await {
+                    match be!(self).peek(1).await {
                         Ok(b) => Some(b[0]),
                         Err(_) => return Err(self.lose_backend(next_seq).await),
                     }
@@ -133,7 +130,7 @@ impl Session {
                     None
                 };
                 if tracker.needs_whole_packet(first, header.len) {
-                    let payload = match self.backend.read_payload(header.len).await {
+                    let payload = match be!(self).read_payload(header.len).await {
                         Ok(p) => p,
                         Err(_) => return Err(self.lose_backend(next_seq).await),
                     };
@@ -214,7 +211,7 @@ impl Session {
         len: usize,
         next_seq: u8,
     ) -> Result<(), End> {
-        match self.backend.copy_payload_to(len, &mut self.client).await {
+        match be!(self).copy_payload_to(len, &mut self.client).await {
             Ok(()) => Ok(()),
             Err(CopyError::Read(_)) => Err(self.lose_backend(next_seq).await),
             Err(CopyError::Write(_)) => Err(End::ClientGone),
@@ -230,9 +227,8 @@ impl Session {
                 Ok(Ok(h)) => h,
                 _ => return Err(End::ClientGone),
             };
-            self.backend
-                .queue_header(h.len, h.seq.wrapping_sub(seq_delta));
-            let copy = self.client.copy_payload_to(h.len, &mut self.backend);
+            be!(self).queue_header(h.len, h.seq.wrapping_sub(seq_delta));
+            let copy = self.client.copy_payload_to(h.len, be!(self));
             match tokio::time::timeout(net_read, copy).await {
                 Ok(Ok(())) => {}
                 Ok(Err(CopyError::Read(_))) | Err(_) => return Err(End::ClientGone),
@@ -245,7 +241,7 @@ impl Session {
             }
             previous_full = h.len == MAX_FRAME;
         }
-        if self.backend.flush().await.is_err() {
+        if be!(self).flush().await.is_err() {
             return Err(self.lose_backend(0).await);
         }
         Ok(())
@@ -263,14 +259,18 @@ impl Session {
     /// what plain commands need.
     #[inline(never)]
     pub(super) fn end_backend_statement(&mut self) {
-        let id = self
-            .pooled
-            .as_ref()
-            .map_or(self.backend_id, |p| p.greeting.connection_id);
-        let login = self.pooled.as_ref().map(|p| p.spec.clone());
+        // (a multiplexed session's connection is the one it was lent, of its set's login)
+        let (id, login) = match (self.mux_login(), &self.pooled) {
+            (Some(login), _) => (self.backend_id, login),
+            (None, Some(p)) => (p.greeting.connection_id, Some(p.spec.clone())),
+            (None, None) => (self.backend_id, None),
+        };
+        let Some(backend) = self.backend.as_ref() else {
+            return;
+        };
         // the TCP connection under any TLS: nothing more is sent on it
         let _ = rustix::net::shutdown(
-            std::os::fd::AsFd::as_fd(self.backend.get_ref()),
+            std::os::fd::AsFd::as_fd(backend.get_ref()),
             rustix::net::Shutdown::Both,
         );
         let (shared, peer) = (self.shared.clone(), self.peer);
@@ -294,8 +294,13 @@ impl Session {
         bump(&self.shared.stats.backend_lost);
         warn!(peer = %self.peer, "backend closed the idle connection");
         let wait = std::time::Duration::from_millis(20);
-        self.backend.read_until_closed(64 * 1024, wait).await;
-        let frames = self.backend.take_whole_frames();
+        let frames = match self.backend.as_mut() {
+            Some(b) => {
+                b.read_until_closed(64 * 1024, wait).await;
+                b.take_whole_frames()
+            }
+            None => Vec::new(),
+        };
         self.client.queue_bytes(&frames);
         let _ = self.client.flush().await;
         End::BackendLost

@@ -15,5 +15,6 @@ pub mod lexer;
 pub mod load;
 pub mod probe;
 pub mod scan;
+pub mod session_state;
 pub mod splice;
 pub mod view;

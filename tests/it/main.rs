@@ -23,6 +23,7 @@ mod hardening;
 mod hbase;
 mod loopback;
 mod mariadb_ext;
+mod multiplex;
 mod operations;
 mod prefix;
 mod readings;

@@ -1,0 +1,621 @@
+//! Multiplexing (`multiplex.mode = "transaction"`): the backend connections of one backend user
+//! and wire shape, lent to that user's sessions for a statement or a transaction and given back
+//! when nothing ties them (`session::mux`).
+//!
+//! A set is keyed by everything that shapes the wire format a connection speaks (the backend
+//! user, the capabilities and MariaDB extended capabilities in force, the login's character
+//! set, TLS or not) and, in proxy-auth mode, by the login the proxy makes itself: a connection
+//! is never lent to a session of another user or of another wire shape.
+//!
+//! With relayed authentication the proxy cannot log in by itself (it never learns a password):
+//! a set holds the connections its clients' own logins made, each kept when its session gives
+//! it back while the set is under `multiplex.max_backend_connections`, closed otherwise. In
+//! proxy-auth mode a set opens connections itself up to that limit.
+//!
+//! A session that needs a connection while all of its set's are lent waits for one, at most
+//! `multiplex.wait_timeout_ms` (then error 1040, never a hang).
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+
+use tokio::sync::Notify;
+
+use super::{BackendStream, LoginSpec};
+
+/// Most sets kept at once: a session whose set would be one more is not multiplexed (pinned).
+pub const MAX_SETS: usize = 4096;
+
+/// What decides which connections a session may be lent.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct SetKey {
+    /// The backend user (relayed authentication: the client's login name).
+    pub user: Vec<u8>,
+    pub caps: u32,
+    pub ext_caps: u32,
+    /// The character set (collation id) the login named.
+    pub charset: u8,
+    pub tls: bool,
+    /// Proxy-auth mode: the login the proxy makes for more connections of this set.
+    pub login: Option<LoginSpec>,
+}
+
+/// One assignment of a session variable as the client wrote it (`sql::session_state`), kept
+/// to be made again on another connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assigned {
+    /// The variable's lower-case name (`names` for SET NAMES / SET CHARACTER SET).
+    pub key: Vec<u8>,
+    /// What to send after `SET ` to make it again.
+    pub text: Vec<u8>,
+}
+
+/// The session state a connection carries that the proxy restores when it changes hands.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CarriedState {
+    /// The current database (a session without one is never multiplexed).
+    pub db: Option<Arc<[u8]>>,
+    /// Session variables set since login, in the order they were set (one entry a name).
+    pub vars: Vec<Assigned>,
+    /// `LAST_INSERT_ID()`: the last AUTO_INCREMENT value an INSERT of the session generated.
+    pub last_insert_id: u64,
+}
+
+impl CarriedState {
+    /// Records an assignment: a name set again keeps its place, a `DEFAULT` forgets it.
+    pub fn assign(&mut self, a: Assigned, to_default: bool) {
+        let found = self.vars.iter().position(|v| v.key == a.key);
+        match (found, to_default) {
+            (Some(i), true) => {
+                self.vars.remove(i);
+            }
+            (Some(i), false) => {
+                if let Some(v) = self.vars.get_mut(i) {
+                    *v = a;
+                }
+            }
+            (None, true) => {}
+            (None, false) => self.vars.push(a),
+        }
+    }
+
+    /// Whether `names` (or one of the connection character set variables) is set.
+    fn sets_charset(&self) -> bool {
+        self.vars.iter().any(|v| is_charset_var(&v.key))
+    }
+
+    /// The statement that turns a connection in state `from` into `self` (None: nothing to
+    /// do), as the SET of the assignments that differ (a name `from` has and `self` has not
+    /// goes back to DEFAULT; the character set variables go back to `base`, the set's login
+    /// character set, read once); and whether the database differs. None: cannot be done
+    /// (`from` changed the character set and `base` is not known).
+    pub fn restore_from(&self, from: &CarriedState, base: Option<&[u8]>) -> Option<Restore> {
+        let mut sql: Vec<u8> = Vec::new();
+        let mut add = |piece: &[u8]| {
+            sql.extend_from_slice(if sql.is_empty() { b"SET " } else { b", " });
+            sql.extend_from_slice(piece);
+        };
+        let charset = |s: &'_ CarriedState| -> Vec<Assigned> {
+            s.vars
+                .iter()
+                .filter(|v| is_charset_var(&v.key))
+                .cloned()
+                .collect()
+        };
+        let charset_differs = charset(self) != charset(from);
+        // (SET NAMES sets every one of them: a session that used it needs no base)
+        if charset_differs && from.sets_charset() && !self.vars.iter().any(|v| v.key == b"names") {
+            add(base?);
+        }
+        // the client's own assignments, in its order: each from the first that differs on
+        // (the later ones were made after it), all of them when the character set differs
+        // (their literals were read in it)
+        let mut from_here = charset_differs;
+        for v in &self.vars {
+            from_here |= !from.vars.contains(v);
+            if from_here {
+                add(&v.text);
+            }
+        }
+        if self.last_insert_id != from.last_insert_id {
+            add(format!("last_insert_id = {}", self.last_insert_id).as_bytes());
+        }
+        // what the session never set goes back to the server's value; last (OceanBase gives
+        // every assignment after a `= DEFAULT` in one SET the default too, measured on seekdb)
+        for v in &from.vars {
+            if !is_charset_var(&v.key) && !self.vars.iter().any(|s| s.key == v.key) {
+                let mut piece = b"SESSION ".to_vec();
+                piece.extend_from_slice(&v.key);
+                piece.extend_from_slice(b" = DEFAULT");
+                add(&piece);
+            }
+        }
+        Some(Restore {
+            set: (!sql.is_empty()).then_some(sql),
+            db: (self.db != from.db).then(|| self.db.clone()).flatten(),
+        })
+    }
+}
+
+/// What a connection needs before it serves a session (`CarriedState::restore_from`).
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Restore {
+    /// A SET text.
+    pub set: Option<Vec<u8>>,
+    /// A database to select (COM_INIT_DB).
+    pub db: Option<Arc<[u8]>>,
+}
+
+impl Restore {
+    pub fn is_empty(&self) -> bool {
+        self.set.is_none() && self.db.is_none()
+    }
+}
+
+fn is_charset_var(key: &[u8]) -> bool {
+    matches!(
+        key,
+        b"names"
+            | b"character_set_client"
+            | b"character_set_connection"
+            | b"character_set_results"
+            | b"collation_connection"
+    )
+}
+
+/// A backend connection of a set, with what the proxy knows of its session state.
+pub struct Conn {
+    pub stream: BackendStream,
+    /// The backend's id of the connection (its greeting's; 0: not known).
+    pub id: u32,
+    pub state: CarriedState,
+}
+
+/// Why a session got no connection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Shortage {
+    /// Every connection of the set stayed lent for `multiplex.wait_timeout_ms`.
+    Timeout,
+    /// The set has no connection left and cannot open one (relayed authentication: every
+    /// connection its clients' logins made was lost).
+    NoneLeft,
+}
+
+/// What `Set::borrow` gives.
+pub enum Borrowed {
+    /// An idle connection of the set.
+    Idle(Conn),
+    /// Room for one more: the caller logs in (`Set::opened_failed` if that fails).
+    Open(LoginSpec),
+}
+
+#[derive(Default)]
+struct SetState {
+    idle: Vec<Conn>,
+    /// Connections of the set: lent and idle.
+    open: usize,
+    lent: usize,
+    waiting: usize,
+}
+
+/// The connections of one backend user and wire shape.
+pub struct Set {
+    pub key: SetKey,
+    state: Mutex<SetState>,
+    freed: Notify,
+    /// The SET text that puts a connection back in the login's character set (read once).
+    base_charset: Mutex<Option<Vec<u8>>>,
+}
+
+/// Counts of one set, for SHOW PROXY STATUS and /metrics.
+#[derive(Debug, Clone, Default)]
+pub struct SetCounts {
+    pub user: String,
+    pub open: usize,
+    pub lent: usize,
+    pub idle: usize,
+    pub waiting: usize,
+}
+
+impl Set {
+    fn lock(&self) -> std::sync::MutexGuard<'_, SetState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// A connection made by a login of this set's (relayed authentication), lent at once to
+    /// the session that made it.
+    pub fn joined(&self) {
+        let mut s = self.lock();
+        s.open = s.open.saturating_add(1);
+        s.lent = s.lent.saturating_add(1);
+    }
+
+    /// A connection for a session in state `want`: the session's own last one when it is
+    /// idle (`last`: its backend id), else one that needs no restore, else any that can be
+    /// restored; else room to open one (proxy-auth mode); else waits until `deadline`.
+    pub async fn borrow(
+        &self,
+        want: &CarriedState,
+        last: u32,
+        max: usize,
+        deadline: tokio::time::Instant,
+        waits: &Lending,
+    ) -> Result<Borrowed, Shortage> {
+        let mut waited = None;
+        loop {
+            let notified = self.freed.notified();
+            tokio::pin!(notified);
+            notified.as_mut().enable();
+            {
+                let mut s = self.lock();
+                // connections the backend closed while they sat idle are dropped
+                s.idle.retain(|c| still_open(&c.stream));
+                s.open = s.lent + s.idle.len();
+                let base = self.base_charset.lock().map(|b| b.clone()).unwrap_or(None);
+                let pick = s
+                    .idle
+                    .iter()
+                    .rposition(|c| c.id == last && last != 0)
+                    .or_else(|| s.idle.iter().rposition(|c| c.state == *want))
+                    .or_else(|| {
+                        s.idle
+                            .iter()
+                            .rposition(|c| want.restore_from(&c.state, base.as_deref()).is_some())
+                    });
+                if let Some(i) = pick {
+                    let conn = s.idle.swap_remove(i);
+                    s.lent = s.lent.saturating_add(1);
+                    if waited.is_some() {
+                        s.waiting = s.waiting.saturating_sub(1);
+                    }
+                    drop(s);
+                    waits.waited(waited);
+                    return Ok(Borrowed::Idle(conn));
+                }
+                if let (Some(spec), true) = (&self.key.login, s.open < max) {
+                    s.open = s.open.saturating_add(1);
+                    s.lent = s.lent.saturating_add(1);
+                    if waited.is_some() {
+                        s.waiting = s.waiting.saturating_sub(1);
+                    }
+                    drop(s);
+                    waits.waited(waited);
+                    return Ok(Borrowed::Open(spec.clone()));
+                }
+                if s.open == 0 && self.key.login.is_none() {
+                    if waited.is_some() {
+                        s.waiting = s.waiting.saturating_sub(1);
+                    }
+                    return Err(Shortage::NoneLeft);
+                }
+                if waited.is_none() {
+                    s.waiting = s.waiting.saturating_add(1);
+                    waited = Some(std::time::Instant::now());
+                }
+            }
+            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+                let mut s = self.lock();
+                s.waiting = s.waiting.saturating_sub(1);
+                drop(s);
+                waits.timed_out.fetch_add(1, Relaxed);
+                waits.waited(waited);
+                return Err(Shortage::Timeout);
+            }
+        }
+    }
+
+    /// A login `borrow` made room for failed.
+    pub fn open_failed(&self) {
+        let mut s = self.lock();
+        s.open = s.open.saturating_sub(1);
+        s.lent = s.lent.saturating_sub(1);
+        drop(s);
+        self.freed.notify_waiters();
+    }
+
+    /// A lent connection comes back: kept idle (`keep`, and the set is not over `max`), or
+    /// closed (None returned: the caller dropped it; Some: the caller closes it).
+    pub fn give_back(&self, conn: Conn, keep: bool, max: usize) -> Option<Conn> {
+        let mut s = self.lock();
+        s.lent = s.lent.saturating_sub(1);
+        let out = if keep && s.open <= max {
+            s.idle.push(conn);
+            None
+        } else {
+            s.open = s.open.saturating_sub(1);
+            Some(conn)
+        };
+        drop(s);
+        self.freed.notify_waiters();
+        out
+    }
+
+    /// A lent connection is lost (broken, or kept by its session to its end).
+    pub fn lost(&self) {
+        let mut s = self.lock();
+        s.lent = s.lent.saturating_sub(1);
+        s.open = s.open.saturating_sub(1);
+        drop(s);
+        self.freed.notify_waiters();
+    }
+
+    pub fn base_charset(&self) -> Option<Vec<u8>> {
+        self.base_charset
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    pub fn set_base_charset(&self, text: Vec<u8>) {
+        *self.base_charset.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+    }
+
+    pub fn counts(&self) -> SetCounts {
+        let s = self.lock();
+        SetCounts {
+            user: String::from_utf8_lossy(&self.key.user).into_owned(),
+            open: s.open,
+            lent: s.lent,
+            idle: s.idle.len(),
+            waiting: s.waiting,
+        }
+    }
+}
+
+/// An idle connection has nothing to say: readable means closed (EOF) or out of step.
+fn still_open(stream: &BackendStream) -> bool {
+    if stream.buffered() != 0 {
+        return false;
+    }
+    let mut probe = [0u8; 1];
+    matches!(stream.get_ref().tcp().try_read(&mut probe), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+}
+
+/// Upper bounds (seconds) of the wait-for-a-connection histogram.
+pub const WAIT_BOUNDS: [f64; 8] = [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0];
+
+/// Reasons a session keeps its connection for the rest of its life (`sql::session_state`).
+pub const PIN_REASONS: [&str; 12] = [
+    "user_variable",
+    "temporary_table",
+    "lock",
+    "prepared_statement",
+    "previous_result",
+    "connection_id",
+    "session_command",
+    "stored_program",
+    "set_not_carried",
+    "no_database",
+    "unreadable",
+    "too_many_sets",
+];
+
+/// Every set, and the counters of lending.
+#[derive(Default)]
+pub struct Lending {
+    sets: Mutex<HashMap<SetKey, Arc<Set>>>,
+    /// Sessions multiplexed now.
+    pub sessions: AtomicU64,
+    pub borrows: AtomicU64,
+    pub restores: AtomicU64,
+    pub timed_out: AtomicU64,
+    pub pins: [AtomicU64; PIN_REASONS.len()],
+    /// Waits for a connection: counts under each of `WAIT_BOUNDS` (cumulative at reading),
+    /// the rest, and the sum in microseconds.
+    waits: [AtomicU64; WAIT_BOUNDS.len() + 1],
+    wait_us: AtomicU64,
+}
+
+impl Lending {
+    /// The set of `key`, made when it is the first of its kind (None: `MAX_SETS` are kept).
+    pub fn set(&self, key: SetKey) -> Option<Arc<Set>> {
+        let mut sets = self.sets.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(s) = sets.get(&key) {
+            return Some(s.clone());
+        }
+        if sets.len() >= MAX_SETS {
+            // sets no connection is left in make room
+            sets.retain(|_, s| {
+                let c = s.lock();
+                c.open > 0 || c.waiting > 0 || Arc::strong_count(s) > 1
+            });
+            if sets.len() >= MAX_SETS {
+                return None;
+            }
+        }
+        let set = Arc::new(Set {
+            key: key.clone(),
+            state: Mutex::new(SetState::default()),
+            freed: Notify::new(),
+            base_charset: Mutex::new(None),
+        });
+        sets.insert(key, set.clone());
+        Some(set)
+    }
+
+    fn waited(&self, since: Option<std::time::Instant>) {
+        let Some(since) = since else { return };
+        let took = since.elapsed().as_secs_f64();
+        let i = WAIT_BOUNDS
+            .iter()
+            .position(|b| took <= *b)
+            .unwrap_or(WAIT_BOUNDS.len());
+        if let Some(c) = self.waits.get(i) {
+            c.fetch_add(1, Relaxed);
+        }
+        self.wait_us.fetch_add(
+            u64::try_from(since.elapsed().as_micros()).unwrap_or(u64::MAX),
+            Relaxed,
+        );
+    }
+
+    pub fn pinned(&self, reason: usize) {
+        if let Some(c) = self.pins.get(reason) {
+            c.fetch_add(1, Relaxed);
+        }
+    }
+
+    /// Per set: its user and counts.
+    pub fn counts(&self) -> Vec<SetCounts> {
+        let sets: Vec<Arc<Set>> = self
+            .sets
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .cloned()
+            .collect();
+        sets.iter().map(|s| s.counts()).collect()
+    }
+
+    /// Name/value rows for SHOW PROXY STATUS: totals, then one row a user.
+    pub fn rows(&self) -> Vec<(String, String)> {
+        let g = |c: &AtomicU64| c.load(Relaxed).to_string();
+        let per_user = self.per_user();
+        let (open, lent, idle) = per_user.iter().fold((0, 0, 0), |(o, l, i), c| {
+            (o + c.open, l + c.lent, i + c.idle)
+        });
+        let sessions = self.sessions.load(Relaxed);
+        let mut rows = vec![
+            ("multiplex_sessions".to_string(), sessions.to_string()),
+            (
+                "multiplex_backend_connections_open".into(),
+                open.to_string(),
+            ),
+            (
+                "multiplex_backend_connections_busy".into(),
+                lent.to_string(),
+            ),
+            (
+                "multiplex_backend_connections_idle".into(),
+                idle.to_string(),
+            ),
+            (
+                "multiplex_clients_per_backend_connection".into(),
+                format!("{:.2}", ratio(sessions, open)),
+            ),
+            ("multiplex_borrows".into(), g(&self.borrows)),
+            ("multiplex_state_restores".into(), g(&self.restores)),
+            ("multiplex_wait_timeouts".into(), g(&self.timed_out)),
+        ];
+        let (waits, sum) = self.wait_histogram();
+        rows.push((
+            "multiplex_waits".into(),
+            waits.iter().sum::<u64>().to_string(),
+        ));
+        rows.push(("multiplex_wait_seconds_sum".into(), format!("{sum:.6}")));
+        for (reason, c) in PIN_REASONS.iter().zip(&self.pins) {
+            rows.push((format!("multiplex_pins_{reason}"), g(c)));
+        }
+        for c in per_user {
+            rows.push((
+                format!("multiplex_user:{}", c.user),
+                format!(
+                    "open={} busy={} idle={} waiting={}",
+                    c.open, c.lent, c.idle, c.waiting
+                ),
+            ));
+        }
+        rows
+    }
+
+    /// The counts of every set, summed by user.
+    pub fn per_user(&self) -> Vec<SetCounts> {
+        let mut by: std::collections::BTreeMap<String, SetCounts> = Default::default();
+        for c in self.counts() {
+            let e = by.entry(c.user.clone()).or_insert_with(|| SetCounts {
+                user: c.user.clone(),
+                ..Default::default()
+            });
+            e.open += c.open;
+            e.lent += c.lent;
+            e.idle += c.idle;
+            e.waiting += c.waiting;
+        }
+        by.into_values().collect()
+    }
+
+    /// The wait histogram: counts per bound (not cumulative), the count past the last, and
+    /// the sum in seconds.
+    pub fn wait_histogram(&self) -> (Vec<u64>, f64) {
+        let counts = self.waits.iter().map(|c| c.load(Relaxed)).collect();
+        (counts, self.wait_us.load(Relaxed) as f64 / 1e6)
+    }
+}
+
+/// Clients per backend connection (0 with none open).
+pub fn ratio(sessions: u64, open: usize) -> f64 {
+    if open == 0 {
+        0.0
+    } else {
+        sessions as f64 / open as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn a(key: &str, text: &str) -> Assigned {
+        Assigned {
+            key: key.as_bytes().to_vec(),
+            text: text.as_bytes().to_vec(),
+        }
+    }
+
+    fn state(db: &str, vars: &[(&str, &str)], id: u64) -> CarriedState {
+        CarriedState {
+            db: Some(Arc::from(db.as_bytes())),
+            vars: vars.iter().map(|(k, t)| a(k, t)).collect(),
+            last_insert_id: id,
+        }
+    }
+
+    #[test]
+    fn the_same_state_needs_no_restore() {
+        let s = state("d", &[("sql_mode", "sql_mode='ANSI'")], 3);
+        assert!(s.restore_from(&s.clone(), None).unwrap().is_empty());
+    }
+
+    #[test]
+    fn what_differs_is_set_again_and_what_the_session_never_set_goes_back_to_default() {
+        let want = state("d", &[("time_zone", "time_zone='+00:00'")], 7);
+        let from = state("e", &[("sql_mode", "sql_mode='ANSI'")], 0);
+        let r = want.restore_from(&from, None).unwrap();
+        assert_eq!(
+            String::from_utf8(r.set.unwrap()).unwrap(),
+            "SET time_zone='+00:00', last_insert_id = 7, SESSION sql_mode = DEFAULT"
+        );
+        assert_eq!(r.db.as_deref(), Some(&b"d"[..]));
+    }
+
+    #[test]
+    fn a_changed_character_set_goes_back_to_the_login_one_only_when_it_is_known() {
+        let want = state("d", &[], 0);
+        let from = state("d", &[("names", "NAMES latin1")], 0);
+        assert!(want.restore_from(&from, None).is_none());
+        let r = want
+            .restore_from(&from, Some(b"character_set_client = 'utf8mb4'"))
+            .unwrap();
+        assert_eq!(r.set.unwrap(), b"SET character_set_client = 'utf8mb4'");
+        // a session that set its own character set needs no base: its assignments follow
+        let want = state(
+            "d",
+            &[("names", "NAMES utf8mb4"), ("sql_mode", "sql_mode=''")],
+            0,
+        );
+        let r = want.restore_from(&from, None).unwrap();
+        assert_eq!(r.set.unwrap(), b"SET NAMES utf8mb4, sql_mode=''");
+    }
+
+    #[test]
+    fn an_assignment_again_keeps_its_place_and_default_forgets_it() {
+        let mut s = CarriedState::default();
+        s.assign(a("sql_mode", "sql_mode='A'"), false);
+        s.assign(a("time_zone", "time_zone='+01:00'"), false);
+        s.assign(a("sql_mode", "sql_mode='B'"), false);
+        assert_eq!(s.vars[0].text, b"sql_mode='B'");
+        s.assign(a("sql_mode", "sql_mode=DEFAULT"), true);
+        assert_eq!(s.vars.len(), 1);
+        assert_eq!(s.vars[0].key, b"time_zone");
+    }
+}

@@ -1,0 +1,449 @@
+//! Multiplexing (`multiplex.mode = "transaction"`): the session holds a backend connection of
+//! its set (`backend::lend`) for a command or a transaction and gives it back after a command
+//! when nothing ties it to it; before its next command it is lent one again (its own last one
+//! when that is idle), which is first put in the session's state (`CarriedState`: the current
+//! database, the session variables it set, LAST_INSERT_ID).
+//!
+//! What ties a connection to a session:
+//! - for a while: a transaction (IN_TRANS, or autocommit off), conditions or results the next
+//!   statement may read (warnings, an error, rows changed), the proxy's own held conditions or
+//!   the HBase guard's partition. The connection is kept until a command ends without them.
+//! - for good (a pin, counted by reason): state the proxy cannot carry
+//!   (`sql::session_state::Pin`): the session leaves multiplexing, its connection leaves the
+//!   set and is its own from then on, exactly as with multiplexing off.
+
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+
+use super::*;
+use crate::backend::lend::{Assigned, Borrowed, CarriedState, Conn, Set, SetKey, Shortage};
+use crate::sql::session_state::{self, Effect, Pin};
+
+/// A multiplexed session's part.
+pub(super) struct Mux {
+    set: Arc<Set>,
+    /// The session's state, as the proxy carries it.
+    state: CarriedState,
+    /// The backend id of the connection it last held.
+    last_id: u32,
+    /// Assignments of the command being carried out, recorded once it ran without an error.
+    carry: Vec<session_state::Assignment>,
+    /// The last response leaves something the next statement may read: keep the connection.
+    hold: bool,
+    /// A response of the command ended in an error.
+    failed: bool,
+}
+
+impl Session {
+    /// Multiplexing for this session, when the configuration asks for it: its login's
+    /// connection joins the set `key`, lent to it. `db`: the database it logged in with.
+    pub(super) fn with_mux(mut self, key: SetKey, db: Option<&[u8]>) -> Self {
+        if self.cfg.multiplex.mode != crate::config::MultiplexMode::Transaction {
+            return self;
+        }
+        let lending = &self.shared.lending;
+        match lending.set(key) {
+            Some(set) => {
+                set.joined();
+                lending.sessions.fetch_add(1, Relaxed);
+                self.mux = Some(Box::new(Mux {
+                    set,
+                    state: CarriedState {
+                        db: db.map(Arc::from),
+                        ..Default::default()
+                    },
+                    last_id: self.backend_id,
+                    carry: Vec::new(),
+                    hold: false,
+                    failed: false,
+                }));
+            }
+            None => lending.pinned(Pin::TooManySets as usize),
+        }
+        self
+    }
+
+    /// Proxy-auth mode: the id of the connection logged in for the session, known to the
+    /// multiplexer (which lends it by id); the session's own KILL path keeps using the login's.
+    pub(super) fn with_mux_own_login(mut self, id: u32) -> Self {
+        if self.cfg.multiplex.mode == crate::config::MultiplexMode::Transaction {
+            self.backend_id = id;
+        }
+        self
+    }
+
+    /// Leaves multiplexing for good: the connection held now is the session's own (it leaves
+    /// its set); one not held is borrowed first.
+    pub(super) async fn pin(&mut self, why: Pin) -> Result<(), End> {
+        if self.backend.is_none() && !self.attach().await? {
+            return Ok(());
+        }
+        if let Some(m) = self.mux.take() {
+            self.shared.lending.pinned(why as usize);
+            self.shared.lending.sessions.fetch_sub(1, Relaxed);
+            // the connection stays counted in its set until the session ends (`pinned_set`)
+            self.pinned_set = Some(m.set);
+            debug!(peer = %self.peer, ?why, "session pinned to its backend connection");
+        }
+        Ok(())
+    }
+
+    /// A multiplexed session's set's login (Some(None): relayed authentication); None when the
+    /// session is not multiplexed.
+    pub(super) fn mux_login(&self) -> Option<Option<crate::backend::LoginSpec>> {
+        self.mux.as_ref().map(|m| m.set.key.login.clone())
+    }
+
+    /// Before a command of a multiplexed session: a connection when it holds none (false: the
+    /// client was answered instead), then what the command does to the session's state.
+    pub(super) async fn mux_before(&mut self) -> Result<bool, End> {
+        if self.command.first() == Some(&com::QUIT) {
+            return Ok(true);
+        }
+        if self.backend.is_none() && !self.attach().await? {
+            self.observe_end();
+            return Ok(false);
+        }
+        self.before_command().await?;
+        Ok(true)
+    }
+
+    /// Before a command: what it does to the session's state (a text read lexically, other
+    /// commands by kind); a pin leaves multiplexing before it runs.
+    pub(super) async fn before_command(&mut self) -> Result<(), End> {
+        let reading = self.reading();
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
+        m.carry.clear();
+        let pin = match self.command.first().copied() {
+            Some(com::QUERY) => {
+                let sql = self.command.get(1..).unwrap_or_default();
+                match session_state::effect(sql, reading) {
+                    Effect::None => None,
+                    Effect::Carry(list) => {
+                        m.carry = list;
+                        None
+                    }
+                    Effect::Pin(p) => Some(p),
+                }
+            }
+            Some(com::STMT_PREPARE | com::STMT_EXECUTE | com::STMT_BULK_EXECUTE) => {
+                Some(Pin::PreparedStatement)
+            }
+            Some(
+                com::STMT_SEND_LONG_DATA | com::STMT_FETCH | com::STMT_RESET | com::STMT_CLOSE,
+            ) => Some(Pin::PreparedStatement),
+            Some(com::PROCESS_KILL) => Some(Pin::ConnectionId),
+            Some(com::CHANGE_USER | com::RESET_CONNECTION | com::SET_OPTION | com::DEBUG) => {
+                Some(Pin::SessionCommand)
+            }
+            _ => None,
+        };
+        match pin {
+            Some(p) => self.pin(p).await,
+            None => Ok(()),
+        }
+    }
+
+    /// A response of the session's: what it leaves for the next statement to read holds the
+    /// connection; the insert id it reported is carried.
+    pub(super) fn mux_after_response(&mut self, summary: &Summary) {
+        if let Some(m) = self.mux.as_mut() {
+            m.failed |= summary.error_code.is_some();
+            m.hold |=
+                summary.warnings > 0 || summary.error_code.is_some() || summary.affected_rows > 0;
+            if summary.last_insert_id != 0 {
+                m.state.last_insert_id = summary.last_insert_id;
+            }
+        }
+    }
+
+    /// After a command: its assignments recorded (or, after an error, a pin: what ran of them
+    /// is not known), then the connection given back when nothing ties it.
+    pub(super) async fn after_command(&mut self) -> Result<(), End> {
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
+        let hold = std::mem::take(&mut m.hold);
+        let failed = std::mem::take(&mut m.failed);
+        if !m.carry.is_empty() {
+            // what ran of a text that failed is not known
+            if failed || self.held.is_some() {
+                return self.pin(Pin::SetNotCarried).await;
+            }
+            for a in std::mem::take(&mut m.carry) {
+                m.state.assign(
+                    Assigned {
+                        key: a.key,
+                        text: a.text,
+                    },
+                    a.to_default,
+                );
+            }
+        }
+        let tied = hold
+            || self.backend.is_none()
+            || self.last_status & status::IN_TRANS != 0
+            || self.last_status & status::AUTOCOMMIT == 0
+            || self.txn_pin.is_some()
+            || self.held.is_some()
+            || !self.pending_notes.is_empty()
+            || !self.pending_warnings.is_empty()
+            || self.watched.client_gone();
+        if tied {
+            return Ok(());
+        }
+        self.give_back().await
+    }
+
+    /// Gives the connection back to its set, in the state the session left it (the current
+    /// database read first when a command may have changed it).
+    async fn give_back(&mut self) -> Result<(), End> {
+        if self.db_fact.is_none() {
+            self.read_facts(&Default::default()).await?;
+        }
+        let db = match &self.db_fact {
+            Some(Some(db)) => db.clone(),
+            _ => return self.pin(Pin::NoDatabase).await,
+        };
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
+        m.state.db = Some(db);
+        let set = m.set.clone();
+        // the set learns its login's character set from a connection still in it
+        if set.base_charset().is_none() && !m.state.vars.iter().any(|v| is_charset(&v.key)) {
+            self.learn_base_charset(&set).await?;
+        }
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
+        // the watcher lets go of the connection first: it never touches one another session
+        // holds
+        self.watched.rest();
+        let Some(mut stream) = self.backend.take() else {
+            return Ok(());
+        };
+        if self.watched.client_gone() {
+            set.lost();
+            return Ok(());
+        }
+        stream.release_idle();
+        m.last_id = self.backend_id;
+        let conn = Conn {
+            stream,
+            id: self.backend_id,
+            state: m.state.clone(),
+        };
+        let max = self.cfg.multiplex.max_backend_connections;
+        if let Some(mut extra) = set.give_back(conn, true, max) {
+            let _ = extra.stream.send_command(&[com::QUIT]).await;
+            extra.stream.shutdown().await;
+        }
+        Ok(())
+    }
+
+    #[cold]
+    async fn learn_base_charset(&mut self, set: &Set) -> Result<(), End> {
+        let sql = "SELECT @@character_set_client, @@character_set_connection, \
+                   @@character_set_results, @@collation_connection";
+        if let Ok(rows) = self.rows(sql).await? {
+            if let Some(r) = rows.first() {
+                let v = |i: usize| -> Option<Vec<u8>> {
+                    match r.get(i) {
+                        Some(Some(b))
+                            if b.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') =>
+                        {
+                            let mut q = b"'".to_vec();
+                            q.extend_from_slice(b);
+                            q.push(b'\'');
+                            Some(q)
+                        }
+                        Some(None) => Some(b"NULL".to_vec()),
+                        _ => None,
+                    }
+                };
+                if let (Some(c), Some(n), Some(res), Some(col)) = (v(0), v(1), v(2), v(3)) {
+                    let mut t = b"character_set_client = ".to_vec();
+                    t.extend_from_slice(&c);
+                    t.extend_from_slice(b", character_set_connection = ");
+                    t.extend_from_slice(&n);
+                    t.extend_from_slice(b", character_set_results = ");
+                    t.extend_from_slice(&res);
+                    t.extend_from_slice(b", collation_connection = ");
+                    t.extend_from_slice(&col);
+                    set.set_base_charset(t);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Before a command of a session that holds no connection: one of its set's, put in the
+    /// session's state. Ok(false): none could be had, the client was told (error 1040 after
+    /// `multiplex.wait_timeout_ms`, or the backend's refusal of a login or a restore).
+    pub(super) async fn attach(&mut self) -> Result<bool, End> {
+        let Some(m) = self.mux.as_ref() else {
+            return Ok(self.backend.is_some());
+        };
+        let (set, want, last) = (m.set.clone(), m.state.clone(), m.last_id);
+        let cfg = self.cfg.clone();
+        let max = cfg.multiplex.max_backend_connections;
+        let deadline = tokio::time::Instant::now()
+            + std::time::Duration::from_millis(cfg.multiplex.wait_timeout_ms);
+        let lending = &self.shared.lending;
+        lending.borrows.fetch_add(1, Relaxed);
+        let mut conn = match set.borrow(&want, last, max, deadline, lending).await {
+            Ok(Borrowed::Idle(c)) => c,
+            Ok(Borrowed::Open(spec)) => {
+                let wait = cfg.connect_timeout();
+                match crate::backend::login(
+                    &cfg.backend.address,
+                    wait,
+                    &spec,
+                    self.shared.backend_tls.as_ref(),
+                )
+                .await
+                {
+                    Ok(l) => Conn {
+                        stream: l.stream,
+                        id: l.greeting.connection_id,
+                        state: CarriedState {
+                            db: spec.database.as_deref().map(Arc::from),
+                            ..Default::default()
+                        },
+                    },
+                    Err(e) => {
+                        set.open_failed();
+                        warn!(peer = %self.peer, "multiplexing: no new backend connection: {e}");
+                        self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
+                            .await?;
+                        return Ok(false);
+                    }
+                }
+            }
+            Err(Shortage::Timeout) => {
+                let e = ErrorInfo::new(
+                    er::CON_COUNT_ERROR,
+                    "08004",
+                    format!(
+                        "Too many connections (obkv-proxy: every backend connection of this user \
+                         stayed busy for {} ms; multiplex.max_backend_connections = {max})",
+                        cfg.multiplex.wait_timeout_ms
+                    ),
+                );
+                // (no statement ran: the diagnostics area stays as it was)
+                self.answer_protocol_error(e).await?;
+                return Ok(false);
+            }
+            Err(Shortage::NoneLeft) => {
+                // relayed authentication: no connection of this user is left (lost, or their
+                // sessions ended), and the proxy cannot log in without the client's password
+                let e = ErrorInfo::new(
+                    er::CON_COUNT_ERROR,
+                    "08004",
+                    "Too many connections (obkv-proxy: no backend connection of this user is \
+                     open, and with relayed authentication the proxy opens none itself; a new \
+                     login of the user makes one)",
+                );
+                self.answer_protocol_error(e).await?;
+                return Ok(false);
+            }
+        };
+        let base = set.base_charset();
+        match want.restore_from(&conn.state, base.as_deref()) {
+            Some(r) if r.is_empty() => {}
+            restore => {
+                lending.restores.fetch_add(1, Relaxed);
+                debug!(peer = %self.peer, ?restore, "multiplexing: restoring the session's state");
+                if !restored(&mut conn, self.client_caps, restore).await {
+                    set.lost();
+                    warn!(peer = %self.peer, "multiplexing: a backend connection could not be put in the session's state; closed");
+                    self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
+                        .await?;
+                    return Ok(false);
+                }
+            }
+        }
+        self.backend_id = conn.id;
+        self.watched
+            .resume(self.client.get_ref(), conn.stream.get_ref());
+        self.backend = Some(conn.stream);
+        Ok(true)
+    }
+
+    /// At the session's end: the connection held goes back to its set when the session left
+    /// it clean and in a known state; else it is closed. True: it was taken care of here.
+    pub(super) async fn mux_end(&mut self, clean: bool) -> bool {
+        let Some(m) = self.mux.as_ref() else {
+            return false;
+        };
+        self.shared.lending.sessions.fetch_sub(1, Relaxed);
+        let set = m.set.clone();
+        let Some(mut stream) = self.backend.take() else {
+            return true;
+        };
+        let known = matches!(&self.db_fact, Some(Some(_)));
+        let idle =
+            self.last_status & status::IN_TRANS == 0 && self.last_status & status::AUTOCOMMIT != 0;
+        if clean && known && idle {
+            if let (Some(m), Some(Some(db))) = (self.mux.as_mut(), &self.db_fact) {
+                m.state.db = Some(db.clone());
+                stream.release_idle();
+                let conn = Conn {
+                    stream,
+                    id: self.backend_id,
+                    state: m.state.clone(),
+                };
+                if let Some(mut extra) =
+                    set.give_back(conn, true, self.cfg.multiplex.max_backend_connections)
+                {
+                    let _ = extra.stream.send_command(&[com::QUIT]).await;
+                    extra.stream.shutdown().await;
+                }
+                return true;
+            }
+        }
+        set.lost();
+        if clean {
+            let _ = stream.send_command(&[com::QUIT]).await;
+            stream.shutdown().await;
+        }
+        true
+    }
+}
+
+fn is_charset(key: &[u8]) -> bool {
+    matches!(
+        key,
+        b"names"
+            | b"character_set_client"
+            | b"character_set_connection"
+            | b"character_set_results"
+            | b"collation_connection"
+    )
+}
+
+/// Puts a borrowed connection in the session's state (None: it cannot be). False: it failed.
+async fn restored(
+    conn: &mut Conn,
+    caps: Caps,
+    restore: Option<crate::backend::lend::Restore>,
+) -> bool {
+    let Some(r) = restore else {
+        return false;
+    };
+    if let Some(sql) = &r.set {
+        match crate::backend::query(&mut conn.stream, caps, sql).await {
+            Ok((crate::backend::QueryResult::Ok(_), _)) => {}
+            _ => return false,
+        }
+    }
+    if let Some(db) = &r.db {
+        if crate::backend::init_db(&mut conn.stream, db).await.is_err() {
+            return false;
+        }
+    }
+    true
+}

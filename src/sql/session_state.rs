@@ -1,0 +1,508 @@
+//! What a text does to its session's state, for multiplexing (`backend::lend`): nothing the
+//! proxy must know of; assignments of session variables it carries to whichever backend
+//! connection serves the session next; or state it cannot carry, which pins the session to its
+//! connection (counted by reason).
+//!
+//! Read as the backend reads it (`scan::Scanner`: executable comments as code, every statement
+//! of a multi-statement text). Conservative: what it cannot read pins. Transactions are not
+//! its business: the status flags of each response say when one is open.
+
+use super::scan::{Dialect, Scanner, Tok, Token};
+
+/// Why a session keeps its backend connection from now on (an index into
+/// `backend::lend::PIN_REASONS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(usize)]
+pub enum Pin {
+    UserVariable = 0,
+    TemporaryTable = 1,
+    Lock = 2,
+    PreparedStatement = 3,
+    PreviousResult = 4,
+    ConnectionId = 5,
+    SessionCommand = 6,
+    StoredProgram = 7,
+    SetNotCarried = 8,
+    NoDatabase = 9,
+    Unreadable = 10,
+    TooManySets = 11,
+}
+
+/// An assignment the proxy carries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assignment {
+    /// The variable's lower-case name (`names` for SET NAMES / CHARACTER SET / CHARSET).
+    pub key: Vec<u8>,
+    /// What follows `SET ` to make it again.
+    pub text: Vec<u8>,
+    /// `= DEFAULT`: the session's value goes back to the server's.
+    pub to_default: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Nothing to carry or pin.
+    None,
+    /// Session variables set (the proxy records them once the text ran without an error).
+    Carry(Vec<Assignment>),
+    Pin(Pin),
+}
+
+/// Most tokens read; a longer text pins (`Unreadable`) only when it is not plain.
+const MAX_TOKENS: usize = 1 << 20;
+
+/// Variables whose assignment cannot be made again on another connection as written (one-shot
+/// values for the next statement, replication and identity state, the database's character
+/// set that USE sets, which variables the server tracks).
+const NOT_CARRIED: [&[u8]; 14] = [
+    b"insert_id",
+    b"last_insert_id",
+    b"identity",
+    b"rand_seed1",
+    b"rand_seed2",
+    b"pseudo_thread_id",
+    b"pseudo_slave_mode",
+    b"character_set_database",
+    b"collation_database",
+    b"session_track_system_variables",
+    b"session_track_schema",
+    b"session_track_state_change",
+    b"session_track_transaction_info",
+    b"gtid_next",
+];
+
+/// System variables whose reading depends on the previous statement.
+const PREVIOUS: [&[u8]; 4] = [
+    b"identity",
+    b"last_insert_id",
+    b"warning_count",
+    b"error_count",
+];
+
+/// What `sql` does to the session's state, read as `d` reads it.
+pub fn effect(sql: &[u8], d: Dialect) -> Effect {
+    let mut tokens: Vec<Token> = Vec::new();
+    let mut scanner = Scanner::new(sql, d);
+    for t in scanner.by_ref() {
+        let Ok(t) = t else {
+            return Effect::Pin(Pin::Unreadable);
+        };
+        if tokens.len() >= MAX_TOKENS {
+            return Effect::Pin(Pin::Unreadable);
+        }
+        tokens.push(t);
+    }
+    // a text that reads otherwise under a state the proxy does not know (ANSI_QUOTES, a
+    // multibyte character set, OceanBase's reading of executable comments) is carried only
+    // when it assigns nothing
+    let ambiguous = {
+        let a = scanner.ambiguity;
+        a.quotes || a.multibyte || (a.comment && d.may_be_oceanbase())
+    };
+    let mut carried = Vec::new();
+    for stmt in tokens.split(|t| t.is_punct(b';')) {
+        if stmt.is_empty() {
+            continue;
+        }
+        if let Some(pin) = pins(sql, stmt) {
+            return Effect::Pin(pin);
+        }
+        if stmt.first().is_some_and(|t| t.is_word(sql, "SET")) {
+            match assignments(sql, stmt.get(1..).unwrap_or_default()) {
+                Ok(list) => carried.extend(list),
+                Err(pin) => return Effect::Pin(pin),
+            }
+        }
+    }
+    if carried.is_empty() {
+        Effect::None
+    } else if ambiguous {
+        Effect::Pin(Pin::Unreadable)
+    } else {
+        Effect::Carry(carried)
+    }
+}
+
+/// What in one statement pins its session, whatever its kind.
+fn pins(sql: &[u8], stmt: &[Token]) -> Option<Pin> {
+    let first = stmt.first()?;
+    let word = |w: &str| first.is_word(sql, w);
+    if word("LOCK") || word("UNLOCK") {
+        return Some(Pin::Lock);
+    }
+    if word("PREPARE") || word("EXECUTE") || word("DEALLOCATE") {
+        return Some(Pin::PreparedStatement);
+    }
+    if word("CALL") || word("DECLARE") {
+        return Some(Pin::StoredProgram);
+    }
+    // BEGIN … END, IF, LOOP … outside a program (MariaDB); BEGIN [WORK] alone is a
+    // transaction, which the status flags follow
+    if ["IF", "CASE", "LOOP", "WHILE", "REPEAT"]
+        .iter()
+        .any(|w| word(w))
+        || (word("BEGIN") && stmt.len() > 1 && !stmt.get(1).is_some_and(|t| t.is_word(sql, "WORK")))
+    {
+        return Some(Pin::StoredProgram);
+    }
+    if word("XA") || word("HANDLER") || word("BINLOG") {
+        return Some(Pin::SessionCommand);
+    }
+    if word("KILL") {
+        return Some(Pin::ConnectionId);
+    }
+    if word("GET") || word("SHOW") {
+        // GET DIAGNOSTICS; SHOW WARNINGS / ERRORS / COUNT(*) WARNINGS / PROFILE(S)
+        if stmt.iter().any(|t| {
+            ["WARNINGS", "ERRORS", "DIAGNOSTICS", "PROFILE", "PROFILES"]
+                .iter()
+                .any(|w| t.is_word(sql, w))
+        }) {
+            return Some(Pin::PreviousResult);
+        }
+    }
+    if word("FLUSH") && stmt.iter().any(|t| t.is_word(sql, "LOCK")) {
+        return Some(Pin::Lock);
+    }
+    let in_set = word("SET");
+    for (i, t) in stmt.iter().enumerate() {
+        match t.kind {
+            Tok::Var => {
+                let text = t.text(sql);
+                match text.strip_prefix(b"@@") {
+                    // a system variable: read (its assignments are the SET reader's)
+                    Some(name) => {
+                        let name = name.to_ascii_lowercase();
+                        let name = name
+                            .strip_prefix(b"session.")
+                            .or_else(|| name.strip_prefix(b"local."))
+                            .unwrap_or(&name);
+                        if PREVIOUS.contains(&name) {
+                            return Some(Pin::PreviousResult);
+                        }
+                    }
+                    None => return Some(Pin::UserVariable),
+                }
+            }
+            Tok::Word => {
+                let text = t.text(sql);
+                if text.len() < 8 || text.len() > 19 {
+                    continue;
+                }
+                let is = |w: &str| text.eq_ignore_ascii_case(w.as_bytes());
+                if is("GET_LOCK")
+                    || is("RELEASE_LOCK")
+                    || is("RELEASE_ALL_LOCKS")
+                    || is("IS_USED_LOCK")
+                    || is("IS_FREE_LOCK")
+                {
+                    return Some(Pin::Lock);
+                }
+                if is("LAST_INSERT_ID")
+                    || is("ROW_COUNT")
+                    || is("FOUND_ROWS")
+                    || is("SQL_CALC_FOUND_ROWS")
+                {
+                    return Some(Pin::PreviousResult);
+                }
+                if is("CONNECTION_ID") {
+                    return Some(Pin::ConnectionId);
+                }
+                // CREATE / DROP TEMPORARY TABLE (not a SET's value)
+                if is("TEMPORARY") && !(in_set && i > 1) {
+                    return Some(Pin::TemporaryTable);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The assignments of `SET <list>` (the tokens after SET), or why they pin.
+fn assignments(sql: &[u8], list: &[Token]) -> Result<Vec<Assignment>, Pin> {
+    let Some(first) = list.first() else {
+        return Err(Pin::Unreadable);
+    };
+    let is = |t: &Token, w: &str| t.is_word(sql, w);
+    // MariaDB's SET STATEMENT … FOR <statement>: for that statement only; PASSWORD: the
+    // account's, no session state
+    if is(first, "STATEMENT") || is(first, "PASSWORD") {
+        return Ok(Vec::new());
+    }
+    if is(first, "ROLE") || is(first, "DEFAULT") || is(first, "TRANSACTION") {
+        return Err(Pin::SetNotCarried);
+    }
+    // SET NAMES x [COLLATE y], SET CHARACTER SET x, SET CHARSET x: the whole statement
+    if is(first, "NAMES") || is(first, "CHARSET") || is(first, "CHARACTER") {
+        let end = list.last().map_or(first.end, |t| t.end);
+        let values = list
+            .iter()
+            .skip(1)
+            .all(|t| matches!(t.kind, Tok::Word | Tok::Str | Tok::QuotedIdent));
+        if !values || list.len() > 5 {
+            return Err(Pin::SetNotCarried);
+        }
+        return Ok(vec![Assignment {
+            key: b"names".to_vec(),
+            text: sql.get(first.start..end).unwrap_or_default().to_vec(),
+            to_default: false,
+        }]);
+    }
+    let mut out = Vec::new();
+    for item in list.split(|t| t.is_punct(b',')) {
+        if let Some(a) = assignment(sql, item)? {
+            out.push(a);
+        }
+    }
+    Ok(out)
+}
+
+/// One `[SESSION|LOCAL|GLOBAL] name = value` or `@@[scope.]name = value`: Some to carry, None
+/// for a global one (no session state).
+fn assignment(sql: &[u8], item: &[Token]) -> Result<Option<Assignment>, Pin> {
+    let mut i = 0;
+    let mut global = false;
+    let name: Vec<u8>;
+    let first = item.first().ok_or(Pin::Unreadable)?;
+    match first.kind {
+        Tok::Var => {
+            let text = first.text(sql).to_ascii_lowercase();
+            let Some(rest) = text.strip_prefix(b"@@") else {
+                return Err(Pin::UserVariable);
+            };
+            let (scope, n) = match rest.iter().position(|c| *c == b'.') {
+                Some(dot) => (
+                    rest.get(..dot).unwrap_or_default(),
+                    rest.get(dot + 1..).unwrap_or_default(),
+                ),
+                None => (&b""[..], rest),
+            };
+            match scope {
+                b"" | b"session" | b"local" => {}
+                b"global" | b"persist" | b"persist_only" => global = true,
+                _ => return Err(Pin::SetNotCarried),
+            }
+            name = n.to_vec();
+            i = 1;
+        }
+        Tok::Word => {
+            let w = first.text(sql).to_ascii_lowercase();
+            match w.as_slice() {
+                b"global" | b"persist" | b"persist_only" => {
+                    global = true;
+                    i = 1;
+                }
+                b"session" | b"local" => i = 1,
+                _ => {}
+            }
+            let n = item.get(i).ok_or(Pin::Unreadable)?;
+            if n.kind != Tok::Word {
+                return Err(Pin::SetNotCarried);
+            }
+            name = n.text(sql).to_ascii_lowercase();
+            i += 1;
+        }
+        _ => return Err(Pin::SetNotCarried),
+    }
+    if name.is_empty() || !name.iter().all(|c| c.is_ascii_alphanumeric() || *c == b'_') {
+        return Err(Pin::SetNotCarried);
+    }
+    if global {
+        return Ok(None);
+    }
+    if name == b"transaction" {
+        // SET SESSION TRANSACTION ISOLATION LEVEL …
+        return Err(Pin::SetNotCarried);
+    }
+    if NOT_CARRIED.contains(&name.as_slice()) {
+        return Err(Pin::SetNotCarried);
+    }
+    // `=` or `:=`
+    let mut rest = item.get(i..).unwrap_or_default();
+    if rest.first().is_some_and(|t| t.is_punct(b':')) {
+        rest = rest.get(1..).unwrap_or_default();
+    }
+    if !rest.first().is_some_and(|t| t.is_punct(b'=')) {
+        return Err(Pin::Unreadable);
+    }
+    let value = rest.get(1..).unwrap_or_default();
+    let simple = match value {
+        [v] => matches!(v.kind, Tok::Word | Tok::Str | Tok::Number | Tok::Hex),
+        [sign, v] => (sign.is_punct(b'-') || sign.is_punct(b'+')) && v.kind == Tok::Number,
+        _ => false,
+    };
+    if !simple {
+        return Err(Pin::SetNotCarried);
+    }
+    // autocommit is the status flags' (a session with autocommit off keeps its connection)
+    if name == b"autocommit" {
+        return Ok(None);
+    }
+    let (Some(v0), Some(vn)) = (value.first(), value.last()) else {
+        return Err(Pin::Unreadable);
+    };
+    let to_default = value.len() == 1 && v0.is_word(sql, "DEFAULT");
+    let mut text = b"@@SESSION.".to_vec();
+    text.extend_from_slice(&name);
+    text.extend_from_slice(b" = ");
+    text.extend_from_slice(sql.get(v0.start..vn.end).unwrap_or_default());
+    Ok(Some(Assignment {
+        key: name,
+        text,
+        to_default,
+    }))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn e(sql: &str) -> Effect {
+        effect(sql.as_bytes(), Dialect::default())
+    }
+
+    fn carried(sql: &str) -> Vec<(String, String, bool)> {
+        match e(sql) {
+            Effect::Carry(list) => list
+                .into_iter()
+                .map(|a| {
+                    (
+                        String::from_utf8(a.key).unwrap(),
+                        String::from_utf8(a.text).unwrap(),
+                        a.to_default,
+                    )
+                })
+                .collect(),
+            other => panic!("{sql}: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn plain_statements_change_nothing_carried() {
+        for sql in [
+            "SELECT 1",
+            "SELECT @@sql_mode, @@session.time_zone",
+            "INSERT INTO t VALUES (1)",
+            "UPDATE t SET a = 1",
+            "BEGIN",
+            "START TRANSACTION",
+            "COMMIT",
+            "SELECT * FROM t FOR UPDATE",
+            "SET autocommit = 0",
+            "SET GLOBAL max_connections = 10",
+            "SET STATEMENT max_statement_time=1 FOR SELECT 1",
+            "USE db",
+        ] {
+            assert_eq!(e(sql), Effect::None, "{sql}");
+        }
+    }
+
+    #[test]
+    fn session_variables_are_carried_as_written() {
+        assert_eq!(
+            carried("SET sql_mode = 'ANSI_QUOTES', @@session.time_zone='+00:00', LOCAL wait_timeout=28800"),
+            vec![
+                ("sql_mode".into(), "@@SESSION.sql_mode = 'ANSI_QUOTES'".into(), false),
+                ("time_zone".into(), "@@SESSION.time_zone = '+00:00'".into(), false),
+                ("wait_timeout".into(), "@@SESSION.wait_timeout = 28800".into(), false),
+            ]
+        );
+        let mariadb = Dialect {
+            flavor: crate::sql::scan::Flavor::MariaDb,
+            ..Dialect::default()
+        };
+        assert_eq!(
+            effect(
+                b"/*!40101 SET NAMES utf8mb4 COLLATE utf8mb4_bin */",
+                mariadb
+            ),
+            Effect::Carry(vec![Assignment {
+                key: b"names".to_vec(),
+                text: b"NAMES utf8mb4 COLLATE utf8mb4_bin".to_vec(),
+                to_default: false
+            }])
+        );
+        // where OceanBase may read the comment as one, nothing is carried on a guess
+        assert_eq!(
+            e("/*!40101 SET NAMES utf8mb4 */"),
+            Effect::Pin(Pin::Unreadable)
+        );
+        assert_eq!(
+            carried("SET @@sql_mode := DEFAULT; SELECT 1"),
+            vec![(
+                "sql_mode".into(),
+                "@@SESSION.sql_mode = DEFAULT".into(),
+                true
+            )]
+        );
+        assert_eq!(
+            carried("set session net_write_timeout = -1, character_set_results = NULL"),
+            vec![
+                (
+                    "net_write_timeout".into(),
+                    "@@SESSION.net_write_timeout = -1".into(),
+                    false
+                ),
+                (
+                    "character_set_results".into(),
+                    "@@SESSION.character_set_results = NULL".into(),
+                    false
+                ),
+            ]
+        );
+    }
+
+    #[test]
+    fn state_that_cannot_be_carried_pins_with_its_reason() {
+        let cases = [
+            ("SET @a = 1", Pin::UserVariable),
+            ("SELECT @a", Pin::UserVariable),
+            ("SELECT 1; SELECT @a := 2", Pin::UserVariable),
+            ("CREATE TEMPORARY TABLE t (a int)", Pin::TemporaryTable),
+            ("DROP TEMPORARY TABLE t", Pin::TemporaryTable),
+            ("LOCK TABLES t WRITE", Pin::Lock),
+            ("SELECT GET_LOCK('x', 1)", Pin::Lock),
+            ("FLUSH TABLES WITH READ LOCK", Pin::Lock),
+            ("PREPARE s FROM 'SELECT 1'", Pin::PreparedStatement),
+            ("SELECT LAST_INSERT_ID()", Pin::PreviousResult),
+            (
+                "SELECT SQL_CALC_FOUND_ROWS * FROM t LIMIT 1",
+                Pin::PreviousResult,
+            ),
+            ("SHOW WARNINGS", Pin::PreviousResult),
+            ("SHOW COUNT(*) ERRORS", Pin::PreviousResult),
+            ("SELECT @@warning_count", Pin::PreviousResult),
+            ("SELECT CONNECTION_ID()", Pin::ConnectionId),
+            ("KILL QUERY 5", Pin::ConnectionId),
+            ("CALL p()", Pin::StoredProgram),
+            ("BEGIN NOT ATOMIC SELECT 1; END", Pin::StoredProgram),
+            ("XA START 'x'", Pin::SessionCommand),
+            (
+                "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+                Pin::SetNotCarried,
+            ),
+            ("SET TRANSACTION READ ONLY", Pin::SetNotCarried),
+            (
+                "SET sql_mode = CONCAT(@@sql_mode, ',ANSI')",
+                Pin::SetNotCarried,
+            ),
+            ("SET insert_id = 5", Pin::SetNotCarried),
+            ("SET ROLE r", Pin::SetNotCarried),
+            ("SELECT 'unterminated", Pin::Unreadable),
+            ("/*!99999 SELECT 1 */ SET @x=1", Pin::UserVariable),
+        ];
+        for (sql, pin) in cases {
+            assert_eq!(e(sql), Effect::Pin(pin), "{sql}");
+        }
+    }
+
+    #[test]
+    fn words_in_strings_and_comments_are_not_read() {
+        assert_eq!(
+            e("SELECT 'GET_LOCK(@a)' /* LAST_INSERT_ID() */"),
+            Effect::None
+        );
+        assert_eq!(e("SELECT `@a`, `connection_id`"), Effect::None);
+    }
+}
