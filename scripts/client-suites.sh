@@ -37,7 +37,7 @@ tar xzf "$work"/sqlalchemy-"$version".tar.gz -C "$work"
 src="$work/sqlalchemy-$version"
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mport=$(free_port); pport=$(free_port)
+mport=$(free_port); pport=$(free_port); xport=$(free_port)
 scripts/backend.sh start mariadb "$work/mariadb" "$mport" >/dev/null
 for db in test test_schema test_schema_2; do
   mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS $db"
@@ -45,9 +45,16 @@ done
 target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" \
   2>"$work/proxy.log" &
 pids+=($!)
-for _ in $(seq 100); do
-  mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -e 'select 1' >/dev/null 2>&1 && break
-  sleep 0.1
+# a second proxy multiplexing its clients (issue 43): at most 8 backend connections a user
+printf '[multiplex]\nmode = "transaction"\nmax_backend_connections = 8\n' >"$work/mux.toml"
+target/release/obkv-proxy -c "$work/mux.toml" --listen "127.0.0.1:$xport" \
+  --backend "127.0.0.1:$mport" 2>"$work/proxy-mux.log" &
+pids+=($!)
+for port in "$pport" "$xport"; do
+  for _ in $(seq 100); do
+    mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uroot -e 'select 1' >/dev/null 2>&1 && break
+    sleep 0.1
+  done
 done
 
 run() { # NAME PORT
@@ -60,6 +67,7 @@ run() { # NAME PORT
 }
 run direct "$mport"
 run proxy "$pport"
+run mux "$xport"
 
 compare() { # DIRECT.xml PROXY.xml MIN_PASSED_DIRECTLY
   .venv/bin/python - "$@" <<'PY'
@@ -94,6 +102,8 @@ PY
 }
 status=0
 compare "$work/direct.xml" "$work/proxy.xml" 100 || status=$?
+echo "-- multiplexed:"
+compare "$work/direct.xml" "$work/mux.xml" 100 || status=$?
 
 # mysqlclient: its suite reads the connection from an option file; `compress` turns on the
 # compressed protocol, which the proxy must relay on both legs
@@ -104,8 +114,8 @@ mc="$work/mysqlclient-$mc_version"
 .venv/bin/pip install -q "$work/mysqlclient-$mc_version.tar.gz"
 mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS mysqldb_test"
 for mode in plain compress; do
-  for side in direct proxy; do
-    port=$mport; [[ $side == proxy ]] && port=$pport
+  for side in direct proxy mux; do
+    port=$mport; [[ $side == proxy ]] && port=$pport; [[ $side == mux ]] && port=$xport
     cnf="$mc/tests/$side-$mode.cnf"
     printf '[MySQLdb-tests]\nhost = 127.0.0.1\nport = %s\nuser = root\ndatabase = mysqldb_test\ndefault-character-set = utf8mb4\n' \
       "$port" >"$cnf"
@@ -117,6 +127,8 @@ for mode in plain compress; do
     tail -1 "$work/mc-$side-$mode.out"
   done
   compare "$work/mc-direct-$mode.xml" "$work/mc-proxy-$mode.xml" 100 || status=$?
+  echo "-- multiplexed:"
+  compare "$work/mc-direct-$mode.xml" "$work/mc-mux-$mode.xml" 100 || status=$?
 done
 # MariaDB Connector/Python: the binary protocol throughout (its cursors prepare every statement
 # with parameters) and MariaDB's bulk execute (executemany), XA, pooling; its suite reads the
@@ -126,8 +138,8 @@ mp_version=${SUITE_MARIADB_PY_VERSION:-1.1.14}
 tar xzf "$work/mariadb-$mp_version.tar.gz" -C "$work"
 .venv/bin/pip install -q "$work/mariadb-$mp_version.tar.gz"
 mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS testp"
-for side in direct proxy; do
-  port=$mport; [[ $side == proxy ]] && port=$pport
+for side in direct proxy mux; do
+  port=$mport; [[ $side == proxy ]] && port=$pport; [[ $side == mux ]] && port=$xport
   echo "== MariaDB Connector/Python $mp_version suite, $side (port $port)"
   (cd "$work/mariadb-$mp_version/testing" && TEST_DB_HOST=127.0.0.1 TEST_DB_PORT=$port \
     TEST_DB_DATABASE=testp LOCAL_DB=local "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
@@ -135,6 +147,19 @@ for side in direct proxy; do
   tail -1 "$work/mp-$side.out"
 done
 compare "$work/mp-direct.xml" "$work/mp-proxy.xml" 150 || status=$?
+echo "-- multiplexed:"
+compare "$work/mp-direct.xml" "$work/mp-mux.xml" 150 || status=$?
+
+# what multiplexing reached over these suites: client sessions per backend connection at the
+# most open at once, and why sessions were pinned
+mariadb --protocol=tcp -h127.0.0.1 -P"$xport" -uroot -N -e 'SHOW PROXY STATUS' | awk '
+  $1 == "multiplex_sessions_total" { s = $2 }
+  $1 == "multiplex_backend_connections_peak" { p = $2 }
+  $1 ~ /^multiplex_pins_/ && $2 > 0 { pins = pins " " substr($1, 16) "=" $2; n += $2 }
+  $1 == "multiplex_state_restores" { r = $2 }
+  END {
+    printf "multiplexing: %d client sessions, at most %d backend connections open: %.1f sessions a connection; %d state restores; %d sessions pinned:%s\n", s, p, (p ? s / p : 0), r, n, pins
+  }'
 
 compressed=$(mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
   awk '$1 == "compressed_sessions" { print $2 }')

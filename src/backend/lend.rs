@@ -205,6 +205,31 @@ pub struct Set {
     freed: Notify,
     /// The SET text that puts a connection back in the login's character set (read once).
     base_charset: Mutex<Option<Vec<u8>>>,
+    totals: Arc<Totals>,
+}
+
+/// Backend connections of every set: open now, and the most open at once.
+#[derive(Default)]
+pub struct Totals {
+    pub open: AtomicU64,
+    pub peak: AtomicU64,
+}
+
+impl Totals {
+    fn opened(&self, n: usize) {
+        let n = n as u64;
+        let now = self.open.fetch_add(n, Relaxed).saturating_add(n);
+        self.peak.fetch_max(now, Relaxed);
+    }
+
+    fn closed(&self, n: usize) {
+        if n > 0 {
+            let n = n as u64;
+            let _ = self
+                .open
+                .fetch_update(Relaxed, Relaxed, |v| Some(v.saturating_sub(n)));
+        }
+    }
 }
 
 /// Counts of one set, for SHOW PROXY STATUS and /metrics.
@@ -227,6 +252,7 @@ impl Set {
     pub fn joined(&self) {
         let mut s = self.lock();
         s.open = s.open.saturating_add(1);
+        self.totals.opened(1);
         s.lent = s.lent.saturating_add(1);
     }
 
@@ -250,7 +276,9 @@ impl Set {
                 let mut s = self.lock();
                 // connections the backend closed while they sat idle are dropped
                 s.idle.retain(|c| still_open(&c.stream));
+                let before = s.open;
                 s.open = s.lent + s.idle.len();
+                self.totals.closed(before.saturating_sub(s.open));
                 let base = self.base_charset.lock().map(|b| b.clone()).unwrap_or(None);
                 let pick = s
                     .idle
@@ -274,6 +302,7 @@ impl Set {
                 }
                 if let (Some(spec), true) = (&self.key.login, s.open < max) {
                     s.open = s.open.saturating_add(1);
+                    self.totals.opened(1);
                     s.lent = s.lent.saturating_add(1);
                     if waited.is_some() {
                         s.waiting = s.waiting.saturating_sub(1);
@@ -308,6 +337,7 @@ impl Set {
     pub fn open_failed(&self) {
         let mut s = self.lock();
         s.open = s.open.saturating_sub(1);
+        self.totals.closed(1);
         s.lent = s.lent.saturating_sub(1);
         drop(s);
         self.freed.notify_waiters();
@@ -323,6 +353,7 @@ impl Set {
             None
         } else {
             s.open = s.open.saturating_sub(1);
+            self.totals.closed(1);
             Some(conn)
         };
         drop(s);
@@ -335,6 +366,7 @@ impl Set {
         let mut s = self.lock();
         s.lent = s.lent.saturating_sub(1);
         s.open = s.open.saturating_sub(1);
+        self.totals.closed(1);
         drop(s);
         self.freed.notify_waiters();
     }
@@ -394,6 +426,9 @@ pub const PIN_REASONS: [&str; 12] = [
 #[derive(Default)]
 pub struct Lending {
     sets: Mutex<HashMap<SetKey, Arc<Set>>>,
+    pub totals: Arc<Totals>,
+    /// Sessions multiplexed since start.
+    pub sessions_total: AtomicU64,
     /// Sessions multiplexed now.
     pub sessions: AtomicU64,
     pub borrows: AtomicU64,
@@ -428,6 +463,7 @@ impl Lending {
             state: Mutex::new(SetState::default()),
             freed: Notify::new(),
             base_charset: Mutex::new(None),
+            totals: self.totals.clone(),
         });
         sets.insert(key, set.clone());
         Some(set)
@@ -492,6 +528,11 @@ impl Lending {
             (
                 "multiplex_clients_per_backend_connection".into(),
                 format!("{:.2}", ratio(sessions, open)),
+            ),
+            ("multiplex_sessions_total".into(), g(&self.sessions_total)),
+            (
+                "multiplex_backend_connections_peak".into(),
+                g(&self.totals.peak),
             ),
             ("multiplex_borrows".into(), g(&self.borrows)),
             ("multiplex_state_restores".into(), g(&self.restores)),

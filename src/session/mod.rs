@@ -676,7 +676,12 @@ impl Session {
             });
             tokio::select! {
                 biased;
-                _ = closing_lean(&mut self.backend) => return Some(self.backend_went_away().await),
+                _ = closing_lean(&mut self.backend) => {
+                    if self.mux.is_some() && self.mux_backend_closed() {
+                        continue;
+                    }
+                    return Some(self.backend_went_away().await);
+                }
                 r = self.client.wait_readable_lean() => return r.is_err().then_some(End::ClientQuit),
                 _ = stop.changed() => return Some(End::Shutdown),
                 () = &mut idle => {
@@ -805,7 +810,12 @@ impl Session {
             // instead of getting the backend's goodbye as the answer to its command.
             let read = tokio::select! {
                 biased;
-                _ = closing(&mut self.backend) => return Some(self.backend_went_away().await),
+                _ = closing(&mut self.backend) => {
+                    if self.mux.is_some() && self.mux_backend_closed() {
+                        continue;
+                    }
+                    return Some(self.backend_went_away().await);
+                }
                 r = read_command(&mut self.client, &limits, idle_deadline, &begun, &mut self.command) => r,
                 stop = &mut stop_or_trim => {
                     if stop {
@@ -921,6 +931,11 @@ impl Session {
             };
             self.observe_end();
             if let Err(end) = result {
+                // a multiplexed session outlives its connection: the client was told (2013),
+                // its next command is lent another
+                if end == End::BackendLost && self.mux.is_some() && self.mux_recover() {
+                    continue;
+                }
                 return Some(end);
             }
             if self.mux.is_some() {

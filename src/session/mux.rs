@@ -32,6 +32,10 @@ pub(super) struct Mux {
     hold: bool,
     /// A response of the command ended in an error.
     failed: bool,
+    /// The connection was lost between commands of a transaction: the next command is
+    /// answered with the error the client would get directly (2013), and the one after it
+    /// runs on another connection.
+    lost_in_transaction: bool,
 }
 
 impl Session {
@@ -46,6 +50,7 @@ impl Session {
             Some(set) => {
                 set.joined();
                 lending.sessions.fetch_add(1, Relaxed);
+                lending.sessions_total.fetch_add(1, Relaxed);
                 self.mux = Some(Box::new(Mux {
                     set,
                     state: CarriedState {
@@ -56,6 +61,7 @@ impl Session {
                     carry: Vec::new(),
                     hold: false,
                     failed: false,
+                    lost_in_transaction: false,
                 }));
             }
             None => lending.pinned(Pin::TooManySets as usize),
@@ -99,6 +105,13 @@ impl Session {
     pub(super) async fn mux_before(&mut self) -> Result<bool, End> {
         if self.command.first() == Some(&com::QUIT) {
             return Ok(true);
+        }
+        if let Some(m) = self.mux.as_mut().filter(|m| m.lost_in_transaction) {
+            m.lost_in_transaction = false;
+            let e = ErrorInfo::backend_lost(&self.cfg.backend.address);
+            self.answer_protocol_error(e).await?;
+            self.observe_end();
+            return Ok(false);
         }
         if self.backend.is_none() && !self.attach().await? {
             self.observe_end();
@@ -371,6 +384,55 @@ impl Session {
             .resume(self.client.get_ref(), conn.stream.get_ref());
         self.backend = Some(conn.stream);
         Ok(true)
+    }
+
+    /// The connection failed mid-command and the client was told: it leaves the set, and the
+    /// session goes on without it (what the server rolled back with it is gone: no
+    /// transaction, no partition kept). False: the session ends (a client that went).
+    #[cold]
+    pub(super) fn mux_recover(&mut self) -> bool {
+        if self.watched.client_gone() {
+            return false;
+        }
+        let Some(m) = self.mux.as_mut() else {
+            return false;
+        };
+        self.watched.done();
+        self.watched.rest();
+        if self.backend.take().is_some() {
+            m.set.lost();
+        }
+        m.hold = false;
+        m.failed = false;
+        m.carry.clear();
+        m.last_id = 0;
+        self.last_status = status::AUTOCOMMIT | (self.last_status & status::NO_BACKSLASH_ESCAPES);
+        self.txn_pin = None;
+        self.txn_observed.clear();
+        self.held = None;
+        self.pending_notes.clear();
+        self.pending_warnings.clear();
+        true
+    }
+
+    /// The backend closed the connection the session holds between commands (KILL,
+    /// wait_timeout, a restart): it leaves the set; outside a transaction the client notices
+    /// nothing, inside one its next command gets the error (`lost_in_transaction`). False: the
+    /// session ends as without multiplexing.
+    #[cold]
+    pub(super) fn mux_backend_closed(&mut self) -> bool {
+        let in_transaction = self.last_status & status::IN_TRANS != 0
+            || self.last_status & status::AUTOCOMMIT == 0
+            || self.txn_pin.is_some();
+        warn!(peer = %self.peer, in_transaction, "multiplexing: the backend closed a connection the session held");
+        bump(&self.shared.stats.backend_lost);
+        if !self.mux_recover() {
+            return false;
+        }
+        if let Some(m) = self.mux.as_mut() {
+            m.lost_in_transaction = in_transaction;
+        }
+        true
     }
 
     /// At the session's end: the connection held goes back to its set when the session left

@@ -250,3 +250,69 @@ fn proxy_authentication_opens_connections_up_to_the_limit() {
         );
     }
 }
+
+/// Kills every backend connection of `user`, directly, and waits until the backend lists none.
+fn kill_all(backend: &str, user: &str) {
+    let mut d = RawConn::connect(backend, "root", "", None).expect("direct");
+    let list = format!("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = '{user}'");
+    let ids: Vec<String> = d
+        .rows(&list)
+        .into_iter()
+        .filter_map(|r| Some(String::from_utf8_lossy(r.first()?.as_deref()?).into_owned()))
+        .collect();
+    assert!(!ids.is_empty(), "no connection of {user} to kill");
+    for id in ids {
+        let _ = d.exec(&format!("KILL {id}"));
+    }
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while !d.rows(&list).is_empty() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{user}'s connections stayed"
+        );
+    }
+}
+
+#[test]
+fn a_lost_backend_connection_is_replaced_between_transactions_and_reported_inside_one() {
+    use obkv_proxy::config::{AuthMode, ProxyUser};
+    use obkv_proxy::protocol::auth::native_hash;
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        {
+            let mut d = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+            d.exec("CREATE USER IF NOT EXISTS 'obkv_mux'@'%' IDENTIFIED BY 'mux-pass'")
+                .expect("user");
+            d.exec("GRANT ALL ON *.* TO 'obkv_mux'@'%'").expect("grant");
+        }
+        let mut cfg = proxy::config_for(&backend.addr);
+        cfg.auth.mode = AuthMode::Proxy;
+        cfg.auth.users = vec![ProxyUser {
+            name: "muxapp".into(),
+            password_hash: native_hash(b"app-pass"),
+            backend_user: "obkv_mux".into(),
+            backend_password: "mux-pass".into(),
+        }];
+        let p = proxy::start(multiplexed(cfg, 2, 5_000));
+        let mut c = RawConn::connect(&p.addr, "muxapp", "app-pass", Some(DB)).expect("client");
+        c.exec("SET time_zone = '+05:00'").expect("tz");
+        assert_eq!(c.scalar("SELECT 1"), "1");
+        // between transactions: another connection serves it, in its state
+        kill_all(&backend.addr, "obkv_mux");
+        assert_eq!(c.scalar("SELECT @@time_zone"), "+05:00", "{}", kind.name());
+        assert_eq!(c.scalar("SELECT DATABASE()"), DB, "{}", kind.name());
+        // inside one: the client is told, and its next transaction works
+        c.exec("BEGIN").expect("begin");
+        assert_eq!(c.scalar("SELECT 2"), "2");
+        kill_all(&backend.addr, "obkv_mux");
+        let err = c
+            .rows_or_error("SELECT 3")
+            .expect_err("the transaction's connection is gone");
+        assert_eq!(err.0, 2013, "{}: {err:?}", kind.name());
+        c.exec("BEGIN").expect("begin again");
+        assert_eq!(c.scalar("SELECT 4"), "4", "{}", kind.name());
+        c.exec("COMMIT").expect("commit");
+        assert_eq!(c.scalar("SELECT @@time_zone"), "+05:00", "{}", kind.name());
+    }
+}
