@@ -47,7 +47,7 @@ target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mpor
 pids+=($!)
 # a second proxy multiplexing its clients (issue 43): at most 8 backend connections a user
 printf '[multiplex]\nmode = "transaction"\nmax_backend_connections = 8\n' >"$work/mux.toml"
-target/release/obkv-proxy -c "$work/mux.toml" --listen "127.0.0.1:$xport" \
+target/release/obkv-proxy -c "$work/mux.toml" --listen "127.0.0.1:$xport" --admin-listen "" \
   --backend "127.0.0.1:$mport" 2>"$work/proxy-mux.log" &
 pids+=($!)
 for port in "$pport" "$xport"; do

@@ -422,10 +422,43 @@ pub const PIN_REASONS: [&str; 12] = [
     "too_many_sets",
 ];
 
+/// A session as a KILL finds it by the connection id its client was given (the greeting's):
+/// the backend connection that serves it now (0: none), changed only under this lock, which a
+/// KILL holds while it runs, so the connection it names cannot pass to another session
+/// meanwhile.
+#[derive(Default)]
+pub struct Slot {
+    pub current: tokio::sync::Mutex<u32>,
+    /// A KILL CONNECTION named it: the session ends.
+    pub killed: std::sync::atomic::AtomicBool,
+    pub wake: Notify,
+}
+
+impl Slot {
+    pub fn is_killed(&self) -> bool {
+        self.killed.load(Relaxed)
+    }
+
+    /// Waits until a KILL names the session.
+    pub async fn killed(&self) {
+        loop {
+            let n = self.wake.notified();
+            tokio::pin!(n);
+            n.as_mut().enable();
+            if self.is_killed() {
+                return;
+            }
+            n.await;
+        }
+    }
+}
+
 /// Every set, and the counters of lending.
 #[derive(Default)]
 pub struct Lending {
     sets: Mutex<HashMap<SetKey, Arc<Set>>>,
+    /// Sessions by the connection id their client was given (`Slot`).
+    slots: Mutex<HashMap<u32, Arc<Slot>>>,
     pub totals: Arc<Totals>,
     /// Sessions multiplexed since start.
     pub sessions_total: AtomicU64,
@@ -467,6 +500,36 @@ impl Lending {
         });
         sets.insert(key, set.clone());
         Some(set)
+    }
+
+    /// Registers a session under the id its client was given; None when another holds it.
+    pub fn register(&self, visible: u32, current: u32) -> Option<Arc<Slot>> {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if visible == 0 || slots.contains_key(&visible) {
+            return None;
+        }
+        let slot = Arc::new(Slot {
+            current: tokio::sync::Mutex::new(current),
+            ..Default::default()
+        });
+        slots.insert(visible, slot.clone());
+        Some(slot)
+    }
+
+    pub fn unregister(&self, visible: u32, slot: &Arc<Slot>) {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        if slots.get(&visible).is_some_and(|s| Arc::ptr_eq(s, slot)) {
+            slots.remove(&visible);
+        }
+    }
+
+    /// The session its client knows as `visible`.
+    pub fn slot(&self, visible: u32) -> Option<Arc<Slot>> {
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(&visible)
+            .cloned()
     }
 
     fn waited(&self, since: Option<std::time::Instant>) {

@@ -266,7 +266,7 @@ async fn establish_relayed(
     )
     .with_backend(&greeting.server_version, status, greeting.connection_id)
     .with_user(&response.user)
-    .with_mux(set, db.as_deref()))
+    .with_mux(set, db.as_deref(), greeting.connection_id))
 }
 
 /// TLS to the backend as `backend.tls.mode` says (the client's own TLS ends at the proxy):
@@ -487,7 +487,9 @@ async fn establish_proxy_auth(
     let session = Session::new(shared, peer, client, stream, caps, Some(pooled))
         .with_backend(&backend_greeting.server_version, status, 0)
         .with_user(&response.user);
-    Ok(session.with_mux_own_login(id).with_mux(set, db.as_deref()))
+    Ok(session
+        .with_mux_own_login(id)
+        .with_mux(set, db.as_deref(), conn_id))
 }
 
 /// The client's mysql_native_password answer; asks for it with an auth switch when the client

@@ -219,26 +219,36 @@ pub struct Session {
     mux: Option<Box<mux::Mux>>,
     /// A pinned session's set: its connection is counted there until the session ends.
     pinned_set: Option<Arc<crate::backend::lend::Set>>,
+    /// With multiplexing on: the session as a KILL finds it, by the id its client was given.
+    kill_slot: Option<(u32, Arc<crate::backend::lend::Slot>)>,
 }
 
-/// The backend speaks between commands (it is closing the connection); never for a session
-/// that holds none.
-async fn closing(backend: &mut Option<BackendStream>) {
-    match backend {
-        Some(b) => {
+/// The backend speaks between commands (it is closing the connection); for a session that
+/// holds none, a KILL that names it.
+async fn closing(
+    backend: &mut Option<BackendStream>,
+    slot: Option<&Arc<crate::backend::lend::Slot>>,
+) {
+    match (backend, slot) {
+        (Some(b), _) => {
             let _ = b.wait_readable().await;
         }
-        None => std::future::pending().await,
+        (None, Some(s)) => s.killed().await,
+        (None, None) => std::future::pending().await,
     }
 }
 
 /// `closing` with the lean wait of an idle session.
-async fn closing_lean(backend: &mut Option<BackendStream>) {
-    match backend {
-        Some(b) => {
+async fn closing_lean(
+    backend: &mut Option<BackendStream>,
+    slot: Option<&Arc<crate::backend::lend::Slot>>,
+) {
+    match (backend, slot) {
+        (Some(b), _) => {
             let _ = b.wait_readable_lean().await;
         }
-        None => std::future::pending().await,
+        (None, Some(s)) => s.killed().await,
+        (None, None) => std::future::pending().await,
     }
 }
 
@@ -312,6 +322,7 @@ impl Session {
             idle_deadline: None,
             mux: None,
             pinned_set: None,
+            kill_slot: None,
         }
     }
 
@@ -620,6 +631,9 @@ impl Session {
             self.end_backend_statement();
         }
         self.client.shutdown().await;
+        if let Some((visible, slot)) = self.kill_slot.take() {
+            self.shared.lending.unregister(visible, &slot);
+        }
         if let Some(set) = self.pinned_set.take() {
             set.lost();
         }
@@ -676,7 +690,7 @@ impl Session {
             });
             tokio::select! {
                 biased;
-                _ = closing_lean(&mut self.backend) => {
+                _ = closing_lean(&mut self.backend, self.kill_slot.as_ref().map(|(_, s)| s)) => {
                     if self.mux.is_some() && self.mux_backend_closed() {
                         continue;
                     }
@@ -810,7 +824,7 @@ impl Session {
             // instead of getting the backend's goodbye as the answer to its command.
             let read = tokio::select! {
                 biased;
-                _ = closing(&mut self.backend) => {
+                _ = closing(&mut self.backend, self.kill_slot.as_ref().map(|(_, s)| s)) => {
                     if self.mux.is_some() && self.mux_backend_closed() {
                         continue;
                     }
@@ -880,6 +894,10 @@ impl Session {
                 self.forget_earlier_conditions();
             }
             let result = match self.command.first().copied() {
+                // a KILL of a session of this proxy's reaches the connection that serves it
+                _ if self.kill_slot.is_some() && mux::kill_command(&self.command) => {
+                    Box::pin(self.on_kill()).await
+                }
                 None => {
                     self.answer_protocol_error(ErrorInfo::new(
                         er::MALFORMED_PACKET,

@@ -6,8 +6,9 @@
 //!
 //! What ties a connection to a session:
 //! - for a while: a transaction (IN_TRANS, or autocommit off), conditions or results the next
-//!   statement may read (warnings, an error, rows changed), the proxy's own held conditions or
-//!   the HBase guard's partition. The connection is kept until a command ends without them.
+//!   statement may read (warnings, an error, rows changed), or the HBase guard's partition
+//!   (conditions the proxy holds itself, `engine::diagnostics`, are the session's, not the
+//!   connection's). The connection is kept until a command ends without them.
 //! - for good (a pin, counted by reason): state the proxy cannot carry
 //!   (`sql::session_state::Pin`): the session leaves multiplexing, its connection leaves the
 //!   set and is its own from then on, exactly as with multiplexing off.
@@ -41,11 +42,14 @@ pub(super) struct Mux {
 impl Session {
     /// Multiplexing for this session, when the configuration asks for it: its login's
     /// connection joins the set `key`, lent to it. `db`: the database it logged in with.
-    pub(super) fn with_mux(mut self, key: SetKey, db: Option<&[u8]>) -> Self {
+    pub(super) fn with_mux(mut self, key: SetKey, db: Option<&[u8]>, visible: u32) -> Self {
         if self.cfg.multiplex.mode != crate::config::MultiplexMode::Transaction {
             return self;
         }
         let lending = &self.shared.lending;
+        self.kill_slot = lending
+            .register(visible, self.backend_id)
+            .map(|s| (visible, s));
         match lending.set(key) {
             Some(set) => {
                 set.joined();
@@ -81,6 +85,12 @@ impl Session {
     /// Leaves multiplexing for good: the connection held now is the session's own (it leaves
     /// its set); one not held is borrowed first.
     pub(super) async fn pin(&mut self, why: Pin) -> Result<(), End> {
+        // CONNECTION_ID() reads best on the connection whose id the client was given
+        if let (Pin::ConnectionId, Some(m), Some((visible, _))) =
+            (why, self.mux.as_mut(), &self.kill_slot)
+        {
+            m.last_id = *visible;
+        }
         if self.backend.is_none() && !self.attach().await? {
             return Ok(());
         }
@@ -105,6 +115,10 @@ impl Session {
     pub(super) async fn mux_before(&mut self) -> Result<bool, End> {
         if self.command.first() == Some(&com::QUIT) {
             return Ok(true);
+        }
+        // a KILL named the session between its commands
+        if self.kill_slot.as_ref().is_some_and(|(_, s)| s.is_killed()) {
+            return Err(End::BackendLost);
         }
         if let Some(m) = self.mux.as_mut().filter(|m| m.lost_in_transaction) {
             m.lost_in_transaction = false;
@@ -175,6 +189,10 @@ impl Session {
     /// After a command: its assignments recorded (or, after an error, a pin: what ran of them
     /// is not known), then the connection given back when nothing ties it.
     pub(super) async fn after_command(&mut self) -> Result<(), End> {
+        // the session's own KILL CONNECTION: it ends, as directly
+        if self.kill_slot.as_ref().is_some_and(|(_, s)| s.is_killed()) {
+            return Err(End::BackendLost);
+        }
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
@@ -183,6 +201,7 @@ impl Session {
         if !m.carry.is_empty() {
             // what ran of a text that failed is not known
             if failed || self.held.is_some() {
+                debug!(peer = %self.peer, failed, held = self.held.is_some(), sql = %String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()), "multiplexing: assignments of a text that did not run whole");
                 return self.pin(Pin::SetNotCarried).await;
             }
             for a in std::mem::take(&mut m.carry) {
@@ -200,7 +219,6 @@ impl Session {
             || self.last_status & status::IN_TRANS != 0
             || self.last_status & status::AUTOCOMMIT == 0
             || self.txn_pin.is_some()
-            || self.held.is_some()
             || !self.pending_notes.is_empty()
             || !self.pending_warnings.is_empty()
             || self.watched.client_gone();
@@ -228,6 +246,16 @@ impl Session {
         // the set learns its login's character set from a connection still in it
         if set.base_charset().is_none() && !m.state.vars.iter().any(|v| is_charset(&v.key)) {
             self.learn_base_charset(&set).await?;
+        }
+        // a KILL naming the session finds no connection from here on (and one that runs now
+        // ends before the connection goes)
+        let slot = self.kill_slot.as_ref().map(|(_, s)| s.clone());
+        let mut current = match &slot {
+            Some(s) => Some(s.current.lock().await),
+            None => None,
+        };
+        if let Some(c) = current.as_mut() {
+            **c = 0;
         }
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
@@ -379,6 +407,9 @@ impl Session {
                 }
             }
         }
+        if let Some((_, slot)) = &self.kill_slot {
+            *slot.current.lock().await = conn.id;
+        }
         self.backend_id = conn.id;
         self.watched
             .resume(self.client.get_ref(), conn.stream.get_ref());
@@ -391,7 +422,8 @@ impl Session {
     /// transaction, no partition kept). False: the session ends (a client that went).
     #[cold]
     pub(super) fn mux_recover(&mut self) -> bool {
-        if self.watched.client_gone() {
+        if self.watched.client_gone() || self.kill_slot.as_ref().is_some_and(|(_, s)| s.is_killed())
+        {
             return false;
         }
         let Some(m) = self.mux.as_mut() else {
@@ -449,6 +481,15 @@ impl Session {
         let known = matches!(&self.db_fact, Some(Some(_)));
         let idle =
             self.last_status & status::IN_TRANS == 0 && self.last_status & status::AUTOCOMMIT != 0;
+        let slot = self.kill_slot.as_ref().map(|(_, s)| s.clone());
+        let _current = match &slot {
+            Some(s) => {
+                let mut c = s.current.lock().await;
+                *c = 0;
+                Some(c)
+            }
+            None => None,
+        };
         if clean && known && idle {
             if let (Some(m), Some(Some(db))) = (self.mux.as_mut(), &self.db_fact) {
                 m.state.db = Some(db.clone());
@@ -508,4 +549,90 @@ async fn restored(
         }
     }
     true
+}
+
+/// A command that may be a KILL (COM_PROCESS_KILL, or a text that starts with KILL or an
+/// executable comment): `Session::on_kill` reads it.
+pub(super) fn kill_command(cmd: &[u8]) -> bool {
+    match cmd.split_first() {
+        Some((&com::PROCESS_KILL, _)) => true,
+        Some((&com::QUERY, sql)) => {
+            let s = crate::sql::classify::skip_noise(sql);
+            s.get(..4).is_some_and(|w| w.eq_ignore_ascii_case(b"KILL")) || s.starts_with(b"/*")
+        }
+        _ => false,
+    }
+}
+
+impl Session {
+    /// A KILL with multiplexing on: one that names a session of this proxy's (by the id its
+    /// client was given) reaches the backend connection that serves that session now, never
+    /// one another session holds; a session that holds none has no statement to end (KILL
+    /// QUERY: OK) or ends at once (KILL CONNECTION: OK). Any other KILL, and any other text,
+    /// runs as it would.
+    pub(super) async fn on_kill(&mut self) -> Result<(), End> {
+        let process_kill = self.command.first() == Some(&com::PROCESS_KILL);
+        let target = if process_kill {
+            self.command
+                .get(1..5)
+                .and_then(|b| <[u8; 4]>::try_from(b).ok())
+                .map(|b| (u32::from_le_bytes(b), false, None))
+        } else {
+            let sql = self.command.get(1..).unwrap_or_default();
+            session_state::kill_target(sql, self.reading()).map(|k| (k.id, k.query, Some(k.at)))
+        };
+        let found = target.and_then(|(id, q, at)| Some((self.shared.lending.slot(id)?, q, at)));
+        let Some((slot, query, at)) = found else {
+            return match self.command.first().copied() {
+                Some(com::QUERY) if self.held.is_none() => self.on_query_text().await.map(drop),
+                Some(com::QUERY) => self.on_query_held().await,
+                _ => self.forward(ResponseKind::Single).await.map(drop),
+            };
+        };
+        if !query {
+            slot.killed.store(true, Relaxed);
+            slot.wake.notify_waiters();
+            // the session's own: it ends (told as MariaDB tells it), and the connection it
+            // holds, which other sessions share, is given back rather than killed
+            if self
+                .kill_slot
+                .as_ref()
+                .is_some_and(|(_, own)| Arc::ptr_eq(own, &slot))
+            {
+                let e = ErrorInfo::new(er::CONNECTION_KILLED, "70100", "Connection was killed");
+                self.answer_protocol_error(e).await?;
+                return Err(End::ClientQuit);
+            }
+        }
+        let current = slot.current.lock().await;
+        if *current == 0 {
+            drop(current);
+            return self.answer_ok(0, 0).await;
+        }
+        let id = current.to_string();
+        match at {
+            Some(at) => {
+                let sql = self.command.get(1..).unwrap_or_default();
+                let mut text = Vec::with_capacity(sql.len() + 10);
+                text.push(com::QUERY);
+                text.extend_from_slice(sql.get(..at.start).unwrap_or_default());
+                text.extend_from_slice(id.as_bytes());
+                text.extend_from_slice(sql.get(at.end..).unwrap_or_default());
+                self.command = text;
+            }
+            None => {
+                if let Some(b) = self.command.get_mut(1..5) {
+                    b.copy_from_slice(&current.to_le_bytes());
+                }
+            }
+        }
+        let kind = if process_kill {
+            ResponseKind::Single
+        } else {
+            ResponseKind::Query
+        };
+        let r = self.forward(kind).await.map(drop);
+        drop(current);
+        r
+    }
 }

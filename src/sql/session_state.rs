@@ -148,9 +148,7 @@ fn pins(sql: &[u8], stmt: &[Token]) -> Option<Pin> {
     if word("XA") || word("HANDLER") || word("BINLOG") {
         return Some(Pin::SessionCommand);
     }
-    if word("KILL") {
-        return Some(Pin::ConnectionId);
-    }
+    // (a KILL is not the killer's state: the session reads it, `session::mux`)
     if word("GET") || word("SHOW") {
         // GET DIAGNOSTICS; SHOW WARNINGS / ERRORS / COUNT(*) WARNINGS / PROFILE(S)
         if stmt.iter().any(|t| {
@@ -393,6 +391,7 @@ mod tests {
             "SET GLOBAL max_connections = 10",
             "SET STATEMENT max_statement_time=1 FOR SELECT 1",
             "USE db",
+            "KILL QUERY 5",
         ] {
             assert_eq!(e(sql), Effect::None, "{sql}");
         }
@@ -474,7 +473,6 @@ mod tests {
             ("SHOW COUNT(*) ERRORS", Pin::PreviousResult),
             ("SELECT @@warning_count", Pin::PreviousResult),
             ("SELECT CONNECTION_ID()", Pin::ConnectionId),
-            ("KILL QUERY 5", Pin::ConnectionId),
             ("CALL p()", Pin::StoredProgram),
             ("BEGIN NOT ATOMIC SELECT 1; END", Pin::StoredProgram),
             ("XA START 'x'", Pin::SessionCommand),
@@ -504,5 +502,94 @@ mod tests {
             Effect::None
         );
         assert_eq!(e("SELECT `@a`, `connection_id`"), Effect::None);
+    }
+}
+
+/// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`, the whole text: where the id is (to splice
+/// another in), the id, and whether only the statement is killed (QUERY). None for any other
+/// text (`KILL QUERY ID <query id>`, `KILL USER …`, an expression, more statements).
+pub fn kill_target(sql: &[u8], d: Dialect) -> Option<Kill> {
+    let mut tokens: Vec<Token> = Vec::with_capacity(6);
+    for t in Scanner::new(sql, d) {
+        let t = t.ok()?;
+        if tokens.len() >= 6 {
+            return None;
+        }
+        tokens.push(t);
+    }
+    // a trailing `;`
+    if tokens.last().is_some_and(|t| t.is_punct(b';')) {
+        tokens.pop();
+    }
+    let mut rest = tokens.as_slice();
+    let (first, tail) = rest.split_first()?;
+    if !first.is_word(sql, "KILL") {
+        return None;
+    }
+    rest = tail;
+    if rest
+        .first()
+        .is_some_and(|t| t.is_word(sql, "HARD") || t.is_word(sql, "SOFT"))
+    {
+        rest = rest.get(1..)?;
+    }
+    let mut query = false;
+    if let Some(t) = rest.first() {
+        if t.is_word(sql, "QUERY") {
+            query = true;
+            rest = rest.get(1..)?;
+        } else if t.is_word(sql, "CONNECTION") {
+            rest = rest.get(1..)?;
+        }
+    }
+    let [id] = rest else { return None };
+    if id.kind != Tok::Number {
+        return None;
+    }
+    let digits = id.text(sql);
+    if digits.is_empty() || digits.len() > 10 || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let n: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    Some(Kill {
+        at: id.start..id.end,
+        id: u32::try_from(n).ok()?,
+        query,
+    })
+}
+
+/// A `KILL` of a connection id (`kill_target`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Kill {
+    pub at: std::ops::Range<usize>,
+    pub id: u32,
+    pub query: bool,
+}
+
+#[cfg(test)]
+mod kill_tests {
+    use super::*;
+
+    #[test]
+    fn a_kill_of_a_connection_id_is_read_and_nothing_else() {
+        let d = Dialect::default();
+        let k = kill_target(b"KILL 42", d).unwrap();
+        assert_eq!((k.at, k.id, k.query), (5..7, 42, false));
+        let k = kill_target(b"kill hard query 7;", d).unwrap();
+        assert_eq!((k.id, k.query), (7, true));
+        let k = kill_target(b"/*!32312 KILL */ CONNECTION 9", d);
+        // (executable comment read as code: KILL CONNECTION 9)
+        assert_eq!(k.map(|k| k.id), Some(9));
+        for other in [
+            "KILL QUERY ID 5",
+            "KILL USER root",
+            "KILL 5; SELECT 1",
+            "KILL 1 + 1",
+            "KILL 99999999999",
+            "SELECT 5",
+            "KILL @x",
+        ] {
+            assert_eq!(kill_target(other.as_bytes(), d), None, "{other}");
+        }
     }
 }

@@ -316,3 +316,242 @@ fn a_lost_backend_connection_is_replaced_between_transactions_and_reported_insid
         assert_eq!(c.scalar("SELECT @@time_zone"), "+05:00", "{}", kind.name());
     }
 }
+
+/// A small deterministic generator (xorshift64*), so a failing interleaving can be run again.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 >> 12;
+        self.0 ^= self.0 << 25;
+        self.0 ^= self.0 >> 27;
+        self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// One client's script: statements, each answered by rows, an OK's insert id, or an error.
+fn script(client: usize, pins: bool, temporary: bool, rng: &mut Rng) -> Vec<String> {
+    let table = format!("mux_mix_{client}");
+    let mut out = vec![format!("USE {DB}")];
+    let zones = ["'+01:00'", "'-05:00'", "'+09:30'", "DEFAULT"];
+    let modes = ["'ANSI_QUOTES'", "'PIPES_AS_CONCAT'", "''", "DEFAULT"];
+    for _ in 0..40 {
+        let pick = rng.below(if pins { 12 } else { 9 });
+        match pick {
+            0 => out.push(format!("SET time_zone = {}", zones[rng.below(4) as usize])),
+            1 => out.push(format!(
+                "SET SESSION sql_mode = {}",
+                modes[rng.below(4) as usize]
+            )),
+            2 => out.push(format!("USE {}", if rng.below(2) == 0 { DB } else { DB2 })),
+            3 => out.push("SELECT @@time_zone, @@sql_mode, DATABASE()".into()),
+            4 => out.push(format!(
+                "INSERT INTO {DB}.{table} (v) VALUES ({})",
+                rng.below(100)
+            )),
+            5 => {
+                out.push("BEGIN".into());
+                out.push(format!(
+                    "INSERT INTO {DB}.{table} (v) VALUES ({})",
+                    rng.below(100)
+                ));
+                out.push(format!("SELECT COUNT(*), SUM(v) FROM {DB}.{table}"));
+                out.push(
+                    if rng.below(2) == 0 {
+                        "COMMIT"
+                    } else {
+                        "ROLLBACK"
+                    }
+                    .into(),
+                );
+            }
+            6 => out.push(format!("SELECT COUNT(*), MAX(id) FROM {DB}.{table}")),
+            7 => out.push(format!(
+                "SET NAMES {}",
+                if rng.below(2) == 0 { "utf8" } else { "utf8mb4" }
+            )),
+            8 => out.push("SELECT @@character_set_client, @@character_set_results".into()),
+            // what pins: user variables, LAST_INSERT_ID(), SQL-level prepared statements,
+            // temporary tables (MariaDB)
+            9 => {
+                out.push(format!("SET @mine = {}", rng.below(1000)));
+                out.push("SELECT @mine".into());
+            }
+            10 => out.push("SELECT LAST_INSERT_ID()".into()),
+            _ if temporary => {
+                out.push("CREATE TEMPORARY TABLE IF NOT EXISTS mux_tmp (a INT)".into());
+                out.push("INSERT INTO mux_tmp VALUES (1)".into());
+                out.push("SELECT COUNT(*) FROM mux_tmp".into());
+            }
+            _ => {
+                out.push("PREPARE s FROM 'SELECT ? + 1'".into());
+                out.push(format!("EXECUTE s USING {}", rng.below(50)));
+            }
+        }
+    }
+    out
+}
+
+/// What a statement answered, as comparable text.
+fn answer(c: &mut RawConn, sql: &str) -> String {
+    use crate::common::raw::err_of;
+    let frames = c.query(sql.as_bytes()).expect("answered");
+    let first = &frames[0].1;
+    if let Some((code, _)) = err_of(first) {
+        return format!("error {code}");
+    }
+    if let Some(ok) = obkv_proxy::protocol::packets::parse_ok(first) {
+        if first.first() == Some(&0x00) {
+            return format!("ok {} {}", ok.affected_rows, ok.last_insert_id);
+        }
+    }
+    format!("{:?}", c.rows(sql))
+}
+
+#[test]
+fn interleaved_clients_on_four_connections_each_answer_as_alone_directly() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let clients = 8;
+        let temporary = kind == Kind::MariaDb;
+        let mut rng = Rng(0x9E37_79B9_7F4A_7C15 ^ kind as u64);
+        // three clients pin (each keeps one of the four connections); five share the last
+        let scripts: Vec<Vec<String>> = (0..clients)
+            .map(|i| script(i, i < 3, temporary, &mut rng))
+            .collect();
+        let fresh = |addr: &str| {
+            let mut d = RawConn::connect(addr, "root", "", Some(DB)).expect("direct");
+            for i in 0..clients {
+                d.exec(&format!("DROP TABLE IF EXISTS mux_mix_{i}"))
+                    .expect("drop");
+                d.exec(&format!(
+                    "CREATE TABLE mux_mix_{i} (id INT AUTO_INCREMENT PRIMARY KEY, v INT)"
+                ))
+                .expect("create");
+            }
+        };
+        // each client alone, directly
+        fresh(&backend.addr);
+        let alone: Vec<Vec<String>> = scripts
+            .iter()
+            .map(|s| {
+                let mut c = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+                s.iter().map(|sql| answer(&mut c, sql)).collect()
+            })
+            .collect();
+        // all of them at once through a proxy with four backend connections
+        fresh(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 4, 3_000));
+        // (the clients stay connected until the connections are counted)
+        let done = std::sync::Barrier::new(clients + 1);
+        let counted = std::sync::Barrier::new(clients + 1);
+        let (together, open): (Vec<Vec<String>>, u64) = std::thread::scope(|scope| {
+            let handles: Vec<_> = scripts
+                .iter()
+                .map(|s| {
+                    let addr = p.addr.clone();
+                    let (done, counted) = (&done, &counted);
+                    scope.spawn(move || {
+                        // (a client that fails still meets the others at the barriers)
+                        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                            let mut c =
+                                RawConn::connect(&addr, "root", "", Some(DB)).expect("proxy");
+                            let answers = s
+                                .iter()
+                                .map(|sql| {
+                                    std::thread::yield_now();
+                                    answer(&mut c, sql)
+                                })
+                                .collect::<Vec<String>>();
+                            (c, answers)
+                        }));
+                        done.wait();
+                        counted.wait();
+                        match run {
+                            Ok((_c, answers)) => answers,
+                            Err(e) => std::panic::resume_unwind(e),
+                        }
+                    })
+                })
+                .collect();
+            done.wait();
+            let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("status");
+            let s = status(&mut c);
+            assert!(
+                proxy_counter(&s, "multiplex_state_restores") > 0,
+                "{}",
+                kind.name()
+            );
+            let open = proxy_counter(&s, "multiplex_backend_connections_open");
+            counted.wait();
+            let answers = handles
+                .into_iter()
+                .map(|h| h.join().expect("client ran"))
+                .collect();
+            (answers, open)
+        });
+        // the three pinned clients' connections, one the other five shared, and the status
+        // session's own login
+        assert!(
+            open <= 5,
+            "{}: {open} backend connections open",
+            kind.name()
+        );
+        for (i, (a, t)) in alone.iter().zip(&together).enumerate() {
+            for (j, (x, y)) in a.iter().zip(t).enumerate() {
+                assert_eq!(
+                    x,
+                    y,
+                    "{}: client {i}, statement {j} `{}`",
+                    kind.name(),
+                    scripts[i][j]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_kill_reaches_the_session_it_names_and_never_another() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("c");
+        let a_id = a.greeting.connection_id;
+        let c_id = c.greeting.connection_id;
+        // every session gives back its login's connection: one connection serves them all
+        for s in [&mut a, &mut b, &mut c] {
+            assert_eq!(s.scalar("SELECT 1"), "1");
+        }
+        // a holds no connection: there is no statement of a's to end
+        b.exec(&format!("KILL QUERY {a_id}")).expect("kill query");
+        assert_eq!(a.scalar("SELECT 2"), "2", "{}: a lives on", kind.name());
+        // a KILL of a ends a, and only a: b and c go on, on the connection a last used
+        b.exec(&format!("KILL {a_id}")).expect("kill connection");
+        let gone = a.query(b"SELECT 3");
+        assert!(
+            gone.is_err() || gone.is_ok_and(|f| crate::common::raw::err_of(&f[0].1).is_some()),
+            "{}: a was not ended",
+            kind.name()
+        );
+        assert_eq!(b.scalar("SELECT 4"), "4", "{}", kind.name());
+        assert_eq!(c.scalar("SELECT 5"), "5", "{}", kind.name());
+        // a session that kills itself ends, as directly
+        let _ = c.query(format!("KILL {c_id}").as_bytes());
+        let gone = c.query(b"SELECT 6");
+        assert!(
+            gone.is_err() || gone.is_ok_and(|f| crate::common::raw::err_of(&f[0].1).is_some()),
+            "{}: c was not ended",
+            kind.name()
+        );
+        assert_eq!(b.scalar("SELECT 7"), "7", "{}", kind.name());
+    }
+}
