@@ -97,6 +97,18 @@ for s in sorted(sql):
         for flags in (0, 1, 2, 8):
             put("sql_insert", bytes([flags]) + s)
 
+# what a text does to the session (multiplexing)
+for s in sorted(sql) + [
+    b"SET sql_mode = 'ANSI_QUOTES', @@session.time_zone = '+00:00', LOCAL wait_timeout = -1",
+    b"/*!40101 SET NAMES utf8mb4 COLLATE utf8mb4_bin */",
+    b"SET @@sql_mode := DEFAULT; SELECT 1",
+    b"SET @a = 1", b"SELECT LAST_INSERT_ID()", b"CREATE TEMPORARY TABLE t (a int)",
+    b"KILL 42", b"kill hard query 7;", b"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    b"SET character_set_results = NULL, GLOBAL max_connections = 10",
+]:
+    for flags in (0x00, 0x01, 0x02, 0x08):
+        put("session_state", bytes([flags]) + s)
+
 # the advisor: a partitioning byte, then rowkeys separated by newlines
 for keys in (b"ord|1\npay|2\nlog|3\nmsg|4", b"1750000000000|1\n1750000000001|2", b"\x00\xff\n\n" + b"k" * 300):
     for flags in (0, 1, 2, 3):

@@ -55,6 +55,10 @@ pub struct Watched {
     fds: Mutex<Option<(OwnedFd, OwnedFd)>>,
     /// The session rested: its duplicates are made again before its next command (`rest`).
     resting: AtomicBool,
+    /// Multiplexing: the session gave its backend connection back to its set; the watcher
+    /// leaves the backend duplicate alone (another session may hold that connection) until
+    /// the session holds one again (`lend_backend`, `backend_back`).
+    backend_away: AtomicBool,
     /// The client speaks TLS: bytes it left unread are its close_notify, not a command.
     tls: bool,
     /// The tick count when the session began waiting for its next command (0: not waiting, or
@@ -73,6 +77,7 @@ impl Watched {
             gone: AtomicBool::new(false),
             // (a session whose copies could not be made tries again at its next command)
             resting: AtomicBool::new(fds.is_none()),
+            backend_away: AtomicBool::new(false),
             fds: Mutex::new(fds),
             tls,
             idle_since: AtomicU64::new(0),
@@ -205,6 +210,33 @@ impl Watched {
         }
     }
 
+    /// Multiplexing: the session's backend connection goes back to its set. Under the lock a
+    /// check holds: once this returns, the watcher never shuts that connection down for this
+    /// session (a check under way has ended first). No system call.
+    pub fn lend_backend(&self) {
+        let _fds = self.fds.lock().unwrap_or_else(|e| e.into_inner());
+        self.backend_away.store(true, Relaxed);
+    }
+
+    /// Multiplexing: the session holds a connection again; `same`: the one it gave back last
+    /// (its duplicate still stands for it), else the duplicate is made of this one.
+    pub fn backend_back(&self, backend: &impl AsFd, same: bool) {
+        let mut fds = self.fds.lock().unwrap_or_else(|e| e.into_inner());
+        if !same {
+            if let Some((_, b)) = fds.as_mut() {
+                match backend.as_fd().try_clone_to_owned() {
+                    Ok(new) => *b = new,
+                    Err(_) => {
+                        // unwatched until its duplicates can be made again
+                        *fds = None;
+                        self.resting.store(true, Relaxed);
+                    }
+                }
+            }
+        }
+        self.backend_away.store(false, Relaxed);
+    }
+
     /// The session lets its sockets go: the watcher's copies are closed with them.
     pub fn release(&self) {
         *self.fds.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -225,6 +257,9 @@ impl Watched {
         let Some((client, backend)) = fds.as_ref() else {
             return false;
         };
+        if self.backend_away.load(Relaxed) {
+            return false;
+        }
         if !hung_up(client, self.tls) {
             return false;
         }
@@ -309,6 +344,43 @@ mod tests {
     use super::*;
     use std::io::Write;
     use std::net::{TcpListener, TcpStream};
+
+    #[test]
+    fn a_lent_backend_connection_is_never_shut_down_for_the_session_that_lent_it() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let client_side = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        let (server_side, _) = l.accept().unwrap();
+        let bl = TcpListener::bind("127.0.0.1:0").unwrap();
+        let lent = TcpStream::connect(bl.local_addr().unwrap()).unwrap();
+        let (mut lent_peer, _) = bl.accept().unwrap();
+        let other = TcpStream::connect(bl.local_addr().unwrap()).unwrap();
+        let (mut other_peer, _) = bl.accept().unwrap();
+        let reg = Registry::default();
+        let w = reg.register(&server_side, false, &lent);
+        // the connection goes back to its set, then the client hangs up with a statement
+        // in flight (a race the session's own check ends): the lent connection stays up
+        w.lend_backend();
+        w.start(true);
+        drop(client_side);
+        reg.tick();
+        assert!(reg.tick().is_empty());
+        assert!(!w.client_gone());
+        lent_peer.set_nonblocking(true).unwrap();
+        let mut buf = [0u8; 4];
+        assert!(
+            std::io::Read::read(&mut lent_peer, &mut buf).is_err(),
+            "still open, nothing sent"
+        );
+        // lent another connection: that one is the session's, and it is shut down
+        w.backend_back(&other, false);
+        assert_eq!(reg.tick().len(), 1);
+        assert!(w.client_gone());
+        assert_eq!(std::io::Read::read(&mut other_peer, &mut buf).unwrap(), 0);
+        assert!(
+            std::io::Read::read(&mut lent_peer, &mut buf).is_err(),
+            "the lent one untouched"
+        );
+    }
 
     #[test]
     fn a_client_that_hangs_up_mid_statement_is_found_and_only_then() {

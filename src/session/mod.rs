@@ -221,6 +221,9 @@ pub struct Session {
     pinned_set: Option<Arc<crate::backend::lend::Set>>,
     /// With multiplexing on: the session as a KILL finds it, by the id its client was given.
     kill_slot: Option<(u32, Arc<crate::backend::lend::Slot>)>,
+    /// The `wait_timeout` a multiplexed session set: the backend closes no connection of its
+    /// for idling, so the proxy ends the session after that long without a command.
+    client_wait_timeout: Option<std::time::Duration>,
 }
 
 /// The backend speaks between commands (it is closing the connection); for a session that
@@ -323,6 +326,7 @@ impl Session {
             mux: None,
             pinned_set: None,
             kill_slot: None,
+            client_wait_timeout: None,
         }
     }
 
@@ -657,6 +661,17 @@ impl Session {
         }
     }
 
+    /// How long the session may wait for a command: `proxy.idle_timeout_ms`, or sooner the
+    /// `wait_timeout` a multiplexed session set (the backend closes no connection of its for
+    /// idling: `mux`).
+    #[inline]
+    fn idle_limit(&self, configured: Option<std::time::Duration>) -> Option<std::time::Duration> {
+        match (configured, self.client_wait_timeout) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
     /// An idle session's wait for its next command, holding nothing it can give back: as the
     /// busy loop waits, and a command that comes is read there (None).
     #[cold]
@@ -796,11 +811,13 @@ impl Session {
                 && self.backend.as_ref().is_none_or(|b| b.buffered() == 0)
             {
                 self.eager -= 1;
-                self.idle_deadline = limits.idle.map(|d| tokio::time::Instant::now() + d);
+                self.idle_deadline = self
+                    .idle_limit(limits.idle)
+                    .map(|d| tokio::time::Instant::now() + d);
                 return None;
             }
             self.watched.idle();
-            let idle_deadline = match limits.idle {
+            let idle_deadline = match self.idle_limit(limits.idle) {
                 None => None,
                 Some(d) => {
                     // (kept for the wait without buffers, should the watcher end this one)

@@ -205,6 +205,12 @@ impl Session {
                 return self.pin(Pin::SetNotCarried).await;
             }
             for a in std::mem::take(&mut m.carry) {
+                if a.key == b"wait_timeout" {
+                    self.client_wait_timeout = (!a.to_default)
+                        .then(|| seconds(&a.text))
+                        .flatten()
+                        .map(std::time::Duration::from_secs);
+                }
                 m.state.assign(
                     Assigned {
                         key: a.key,
@@ -262,7 +268,7 @@ impl Session {
         };
         // the watcher lets go of the connection first: it never touches one another session
         // holds
-        self.watched.rest();
+        self.watched.lend_backend();
         let Some(mut stream) = self.backend.take() else {
             return Ok(());
         };
@@ -410,7 +416,9 @@ impl Session {
         if let Some((_, slot)) = &self.kill_slot {
             *slot.current.lock().await = conn.id;
         }
+        let same = conn.id == self.backend_id && conn.id != 0;
         self.backend_id = conn.id;
+        self.watched.backend_back(conn.stream.get_ref(), same);
         self.watched
             .resume(self.client.get_ref(), conn.stream.get_ref());
         self.backend = Some(conn.stream);
@@ -634,5 +642,30 @@ impl Session {
         let r = self.forward(kind).await.map(drop);
         drop(current);
         r
+    }
+}
+
+/// The whole seconds an assignment's value gives (`@@SESSION.wait_timeout = 3`, `= '3'`).
+fn seconds(text: &[u8]) -> Option<u64> {
+    let at = memchr::memchr(b'=', text)?;
+    let v = text.get(at + 1..)?.trim_ascii();
+    let v = v
+        .strip_prefix(b"'")
+        .and_then(|v| v.strip_suffix(b"'"))
+        .unwrap_or(v);
+    std::str::from_utf8(v).ok()?.parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_wait_timeout_is_read_in_whole_seconds() {
+        assert_eq!(super::seconds(b"@@SESSION.wait_timeout = 3"), Some(3));
+        assert_eq!(
+            super::seconds(b"@@SESSION.wait_timeout = '28800'"),
+            Some(28800)
+        );
+        assert_eq!(super::seconds(b"@@SESSION.wait_timeout = -1"), None);
+        assert_eq!(super::seconds(b"@@SESSION.wait_timeout = 1.5"), None);
     }
 }

@@ -555,3 +555,31 @@ fn a_kill_reaches_the_session_it_names_and_never_another() {
         assert_eq!(b.scalar("SELECT 7"), "7", "{}", kind.name());
     }
 }
+
+#[test]
+fn a_session_that_set_wait_timeout_is_closed_when_idle_that_long() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 2, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        a.exec("SET SESSION wait_timeout = 1")
+            .expect("wait_timeout");
+        assert_eq!(a.scalar("SELECT 1"), "1");
+        assert_eq!(b.scalar("SELECT 1"), "1");
+        let started = std::time::Instant::now();
+        let (closed, _) = crate::common::raw::read_until_closed(
+            &mut a.stream,
+            std::time::Duration::from_secs(10),
+        );
+        assert!(
+            closed,
+            "{}: a idled past its wait_timeout and stayed",
+            kind.name()
+        );
+        assert!(started.elapsed() >= std::time::Duration::from_millis(900));
+        // b did not set one: it stays
+        assert_eq!(b.scalar("SELECT 2"), "2", "{}", kind.name());
+    }
+}

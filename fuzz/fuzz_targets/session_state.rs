@@ -1,0 +1,54 @@
+//! What a text does to its session's state, for multiplexing (`sql::session_state`): any
+//! bytes, under the dialect bits of the first byte. Never a panic; an assignment it carries
+//! reads back, alone, as itself (the proxy replays it on another connection); a KILL's id lies
+//! where it says.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+use obkv_proxy::sql::scan::{Dialect, Flavor};
+use obkv_proxy::sql::session_state::{effect, kill_target, Effect};
+
+fuzz_target!(|data: &[u8]| {
+    let Some((&flags, sql)) = data.split_first() else {
+        return;
+    };
+    let d = Dialect {
+        flavor: if flags & 8 != 0 {
+            Flavor::OceanBase
+        } else {
+            Flavor::MariaDb
+        },
+        version: 101119,
+        no_backslash_escapes: flags & 1 != 0,
+        ansi_quotes: flags & 2 != 0,
+        multibyte_backslash: flags & 4 != 0,
+        plain_comments: false,
+    };
+    if let Effect::Carry(list) = effect(sql, d) {
+        assert!(!list.is_empty());
+        for a in &list {
+            assert!(!a.key.is_empty());
+            assert!(a
+                .key
+                .iter()
+                .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_'));
+            let mut again = b"SET ".to_vec();
+            again.extend_from_slice(&a.text);
+            match effect(&again, d) {
+                Effect::Carry(back) => {
+                    assert_eq!(back.len(), 1, "{:?}", String::from_utf8_lossy(&again));
+                    assert_eq!(back[0].key, a.key);
+                    assert_eq!(back[0].text, a.text);
+                    assert_eq!(back[0].to_default, a.to_default);
+                }
+                other => panic!("{:?} reads back as {other:?}", String::from_utf8_lossy(&again)),
+            }
+        }
+    }
+    if let Some(k) = kill_target(sql, d) {
+        let digits = sql.get(k.at.clone()).expect("inside the text");
+        let n: u64 = std::str::from_utf8(digits).unwrap().parse().unwrap();
+        assert_eq!(n, u64::from(k.id));
+    }
+});
