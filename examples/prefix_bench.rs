@@ -280,12 +280,31 @@ async fn count_run(addr: &str, op: Op, prepared: bool, n: usize, prefixes: usize
     let mut c = Conn::new(opts(addr, Some("obkv_bench")))
         .await
         .expect("connect");
-    let stmt = c.prep(statement(op)).await.expect("prepare");
+    // a text workload's connection prepares nothing (a multiplexing proxy would pin it): the
+    // statement run_one is handed comes from a connection of its own
+    let mut other = None;
+    let stmt = if prepared {
+        c.prep(statement(op)).await.expect("prepare")
+    } else {
+        let mut o = Conn::new(opts(addr, Some("obkv_bench")))
+            .await
+            .expect("connect");
+        let s = o.prep(statement(op)).await.expect("prepare");
+        other = Some(o);
+        s
+    };
     let mut i = 0;
     for _ in 0..n {
         run_one(&mut c, &stmt, op, prepared, &mut i, prefixes, addr).await;
     }
-    c.close(stmt).await.ok();
+    match other {
+        Some(o) => {
+            o.disconnect().await.ok();
+        }
+        None => {
+            c.close(stmt).await.ok();
+        }
+    }
     c.disconnect().await.ok();
 }
 

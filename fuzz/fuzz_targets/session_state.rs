@@ -1,13 +1,13 @@
 //! What a text does to its session's state, for multiplexing (`sql::session_state`): any
 //! bytes, under the dialect bits of the first byte. Never a panic; an assignment it carries
 //! reads back, alone, as itself (the proxy replays it on another connection); a KILL's id lies
-//! where it says.
+//! where it says; the cheap look never says "nothing" where the reading finds something.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::sql::scan::{Dialect, Flavor};
-use obkv_proxy::sql::session_state::{effect, kill_target, Effect};
+use obkv_proxy::sql::session_state::{effect, effect_read, kill_target, plainly_nothing, Effect};
 
 fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
@@ -25,6 +25,10 @@ fuzz_target!(|data: &[u8]| {
         multibyte_backslash: flags & 4 != 0,
         plain_comments: false,
     };
+    // the cheap look says nothing only where the whole reading finds nothing
+    if plainly_nothing(sql) {
+        assert_eq!(effect_read(sql, d), Effect::None);
+    }
     if let Effect::Carry(list) = effect(sql, d) {
         assert!(!list.is_empty());
         for a in &list {

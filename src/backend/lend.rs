@@ -271,27 +271,30 @@ impl Set {
         loop {
             let notified = self.freed.notified();
             tokio::pin!(notified);
-            notified.as_mut().enable();
             {
                 let mut s = self.lock();
-                // connections the backend closed while they sat idle are dropped
-                s.idle.retain(|c| still_open(&c.stream));
-                let before = s.open;
-                s.open = s.lent + s.idle.len();
-                self.totals.closed(before.saturating_sub(s.open));
-                let base = self.base_charset.lock().map(|b| b.clone()).unwrap_or(None);
-                let pick = s
-                    .idle
-                    .iter()
-                    .rposition(|c| c.id == last && last != 0)
-                    .or_else(|| s.idle.iter().rposition(|c| c.state == *want))
-                    .or_else(|| {
-                        s.idle
+                loop {
+                    let mut pick = s
+                        .idle
+                        .iter()
+                        .rposition(|c| c.id == last && last != 0)
+                        .or_else(|| s.idle.iter().rposition(|c| c.state == *want));
+                    if pick.is_none() && !s.idle.is_empty() {
+                        let base = self.base_charset();
+                        pick = s
+                            .idle
                             .iter()
-                            .rposition(|c| want.restore_from(&c.state, base.as_deref()).is_some())
-                    });
-                if let Some(i) = pick {
+                            .rposition(|c| want.restore_from(&c.state, base.as_deref()).is_some());
+                    }
+                    let Some(i) = pick else { break };
                     let conn = s.idle.swap_remove(i);
+                    // one the backend closed while it sat idle is dropped (a readable idle
+                    // socket is a closed one), and the next looked at
+                    if !still_open(&conn.stream) {
+                        s.open = s.open.saturating_sub(1);
+                        self.totals.closed(1);
+                        continue;
+                    }
                     s.lent = s.lent.saturating_add(1);
                     if waited.is_some() {
                         s.waiting = s.waiting.saturating_sub(1);
@@ -321,6 +324,9 @@ impl Set {
                     s.waiting = s.waiting.saturating_add(1);
                     waited = Some(std::time::Instant::now());
                 }
+                // registered before the lock goes: a give-back (which takes it before it
+                // notifies) from here on wakes this wait
+                notified.as_mut().enable();
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 let mut s = self.lock();

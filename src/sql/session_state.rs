@@ -54,7 +54,9 @@ const MAX_TOKENS: usize = 1 << 20;
 /// Variables whose assignment cannot be made again on another connection as written (one-shot
 /// values for the next statement, replication and identity state, the database's character
 /// set that USE sets, which variables the server tracks).
-const NOT_CARRIED: [&[u8]; 14] = [
+const NOT_CARRIED: [&[u8]; 16] = [
+    b"warning_count",
+    b"error_count",
     b"insert_id",
     b"last_insert_id",
     b"identity",
@@ -79,8 +81,105 @@ const PREVIOUS: [&[u8]; 4] = [
     b"error_count",
 ];
 
+/// First words of a statement that may carry, pin or hide one (`pins`, `assignments`).
+const FIRST_WORDS: [&[u8]; 20] = [
+    b"SET",
+    b"LOCK",
+    b"UNLOCK",
+    b"PREPARE",
+    b"EXECUTE",
+    b"DEALLOCATE",
+    b"CALL",
+    b"DECLARE",
+    b"IF",
+    b"CASE",
+    b"LOOP",
+    b"WHILE",
+    b"REPEAT",
+    b"BEGIN",
+    b"XA",
+    b"HANDLER",
+    b"BINLOG",
+    b"GET",
+    b"SHOW",
+    b"FLUSH",
+];
+
+/// Words anywhere in a statement that pin (each has an underscore, but TEMPORARY).
+const UNDERSCORE_WORDS: [&[u8]; 9] = [
+    b"GET_LOCK",
+    b"RELEASE_LOCK",
+    b"RELEASE_ALL_LOCKS",
+    b"IS_USED_LOCK",
+    b"IS_FREE_LOCK",
+    b"LAST_INSERT_ID",
+    b"ROW_COUNT",
+    b"FOUND_ROWS",
+    b"SQL_CALC_FOUND_ROWS",
+];
+
+/// A cheap look that finds most texts change nothing, without lexing them: one statement (no
+/// `;`), no comment that could hold code (`/*`), no variable (`@`), a first word that is not
+/// one `pins` or `assignments` reads, no word with an underscore that pins (`CONNECTION_ID`
+/// among them), no TEMPORARY. Any of them anywhere, in a literal too, sends the text to the
+/// full reading (which is never less careful).
+#[doc(hidden)]
+pub fn plainly_nothing(sql: &[u8]) -> bool {
+    if memchr::memchr3(b';', b'@', b'/', sql).is_some() {
+        return false;
+    }
+    let start = super::classify::skip_noise(sql);
+    let end = start
+        .iter()
+        .position(|c| !c.is_ascii_alphabetic())
+        .unwrap_or(start.len());
+    let first = start.get(..end).unwrap_or_default();
+    if end == 0 || FIRST_WORDS.iter().any(|w| first.eq_ignore_ascii_case(w)) {
+        return false;
+    }
+    // each word with an underscore looked at once (linear in the text)
+    let word_char = |c: &u8| c.is_ascii_alphanumeric() || *c == b'_' || *c == b'$' || *c >= 0x80;
+    let mut from_here = 0;
+    while let Some(at) = sql
+        .get(from_here..)
+        .and_then(|rest| memchr::memchr(b'_', rest))
+        .map(|p| from_here + p)
+    {
+        let from = sql
+            .get(from_here..at)
+            .and_then(|b| b.iter().rposition(|c| !word_char(c)))
+            .map_or(from_here, |p| from_here + p + 1);
+        let to = sql
+            .get(at..)
+            .and_then(|a| a.iter().position(|c| !word_char(c)))
+            .map_or(sql.len(), |p| at + p);
+        let word = sql.get(from..to).unwrap_or_default();
+        if word.eq_ignore_ascii_case(b"CONNECTION_ID")
+            || UNDERSCORE_WORDS
+                .iter()
+                .any(|w| word.eq_ignore_ascii_case(w))
+        {
+            return false;
+        }
+        from_here = to.max(at + 1);
+    }
+    !memchr::memchr2_iter(b't', b'T', sql).any(|at| {
+        sql.get(at..at + 9)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"TEMPORARY"))
+    })
+}
+
 /// What `sql` does to the session's state, read as `d` reads it.
 pub fn effect(sql: &[u8], d: Dialect) -> Effect {
+    if plainly_nothing(sql) {
+        return Effect::None;
+    }
+    effect_read(sql, d)
+}
+
+/// `effect` without its cheap look: the text lexed whole.
+#[doc(hidden)]
+pub fn effect_read(sql: &[u8], d: Dialect) -> Effect {
     let mut tokens: Vec<Token> = Vec::new();
     let mut scanner = Scanner::new(sql, d);
     for t in scanner.by_ref() {
@@ -233,7 +332,6 @@ fn assignments(sql: &[u8], list: &[Token]) -> Result<Vec<Assignment>, Pin> {
     }
     // SET NAMES x [COLLATE y], SET CHARACTER SET x, SET CHARSET x: the whole statement
     if is(first, "NAMES") || is(first, "CHARSET") || is(first, "CHARACTER") {
-        let end = list.last().map_or(first.end, |t| t.end);
         let values = list
             .iter()
             .skip(1)
@@ -241,9 +339,17 @@ fn assignments(sql: &[u8], list: &[Token]) -> Result<Vec<Assignment>, Pin> {
         if !values || list.len() > 5 {
             return Err(Pin::SetNotCarried);
         }
+        // the tokens, not the bytes between them: a comment's end may lie among them
+        let mut text = Vec::new();
+        for (i, t) in list.iter().enumerate() {
+            if i > 0 {
+                text.push(b' ');
+            }
+            text.extend_from_slice(t.text(sql));
+        }
         return Ok(vec![Assignment {
             key: b"names".to_vec(),
-            text: sql.get(first.start..end).unwrap_or_default().to_vec(),
+            text,
             to_default: false,
         }]);
     }
@@ -337,14 +443,17 @@ fn assignment(sql: &[u8], item: &[Token]) -> Result<Option<Assignment>, Pin> {
     if name == b"autocommit" {
         return Ok(None);
     }
-    let (Some(v0), Some(vn)) = (value.first(), value.last()) else {
+    let Some(v0) = value.first() else {
         return Err(Pin::Unreadable);
     };
     let to_default = value.len() == 1 && v0.is_word(sql, "DEFAULT");
     let mut text = b"@@SESSION.".to_vec();
     text.extend_from_slice(&name);
     text.extend_from_slice(b" = ");
-    text.extend_from_slice(sql.get(v0.start..vn.end).unwrap_or_default());
+    // the tokens (a sign and its number), not the bytes between them (a comment)
+    for t in value {
+        text.extend_from_slice(t.text(sql));
+    }
     Ok(Some(Assignment {
         key: name,
         text,
@@ -422,6 +531,23 @@ mod tests {
                 to_default: false
             }])
         );
+        // the tokens are kept, not the comment's end among them
+        assert_eq!(
+            effect(b"/*!40101 SET NAMES */ utf8mb4", mariadb),
+            Effect::Carry(vec![Assignment {
+                key: b"names".to_vec(),
+                text: b"NAMES utf8mb4".to_vec(),
+                to_default: false
+            }])
+        );
+        assert_eq!(
+            carried("SET wait_timeout = -/* a comment */5"),
+            vec![(
+                "wait_timeout".into(),
+                "@@SESSION.wait_timeout = -5".into(),
+                false
+            )]
+        );
         // where OceanBase may read the comment as one, nothing is carried on a guess
         assert_eq!(
             e("/*!40101 SET NAMES utf8mb4 */"),
@@ -486,13 +612,53 @@ mod tests {
                 Pin::SetNotCarried,
             ),
             ("SET insert_id = 5", Pin::SetNotCarried),
+            ("SET error_count = 7", Pin::SetNotCarried),
             ("SET ROLE r", Pin::SetNotCarried),
-            ("SELECT 'unterminated", Pin::Unreadable),
+            ("SELECT 'unterminated; SELECT 1", Pin::Unreadable),
             ("/*!99999 SELECT 1 */ SET @x=1", Pin::UserVariable),
         ];
         for (sql, pin) in cases {
             assert_eq!(e(sql), Effect::Pin(pin), "{sql}");
         }
+    }
+
+    #[test]
+    fn the_cheap_look_never_says_nothing_where_the_reading_finds_something() {
+        let texts = [
+            "SELECT 1",
+            "SELECT @a",
+            "SELECT last_insert_id()",
+            "select Connection_Id()",
+            "INSERT INTO t_1 VALUES ('a_b')",
+            "CREATE temporary TABLE t (a int)",
+            "SHOW WARNINGS",
+            "set x = 1",
+            "LOCK TABLES t READ",
+            "SELECT FOUND_ROWS() FROM t_2",
+            "UPDATE g$f SET V = 'x' WHERE K = 'k_1'",
+            "  -- c\nSET @a = 1",
+            "(SELECT 1)",
+            "SELECT get_lock('x', 1)",
+            "SELECT a__b_GET_LOCK(1)",
+            "_GET_LOCK",
+            "x_",
+        ];
+        for t in texts {
+            if plainly_nothing(t.as_bytes()) {
+                assert_eq!(
+                    effect_read(t.as_bytes(), Dialect::default()),
+                    Effect::None,
+                    "{t}"
+                );
+            }
+        }
+        assert!(plainly_nothing(
+            b"SELECT K, Q, T, V FROM obkv_bench.g$f WHERE K LIKE 'a_b%'"
+        ));
+        assert!(plainly_nothing(b"INSERT INTO t (a) VALUES (1), (2)"));
+        assert!(!plainly_nothing(
+            b"SELECT 1 FROM t WHERE sql_calc_found_rows"
+        ));
     }
 
     #[test]
