@@ -436,8 +436,10 @@ pub const PIN_REASONS: [&str; 12] = [
 pub struct Slot {
     pub current: tokio::sync::Mutex<u32>,
     /// A KILL CONNECTION named it: the session ends.
-    pub killed: std::sync::atomic::AtomicBool,
-    pub wake: Notify,
+    killed: std::sync::atomic::AtomicBool,
+    /// The session's task while it waits between commands (one waiter: a few atomic
+    /// operations a wait, where a `Notify` takes a lock).
+    waker: atomic_waker::AtomicWaker,
 }
 
 impl Slot {
@@ -445,17 +447,23 @@ impl Slot {
         self.killed.load(Relaxed)
     }
 
-    /// Waits until a KILL names the session.
+    /// A KILL CONNECTION names the session: it ends (woken if it waits).
+    pub fn kill(&self) {
+        self.killed.store(true, Relaxed);
+        self.waker.wake();
+    }
+
+    /// Waits until a KILL names the session (only the session's own task waits here).
     pub async fn killed(&self) {
-        loop {
-            let n = self.wake.notified();
-            tokio::pin!(n);
-            n.as_mut().enable();
+        std::future::poll_fn(|cx| {
+            self.waker.register(cx.waker());
             if self.is_killed() {
-                return;
+                std::task::Poll::Ready(())
+            } else {
+                std::task::Poll::Pending
             }
-            n.await;
-        }
+        })
+        .await
     }
 }
 

@@ -598,8 +598,7 @@ impl Session {
             };
         };
         if !query {
-            slot.killed.store(true, Relaxed);
-            slot.wake.notify_waiters();
+            slot.kill();
             // the session's own: it ends (told as MariaDB tells it), and the connection it
             // holds, which other sessions share, is given back rather than killed
             if self
