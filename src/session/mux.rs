@@ -31,6 +31,10 @@ pub(super) struct Mux {
     carry: Vec<session_state::Assignment>,
     /// The last response leaves something the next statement may read: keep the connection.
     hold: bool,
+    /// The connection held may keep conditions of the session's last statement in its
+    /// diagnostics area: it is not given back at the session's end (the next holder could
+    /// read them), but closed.
+    dirty: bool,
     /// A response of the command ended in an error.
     failed: bool,
     /// The connection was lost between commands of a transaction: the next command is
@@ -64,6 +68,7 @@ impl Session {
                     last_id: self.backend_id,
                     carry: Vec::new(),
                     hold: false,
+                    dirty: false,
                     failed: false,
                     lost_in_transaction: false,
                 }));
@@ -197,6 +202,7 @@ impl Session {
             return Ok(());
         };
         let hold = std::mem::take(&mut m.hold);
+        m.dirty = hold;
         let failed = std::mem::take(&mut m.failed);
         if !m.carry.is_empty() {
             // what ran of a text that failed is not known
@@ -487,8 +493,10 @@ impl Session {
             return true;
         };
         let known = matches!(&self.db_fact, Some(Some(_)));
-        let idle =
-            self.last_status & status::IN_TRANS == 0 && self.last_status & status::AUTOCOMMIT != 0;
+        // (a connection that may hold the session's conditions is closed, never lent on)
+        let idle = self.last_status & status::IN_TRANS == 0
+            && self.last_status & status::AUTOCOMMIT != 0
+            && !m.dirty;
         let slot = self.kill_slot.as_ref().map(|(_, s)| s.clone());
         let _current = match &slot {
             Some(s) => {

@@ -583,3 +583,28 @@ fn a_session_that_set_wait_timeout_is_closed_when_idle_that_long() {
         assert_eq!(b.scalar("SELECT 2"), "2", "{}", kind.name());
     }
 }
+
+#[test]
+fn a_session_that_ends_after_a_warning_leaves_it_to_no_other() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        // proxy auth with one connection: the next session would be lent the same one
+        let p = proxy::start(multiplexed(proxy_auth_config(&backend.addr), 1, 5_000));
+        let mut b = RawConn::connect(&p.addr, "reporting", "rep-pass", Some(DB)).expect("b");
+        assert_eq!(b.scalar("SELECT 1"), "1");
+        let mut a = RawConn::connect(&p.addr, "app", "app-pass", Some(DB)).expect("a");
+        // a gives back its login's connection (one too many: closed), then is lent b's
+        assert_eq!(a.scalar("SELECT 1"), "1");
+        // (a warning on MariaDB, an error on seekdb: each leaves a condition)
+        let w = a.warnings_or_error("DO CAST('x1' AS SIGNED)").unwrap_or(1);
+        assert!(w >= 1, "{}", kind.name());
+        a.quit();
+        let shown = b.rows("SHOW WARNINGS");
+        assert!(
+            shown.is_empty(),
+            "{}: b reads a's conditions: {shown:?}",
+            kind.name()
+        );
+    }
+}
