@@ -682,10 +682,26 @@ fn t_is_filled_in_the_convention() {
 
 #[test]
 fn a_transaction_stays_in_one_partition() {
+    transaction_in_one_partition(false);
+}
+
+/// The same with multiplexing on (issue 43): the guard's partition ties the transaction to
+/// one backend connection, and every refusal holds.
+#[test]
+fn a_transaction_stays_in_one_partition_multiplexed() {
+    transaction_in_one_partition(true);
+}
+
+fn transaction_in_one_partition(multiplexed: bool) {
     let (a, b, a2) = keys();
     for kind in BOTH {
-        let tag = format!("x{}", kind.name());
-        let f = fixture(kind, &tag);
+        let tag = format!("{}{}", if multiplexed { "mx" } else { "x" }, kind.name());
+        let f = fixture_with(kind, &tag, |cfg| {
+            if multiplexed {
+                cfg.multiplex.mode = obkv_proxy::config::MultiplexMode::Transaction;
+                cfg.multiplex.max_backend_connections = 2;
+            }
+        });
         let t = &f.table;
         let now = -now_ms();
         let ins = |k: &[u8], q: &str| {
@@ -783,12 +799,14 @@ fn a_transaction_stays_in_one_partition() {
         // an XA transaction in statements of their own (MariaDB; seekdb has no XA): the
         // backend reports it in its status (IN_TRANS from XA START to XA COMMIT, measured)
         if kind == Kind::MariaDb {
-            ok(&mut s1, "XA START 'obkv1'");
+            // (XIDs are the server's: each variant of the test has its own)
+            let xid = if multiplexed { "'obkvm1'" } else { "'obkv1'" };
+            ok(&mut s1, &format!("XA START {xid}"));
             ok(&mut s1, &ins(&a, "xa"));
             let (code, msg) = refused(&mut s1, &ins(&b, "xa"));
             assert_eq!(code, 1235, "{msg}");
-            ok(&mut s1, "XA END 'obkv1'");
-            ok(&mut s1, "XA COMMIT 'obkv1' ONE PHASE");
+            ok(&mut s1, &format!("XA END {xid}"));
+            ok(&mut s1, &format!("XA COMMIT {xid} ONE PHASE"));
             // after it, another partition is another transaction's
             ok(&mut s1, &ins(&b, "xa"));
             let xa: Vec<Vec<u8>> = f
