@@ -80,7 +80,7 @@ impl CarriedState {
     }
 
     /// Whether `names` (or one of the connection character set variables) is set.
-    fn sets_charset(&self) -> bool {
+    pub fn sets_charset(&self) -> bool {
         self.vars.iter().any(|v| is_charset_var(&v.key))
     }
 

@@ -256,7 +256,7 @@ impl Session {
         m.state.db = Some(db);
         let set = m.set.clone();
         // the set learns its login's character set from a connection still in it
-        if set.base_charset().is_none() && !m.state.vars.iter().any(|v| is_charset(&v.key)) {
+        if set.base_charset().is_none() && !m.state.sets_charset() {
             self.learn_base_charset(&set).await?;
         }
         // a KILL naming the session finds no connection from here on (and one that runs now
@@ -531,17 +531,6 @@ impl Session {
         }
         true
     }
-}
-
-fn is_charset(key: &[u8]) -> bool {
-    matches!(
-        key,
-        b"names"
-            | b"character_set_client"
-            | b"character_set_connection"
-            | b"character_set_results"
-            | b"collation_connection"
-    )
 }
 
 /// Puts a borrowed connection in the session's state (None: it cannot be). False: it failed.

@@ -48,8 +48,9 @@ pub enum Effect {
     Pin(Pin),
 }
 
-/// Most tokens read; a longer text pins (`Unreadable`) only when it is not plain.
-const MAX_TOKENS: usize = 1 << 20;
+/// Longest text read on the event loop: a longer one pins (`Unreadable`) rather than being
+/// looked at there (the router reads such texts off the loop).
+pub const MAX_READ: usize = 256 * 1024;
 
 /// Variables whose assignment cannot be made again on another connection as written (one-shot
 /// values for the next statement, replication and identity state, the database's character
@@ -171,6 +172,10 @@ pub fn plainly_nothing(sql: &[u8]) -> bool {
 
 /// What `sql` does to the session's state, read as `d` reads it.
 pub fn effect(sql: &[u8], d: Dialect) -> Effect {
+    // (even the cheap look stays off a huge text on the event loop, as the pre-check does)
+    if sql.len() > MAX_READ {
+        return Effect::Pin(Pin::Unreadable);
+    }
     if plainly_nothing(sql) {
         return Effect::None;
     }
@@ -186,9 +191,6 @@ pub fn effect_read(sql: &[u8], d: Dialect) -> Effect {
         let Ok(t) = t else {
             return Effect::Pin(Pin::Unreadable);
         };
-        if tokens.len() >= MAX_TOKENS {
-            return Effect::Pin(Pin::Unreadable);
-        }
         tokens.push(t);
     }
     // a text that reads otherwise under a state the proxy does not know (ANSI_QUOTES, a
@@ -659,6 +661,16 @@ mod tests {
         assert!(!plainly_nothing(
             b"SELECT 1 FROM t WHERE sql_calc_found_rows"
         ));
+    }
+
+    #[test]
+    fn a_text_too_long_to_read_on_the_event_loop_pins() {
+        let mut long = b"SELECT ".to_vec();
+        long.resize(MAX_READ + 1, b'1');
+        assert_eq!(
+            effect(&long, Dialect::default()),
+            Effect::Pin(Pin::Unreadable)
+        );
     }
 
     #[test]

@@ -140,14 +140,7 @@ fn within_20s(mut done: impl FnMut() -> bool, what: impl Fn() -> String) {
 
 fn status(via: Via) -> Vec<(String, String)> {
     let mut c = RawConn::connect(via.0, via.1, via.2, None).expect("proxy");
-    c.rows("SHOW PROXY STATUS")
-        .into_iter()
-        .filter_map(|r| {
-            let k = String::from_utf8_lossy(r.first()?.as_deref()?).into_owned();
-            let v = String::from_utf8_lossy(r.get(1)?.as_deref()?).into_owned();
-            Some((k, v))
-        })
-        .collect()
+    crate::common::proxy_status(&mut c)
 }
 
 #[test]

@@ -29,14 +29,7 @@ fn multiplexed(mut cfg: Config, max: usize, wait_ms: u64) -> Config {
 }
 
 fn status(c: &mut RawConn) -> Vec<(String, String)> {
-    c.rows("SHOW PROXY STATUS")
-        .into_iter()
-        .filter_map(|r| {
-            let k = String::from_utf8_lossy(r.first()?.as_deref()?).into_owned();
-            let v = String::from_utf8_lossy(r.get(1)?.as_deref()?).into_owned();
-            Some((k, v))
-        })
-        .collect()
+    crate::common::proxy_status(c)
 }
 
 #[test]

@@ -4,6 +4,18 @@ pub mod raw;
 
 pub use backends::{shared, Kind, BOTH};
 
+/// `SHOW PROXY STATUS` on `c`, as (name, value) rows.
+pub fn proxy_status(c: &mut raw::RawConn) -> Vec<(String, String)> {
+    c.rows("SHOW PROXY STATUS")
+        .into_iter()
+        .filter_map(|r| {
+            let k = String::from_utf8_lossy(r.first()?.as_deref()?).into_owned();
+            let v = String::from_utf8_lossy(r.get(1)?.as_deref()?).into_owned();
+            Some((k, v))
+        })
+        .collect()
+}
+
 /// One counter of `SHOW PROXY STATUS` rows (name, value); panics when it is missing.
 pub fn proxy_counter(rows: &[(String, String)], name: &str) -> u64 {
     rows.iter()
