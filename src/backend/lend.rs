@@ -59,6 +59,9 @@ pub struct CarriedState {
     pub vars: Vec<Assigned>,
     /// `LAST_INSERT_ID()`: the last AUTO_INCREMENT value an INSERT of the session generated.
     pub last_insert_id: u64,
+    /// COM_SET_OPTION: multiple statements a text turned on (true) or off (false) since
+    /// login; None: as the login's capabilities say.
+    pub multi_statements: Option<bool>,
 }
 
 impl CarriedState {
@@ -685,6 +688,7 @@ mod tests {
             db: Some(Arc::from(db.as_bytes())),
             vars: vars.iter().map(|(k, t)| a(k, t)).collect(),
             last_insert_id: id,
+            multi_statements: None,
         }
     }
 

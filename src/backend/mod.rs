@@ -374,6 +374,24 @@ pub async fn init_db(stream: &mut BackendStream, db: &[u8]) -> Result<(), Backen
     }
 }
 
+/// COM_SET_OPTION: multiple statements a text on (`on`) or off for the connection. The
+/// backend answers with an EOF packet (an OK packet headed 0xFE with CLIENT_DEPRECATE_EOF) or
+/// an ERR packet.
+pub async fn set_option(stream: &mut BackendStream, on: bool) -> Result<(), BackendError> {
+    let option: u16 = if on { 0 } else { 1 };
+    let [lo, hi] = option.to_le_bytes();
+    stream.send_command(&[com::SET_OPTION, lo, hi]).await?;
+    let mut p = Vec::new();
+    stream.read_frame_into(&mut p).await?;
+    match p.first() {
+        Some(0x00 | 0xfe) => Ok(()),
+        Some(0xff) => Err(BackendError::Refused(p)),
+        _ => Err(BackendError::Protocol(
+            "unexpected answer to COM_SET_OPTION",
+        )),
+    }
+}
+
 /// A text row of a result the proxy reads itself; NULL is None.
 pub type Row = Vec<Option<Vec<u8>>>;
 

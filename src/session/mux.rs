@@ -41,6 +41,12 @@ pub(super) struct Mux {
     /// answered with the error the client would get directly (2013), and the one after it
     /// runs on another connection.
     lost_in_transaction: bool,
+    /// The command is a COM_RESET_CONNECTION: once it succeeded, the session is in its
+    /// login's state again (variables, the insert id; the database stays).
+    resetting: bool,
+    /// The command is a COM_SET_OPTION turning multiple statements on (Some(true)) or off:
+    /// carried once it succeeded.
+    set_option: Option<bool>,
 }
 
 impl Session {
@@ -71,6 +77,8 @@ impl Session {
                     dirty: false,
                     failed: false,
                     lost_in_transaction: false,
+                    resetting: false,
+                    set_option: None,
                 }));
             }
             None => lending.pinned(Pin::TooManySets as usize),
@@ -148,6 +156,8 @@ impl Session {
             return Ok(());
         };
         m.carry.clear();
+        m.resetting = false;
+        m.set_option = None;
         let pin = match self.command.first().copied() {
             Some(com::QUERY) => {
                 let sql = self.command.get(1..).unwrap_or_default();
@@ -167,9 +177,27 @@ impl Session {
                 com::STMT_SEND_LONG_DATA | com::STMT_FETCH | com::STMT_RESET | com::STMT_CLOSE,
             ) => Some(Pin::PreparedStatement),
             Some(com::PROCESS_KILL) => Some(Pin::ConnectionId),
-            Some(com::CHANGE_USER | com::RESET_CONNECTION | com::SET_OPTION | com::DEBUG) => {
-                Some(Pin::SessionCommand)
+            // the backend puts the connection back in its login's state, both backends alike
+            // (the login's character set, every variable at its global value, the database
+            // kept; measured): what the session carries goes the same way once it succeeded
+            Some(com::RESET_CONNECTION) => {
+                m.resetting = true;
+                None
             }
+            // multiple statements on or off (mysqlclient sends it at connect): carried, and
+            // set again on a connection that differs (an unknown option runs pinned)
+            Some(com::SET_OPTION) => match self.command.get(1..) {
+                Some([0, 0]) => {
+                    m.set_option = Some(true);
+                    None
+                }
+                Some([1, 0]) => {
+                    m.set_option = Some(false);
+                    None
+                }
+                _ => Some(Pin::SessionCommand),
+            },
+            Some(com::CHANGE_USER | com::DEBUG) => Some(Pin::SessionCommand),
             _ => None,
         };
         match pin {
@@ -204,6 +232,20 @@ impl Session {
         let hold = std::mem::take(&mut m.hold);
         m.dirty = hold;
         let failed = std::mem::take(&mut m.failed);
+        if std::mem::take(&mut m.resetting) {
+            if failed || self.held.is_some() {
+                return self.pin(Pin::SessionCommand).await;
+            }
+            m.state.vars.clear();
+            m.state.last_insert_id = 0;
+            self.client_wait_timeout = None;
+        }
+        if let Some(on) = m.set_option.take() {
+            if failed {
+                return self.pin(Pin::SessionCommand).await;
+            }
+            m.state.multi_statements = Some(on);
+        }
         if !m.carry.is_empty() {
             // what ran of a text that failed is not known
             if failed || self.held.is_some() {
@@ -250,6 +292,11 @@ impl Session {
             Some(Some(db)) => db.clone(),
             _ => return self.pin(Pin::NoDatabase).await,
         };
+        self.lend(db).await
+    }
+
+    /// Lends the connection the session holds, whose current database is `db`, to its set.
+    async fn lend(&mut self, db: Arc<[u8]>) -> Result<(), End> {
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
@@ -405,6 +452,23 @@ impl Session {
             }
         };
         let base = set.base_charset();
+        // multiple statements as the session has them (the login's capabilities unless a
+        // COM_SET_OPTION of the session's or the last holder's changed them)
+        let login_multi = set.key.caps & crate::protocol::constants::cap::MULTI_STATEMENTS != 0;
+        let multi = |s: &CarriedState| s.multi_statements.unwrap_or(login_multi);
+        if multi(&want) != multi(&conn.state) {
+            lending.restores.fetch_add(1, Relaxed);
+            if crate::backend::set_option(&mut conn.stream, multi(&want))
+                .await
+                .is_err()
+            {
+                set.lost();
+                warn!(peer = %self.peer, "multiplexing: a backend connection's multiple-statement option could not be set; closed");
+                self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
+                    .await?;
+                return Ok(false);
+            }
+        }
         match want.restore_from(&conn.state, base.as_deref()) {
             Some(r) if r.is_empty() => {}
             restore => {
@@ -451,6 +515,8 @@ impl Session {
         m.hold = false;
         m.failed = false;
         m.carry.clear();
+        m.resetting = false;
+        m.set_option = None;
         m.last_id = 0;
         self.last_status = status::AUTOCOMMIT | (self.last_status & status::NO_BACKSLASH_ESCAPES);
         self.txn_pin = None;

@@ -601,3 +601,144 @@ fn a_session_that_ends_after_a_warning_leaves_it_to_no_other() {
         );
     }
 }
+
+/// COM_RESET_CONNECTION (what connection pools send when a connection comes back to them)
+/// does not pin: the session is back in its login's state — variables at their defaults, its
+/// database kept — exactly as directly, and the other session on the same
+/// backend connection keeps its own state.
+#[test]
+fn a_reset_connection_puts_the_session_in_its_login_state_without_pinning() {
+    use obkv_proxy::protocol::response::ResponseKind;
+    const Q: &str = "SELECT CONCAT_WS('|', DATABASE(), @@time_zone, @@sql_mode)";
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let script = |c: &mut RawConn| -> (String, String) {
+            let before = c.scalar(Q);
+            c.exec(&format!("USE {DB2}")).expect("use");
+            c.exec("SET time_zone = '+03:00', sql_mode = 'ANSI_QUOTES'")
+                .expect("set");
+            let frames = c
+                .command(&[0x1f], ResponseKind::Single)
+                .expect("reset connection");
+            assert_eq!(frames.len(), 1);
+            assert_eq!(frames[0].1.first(), Some(&0), "{:?}", frames[0].1);
+            let after = c.scalar(Q);
+            (before, after)
+        };
+        let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+        let direct = script(&mut d);
+        assert!(direct.1.starts_with(DB2), "{}: {direct:?}", kind.name());
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut other = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("other");
+        other
+            .exec("SET time_zone = '-05:00'")
+            .expect("other's state");
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let through = script(&mut a);
+        assert_eq!(through, direct, "{}", kind.name());
+        assert_eq!(
+            other.scalar("SELECT @@time_zone"),
+            "-05:00",
+            "{}",
+            kind.name()
+        );
+        assert_eq!(a.scalar(Q), direct.1, "{}: again", kind.name());
+        let s = status(&mut a);
+        assert_eq!(
+            proxy_counter(&s, "multiplex_pins_session_command"),
+            0,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            proxy_counter(&s, "multiplex_sessions"),
+            2,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            proxy_counter(&s, "multiplex_backend_connections_open"),
+            1,
+            "{}",
+            kind.name()
+        );
+    }
+}
+
+/// COM_SET_OPTION (multiple statements off and on; mysqlclient sends it at connect) does not
+/// pin: it is carried, and set again on the connection when the session that holds it next has
+/// it otherwise — a session with multiple statements off gets the backend's own refusal of a
+/// multi-statement text, while another on the same connection runs one.
+#[test]
+fn multiple_statements_turned_off_are_the_sessions_own_without_pinning() {
+    use obkv_proxy::protocol::response::ResponseKind;
+    const MULTI: &str = "SELECT 1; SELECT 2";
+    let set_option = |c: &mut RawConn, on: bool| {
+        let frames = c
+            .command(&[0x1b, u8::from(!on), 0], ResponseKind::Single)
+            .expect("set option");
+        assert!(
+            matches!(frames.first().and_then(|f| f.1.first()), Some(0xfe | 0x00)),
+            "{frames:?}"
+        );
+    };
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+        set_option(&mut d, false);
+        let refused = d.exec(MULTI).expect_err("one statement a text");
+        set_option(&mut d, true);
+        d.exec(MULTI).expect("multiple statements again");
+
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        // (a session keeps its login's connection until its first command ends)
+        assert_eq!(b.scalar("SELECT 1"), "1");
+        set_option(&mut a, false);
+        for round in 0..2 {
+            let what = format!("{} round {round}", kind.name());
+            assert_eq!(a.exec(MULTI).expect_err(&what).0, refused.0, "{what}");
+            // (the error ties a's connection until its next statement, which may read it)
+            assert_eq!(a.scalar("SELECT 1"), "1", "{what}");
+            b.exec(MULTI).expect(&what);
+        }
+        set_option(&mut a, true);
+        a.exec(MULTI).expect("multiple statements again");
+        b.exec(MULTI).expect("b");
+        let s = status(&mut a);
+        assert_eq!(
+            proxy_counter(&s, "multiplex_pins_session_command"),
+            0,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            proxy_counter(&s, "multiplex_backend_connections_open"),
+            1,
+            "{}",
+            kind.name()
+        );
+    }
+}
+
+/// The test command runs the HBase rule tests a second time with OBKV_TEST_MULTIPLEX=1: every
+/// proxy they start then multiplexes (this is what makes that run mean something).
+#[test]
+fn the_test_switch_multiplexes_every_proxy_a_test_starts() {
+    let backend = shared(Kind::MariaDb);
+    databases(&backend.addr);
+    let p = proxy::start(proxy::config_for(&backend.addr));
+    let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("client");
+    let mode = status(&mut c)
+        .into_iter()
+        .find(|(k, _)| k == "multiplex_mode")
+        .map(|(_, v)| v);
+    let switched = std::env::var("OBKV_TEST_MULTIPLEX").is_ok_and(|v| v == "1");
+    assert_eq!(
+        mode.as_deref(),
+        Some(if switched { "transaction" } else { "off" })
+    );
+}
