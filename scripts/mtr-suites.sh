@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # MariaDB's own mysql-test-run suites (Debian package mariadb-test) run against a private
-# MariaDB configured as mtr configures its own servers, directly and through obkv-proxy; the
+# MariaDB configured as mtr configures its own servers, directly, through obkv-proxy and
+# through a second obkv-proxy multiplexing its clients on at most 8 backend connections; the
 # pass-sets are compared. Exits non-zero when a test that passes directly does not pass
 # through the proxy (or when none passes directly).
 #   scripts/mtr-suites.sh [TEST...]
@@ -33,7 +34,7 @@ work=$(mktemp -d /tmp/obkv-mtr.XXXXXX)
 pids=()
 cleanup() {
   for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for pass in direct proxy; do
+  for pass in direct proxy mux; do
     scripts/backend.sh stop "$work/$pass/srv" >/dev/null 2>&1 || true
   done
   [[ ${MTR_KEEP:-} == 1 ]] || rm -rf "$work"
@@ -82,30 +83,54 @@ run() { # PASS PORT SOCKET SERVER_PORT
   sql "$4" -e 'select 1' >/dev/null 2>&1 || echo "   (a test stopped the server: the tests after it failed)"
 }
 
-dport=$(free_port); mport=$(free_port); pport=$(free_port)
+dport=$(free_port); mport=$(free_port); pport=$(free_port); xmport=$(free_port); xport=$(free_port)
 prepare direct "$dport"
 prepare proxy "$mport"
+prepare mux "$xmport"
 target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" \
   2>"$work/obkv-proxy.log" &
 pids+=($!)
-for _ in $(seq 100); do
-  mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -e 'select 1' >/dev/null 2>&1 && break
-  sleep 0.1
+# the third pass multiplexes its clients (issue 43): at most 8 backend connections a user
+printf '[multiplex]\nmode = "transaction"\nmax_backend_connections = 8\n' >"$work/mux.toml"
+target/release/obkv-proxy -c "$work/mux.toml" --listen "127.0.0.1:$xport" --admin-listen "" \
+  --backend "127.0.0.1:$xmport" 2>"$work/obkv-proxy-mux.log" &
+pids+=($!)
+for port in "$pport" "$xport"; do
+  for _ in $(seq 100); do
+    mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uroot -e 'select 1' >/dev/null 2>&1 && break
+    sleep 0.1
+  done
 done
 
 run direct "$dport" "$work/direct/srv/mariadb.sock" "$dport"
 run proxy "$pport" "/tmp/obkv-proxy-$pport.sock" "$mport"
+run mux "$xport" "/tmp/obkv-proxy-$xport.sock" "$xmport"
 
 passed() { awk '$2 == "pass" {print $1}' "$work/$1.outcomes"; }
-lost=$(comm -23 <(passed direct) <(passed proxy))
-if [[ -n $lost ]]; then
-  echo "passed directly, not through obkv-proxy:"
-  for t in $lost; do
-    echo "  $t"
-    # what mtr said about it: the lines after its result line, up to the next test's
-    awk -v t="$t" '$1 == t && / \[ /{p=1; next} p && / \[ (pass|fail|skipped|disabled) \]/{exit} p' \
-      "$work/proxy.log" | head -30 | sed 's/^/    /'
-  done
+failed=0
+for pass in proxy mux; do
+  lost=$(comm -23 <(passed direct) <(passed $pass))
+  if [[ -n $lost ]]; then
+    echo "passed directly, not through obkv-proxy ($pass):"
+    for t in $lost; do
+      echo "  $t"
+      # what mtr said about it: the lines after its result line, up to the next test's
+      awk -v t="$t" '$1 == t && / \[ /{p=1; next} p && / \[ (pass|fail|skipped|disabled) \]/{exit} p' \
+        "$work/$pass.log" | head -30 | sed 's/^/    /'
+    done
+    failed=1
+  fi
+done
+# what multiplexing reached over these tests
+mariadb --protocol=tcp -h127.0.0.1 -P"$xport" -uroot -N -e 'SHOW PROXY STATUS' | awk '
+  $1 == "multiplex_sessions_total" { s = $2 }
+  $1 == "multiplex_backend_connections_peak" { p = $2 }
+  $1 ~ /^multiplex_pins_/ && $2 > 0 { pins = pins " " substr($1, 16) "=" $2; n += $2 }
+  $1 == "multiplex_state_restores" { r = $2 }
+  END {
+    printf "multiplexing: %d client sessions, at most %d backend connections open: %.1f sessions a connection; %d state restores; %d sessions pinned:%s\n", s, p, (p ? s / p : 0), r, n, pins
+  }'
+if ((failed)); then
   MTR_KEEP=1
   echo "logs kept in $work"
   exit 1

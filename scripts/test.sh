@@ -9,6 +9,12 @@ scripts/install-deps.sh test
 unset OBKV_TEST_MARIADB OBKV_TEST_SEEKDB
 status=0
 cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$?
+# the HBase rules hold unchanged with multiplexing on (issue 43): the rule, write, guard,
+# prefix-scan, lock and hostile-input tests again, every proxy they start multiplexing its
+# clients on at most 8 backend connections a user
+OBKV_TEST_MULTIPLEX=1 cargo test --test it --locked --no-fail-fast -- --test-threads=2 \
+  hbase:: writes:: prefix:: false_alarms:: bad_input:: ddl_locks:: hardening:: \
+  multiplex::the_test_switch || status=$?
 # the fuzz targets (run by fuzz/run.sh, not here) must keep compiling against the crate
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
 # the real-client ring: SQLAlchemy's own published suite, directly and through the proxy

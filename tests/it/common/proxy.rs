@@ -19,6 +19,12 @@ pub fn config_for(backend: &str) -> Config {
     c.proxy.shutdown_grace_ms = 2000;
     // no admin listener unless a test asks for one (tests/it/operations.rs)
     c.admin.listen = String::new();
+    // OBKV_TEST_MULTIPLEX=1: every proxy a test starts multiplexes its clients on at most 8
+    // backend connections a user (issue 43; the test command runs the HBase rule tests so)
+    if std::env::var("OBKV_TEST_MULTIPLEX").is_ok_and(|v| v == "1") {
+        c.multiplex.mode = obkv_proxy::config::MultiplexMode::Transaction;
+        c.multiplex.max_backend_connections = 8;
+    }
     c
 }
 
