@@ -113,22 +113,31 @@ tar xzf "$work/mysqlclient-$mc_version.tar.gz" -C "$work"
 mc="$work/mysqlclient-$mc_version"
 .venv/bin/pip install -q "$work/mysqlclient-$mc_version.tar.gz"
 mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -e "CREATE DATABASE IF NOT EXISTS mysqldb_test"
+# (its test_result_concurrent_use_raises races a streaming fetch against a 10 ms poll and
+# fails about one run in five, directly too: a pass that loses a test runs once more, all three
+# ways, and only a loss that repeats counts)
 for mode in plain compress; do
-  for side in direct proxy mux; do
-    port=$mport; [[ $side == proxy ]] && port=$pport; [[ $side == mux ]] && port=$xport
-    cnf="$mc/tests/$side-$mode.cnf"
-    printf '[MySQLdb-tests]\nhost = 127.0.0.1\nport = %s\nuser = root\ndatabase = mysqldb_test\ndefault-character-set = utf8mb4\n' \
-      "$port" >"$cnf"
-    [[ $mode == compress ]] && echo "compress = 1" >>"$cnf"
-    echo "== mysqlclient $mc_version suite ($mode), $side (port $port)"
-    (cd "$mc" && TESTDB="$side-$mode.cnf" "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
-      -q --tb=no -o addopts= --junitxml="$work/mc-$side-$mode.xml" tests -k "not sqlalchemy" \
-      >"$work/mc-$side-$mode.out" 2>&1) || true
-    tail -1 "$work/mc-$side-$mode.out"
+  for attempt in 1 2; do
+    for side in direct proxy mux; do
+      port=$mport; [[ $side == proxy ]] && port=$pport; [[ $side == mux ]] && port=$xport
+      cnf="$mc/tests/$side-$mode.cnf"
+      printf '[MySQLdb-tests]\nhost = 127.0.0.1\nport = %s\nuser = root\ndatabase = mysqldb_test\ndefault-character-set = utf8mb4\n' \
+        "$port" >"$cnf"
+      [[ $mode == compress ]] && echo "compress = 1" >>"$cnf"
+      echo "== mysqlclient $mc_version suite ($mode), $side (port $port)"
+      (cd "$mc" && TESTDB="$side-$mode.cnf" "$root/.venv/bin/python" -m pytest -p no:cacheprovider \
+        -q --tb=no -o addopts= --junitxml="$work/mc-$side-$mode.xml" tests -k "not sqlalchemy" \
+        >"$work/mc-$side-$mode.out" 2>&1) || true
+      tail -1 "$work/mc-$side-$mode.out"
+    done
+    mc_status=0
+    compare "$work/mc-direct-$mode.xml" "$work/mc-proxy-$mode.xml" 100 || mc_status=$?
+    echo "-- multiplexed:"
+    compare "$work/mc-direct-$mode.xml" "$work/mc-mux-$mode.xml" 100 || mc_status=$?
+    ((mc_status == 1 && attempt == 1)) && { echo "-- a loss: once more, all three ways"; continue; }
+    ((mc_status == 0)) || status=$mc_status
+    break
   done
-  compare "$work/mc-direct-$mode.xml" "$work/mc-proxy-$mode.xml" 100 || status=$?
-  echo "-- multiplexed:"
-  compare "$work/mc-direct-$mode.xml" "$work/mc-mux-$mode.xml" 100 || status=$?
 done
 # MariaDB Connector/Python: the binary protocol throughout (its cursors prepare every statement
 # with parameters) and MariaDB's bulk execute (executemany), XA, pooling; its suite reads the

@@ -16,7 +16,7 @@
 //! `multiplex.wait_timeout_ms` (then error 1040, never a hang).
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed, Ordering::SeqCst};
 use std::sync::{Arc, Mutex};
 
 use tokio::sync::Notify;
@@ -365,8 +365,13 @@ impl Set {
             self.totals.closed(1);
             Some(conn)
         };
+        // a waiter counts itself and registers its wait under this lock: none counted, none
+        // to wake
+        let waiting = s.waiting > 0;
         drop(s);
-        self.freed.notify_waiters();
+        if waiting {
+            self.freed.notify_waiters();
+        }
         out
     }
 
@@ -432,12 +437,18 @@ pub const PIN_REASONS: [&str; 12] = [
 ];
 
 /// A session as a KILL finds it by the connection id its client was given (the greeting's):
-/// the backend connection that serves it now (0: none), changed only under this lock, which a
-/// KILL holds while it runs, so the connection it names cannot pass to another session
-/// meanwhile.
+/// the backend connection that serves it now (0: none). A KILL counts itself in `kills` before
+/// it reads `current`, and a give-back clears `current` before it reads `kills` (both
+/// sequentially consistent): either the KILL reads 0, or the give-back sees the KILL and waits
+/// until it ran — so the connection a KILL names cannot pass to another session meanwhile, at
+/// the cost of two atomic operations a command when no KILL runs.
 #[derive(Default)]
 pub struct Slot {
-    pub current: tokio::sync::Mutex<u32>,
+    current: AtomicU32,
+    /// KILLs that read `current` and have not finished running.
+    kills: AtomicU32,
+    /// The last of them finished.
+    done: tokio::sync::Notify,
     /// A KILL CONNECTION named it: the session ends.
     killed: std::sync::atomic::AtomicBool,
     /// The session's task while it waits between commands (one waiter: a few atomic
@@ -445,7 +456,51 @@ pub struct Slot {
     waker: atomic_waker::AtomicWaker,
 }
 
+/// A KILL under way: the connection it read, which stays the session's until it drops.
+pub struct KillGuard {
+    slot: Arc<Slot>,
+    pub current: u32,
+}
+
+impl Drop for KillGuard {
+    fn drop(&mut self) {
+        if self.slot.kills.fetch_sub(1, SeqCst) == 1 {
+            self.slot.done.notify_waiters();
+        }
+    }
+}
+
 impl Slot {
+    /// The session holds connection `id` now.
+    pub fn attach(&self, id: u32) {
+        self.current.store(id, SeqCst);
+    }
+
+    /// The session lets its connection go: no KILL finds it from here on, and one that read it
+    /// before has run.
+    pub async fn detach(&self) {
+        self.current.store(0, SeqCst);
+        loop {
+            let done = self.done.notified();
+            tokio::pin!(done);
+            done.as_mut().enable();
+            if self.kills.load(SeqCst) == 0 {
+                return;
+            }
+            done.await;
+        }
+    }
+
+    /// A KILL naming the session begins: the connection that serves it, kept its own until the
+    /// guard drops.
+    pub fn begin_kill(self: &Arc<Self>) -> KillGuard {
+        self.kills.fetch_add(1, SeqCst);
+        KillGuard {
+            slot: self.clone(),
+            current: self.current.load(SeqCst),
+        }
+    }
+
     pub fn is_killed(&self) -> bool {
         self.killed.load(Relaxed)
     }
@@ -526,7 +581,7 @@ impl Lending {
             return None;
         }
         let slot = Arc::new(Slot {
-            current: tokio::sync::Mutex::new(current),
+            current: AtomicU32::new(current),
             ..Default::default()
         });
         slots.insert(visible, slot.clone());
@@ -739,5 +794,32 @@ mod tests {
         s.assign(a("sql_mode", "sql_mode=DEFAULT"), true);
         assert_eq!(s.vars.len(), 1);
         assert_eq!(s.vars[0].key, b"time_zone");
+    }
+
+    /// A give-back waits for a KILL that read its connection, and only for that: a KILL that
+    /// begins after it finds no connection.
+    #[tokio::test]
+    async fn a_give_back_waits_for_the_kill_that_read_its_connection() {
+        use std::future::Future;
+        use std::task::Poll;
+        let lending = Lending::default();
+        let slot = lending.register(7, 41).expect("registered");
+        let kill = slot.begin_kill();
+        assert_eq!(kill.current, 41);
+        let detach = slot.detach();
+        tokio::pin!(detach);
+        let once = std::future::poll_fn(|cx| Poll::Ready(detach.as_mut().poll(cx))).await;
+        assert!(once.is_pending(), "the give-back went while the KILL ran");
+        drop(kill);
+        detach.await;
+        assert_eq!(
+            slot.begin_kill().current,
+            0,
+            "a later KILL finds no connection"
+        );
+        slot.attach(42);
+        assert_eq!(slot.begin_kill().current, 42);
+        // no KILL under way: the give-back does not wait
+        slot.detach().await;
     }
 }

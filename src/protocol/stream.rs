@@ -216,6 +216,25 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// expected to be quiet for a while: an idle session, which then waits with
     /// `wait_readable_lean`); the next read or write makes its buffer again.
     /// A compressed stream keeps its buffers (its codec's state is the larger part anyway).
+    /// Gives back buffers grown beyond their usual size (a large packet's), keeping the usual
+    /// ones: a backend connection going back to its multiplexing set serves another session
+    /// at once, which would make them again.
+    pub fn release_large(&mut self) {
+        if self.comp.is_some() {
+            return;
+        }
+        if self.rbuf.capacity() > 2 * READ_CHUNK && self.buffered() == 0 {
+            self.rbuf = Vec::new();
+            self.rpos = 0;
+        }
+        if self.wbuf.capacity() > 2 * WRITE_HIGH_WATER
+            && self.wbuf.is_empty()
+            && self.cuts.is_empty()
+        {
+            self.wbuf = Vec::new();
+        }
+    }
+
     pub fn release_idle(&mut self) {
         if self.comp.is_some() {
             return;

@@ -308,13 +308,8 @@ impl Session {
         }
         // a KILL naming the session finds no connection from here on (and one that runs now
         // ends before the connection goes)
-        let slot = self.kill_slot.as_ref().map(|(_, s)| s.clone());
-        let mut current = match &slot {
-            Some(s) => Some(s.current.lock().await),
-            None => None,
-        };
-        if let Some(c) = current.as_mut() {
-            **c = 0;
+        if let Some((_, slot)) = &self.kill_slot {
+            slot.detach().await;
         }
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
@@ -329,7 +324,7 @@ impl Session {
             set.lost();
             return Ok(());
         }
-        stream.release_idle();
+        stream.release_large();
         m.last_id = self.backend_id;
         let conn = Conn {
             stream,
@@ -484,7 +479,7 @@ impl Session {
             }
         }
         if let Some((_, slot)) = &self.kill_slot {
-            *slot.current.lock().await = conn.id;
+            slot.attach(conn.id);
         }
         let same = conn.id == self.backend_id && conn.id != 0;
         self.backend_id = conn.id;
@@ -563,19 +558,13 @@ impl Session {
         let idle = self.last_status & status::IN_TRANS == 0
             && self.last_status & status::AUTOCOMMIT != 0
             && !m.dirty;
-        let slot = self.kill_slot.as_ref().map(|(_, s)| s.clone());
-        let _current = match &slot {
-            Some(s) => {
-                let mut c = s.current.lock().await;
-                *c = 0;
-                Some(c)
-            }
-            None => None,
-        };
+        if let Some((_, slot)) = &self.kill_slot {
+            slot.detach().await;
+        }
         if clean && known && idle {
             if let (Some(m), Some(Some(db))) = (self.mux.as_mut(), &self.db_fact) {
                 m.state.db = Some(db.clone());
-                stream.release_idle();
+                stream.release_large();
                 let conn = Conn {
                     stream,
                     id: self.backend_id,
@@ -674,9 +663,10 @@ impl Session {
                 return Err(End::ClientQuit);
             }
         }
-        let current = slot.current.lock().await;
-        if *current == 0 {
-            drop(current);
+        let kill = slot.begin_kill();
+        let current = kill.current;
+        if current == 0 {
+            drop(kill);
             return self.answer_ok(0, 0).await;
         }
         let id = current.to_string();
@@ -702,7 +692,7 @@ impl Session {
             ResponseKind::Query
         };
         let r = self.forward(kind).await.map(drop);
-        drop(current);
+        drop(kill);
         r
     }
 }
