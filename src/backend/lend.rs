@@ -93,6 +93,9 @@ impl CarriedState {
     /// character set, read once); and whether the database differs. None: cannot be done
     /// (`from` changed the character set and `base` is not known).
     pub fn restore_from(&self, from: &CarriedState, base: Option<&[u8]>) -> Option<Restore> {
+        if self == from {
+            return Some(Restore::default());
+        }
         let mut sql: Vec<u8> = Vec::new();
         let mut add = |piece: &[u8]| {
             sql.extend_from_slice(if sql.is_empty() { b"SET " } else { b", " });
@@ -207,7 +210,7 @@ pub struct Set {
     state: Mutex<SetState>,
     freed: Notify,
     /// The SET text that puts a connection back in the login's character set (read once).
-    base_charset: Mutex<Option<Vec<u8>>>,
+    base_charset: std::sync::OnceLock<Vec<u8>>,
     totals: Arc<Totals>,
 }
 
@@ -385,15 +388,14 @@ impl Set {
         self.freed.notify_waiters();
     }
 
-    pub fn base_charset(&self) -> Option<Vec<u8>> {
-        self.base_charset
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+    /// The login's character set assignments, once read (`set_base_charset`).
+    pub fn base_charset(&self) -> Option<&[u8]> {
+        self.base_charset.get().map(Vec::as_slice)
     }
 
+    /// Learnt once: a later reading (of the same login's state) is not kept.
     pub fn set_base_charset(&self, text: Vec<u8>) {
-        *self.base_charset.lock().unwrap_or_else(|e| e.into_inner()) = Some(text);
+        let _ = self.base_charset.set(text);
     }
 
     pub fn counts(&self) -> SetCounts {
@@ -480,6 +482,10 @@ impl Slot {
     /// before has run.
     pub async fn detach(&self) {
         self.current.store(0, SeqCst);
+        // (no KILL under way, most often: no waiter registered)
+        if self.kills.load(SeqCst) == 0 {
+            return;
+        }
         loop {
             let done = self.done.notified();
             tokio::pin!(done);
@@ -567,7 +573,7 @@ impl Lending {
             key: key.clone(),
             state: Mutex::new(SetState::default()),
             freed: Notify::new(),
-            base_charset: Mutex::new(None),
+            base_charset: std::sync::OnceLock::new(),
             totals: self.totals.clone(),
         });
         sets.insert(key, set.clone());

@@ -122,7 +122,7 @@ const UNDERSCORE_WORDS: [&[u8]; 9] = [
 /// A cheap look that finds most texts change nothing, without lexing them: one statement (no
 /// `;`), no comment that could hold code (`/*`), no variable (`@`), a first word that is not
 /// one `pins` or `assignments` reads, no word with an underscore that pins (`CONNECTION_ID`
-/// among them), no TEMPORARY. Any of them anywhere, in a literal too, sends the text to the
+/// among them), no TEMPORARY in a CREATE or DROP. Any of them anywhere, in a literal too, sends the text to the
 /// full reading (which is never less careful).
 #[doc(hidden)]
 pub fn plainly_nothing(sql: &[u8]) -> bool {
@@ -164,7 +164,10 @@ pub fn plainly_nothing(sql: &[u8]) -> bool {
         }
         from_here = to.max(at + 1);
     }
-    !memchr::memchr2_iter(b't', b'T', sql).any(|at| {
+    // (a temporary table is made or dropped only by a statement that starts CREATE or DROP:
+    // in one statement with no executable comment, that is its first word)
+    let ddl = first.eq_ignore_ascii_case(b"CREATE") || first.eq_ignore_ascii_case(b"DROP");
+    !ddl || !memchr::memchr2_iter(b't', b'T', sql).any(|at| {
         sql.get(at..at + 9)
             .is_some_and(|w| w.eq_ignore_ascii_case(b"TEMPORARY"))
     })
@@ -263,8 +266,7 @@ fn pins(sql: &[u8], stmt: &[Token]) -> Option<Pin> {
     if word("FLUSH") && stmt.iter().any(|t| t.is_word(sql, "LOCK")) {
         return Some(Pin::Lock);
     }
-    let in_set = word("SET");
-    for (i, t) in stmt.iter().enumerate() {
+    for t in stmt {
         match t.kind {
             Tok::Var => {
                 let text = t.text(sql);
@@ -307,8 +309,9 @@ fn pins(sql: &[u8], stmt: &[Token]) -> Option<Pin> {
                 if is("CONNECTION_ID") {
                     return Some(Pin::ConnectionId);
                 }
-                // CREATE / DROP TEMPORARY TABLE (not a SET's value)
-                if is("TEMPORARY") && !(in_set && i > 1) {
+                // CREATE / DROP [OR REPLACE] TEMPORARY TABLE (the only statements that make
+                // or drop one)
+                if is("TEMPORARY") && (word("CREATE") || word("DROP")) {
                     return Some(Pin::TemporaryTable);
                 }
             }
@@ -588,6 +591,15 @@ mod tests {
             ("SELECT 1; SELECT @a := 2", Pin::UserVariable),
             ("CREATE TEMPORARY TABLE t (a int)", Pin::TemporaryTable),
             ("DROP TEMPORARY TABLE t", Pin::TemporaryTable),
+            (
+                "CREATE OR REPLACE TEMPORARY TABLE t (a int)",
+                Pin::TemporaryTable,
+            ),
+            ("/*!CREATE TEMPORARY TABLE t (a int)*/", Pin::TemporaryTable),
+            (
+                "SELECT 1; create temporary table t (a int)",
+                Pin::TemporaryTable,
+            ),
             ("LOCK TABLES t WRITE", Pin::Lock),
             ("SELECT GET_LOCK('x', 1)", Pin::Lock),
             ("FLUSH TABLES WITH READ LOCK", Pin::Lock),
@@ -680,6 +692,10 @@ mod tests {
             Effect::None
         );
         assert_eq!(e("SELECT `@a`, `connection_id`"), Effect::None);
+        // a column named temporary makes no table
+        assert_eq!(e("SELECT temporary FROM t"), Effect::None);
+        assert!(plainly_nothing(b"SELECT temporary FROM t"));
+        assert!(!plainly_nothing(b"create temporary table t (a int)"));
     }
 }
 
