@@ -290,7 +290,7 @@ impl Set {
                         pick = s
                             .idle
                             .iter()
-                            .rposition(|c| want.restore_from(&c.state, base.as_deref()).is_some());
+                            .rposition(|c| want.restore_from(&c.state, base).is_some());
                     }
                     let Some(i) = pick else { break };
                     let conn = s.idle.swap_remove(i);

@@ -464,7 +464,7 @@ impl Session {
                 return Ok(false);
             }
         }
-        match want.restore_from(&conn.state, base.as_deref()) {
+        match want.restore_from(&conn.state, base) {
             Some(r) if r.is_empty() => {}
             restore => {
                 lending.restores.fetch_add(1, Relaxed);
