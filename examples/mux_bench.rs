@@ -12,8 +12,9 @@
 //! MUX_DIRECT: with every client idle and at most during the active phase) — the clients per
 //! backend connection follow.
 //!
-//! MUX_TARGETS: space-separated `name=host:port[@pid][#clients]` (clients: that target's own
-//! count, default MUX_CLIENTS), measured in that order; MUX_DIRECT: the database's host:port
+//! MUX_TARGETS: space-separated `name=host:port[@pid][#clients][+active]` (clients: that
+//! target's own count, default MUX_CLIENTS; active: how many of them run statements, default
+//! MUX_ACTIVE_PCT percent), measured in that order; MUX_DIRECT: the database's host:port
 //! (tables loaded there, connections counted there); MUX_CLIENTS (default 10000);
 //! MUX_ACTIVE_PCT (default 10); MUX_INTERVAL_MS (default 200); MUX_CONCURRENCY (connecting at
 //! once, default 64); BENCH_SECONDS (default 20).
@@ -39,6 +40,7 @@ struct Target {
     addr: String,
     pid: Option<u32>,
     clients: Option<usize>,
+    active: Option<usize>,
 }
 
 fn targets() -> Vec<Target> {
@@ -47,7 +49,11 @@ fn targets() -> Vec<Target> {
         .map(|t| {
             let (name, rest) = t
                 .split_once('=')
-                .expect("MUX_TARGETS: name=host:port[@pid][#clients]");
+                .expect("MUX_TARGETS: name=host:port[@pid][#clients][+active]");
+            let (rest, active) = match rest.split_once('+') {
+                Some((r, n)) => (r, Some(n.parse().expect("+active"))),
+                None => (rest, None),
+            };
             let (rest, clients) = match rest.split_once('#') {
                 Some((r, n)) => (r, Some(n.parse().expect("#clients"))),
                 None => (rest, None),
@@ -61,6 +67,7 @@ fn targets() -> Vec<Target> {
                 addr: addr.to_string(),
                 pid,
                 clients,
+                active,
             }
         })
         .collect()
@@ -286,7 +293,7 @@ fn main() {
         let backend_idle = rt
             .block_on(threads_connected(&mut watch))
             .saturating_sub(base);
-        let n_active = clients * active_pct / 100;
+        let n_active = t.active.unwrap_or(clients * active_pct / 100).min(clients);
         let busy: Vec<Conn> = conns.drain(..n_active).collect();
         let lat = Arc::new(Mutex::new(Vec::new()));
         let errors = Arc::new(AtomicU64::new(0));

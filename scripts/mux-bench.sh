@@ -14,7 +14,8 @@
 # so that run has as many clients as the open-file hard limit allows (MUX_OFF_CLIENTS; at most
 # MUX_CLIENTS).
 #   MUX_CLIENTS, MUX_OFF_CLIENTS, MUX_ACTIVE_PCT, MUX_INTERVAL_MS, MUX_CONCURRENCY (connecting
-#   at once, default 64), BENCH_SECONDS, MUX_MAX_BACKEND, MUX_ORDER (default "on off").
+#   at once, default 64), BENCH_SECONDS, MUX_MAX_BACKEND, MUX_ORDER (default "on off";
+#   "direct" adds the active clients alone, straight to MariaDB, for the machine's own tail).
 # Everything runs on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -74,7 +75,10 @@ for t in $order; do
   case $t in
     on) targets+=("on=127.0.0.1:$xport@$pid_on#$n") ;;
     off) targets+=("off=127.0.0.1:$pport@$pid_off#$off") ;;
-    *) echo "unknown run $t (on, off)" >&2; exit 2 ;;
+    # the active clients alone, straight to MariaDB: what the machine gives without a hop
+    direct) active=$((n * ${MUX_ACTIVE_PCT:-10} / 100))
+      targets+=("direct=127.0.0.1:$mport@$mpid#$active+$active") ;;
+    *) echo "unknown run $t (on, off, direct)" >&2; exit 2 ;;
   esac
 done
 echo "machine: $(nproc) cores; open files $hard; MariaDB $(mariadb --protocol=tcp -h127.0.0.1 -P"$mport" -uroot -N -e 'select version()')"

@@ -212,10 +212,6 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         Ok(())
     }
 
-    /// Gives back both buffers when nothing is buffered or queued (call when the peer is
-    /// expected to be quiet for a while: an idle session, which then waits with
-    /// `wait_readable_lean`); the next read or write makes its buffer again.
-    /// A compressed stream keeps its buffers (its codec's state is the larger part anyway).
     /// Gives back buffers grown beyond their usual size (a large packet's), keeping the usual
     /// ones: a backend connection going back to its multiplexing set serves another session
     /// at once, which would make them again.
@@ -235,6 +231,10 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         }
     }
 
+    /// Gives back both buffers when nothing is buffered or queued (call when the peer is
+    /// expected to be quiet for a while: an idle session, which then waits with
+    /// `wait_readable_lean`); the next read or write makes its buffer again.
+    /// A compressed stream keeps its buffers (its codec's state is the larger part anyway).
     pub fn release_idle(&mut self) {
         if self.comp.is_some() {
             return;
