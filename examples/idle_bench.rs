@@ -25,7 +25,7 @@ use mysql_async::Conn;
 
 #[allow(dead_code)]
 mod common;
-use common::{env, opts};
+use common::{env, open_clients, opts, rss_kib};
 
 const DB: &str = "obkv_idlebench";
 const ROWS: u64 = 10_000;
@@ -60,13 +60,6 @@ fn targets() -> Vec<Target> {
             }
         })
         .collect()
-}
-
-/// VmRSS of `pid` in KiB.
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 async fn setup(addr: &str) {
@@ -162,39 +155,6 @@ fn pct(all: &[(u8, f64)], phase: u8) -> (usize, f64, f64) {
     (v.len(), at(0.5), at(0.99))
 }
 
-/// Opens `n` clients, `concurrency` at a time: each logs in and runs `SELECT 1`.
-async fn open_idle(addr: &str, n: usize, concurrency: usize) -> Vec<Conn> {
-    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..n {
-        let permit = sem.clone().acquire_owned().await.expect("semaphore");
-        let o = opts(addr, None);
-        tasks.spawn(async move {
-            let mut last = None;
-            // a refused or reset connect (a full accept queue) is tried again
-            for _ in 0..20 {
-                match Conn::new(o.clone()).await {
-                    Ok(mut c) => {
-                        c.query_drop("SELECT 1").await.expect("SELECT 1");
-                        drop(permit);
-                        return c;
-                    }
-                    Err(e) => {
-                        last = Some(e);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
-            panic!("cannot connect: {last:?}");
-        });
-    }
-    let mut conns = Vec::with_capacity(n);
-    while let Some(c) = tasks.join_next().await {
-        conns.push(c.expect("idle client"));
-    }
-    conns
-}
-
 struct Row {
     name: String,
     before: Option<u64>,
@@ -231,7 +191,7 @@ fn main() {
         let before = t.pid.and_then(rss_kib);
         phase.store(OPENING, Ordering::Relaxed);
         let t0 = Instant::now();
-        let conns = rt.block_on(open_idle(&t.addr, n, concurrency));
+        let conns = rt.block_on(open_clients(&t.addr, None, n, concurrency));
         let open_s = t0.elapsed().as_secs_f64();
         std::thread::sleep(Duration::from_secs_f64(settle));
         let after = t.pid.and_then(rss_kib);

@@ -28,7 +28,7 @@ use mysql_async::Conn;
 
 #[allow(dead_code)]
 mod common;
-use common::{env, opts};
+use common::{env, open_clients, opts, rss_kib};
 
 const DB: &str = "obkv_muxbench";
 const ROWS: u64 = 10_000;
@@ -71,13 +71,6 @@ fn targets() -> Vec<Target> {
             }
         })
         .collect()
-}
-
-/// VmRSS of `pid` in KiB.
-fn rss_kib(pid: u32) -> Option<u64> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    line.split_whitespace().nth(1)?.parse().ok()
 }
 
 /// The tables, made and loaded directly (the HBase table as OBKV-HBase makes it; the proxy
@@ -148,39 +141,6 @@ async fn threads_connected(c: &mut Conn) -> u64 {
         .await
         .expect("Threads_connected");
     row.map_or(0, |(_, n)| n)
-}
-
-/// Opens `n` clients, `concurrency` at a time: each logs in and runs `SELECT 1`.
-async fn open_clients(addr: &str, n: usize, concurrency: usize) -> Vec<Conn> {
-    let sem = Arc::new(tokio::sync::Semaphore::new(concurrency));
-    let mut tasks = tokio::task::JoinSet::new();
-    for _ in 0..n {
-        let permit = sem.clone().acquire_owned().await.expect("semaphore");
-        let o = opts(addr, Some(DB));
-        tasks.spawn(async move {
-            let mut last = None;
-            // a refused or reset connect (a full accept queue) is tried again
-            for _ in 0..20 {
-                match Conn::new(o.clone()).await {
-                    Ok(mut c) => {
-                        c.query_drop("SELECT 1").await.expect("SELECT 1");
-                        drop(permit);
-                        return c;
-                    }
-                    Err(e) => {
-                        last = Some(e);
-                        tokio::time::sleep(Duration::from_millis(50)).await;
-                    }
-                }
-            }
-            panic!("cannot connect: {last:?}");
-        });
-    }
-    let mut conns = Vec::with_capacity(n);
-    while let Some(c) = tasks.join_next().await {
-        conns.push(c.expect("client"));
-    }
-    conns
 }
 
 /// One active client: a point select and an HBase get in turn, one every `interval`, until
@@ -285,7 +245,7 @@ fn main() {
         // what another hop keeps open) is not theirs
         let base = rt.block_on(threads_connected(&mut watch));
         let t0 = Instant::now();
-        let mut conns = rt.block_on(open_clients(&t.addr, clients, concurrency));
+        let mut conns = rt.block_on(open_clients(&t.addr, Some(DB), clients, concurrency));
         let open_s = t0.elapsed().as_secs_f64();
         // the hop settles (connections given back, buffers trimmed)
         std::thread::sleep(Duration::from_secs(3));

@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use mysql_async::prelude::*;
 use mysql_async::Conn;
 
+#[allow(dead_code)]
 mod common;
 use common::{env, median, opts};
 

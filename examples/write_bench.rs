@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use mysql_async::prelude::*;
 use mysql_async::{Conn, Params, Value};
 
+#[allow(dead_code)]
 mod common;
 use common::{env, median, opts};
 

@@ -1,4 +1,5 @@
-//! Helpers shared by the benchmark examples (`prefix_bench`, `write_bench`).
+//! Helpers shared by the benchmark examples (`prefix_bench`, `write_bench`, `idle_bench`,
+//! `mux_bench`, `ttl_bench`).
 
 use mysql_async::OptsBuilder;
 
@@ -30,4 +31,51 @@ pub fn median(mut v: Vec<f64>) -> f64 {
     } else {
         v[n / 2]
     }
+}
+
+/// VmRSS of `pid` in KiB.
+pub fn rss_kib(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
+    line.split_whitespace().nth(1)?.parse().ok()
+}
+
+/// Opens `n` clients of `addr` (logged in to `db`), `concurrency` at a time: each logs in and
+/// runs `SELECT 1`; a refused or reset connect (a full accept queue) is tried again, as a pool
+/// does.
+pub async fn open_clients(
+    addr: &str,
+    db: Option<&str>,
+    n: usize,
+    concurrency: usize,
+) -> Vec<mysql_async::Conn> {
+    use mysql_async::prelude::Queryable;
+    let sem = std::sync::Arc::new(tokio::sync::Semaphore::new(concurrency));
+    let mut tasks = tokio::task::JoinSet::new();
+    for _ in 0..n {
+        let permit = sem.clone().acquire_owned().await.expect("semaphore");
+        let o = opts(addr, db);
+        tasks.spawn(async move {
+            let mut last = None;
+            for _ in 0..20 {
+                match mysql_async::Conn::new(o.clone()).await {
+                    Ok(mut c) => {
+                        c.query_drop("SELECT 1").await.expect("SELECT 1");
+                        drop(permit);
+                        return c;
+                    }
+                    Err(e) => {
+                        last = Some(e);
+                        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                    }
+                }
+            }
+            panic!("cannot connect: {last:?}");
+        });
+    }
+    let mut conns = Vec::with_capacity(n);
+    while let Some(c) = tasks.join_next().await {
+        conns.push(c.expect("client"));
+    }
+    conns
 }
