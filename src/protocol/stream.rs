@@ -216,19 +216,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// ones: a backend connection going back to its multiplexing set serves another session
     /// at once, which would make them again.
     pub fn release_large(&mut self) {
-        if self.comp.is_some() {
-            return;
-        }
-        if self.rbuf.capacity() > 2 * READ_CHUNK && self.buffered() == 0 {
-            self.rbuf = Vec::new();
-            self.rpos = 0;
-        }
-        if self.wbuf.capacity() > 2 * WRITE_HIGH_WATER
-            && self.wbuf.is_empty()
-            && self.cuts.is_empty()
-        {
-            self.wbuf = Vec::new();
-        }
+        self.release_beyond(2 * READ_CHUNK, 2 * WRITE_HIGH_WATER);
     }
 
     /// Gives back both buffers when nothing is buffered or queued (call when the peer is
@@ -236,14 +224,21 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// `wait_readable_lean`); the next read or write makes its buffer again.
     /// A compressed stream keeps its buffers (its codec's state is the larger part anyway).
     pub fn release_idle(&mut self) {
+        self.release_beyond(0, 0);
+    }
+
+    /// Drops the read buffer when it holds nothing and has more room than `read`, and the
+    /// write buffer when it holds nothing and has more room than `write` (never a compressed
+    /// stream's).
+    fn release_beyond(&mut self, read: usize, write: usize) {
         if self.comp.is_some() {
             return;
         }
-        if self.buffered() == 0 {
+        if self.rbuf.capacity() > read && self.buffered() == 0 {
             self.rbuf = Vec::new();
             self.rpos = 0;
         }
-        if self.wbuf.is_empty() && self.cuts.is_empty() {
+        if self.wbuf.capacity() > write && self.wbuf.is_empty() && self.cuts.is_empty() {
             self.wbuf = Vec::new();
         }
     }
