@@ -139,6 +139,7 @@ impl CarriedState {
         Some(Restore {
             set: (!sql.is_empty()).then_some(sql),
             db: (self.db != from.db).then(|| self.db.clone()).flatten(),
+            multi_statements: None,
         })
     }
 }
@@ -150,11 +151,14 @@ pub struct Restore {
     pub set: Option<Vec<u8>>,
     /// A database to select (COM_INIT_DB).
     pub db: Option<Arc<[u8]>>,
+    /// Multiple statements to turn on or off (COM_SET_OPTION; set by the caller, which knows
+    /// the login's capabilities).
+    pub multi_statements: Option<bool>,
 }
 
 impl Restore {
     pub fn is_empty(&self) -> bool {
-        self.set.is_none() && self.db.is_none()
+        self.set.is_none() && self.db.is_none() && self.multi_statements.is_none()
     }
 }
 

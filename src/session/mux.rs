@@ -292,11 +292,6 @@ impl Session {
             Some(Some(db)) => db.clone(),
             _ => return self.pin(Pin::NoDatabase).await,
         };
-        self.lend(db).await
-    }
-
-    /// Lends the connection the session holds, whose current database is `db`, to its set.
-    async fn lend(&mut self, db: Arc<[u8]>) -> Result<(), End> {
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
@@ -447,24 +442,15 @@ impl Session {
             }
         };
         let base = set.base_charset();
+        let mut restore = want.restore_from(&conn.state, base);
         // multiple statements as the session has them (the login's capabilities unless a
         // COM_SET_OPTION of the session's or the last holder's changed them)
         let login_multi = set.key.caps & crate::protocol::constants::cap::MULTI_STATEMENTS != 0;
         let multi = |s: &CarriedState| s.multi_statements.unwrap_or(login_multi);
-        if multi(&want) != multi(&conn.state) {
-            lending.restores.fetch_add(1, Relaxed);
-            if crate::backend::set_option(&mut conn.stream, multi(&want))
-                .await
-                .is_err()
-            {
-                set.lost();
-                warn!(peer = %self.peer, "multiplexing: a backend connection's multiple-statement option could not be set; closed");
-                self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
-                    .await?;
-                return Ok(false);
-            }
+        if let Some(r) = restore.as_mut() {
+            r.multi_statements = (multi(&want) != multi(&conn.state)).then(|| multi(&want));
         }
-        match want.restore_from(&conn.state, base) {
+        match restore {
             Some(r) if r.is_empty() => {}
             restore => {
                 lending.restores.fetch_add(1, Relaxed);
@@ -597,6 +583,14 @@ async fn restored(
     let Some(r) = restore else {
         return false;
     };
+    if let Some(on) = r.multi_statements {
+        if crate::backend::set_option(&mut conn.stream, on)
+            .await
+            .is_err()
+        {
+            return false;
+        }
+    }
     if let Some(sql) = &r.set {
         match crate::backend::query(&mut conn.stream, caps, sql).await {
             Ok((crate::backend::QueryResult::Ok(_), _)) => {}
