@@ -11,6 +11,7 @@
 # SUITE_MARIADB_PY_VERSION (1.1.14), SUITE_KEEP=1 keeps the work folder.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/hop.sh
 root=$(pwd)
 version=${SUITE_SQLALCHEMY_VERSION:-2.0.36}
 selection=("$@")
@@ -36,7 +37,6 @@ trap cleanup EXIT INT TERM
 tar xzf "$work"/sqlalchemy-"$version".tar.gz -C "$work"
 src="$work/sqlalchemy-$version"
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 mport=$(free_port); pport=$(free_port); xport=$(free_port)
 scripts/backend.sh start mariadb "$work/mariadb" "$mport" >/dev/null
 for db in test test_schema test_schema_2; do
@@ -46,9 +46,7 @@ target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mpor
   2>"$work/proxy.log" &
 pids+=($!)
 # a second proxy multiplexing its clients (issue 43): at most 8 backend connections a user
-printf '[multiplex]\nmode = "transaction"\nmax_backend_connections = 8\n' >"$work/mux.toml"
-target/release/obkv-proxy -c "$work/mux.toml" --listen "127.0.0.1:$xport" --admin-listen "" \
-  --backend "127.0.0.1:$mport" 2>"$work/proxy-mux.log" &
+mux_proxy "$xport" "$mport" "$work"
 pids+=($!)
 for port in "$pport" "$xport"; do
   for _ in $(seq 100); do
@@ -161,14 +159,7 @@ compare "$work/mp-direct.xml" "$work/mp-mux.xml" 150 || status=$?
 
 # what multiplexing reached over these suites: client sessions per backend connection at the
 # most open at once, and why sessions were pinned
-mariadb --protocol=tcp -h127.0.0.1 -P"$xport" -uroot -N -e 'SHOW PROXY STATUS' | awk '
-  $1 == "multiplex_sessions_total" { s = $2 }
-  $1 == "multiplex_backend_connections_peak" { p = $2 }
-  $1 ~ /^multiplex_pins_/ && $2 > 0 { pins = pins " " substr($1, 16) "=" $2; n += $2 }
-  $1 == "multiplex_state_restores" { r = $2 }
-  END {
-    printf "multiplexing: %d client sessions, at most %d backend connections open: %.1f sessions a connection; %d state restores; %d sessions pinned:%s\n", s, p, (p ? s / p : 0), r, n, pins
-  }'
+mux_ratio "$xport"
 
 compressed=$(mariadb --protocol=tcp -h127.0.0.1 -P"$pport" -uroot -N -e 'SHOW PROXY STATUS' |
   awk '$1 == "compressed_sessions" { print $2 }')

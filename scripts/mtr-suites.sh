@@ -11,6 +11,7 @@
 # MTR_PARALLEL (default 1).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+source scripts/hop.sh
 root=$(pwd)
 tests=("$@")
 ((${#tests[@]})) || tests=(ps_1general ps_11bugs ctype_utf8mb4 sp-error subselect_exists2in)
@@ -41,7 +42,6 @@ cleanup() {
 }
 trap cleanup EXIT INT TERM
 
-free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 sql() { local port=$1; shift; mariadb --protocol=tcp -h127.0.0.1 -P"$port" -uroot "$@"; }
 
 server() { # PASS PORT: start (or start again) the pass's server
@@ -91,9 +91,7 @@ target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mpor
   2>"$work/obkv-proxy.log" &
 pids+=($!)
 # the third pass multiplexes its clients (issue 43): at most 8 backend connections a user
-printf '[multiplex]\nmode = "transaction"\nmax_backend_connections = 8\n' >"$work/mux.toml"
-target/release/obkv-proxy -c "$work/mux.toml" --listen "127.0.0.1:$xport" --admin-listen "" \
-  --backend "127.0.0.1:$xmport" 2>"$work/obkv-proxy-mux.log" &
+mux_proxy "$xport" "$xmport" "$work"
 pids+=($!)
 for port in "$pport" "$xport"; do
   for _ in $(seq 100); do
@@ -122,14 +120,7 @@ for pass in proxy mux; do
   fi
 done
 # what multiplexing reached over these tests
-mariadb --protocol=tcp -h127.0.0.1 -P"$xport" -uroot -N -e 'SHOW PROXY STATUS' | awk '
-  $1 == "multiplex_sessions_total" { s = $2 }
-  $1 == "multiplex_backend_connections_peak" { p = $2 }
-  $1 ~ /^multiplex_pins_/ && $2 > 0 { pins = pins " " substr($1, 16) "=" $2; n += $2 }
-  $1 == "multiplex_state_restores" { r = $2 }
-  END {
-    printf "multiplexing: %d client sessions, at most %d backend connections open: %.1f sessions a connection; %d state restores; %d sessions pinned:%s\n", s, p, (p ? s / p : 0), r, n, pins
-  }'
+mux_ratio "$xport"
 if ((failed)); then
   MTR_KEEP=1
   echo "logs kept in $work"
