@@ -84,12 +84,6 @@ proxy_status() { # NAME [PORT] -> its value in SHOW PROXY STATUS
   mariadb --protocol=tcp -h127.0.0.1 -P"${2:-$pport}" -uroot -N -e 'SHOW PROXY STATUS' |
     awk -v n="$1" '$1 == n { print $2 }'
 }
-# Multiplexed losses known while issue 43 is open: a session pins its backend connection at
-# its first prepared statement, and with relayed authentication the proxy cannot open more
-# than its clients' logins brought (8 kept): a test holding 10 pooled connections that each
-# prepare leaves two waiting until error 1040. Printed as KNOWN LOSS, not counted; any other
-# loss fails the ring.
-mux_known="mysql conn::pool::test::pool::should_execute_statements_on_PooledConn"
 status=0
 for crate in ${SUITE_CRATES:-mysql_async mysql}; do
   case $crate in
@@ -129,17 +123,14 @@ for crate in ${SUITE_CRATES:-mysql_async mysql}; do
       passed_proxy=$(awk '$2 == "ok"' "$work/$side.txt" | wc -l)
       echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/$side.txt") through the proxy ($side)"
       echo "passed: $passed_direct direct, $passed_proxy through the proxy ($side); socket probes answered by the proxy: $probes; compressed sessions: $compressed"
-      lost=0 known=0
+      lost=0
       while read -r name; do
         # once more, alone, both ways
         run "$mport" "$work/again-direct.out" "$name" --exact
         run "$port" "$work/again-proxy.out" "$name" --exact
         d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
         p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
-        if [[ $d == ok && $p != ok && $side == mux ]] && grep -qxF "$crate $name" <<<"$mux_known"; then
-          echo "KNOWN LOSS multiplexed (prepared statements pin, issue 43 open): $name"
-          known=$((known + 1))
-        elif [[ $d == ok && $p != ok ]]; then
+        if [[ $d == ok && $p != ok ]]; then
           echo "LOST through the proxy ($side): $name (again: direct $d, proxy ${p:-missing})"
           lost=$((lost + 1))
         else
@@ -156,7 +147,7 @@ for crate in ${SUITE_CRATES:-mysql_async mysql}; do
         echo "no compressed session reached the proxy ($side): the suite did not use compression"
         exit 2
       fi
-      echo "$crate $mode ($side): $((passed_direct - lost - known)) of $passed_direct passed both ways, $lost lost${known:+, $known known}"
+      echo "$crate $mode ($side): $((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
       ((lost == 0)) || status=1
     done
   done

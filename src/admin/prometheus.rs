@@ -375,6 +375,12 @@ pub fn lending(l: &crate::backend::lend::Lending) -> String {
         l.restores.load(Relaxed),
     );
     o.single(
+        "multiplex_statements_prepared_again_total",
+        "counter",
+        "Prepared statements of multiplexed sessions prepared again on another backend connection (the first time they ran there).",
+        l.prepared_again.load(Relaxed),
+    );
+    o.single(
         "multiplex_wait_timeouts_total",
         "counter",
         "Commands answered with error 1040: no backend connection of their user within multiplex.wait_timeout_ms.",

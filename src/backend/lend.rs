@@ -178,8 +178,25 @@ pub struct Conn {
     pub stream: BackendStream,
     /// The backend's id of the connection (its greeting's; 0: not known).
     pub id: u32,
+    /// The proxy's name for the connection's prepared statements (`new_serial`): a backend
+    /// statement id means something only on the connection of this serial. A new one after a
+    /// COM_RESET_CONNECTION (which closed every statement on it).
+    pub serial: u64,
     pub state: CarriedState,
+    /// Statements of other sessions' to close before it serves (`Set::close_later`), filled
+    /// by `Set::borrow`.
+    pub closes: Vec<u32>,
 }
+
+/// A serial no connection had before (`Conn::serial`).
+pub fn new_serial() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Relaxed)
+}
+
+/// Most statement closes a set keeps for connections other sessions hold (beyond it, a close
+/// is dropped: the statement stays on the backend until its connection closes).
+pub const MAX_PENDING_CLOSES: usize = 65_536;
 
 /// Why a session got no connection.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -206,6 +223,9 @@ struct SetState {
     open: usize,
     lent: usize,
     waiting: usize,
+    /// Backend statements to close on a connection (by serial) once it is borrowed again.
+    closes: HashMap<u64, Vec<u32>>,
+    closes_count: usize,
 }
 
 /// The connections of one backend user and wire shape.
@@ -297,7 +317,14 @@ impl Set {
                             .rposition(|c| want.restore_from(&c.state, base).is_some());
                     }
                     let Some(i) = pick else { break };
-                    let conn = s.idle.swap_remove(i);
+                    let mut conn = s.idle.swap_remove(i);
+                    // (one branch when no session left a close)
+                    if s.closes_count > 0 {
+                        if let Some(ids) = s.closes.remove(&conn.serial) {
+                            s.closes_count = s.closes_count.saturating_sub(ids.len());
+                            conn.closes = ids;
+                        }
+                    }
                     // one the backend closed while it sat idle is dropped (a readable idle
                     // socket is a closed one), and the next looked at
                     if !still_open(&conn.stream) {
@@ -392,6 +419,36 @@ impl Set {
         self.freed.notify_waiters();
     }
 
+    /// Backend statements `ids` on the connection `serial` (which another session may hold
+    /// now) are closed before it next serves a session. False: over `MAX_PENDING_CLOSES`,
+    /// not kept.
+    pub fn close_later(&self, serial: u64, ids: &[u32]) -> bool {
+        if ids.is_empty() {
+            return true;
+        }
+        let mut s = self.lock();
+        if s.closes_count.saturating_add(ids.len()) > MAX_PENDING_CLOSES {
+            return false;
+        }
+        s.closes_count += ids.len();
+        s.closes.entry(serial).or_default().extend_from_slice(ids);
+        true
+    }
+
+    /// The connection `serial` has no statements any more (reset, or closed): the closes kept
+    /// for it go.
+    pub fn forget_closes(&self, serial: u64) {
+        let mut s = self.lock();
+        if let Some(ids) = s.closes.remove(&serial) {
+            s.closes_count = s.closes_count.saturating_sub(ids.len());
+        }
+    }
+
+    /// Closes kept for connections (for tests and SHOW PROXY STATUS).
+    pub fn closes_kept(&self) -> usize {
+        self.lock().closes_count
+    }
+
     /// The login's character set assignments, once read (`set_base_charset`).
     pub fn base_charset(&self) -> Option<&[u8]> {
         self.base_charset.get().map(Vec::as_slice)
@@ -427,7 +484,7 @@ fn still_open(stream: &BackendStream) -> bool {
 pub const WAIT_BOUNDS: [f64; 8] = [0.0001, 0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1.0];
 
 /// Reasons a session keeps its connection for the rest of its life (`sql::session_state`).
-pub const PIN_REASONS: [&str; 12] = [
+pub const PIN_REASONS: [&str; 15] = [
     "user_variable",
     "temporary_table",
     "lock",
@@ -440,6 +497,9 @@ pub const PIN_REASONS: [&str; 12] = [
     "no_database",
     "unreadable",
     "too_many_sets",
+    "cursor",
+    "prepared_rewrite",
+    "bulk_execute",
 ];
 
 /// A session as a KILL finds it by the connection id its client was given (the greeting's):
@@ -548,6 +608,8 @@ pub struct Lending {
     pub sessions: AtomicU64,
     pub borrows: AtomicU64,
     pub restores: AtomicU64,
+    /// Prepared statements of multiplexed sessions prepared again on another connection.
+    pub prepared_again: AtomicU64,
     pub timed_out: AtomicU64,
     pub pins: [AtomicU64; PIN_REASONS.len()],
     /// Waits for a connection: counts under each of `WAIT_BOUNDS` (cumulative at reading),
@@ -681,6 +743,10 @@ impl Lending {
             ),
             ("multiplex_borrows".into(), g(&self.borrows)),
             ("multiplex_state_restores".into(), g(&self.restores)),
+            (
+                "multiplex_statements_prepared_again".into(),
+                g(&self.prepared_again),
+            ),
             ("multiplex_wait_timeouts".into(), g(&self.timed_out)),
         ];
         let (waits, sum) = self.wait_histogram();

@@ -222,6 +222,8 @@ pub mod er {
     pub const NO_DEFAULT_FOR_FIELD: u16 = 1364;
     pub const DATA_TOO_LONG: u16 = 1406;
     pub const MAX_PREPARED_STMT_COUNT_REACHED: u16 = 1461;
+    /// "Prepared statement needs to be re-prepared" (its tables changed under it).
+    pub const NEED_REPREPARE: u16 = 1615;
     pub const MALFORMED_PACKET: u16 = 1835;
     /// Client: can't connect to the server.
     pub const CR_CONN_HOST_ERROR: u16 = 2003;

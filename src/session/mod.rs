@@ -20,6 +20,7 @@ macro_rules! be {
 mod advice;
 mod alter;
 mod answer;
+mod carried;
 mod catalog;
 mod diagnostics;
 mod dynamic;
@@ -205,6 +206,9 @@ pub struct Session {
     user: Arc<str>,
     /// The backend's id of this session's connection (its greeting's; KILL takes it).
     backend_id: u32,
+    /// The serial of the connection held, or last held (`backend::lend::Conn::serial`):
+    /// which backend statements of the session's carried ones are there.
+    conn_serial: u64,
     /// Whether a command sent to the backend has a response not ended yet (a client that goes
     /// then leaves a statement running, which the session's end stops: `end_backend_statement`),
     /// and the session's sockets as the client-gone watcher sees them (`watch`; unwatched while
@@ -320,6 +324,7 @@ impl Session {
             traffic: (0, 0),
             user: Arc::from(""),
             backend_id: 0,
+            conn_serial: 0,
             watched,
             eager: EAGER_COMMANDS,
             idle_deadline: None,
@@ -638,7 +643,10 @@ impl Session {
         if let Some((visible, slot)) = self.kill_slot.take() {
             self.shared.lending.unregister(visible, &slot);
         }
+        // the session's statements on connections of its set go with it
+        self.close_all_carried(false);
         if let Some(set) = self.pinned_set.take() {
+            set.forget_closes(self.conn_serial);
             set.lost();
         }
         if self.mux.is_some() && self.mux_end(clean).await {
@@ -938,6 +946,8 @@ impl Session {
                 Some(com::FIELD_LIST) => self.forward(ResponseKind::FieldList).await.map(drop),
                 Some(com::PROCESS_INFO) => self.forward(ResponseKind::Query).await.map(drop),
                 Some(com::RESET_CONNECTION) => {
+                    // (the reset closes those on the connection held itself)
+                    self.close_all_carried(true);
                     self.statements.clear();
                     self.txn_pin = None;
                     self.hbase_reads = false;
@@ -1072,6 +1082,18 @@ impl Session {
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
+        let carrying = self.statements.carrying;
+        if carrying && self.statements.count() >= prepared::MAX_CARRIED {
+            let e = ErrorInfo::new(
+                er::MAX_PREPARED_STMT_COUNT_REACHED,
+                "42000",
+                format!(
+                    "Can't create more than max_prepared_stmt_count statements (current value: {})",
+                    prepared::MAX_CARRIED
+                ),
+            );
+            return self.answer_error(e).await;
+        }
         let (class, decision) = self.decide(Origin::Prepare).await?;
         self.note_statement(class, &decision);
         // (a prepare runs nothing: what its executions do is theirs)
@@ -1090,11 +1112,46 @@ impl Session {
         let text = plan
             .is_some()
             .then(|| self.command.get(1..).unwrap_or_default().to_vec());
+        // a multiplexed session's statement is carried: prepared again, in the state it was
+        // prepared in, on each connection it runs on; one the proxy rewrites pins (its
+        // variants are prepared beside it)
+        let mut at = None;
+        if carrying && self.mux.is_some() {
+            if plan.is_some() && matches!(decision, Decision::Send(_)) {
+                self.pin(crate::sql::session_state::Pin::PreparedRewrite)
+                    .await?;
+            } else {
+                if self.db_fact.is_none() {
+                    self.read_facts(&Default::default()).await?;
+                }
+                let db = match &self.db_fact {
+                    Some(Some(db)) => Some(db.clone()),
+                    _ => None,
+                };
+                at = self.mux.as_ref().map(|m| m.state_now(db));
+            }
+        }
         let Some(summary) = self.apply(decision, ResponseKind::Prepare).await? else {
             return Ok(()); // answered by the proxy: the backend prepared nothing
         };
         match summary.prepared {
-            Some((id, columns, params)) => {
+            Some((backend_id, columns, params)) => {
+                let id = match carrying {
+                    true => self.statements.client_id_for(backend_id),
+                    false => backend_id,
+                };
+                let carried = carrying.then(|| {
+                    Box::new(carried::Carried {
+                        text: self.command.get(1..).unwrap_or_default().to_vec(),
+                        state: at,
+                        types: None,
+                        on: vec![carried::OnConn {
+                            serial: self.conn_serial,
+                            id: backend_id,
+                            typed: false,
+                        }],
+                    })
+                });
                 let p = prepared::Prepared {
                     params,
                     columns,
@@ -1106,6 +1163,7 @@ impl Session {
                         types: None,
                         long: Vec::new(),
                     }),
+                    carried,
                 };
                 self.statements
                     .prepared(id, p, plan, text.as_deref().unwrap_or_default());
@@ -1116,6 +1174,7 @@ impl Session {
     }
 
     async fn on_change_user(&mut self) -> Result<(), End> {
+        self.close_all_carried(true);
         self.statements.clear();
         self.txn_pin = None;
         self.hbase_reads = false;

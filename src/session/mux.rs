@@ -49,6 +49,31 @@ pub(super) struct Mux {
     set_option: Option<bool>,
 }
 
+impl Mux {
+    /// The connection held keeps what the session's last statement left (an error, a
+    /// statement's pieces) until the session's next command.
+    pub(super) fn hold_for_next(&mut self) {
+        self.hold = true;
+        self.failed = true;
+    }
+
+    /// The session's state now, its database `db` as last read.
+    pub(super) fn state_now(&self, db: Option<Arc<[u8]>>) -> CarriedState {
+        let mut now = self.state.clone();
+        now.db = db;
+        now
+    }
+
+    /// The SET that puts a connection of the set back in its login's character set.
+    pub(super) fn base_charset(&self) -> Option<Vec<u8>> {
+        self.set.base_charset().map(<[u8]>::to_vec)
+    }
+
+    pub(super) fn set(&self) -> Arc<Set> {
+        self.set.clone()
+    }
+}
+
 impl Session {
     /// Multiplexing for this session, when the configuration asks for it: its login's
     /// connection joins the set `key`, lent to it. `db`: the database it logged in with.
@@ -63,6 +88,8 @@ impl Session {
         match lending.set(key) {
             Some(set) => {
                 set.joined();
+                self.conn_serial = crate::backend::lend::new_serial();
+                self.statements.carrying = true;
                 lending.sessions.fetch_add(1, Relaxed);
                 lending.sessions_total.fetch_add(1, Relaxed);
                 self.mux = Some(Box::new(Mux {
@@ -107,6 +134,8 @@ impl Session {
         if self.backend.is_none() && !self.attach().await? {
             return Ok(());
         }
+        // its prepared statements are all on its connection from now on
+        self.prepare_all_here().await?;
         if let Some(m) = self.mux.take() {
             self.shared.lending.pinned(why as usize);
             self.shared.lending.sessions.fetch_sub(1, Relaxed);
@@ -140,7 +169,9 @@ impl Session {
             self.observe_end();
             return Ok(false);
         }
-        if self.backend.is_none() && !self.attach().await? {
+        // (a carried statement's close needs no connection: `session::carried`)
+        let closing = self.command.first() == Some(&com::STMT_CLOSE) && self.statements.carrying;
+        if self.backend.is_none() && !closing && !self.attach().await? {
             self.observe_end();
             return Ok(false);
         }
@@ -170,12 +201,28 @@ impl Session {
                     Effect::Pin(p) => Some(p),
                 }
             }
-            Some(com::STMT_PREPARE | com::STMT_EXECUTE | com::STMT_BULK_EXECUTE) => {
-                Some(Pin::PreparedStatement)
+            // prepared statements are carried (`session::carried`), except: one whose text
+            // changes the session's state, or that the proxy rewrites (`on_prepare`), an
+            // execution that opens a cursor, MariaDB's bulk execution
+            Some(com::STMT_PREPARE) => {
+                let sql = self.command.get(1..).unwrap_or_default();
+                match session_state::effect(sql, reading) {
+                    Effect::None => None,
+                    Effect::Pin(p) => Some(p),
+                    Effect::Carry(_) => Some(Pin::SetNotCarried),
+                }
             }
-            Some(
-                com::STMT_SEND_LONG_DATA | com::STMT_FETCH | com::STMT_RESET | com::STMT_CLOSE,
-            ) => Some(Pin::PreparedStatement),
+            Some(com::STMT_EXECUTE) => match self.command.get(5) {
+                Some(flags) if flags & 0x07 != 0 => Some(Pin::Cursor),
+                _ => None,
+            },
+            Some(com::STMT_BULK_EXECUTE) => Some(Pin::BulkExecute),
+            // the backend keeps a long value's pieces on the connection until the execution
+            Some(com::STMT_SEND_LONG_DATA) => {
+                m.hold = true;
+                None
+            }
+            Some(com::STMT_FETCH | com::STMT_RESET | com::STMT_CLOSE) => None,
             Some(com::PROCESS_KILL) => Some(Pin::ConnectionId),
             // the backend puts the connection back in its login's state, both backends alike
             // (the login's character set, every variable at its global value, the database
@@ -239,6 +286,10 @@ impl Session {
             m.state.vars.clear();
             m.state.last_insert_id = 0;
             self.client_wait_timeout = None;
+            // the reset closed every statement on the connection, other sessions' too: they
+            // prepare theirs again (`session::carried`)
+            let old = std::mem::replace(&mut self.conn_serial, crate::backend::lend::new_serial());
+            m.set.forget_closes(old);
         }
         if let Some(on) = m.set_option.take() {
             if failed {
@@ -324,7 +375,9 @@ impl Session {
         let conn = Conn {
             stream,
             id: self.backend_id,
+            serial: self.conn_serial,
             state: m.state.clone(),
+            closes: Vec::new(),
         };
         let max = self.cfg.multiplex.max_backend_connections;
         if let Some(mut extra) = set.give_back(conn, true, max) {
@@ -399,6 +452,8 @@ impl Session {
                     Ok(l) => Conn {
                         stream: l.stream,
                         id: l.greeting.connection_id,
+                        serial: crate::backend::lend::new_serial(),
+                        closes: Vec::new(),
                         state: CarriedState {
                             db: spec.database.as_deref().map(Arc::from),
                             ..Default::default()
@@ -441,6 +496,11 @@ impl Session {
                 return Ok(false);
             }
         };
+        // statements other sessions closed meanwhile go first (no answers)
+        for id in std::mem::take(&mut conn.closes) {
+            conn.stream
+                .queue_command(&super::carried::close_command(id));
+        }
         let base = set.base_charset();
         let mut restore = want.restore_from(&conn.state, base);
         // multiple statements as the session has them (the login's capabilities unless a
@@ -455,7 +515,7 @@ impl Session {
             restore => {
                 lending.restores.fetch_add(1, Relaxed);
                 debug!(peer = %self.peer, ?restore, "multiplexing: restoring the session's state");
-                if !restored(&mut conn, self.client_caps, restore).await {
+                if !restored(&mut conn.stream, self.client_caps, restore).await {
                     set.lost();
                     warn!(peer = %self.peer, "multiplexing: a backend connection could not be put in the session's state; closed");
                     self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
@@ -469,6 +529,7 @@ impl Session {
         }
         let same = conn.id == self.backend_id && conn.id != 0;
         self.backend_id = conn.id;
+        self.conn_serial = conn.serial;
         self.watched.backend_back(conn.stream.get_ref(), same);
         self.watched
             .resume(self.client.get_ref(), conn.stream.get_ref());
@@ -491,6 +552,7 @@ impl Session {
         self.watched.done();
         self.watched.rest();
         if self.backend.take().is_some() {
+            m.set.forget_closes(self.conn_serial);
             m.set.lost();
         }
         m.hold = false;
@@ -554,7 +616,9 @@ impl Session {
                 let conn = Conn {
                     stream,
                     id: self.backend_id,
+                    serial: self.conn_serial,
                     state: m.state.clone(),
+                    closes: Vec::new(),
                 };
                 if let Some(mut extra) =
                     set.give_back(conn, true, self.cfg.multiplex.max_backend_connections)
@@ -565,6 +629,7 @@ impl Session {
                 return true;
             }
         }
+        set.forget_closes(self.conn_serial);
         set.lost();
         if clean {
             let _ = stream.send_command(&[com::QUIT]).await;
@@ -574,9 +639,9 @@ impl Session {
     }
 }
 
-/// Puts a borrowed connection in the session's state (None: it cannot be). False: it failed.
-async fn restored(
-    conn: &mut Conn,
+/// Puts a connection in the session's state (None: it cannot be). False: it failed.
+pub(super) async fn restored(
+    stream: &mut BackendStream,
     caps: Caps,
     restore: Option<crate::backend::lend::Restore>,
 ) -> bool {
@@ -584,21 +649,18 @@ async fn restored(
         return false;
     };
     if let Some(on) = r.multi_statements {
-        if crate::backend::set_option(&mut conn.stream, on)
-            .await
-            .is_err()
-        {
+        if crate::backend::set_option(stream, on).await.is_err() {
             return false;
         }
     }
     if let Some(sql) = &r.set {
-        match crate::backend::query(&mut conn.stream, caps, sql).await {
+        match crate::backend::query(stream, caps, sql).await {
             Ok((crate::backend::QueryResult::Ok(_), _)) => {}
             _ => return false,
         }
     }
     if let Some(db) = &r.db {
-        if crate::backend::init_db(&mut conn.stream, db).await.is_err() {
+        if crate::backend::init_db(stream, db).await.is_err() {
             return false;
         }
     }

@@ -14,6 +14,7 @@
 
 use std::sync::atomic::Ordering::Relaxed;
 
+use super::carried::{Carried, Target, NO_STATEMENT};
 use super::{End, Session};
 use crate::admin::bump;
 use crate::admin::metrics::Outcome;
@@ -49,6 +50,9 @@ pub(super) struct Prepared {
     pub rewrite: Option<Box<Rewrite>>,
     /// A write (or locking read) on an HBase table: checked at each execution.
     pub write: Option<WriteChecks>,
+    /// A multiplexed session's statement (`Statements::carrying`): what prepares it again on
+    /// another connection, and where it is prepared.
+    pub carried: Option<Box<Carried>>,
 }
 
 /// The write rules' view of a prepared statement.
@@ -114,7 +118,18 @@ pub(super) struct Statements {
     /// SQL-level prepared statements (`PREPARE name FROM …`) that write HBase tables, by name
     /// as the backend compares them: what each `EXECUTE name USING …` is checked with.
     pub by_name: std::collections::HashMap<Vec<u8>, SqlPlan>,
+    /// Statements are carried (a multiplexed session): the ids the client sees are the
+    /// proxy's, each statement prepared on every connection it runs on.
+    pub carrying: bool,
 }
+
+/// Most statements a session whose statements are carried keeps (a prepare beyond it is
+/// refused as the backend refuses one over `max_prepared_stmt_count`).
+pub(super) const MAX_CARRIED: usize = 16_382;
+
+/// Where the ids the proxy gives carried statements start, counting down (backend ids count
+/// up from 1, so the two meet only after two billion prepares on one connection).
+const CARRIED_IDS_TOP: u32 = 0x7fff_ffff;
 
 /// The write rules' view of a SQL-level prepared statement.
 pub(super) struct SqlPlan {
@@ -129,7 +144,52 @@ pub(super) const MAX_SQL_PLANS: usize = 1024;
 
 impl Statements {
     pub fn clear(&mut self) {
+        let carrying = self.carrying;
         *self = Statements::default();
+        self.carrying = carrying;
+    }
+
+    /// Every statement, taken (a reset or a change of user closed them).
+    pub fn take_all(&mut self) -> Vec<Prepared> {
+        let all = std::mem::take(&mut self.by_id).into_values().collect();
+        self.clear();
+        all
+    }
+
+    /// How many statements the session has.
+    pub fn count(&self) -> usize {
+        self.by_id.len()
+    }
+
+    /// The id the client is given for a carried statement the backend prepared as `backend`:
+    /// the backend's own when the session has no statement of that id, else the highest free
+    /// one below `CARRIED_IDS_TOP`. (The same answer until a statement is added or closed.)
+    pub fn client_id_for(&self, backend: u32) -> u32 {
+        if backend != 0 && backend != u32::MAX && !self.by_id.contains_key(&backend) {
+            return backend;
+        }
+        let mut id = CARRIED_IDS_TOP;
+        while self.by_id.contains_key(&id) {
+            id -= 1;
+        }
+        id
+    }
+
+    /// The carried statements not prepared on the connection `serial`.
+    pub fn carried_elsewhere(&self, serial: u64) -> Vec<u32> {
+        self.by_id
+            .iter()
+            .filter(|(_, p)| {
+                p.carried
+                    .as_ref()
+                    .is_some_and(|c| c.on.iter().all(|o| o.serial != serial))
+            })
+            .map(|(id, _)| *id)
+            .collect()
+    }
+
+    pub fn carried_mut(&mut self, id: u32) -> Option<&mut Carried> {
+        self.by_id.get_mut(&id)?.carried.as_deref_mut()
     }
 
     /// The client's statement a command names (0xFFFFFFFF: the last one prepared).
@@ -181,18 +241,20 @@ impl Statements {
         self.ours_prepared_last = false;
     }
 
-    /// The client closed a statement: the backend statements to close with it (its variants).
-    pub fn close(&mut self, id: u32) -> Vec<u32> {
+    /// The client closed a statement: the backend statements to close with it (its
+    /// variants), and where it was carried to.
+    pub fn close(&mut self, id: u32) -> (Vec<u32>, Option<Box<Carried>>) {
         let Some(p) = self.by_id.remove(&id) else {
-            return Vec::new();
+            return (Vec::new(), None);
         };
-        match p.rewrite {
+        let variants = match p.rewrite {
             Some(rw) => {
                 self.plans -= 1;
                 rw.variants.iter().map(|(_, v)| *v).collect()
             }
             None => Vec::new(),
-        }
+        };
+        (variants, p.carried)
     }
 
     /// MariaDB's 0xFFFFFFFF in a command the client sends: the client's last statement, named
@@ -237,11 +299,19 @@ impl Session {
                 Checked::Refused(e, long_data) => {
                     bump(&self.shared.stats.answered_locally);
                     self.note_execution(table.as_ref().map(|(t, u)| (&**t, *u)), Outcome::Refused);
-                    if long_data {
+                    let target = match (long_data, self.statements.carrying) {
+                        (false, _) => None,
+                        (true, false) => Some(id),
+                        (true, true) => match self.carried_target(id, false, false).await? {
+                            Target::Backend(b) => Some(b),
+                            _ => None,
+                        },
+                    };
+                    if let Some(target) = target {
                         // the backend holds the pieces sent for this execution: dropped, so
                         // the next execution's pieces do not add to them
                         let mut cmd = vec![com::STMT_RESET];
-                        cmd.extend_from_slice(&id.to_le_bytes());
+                        cmd.extend_from_slice(&target.to_le_bytes());
                         self.own_command(&cmd).await?;
                     }
                     return self.answer_error(e).await;
@@ -257,6 +327,11 @@ impl Session {
         self.note_execution(table.as_ref().map(|(t, u)| (&**t, *u)), outcome);
         let result = match (id, rewrite && !bulk) {
             (Some(id), true) => self.execute_with_rewrite(id).await,
+            // a multiplexed session's: the statement of the connection held
+            _ if self.statements.carrying => match self.carry_execution(id).await {
+                Ok(true) => self.forward(ResponseKind::Execute).await.map(drop),
+                other => other.map(drop),
+            },
             _ => {
                 self.statements.pin_last(&mut self.command);
                 self.forward(ResponseKind::Execute).await.map(drop)
@@ -415,7 +490,13 @@ impl Session {
                 w.long.push((param, len));
             }
         }
-        self.statements.pin_last(&mut self.command);
+        if self.statements.carrying {
+            // (no answer to it: a statement that cannot be prepared here is named as unknown,
+            // and its execution answers)
+            self.carry_command(true, false).await?;
+        } else {
+            self.statements.pin_last(&mut self.command);
+        }
         self.forward_without_response().await
     }
 
@@ -424,6 +505,10 @@ impl Session {
         let target = self.rewrite_of_command().and_then(|rw| rw.last_target);
         match target {
             Some(t) => execute::with_statement_id(&mut self.command, t),
+            None if self.statements.carrying => {
+                // (a cursor pinned the session: its statement is on the connection held)
+                self.carry_command(false, false).await?;
+            }
             None => self.statements.pin_last(&mut self.command),
         }
         self.forward(ResponseKind::Fetch).await.map(drop)
@@ -446,16 +531,27 @@ impl Session {
             cmd.extend_from_slice(&v.to_le_bytes());
             self.own_command(&cmd).await?;
         }
-        self.statements.pin_last(&mut self.command);
+        if self.statements.carrying {
+            if !self.carry_command(true, true).await? {
+                return Ok(());
+            }
+        } else {
+            self.statements.pin_last(&mut self.command);
+        }
         self.forward(ResponseKind::Single).await.map(drop)
     }
 
     /// COM_STMT_CLOSE: the client's statement and its variants (no response to any).
     pub(super) async fn on_stmt_close(&mut self) -> Result<(), End> {
-        let variants = match self.statements.resolve(&self.command) {
+        let (variants, carried) = match self.statements.resolve(&self.command) {
             Some(id) => self.statements.close(id),
-            None => Vec::new(),
+            None => (Vec::new(), None),
         };
+        if self.statements.carrying {
+            // every backend statement that is it, wherever it is (nothing of the client's
+            // packet goes: its id is the proxy's)
+            return self.close_carried(carried, &variants).await;
+        }
         self.statements.pin_last(&mut self.command);
         for v in variants {
             let mut cmd = vec![com::STMT_CLOSE];
@@ -481,12 +577,28 @@ impl Session {
             return self.forward(ResponseKind::Execute).await.map(drop);
         };
         let (params, columns) = (usize::from(p.params), p.columns);
-        let Some(mut rw) = p.rewrite.take() else {
+        // the client's statement on the backend (a multiplexed session's: pinned when it was
+        // prepared, so on the connection held)
+        let backend_id = match self.statements.carrying {
+            false => id,
+            true => match self.carried_target(id, true, true).await? {
+                Target::Backend(b) => b,
+                Target::Unknown => NO_STATEMENT,
+                Target::Answered => return Ok(()),
+            },
+        };
+        let Some(mut rw) = self
+            .statements
+            .by_id
+            .get_mut(&id)
+            .and_then(|p| p.rewrite.take())
+        else {
+            execute::with_statement_id(&mut self.command, backend_id);
             return self.forward(ResponseKind::Execute).await.map(drop);
         };
         let command = std::mem::take(&mut self.command);
         let routed = self
-            .route_execution(id, params, columns, &mut rw, &command)
+            .route_execution(backend_id, params, columns, &mut rw, &command)
             .await;
         self.command = command;
         let routed = routed?;
@@ -495,7 +607,7 @@ impl Session {
         }
         match routed {
             Some(packet) => self.command = packet,
-            None => execute::with_statement_id(&mut self.command, id),
+            None => execute::with_statement_id(&mut self.command, backend_id),
         }
         self.forward(ResponseKind::Execute).await.map(drop)
     }

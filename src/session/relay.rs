@@ -64,7 +64,10 @@ impl Session {
         };
         // the last status packet (or a prepare's first) is edited: the packets are looked at
         // one by one
-        let edit = more_after || own_warnings > 0;
+        // (and a multiplexed session's prepare: its statement's id may be the proxy's)
+        let edit = more_after
+            || own_warnings > 0
+            || (kind == ResponseKind::Prepare && self.statements.carrying);
         // A packet of 16 MiB - 1 or more continues in further frames, which are relayed as they
         // are and not shown to the tracker.
         let mut continuing = false;
@@ -144,7 +147,22 @@ impl Session {
                     self.client.queue_header(header.len, seq);
                     let last = step == Step::Done && tracker.summary.error_code.is_none();
                     let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
-                    match edited(payload, last, kind, more_after, own_warnings, deprecate_eof) {
+                    let mut patched =
+                        edited(payload, last, kind, more_after, own_warnings, deprecate_eof);
+                    if kind == ResponseKind::Prepare
+                        && self.statements.carrying
+                        && payload.first() == Some(&0x00)
+                    {
+                        if let Some(backend_id) = crate::protocol::execute::statement_id(payload) {
+                            let id = self.statements.client_id_for(backend_id);
+                            if id != backend_id {
+                                let mut p = patched.unwrap_or_else(|| payload.to_vec());
+                                crate::protocol::execute::with_statement_id(&mut p, id);
+                                patched = Some(p);
+                            }
+                        }
+                    }
+                    match patched {
                         Some(patched) => self.client.queue_bytes(&patched),
                         None => self.client.queue_bytes(payload),
                     }

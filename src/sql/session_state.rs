@@ -26,6 +26,13 @@ pub enum Pin {
     NoDatabase = 9,
     Unreadable = 10,
     TooManySets = 11,
+    /// An execution that opens a cursor (its rows stay on the connection).
+    Cursor = 12,
+    /// A prepared statement the proxy rewrites (its variants are prepared beside it on one
+    /// connection).
+    PreparedRewrite = 13,
+    /// MariaDB's bulk execution (COM_STMT_BULK_EXECUTE).
+    BulkExecute = 14,
 }
 
 /// An assignment the proxy carries.

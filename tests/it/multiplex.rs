@@ -327,13 +327,29 @@ impl Rng {
 }
 
 /// One client's script: statements, each answered by rows, an OK's insert id, or an error.
+/// Prepared statements (binary protocol) are lines `#prepare NAME SQL`, `#execute NAME
+/// TYPES VALUE` (TYPES 1: the parameter types are sent, 0: the ones bound before hold) and
+/// `#close NAME`.
 fn script(client: usize, pins: bool, temporary: bool, rng: &mut Rng) -> Vec<String> {
     let table = format!("mux_mix_{client}");
     let mut out = vec![format!("USE {DB}")];
     let zones = ["'+01:00'", "'-05:00'", "'+09:30'", "DEFAULT"];
     let modes = ["'ANSI_QUOTES'", "'PIPES_AS_CONCAT'", "''", "DEFAULT"];
+    // (`cnt` names its table unqualified: it reads the database it was prepared in)
+    let prepares = [
+        ("sel", "SELECT ? + 1, DATABASE(), @@time_zone".to_string()),
+        ("ins", format!("INSERT INTO {DB}.{table} (v) VALUES (?)")),
+        (
+            "cnt",
+            format!("SELECT COUNT(*), MAX(v) FROM {table} WHERE v > ?"),
+        ),
+    ];
+    let mut typed = [false; 3];
+    for (name, sql) in &prepares {
+        out.push(format!("#prepare {name} {sql}"));
+    }
     for _ in 0..40 {
-        let pick = rng.below(if pins { 12 } else { 9 });
+        let pick = rng.below(if pins { 15 } else { 12 });
         match pick {
             0 => out.push(format!("SET time_zone = {}", zones[rng.below(4) as usize])),
             1 => out.push(format!(
@@ -368,13 +384,29 @@ fn script(client: usize, pins: bool, temporary: bool, rng: &mut Rng) -> Vec<Stri
                 if rng.below(2) == 0 { "utf8" } else { "utf8mb4" }
             )),
             8 => out.push("SELECT @@character_set_client, @@character_set_results".into()),
+            // prepared statements: carried from connection to connection; each execution's
+            // types sent the first time, then now and then
+            9..=11 => {
+                let i = (pick - 9) as usize;
+                let name = prepares[i].0;
+                if i == 2 && rng.below(4) == 0 {
+                    // closed and prepared again (maybe in the other database: refused there)
+                    out.push(format!("#close {name}"));
+                    out.push(format!("#prepare {name} {}", prepares[i].1));
+                    typed[i] = false;
+                } else {
+                    let types = u8::from(!typed[i] || rng.below(2) == 0);
+                    typed[i] = true;
+                    out.push(format!("#execute {name} {types} {}", rng.below(100)));
+                }
+            }
             // what pins: user variables, LAST_INSERT_ID(), SQL-level prepared statements,
             // temporary tables (MariaDB)
-            9 => {
+            12 => {
                 out.push(format!("SET @mine = {}", rng.below(1000)));
                 out.push("SELECT @mine".into());
             }
-            10 => out.push("SELECT LAST_INSERT_ID()".into()),
+            13 => out.push("SELECT LAST_INSERT_ID()".into()),
             _ if temporary => {
                 out.push("CREATE TEMPORARY TABLE IF NOT EXISTS mux_tmp (a INT)".into());
                 out.push("INSERT INTO mux_tmp VALUES (1)".into());
@@ -386,12 +418,71 @@ fn script(client: usize, pins: bool, temporary: bool, rng: &mut Rng) -> Vec<Stri
             }
         }
     }
+    // the last statement leaves nothing to read (a session whose last statement changed rows
+    // or warned keeps its connection until its next command: the others would wait for it)
+    out.push("SELECT 1".into());
     out
 }
 
-/// What a statement answered, as comparable text.
-fn answer(c: &mut RawConn, sql: &str) -> String {
+/// What a statement answered, as comparable text (`stmts`: the client's prepared statements
+/// by name).
+fn answer(
+    c: &mut RawConn,
+    stmts: &mut std::collections::HashMap<String, u32>,
+    sql: &str,
+) -> String {
     use crate::common::raw::err_of;
+    use crate::prefix::{execute_packet, prepare, result_of, P};
+    use obkv_proxy::protocol::response::ResponseKind;
+    if let Some(rest) = sql.strip_prefix("#prepare ") {
+        let (name, text) = rest.split_once(' ').expect("name");
+        return match prepare(c, text.as_bytes()) {
+            Ok((id, params)) => {
+                stmts.insert(name.to_string(), id);
+                format!("prepared {params}")
+            }
+            Err((code, _)) => {
+                stmts.remove(name);
+                format!("error {code}")
+            }
+        };
+    }
+    if let Some(name) = sql.strip_prefix("#close ") {
+        if let Some(id) = stmts.remove(name) {
+            let mut p = vec![0x19];
+            p.extend_from_slice(&id.to_le_bytes());
+            c.write_frame(0, &p).expect("close sent");
+        }
+        return "closed".into();
+    }
+    if let Some(rest) = sql.strip_prefix("#execute ") {
+        let mut parts = rest.split(' ');
+        let (name, types, v) = (
+            parts.next().expect("name"),
+            parts.next() == Some("1"),
+            parts
+                .next()
+                .and_then(|v| v.parse::<i64>().ok())
+                .expect("value"),
+        );
+        let Some(&id) = stmts.get(name) else {
+            return "no statement".into();
+        };
+        let packet = execute_packet(id, false, &[P::Int(v)], types, &[]);
+        let frames = c
+            .command(&packet, ResponseKind::Execute)
+            .expect("execute answered");
+        let first = &frames[0].1;
+        if first.first() == Some(&0x00) && frames.len() == 1 {
+            if let Some(ok) = obkv_proxy::protocol::packets::parse_ok(first) {
+                return format!("ok {} {}", ok.affected_rows, ok.last_insert_id);
+            }
+        }
+        return match result_of(&frames) {
+            Ok(rows) => format!("{rows:?}"),
+            Err((code, _)) => format!("error {code}"),
+        };
+    }
     let frames = c.query(sql.as_bytes()).expect("answered");
     let first = &frames[0].1;
     if let Some((code, _)) = err_of(first) {
@@ -434,7 +525,10 @@ fn interleaved_clients_on_four_connections_each_answer_as_alone_directly() {
             .iter()
             .map(|s| {
                 let mut c = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
-                s.iter().map(|sql| answer(&mut c, sql)).collect()
+                let mut stmts = Default::default();
+                s.iter()
+                    .map(|sql| answer(&mut c, &mut stmts, sql))
+                    .collect()
             })
             .collect();
         // all of them at once through a proxy with four backend connections
@@ -443,7 +537,8 @@ fn interleaved_clients_on_four_connections_each_answer_as_alone_directly() {
         // (the clients stay connected until the connections are counted)
         let done = std::sync::Barrier::new(clients + 1);
         let counted = std::sync::Barrier::new(clients + 1);
-        let (together, open): (Vec<Vec<String>>, u64) = std::thread::scope(|scope| {
+        // (nothing asserted inside the scope: a panic there leaves the clients at a barrier)
+        let (together, open, s) = std::thread::scope(|scope| {
             let handles: Vec<_> = scripts
                 .iter()
                 .map(|s| {
@@ -454,11 +549,12 @@ fn interleaved_clients_on_four_connections_each_answer_as_alone_directly() {
                         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                             let mut c =
                                 RawConn::connect(&addr, "root", "", Some(DB)).expect("proxy");
+                            let mut stmts = Default::default();
                             let answers = s
                                 .iter()
                                 .map(|sql| {
                                     std::thread::yield_now();
-                                    answer(&mut c, sql)
+                                    answer(&mut c, &mut stmts, sql)
                                 })
                                 .collect::<Vec<String>>();
                             (c, answers)
@@ -475,19 +571,33 @@ fn interleaved_clients_on_four_connections_each_answer_as_alone_directly() {
             done.wait();
             let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("status");
             let s = status(&mut c);
-            assert!(
-                proxy_counter(&s, "multiplex_state_restores") > 0,
-                "{}",
-                kind.name()
-            );
             let open = proxy_counter(&s, "multiplex_backend_connections_open");
             counted.wait();
-            let answers = handles
+            let answers: Vec<Vec<String>> = handles
                 .into_iter()
                 .map(|h| h.join().expect("client ran"))
                 .collect();
-            (answers, open)
+            (answers, open, s)
         });
+        assert!(
+            proxy_counter(&s, "multiplex_state_restores") > 0,
+            "{}",
+            kind.name()
+        );
+        // prepared statements were carried, not pinned: the five clients that only ran what
+        // can be carried (prepared statements among it) and the status session are still
+        // multiplexed
+        assert_eq!(
+            proxy_counter(&s, "multiplex_sessions"),
+            6,
+            "{}",
+            kind.name()
+        );
+        assert!(
+            proxy_counter(&s, "multiplex_statements_prepared_again") > 0,
+            "{}",
+            kind.name()
+        );
         // the three pinned clients' connections, one the other five shared, and the status
         // session's own login
         assert!(
@@ -741,4 +851,194 @@ fn the_test_switch_multiplexes_every_proxy_a_test_starts() {
         mode.as_deref(),
         Some(if switched { "transaction" } else { "off" })
     );
+}
+
+/// One execution of statement `id` with one integer (or no) parameter: its columns and rows,
+/// or the error.
+fn run_stmt(
+    c: &mut RawConn,
+    id: u32,
+    value: Option<i64>,
+    types: bool,
+) -> Result<Vec<Vec<u8>>, (u16, String)> {
+    use crate::prefix::{execute_packet, result_of, P};
+    let params: Vec<P> = value.map(P::Int).into_iter().collect();
+    let packet = execute_packet(id, false, &params, types, &[]);
+    let frames = c
+        .command(
+            &packet,
+            obkv_proxy::protocol::response::ResponseKind::Execute,
+        )
+        .expect("execute answered");
+    result_of(&frames)
+}
+
+#[test]
+fn prepared_statements_follow_their_session_to_another_connection_without_pinning() {
+    use crate::prefix::prepare;
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let mut d = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
+        for (db, rows) in [(DB, 3), (DB2, 5)] {
+            d.exec(&format!("DROP TABLE IF EXISTS {db}.mux_ps"))
+                .expect("drop");
+            d.exec(&format!("CREATE TABLE {db}.mux_ps (v INT)"))
+                .expect("create");
+            for v in 0..rows {
+                d.exec(&format!("INSERT INTO {db}.mux_ps VALUES ({v})"))
+                    .expect("insert");
+            }
+        }
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 2, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        let (add, _) = prepare(&mut a, b"SELECT ? + 1").expect("prepare add");
+        let (count, _) = prepare(&mut a, b"SELECT COUNT(*) FROM mux_ps").expect("prepare count");
+        let added = run_stmt(&mut a, add, Some(41), true).expect("add");
+        // what the count reads after a USE of the other database, directly: MariaDB's
+        // statement keeps the table it was prepared with, seekdb's reads the current database's
+        let counted = {
+            let mut c = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+            let (id, _) = prepare(&mut c, b"SELECT COUNT(*) FROM mux_ps").expect("prepare");
+            run_stmt(&mut c, id, None, false).expect("count");
+            c.exec(&format!("USE {DB2}")).expect("use");
+            run_stmt(&mut c, id, None, false).expect("count after")
+        };
+        run_stmt(&mut a, count, None, false).expect("count");
+        assert_eq!(b.scalar("SELECT 1"), "1");
+        // a moves to the other database, and its connection goes: the other one serves it, its
+        // statements prepared there, each in the database it was prepared in, and the
+        // parameter types bound before sent with an execution that sends none
+        a.exec(&format!("USE {DB2}")).expect("use");
+        // (lost inside a transaction, the one command told of it is known: 2013)
+        a.exec("BEGIN").expect("begin");
+        let id = a.greeting.connection_id;
+        d.exec(&format!("KILL {id}")).expect("kill a's connection");
+        let list = format!("SELECT ID FROM information_schema.PROCESSLIST WHERE ID = {id}");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while !d.rows(&list).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "{id} stayed");
+        }
+        let lost = a
+            .rows_or_error("SELECT 1")
+            .expect_err("its connection went");
+        assert_eq!(lost.0, 2013, "{}: {lost:?}", kind.name());
+        assert_eq!(
+            run_stmt(&mut a, add, Some(41), false),
+            Ok(added),
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            run_stmt(&mut a, count, None, false),
+            Ok(counted),
+            "{}: the count after the USE",
+            kind.name()
+        );
+        assert_eq!(a.scalar("SELECT COUNT(*) FROM mux_ps"), "5");
+        let s = status(&mut b);
+        assert!(
+            proxy_counter(&s, "multiplex_statements_prepared_again") >= 2,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            proxy_counter(&s, "multiplex_sessions"),
+            2,
+            "{}",
+            kind.name()
+        );
+        // an execution that opens a cursor pins (its rows stay on the connection)
+        let packet =
+            crate::prefix::execute_packet(add, true, &[crate::prefix::P::Int(1)], true, &[]);
+        a.command(
+            &packet,
+            obkv_proxy::protocol::response::ResponseKind::Execute,
+        )
+        .expect("cursor");
+        // (a keeps the one connection left: a new login brings its own)
+        let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("c");
+        let s = status(&mut c);
+        assert_eq!(
+            proxy_counter(&s, "multiplex_pins_cursor"),
+            1,
+            "{}",
+            kind.name()
+        );
+    }
+}
+
+#[test]
+fn sessions_on_one_connection_keep_their_own_statements_through_a_reset_and_close_them() {
+    use crate::prefix::prepare;
+    use obkv_proxy::protocol::response::ResponseKind;
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        // what a statement the session does not have gets, directly, on a connection with
+        // statements (seekdb answers 4201 on one without any, 1243 else)
+        let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+        prepare(&mut d, b"SELECT 1").expect("direct prepare");
+        let unknown = run_stmt(&mut d, 999_999, None, false)
+            .expect_err("unknown")
+            .0;
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        let (double, _) = prepare(&mut a, b"SELECT ? * 2").expect("a's");
+        let (triple, _) = prepare(&mut b, b"SELECT ? * 3").expect("b's");
+        let ten = run_stmt(&mut a, double, Some(5), true).expect("a's ran");
+        let fifteen = run_stmt(&mut b, triple, Some(5), true).expect("b's ran");
+        assert_ne!(ten, fifteen);
+        assert_eq!(run_stmt(&mut a, double, Some(5), false), Ok(ten.clone()));
+        assert_eq!(run_stmt(&mut b, triple, Some(5), false), Ok(fifteen));
+        // b's reset closes b's statements, as directly, and the connection's others too,
+        // which a's session prepares again
+        let ok = b
+            .command(&[0x1f], ResponseKind::Single)
+            .expect("reset answered");
+        assert_eq!(ok[0].1.first(), Some(&0x00), "{}", kind.name());
+        assert_eq!(
+            run_stmt(&mut b, triple, Some(5), true).map_err(|e| e.0),
+            Err(unknown),
+            "{}",
+            kind.name()
+        );
+        // (a session whose last statement failed keeps the connection until its next one)
+        assert_eq!(b.scalar("SELECT 1"), "1");
+        assert_eq!(
+            run_stmt(&mut a, double, Some(5), false),
+            Ok(ten),
+            "{}",
+            kind.name()
+        );
+        if kind == Kind::MariaDb {
+            // a's statements are closed on the connection (the one b uses too): one a closes
+            // while it holds no connection, and the rest when a ends
+            let closes = |b: &mut RawConn| -> u64 {
+                let r = b.rows("SHOW SESSION STATUS LIKE 'Com_stmt_close'");
+                String::from_utf8_lossy(r[0][1].as_deref().expect("value"))
+                    .parse()
+                    .expect("count")
+            };
+            let (other, _) = prepare(&mut a, b"SELECT ? - 1").expect("a's third");
+            assert!(run_stmt(&mut a, other, Some(1), true).is_ok());
+            let before = closes(&mut b);
+            let mut close = vec![0x19];
+            close.extend_from_slice(&other.to_le_bytes());
+            a.write_frame(0, &close).expect("close");
+            a.quit();
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            let mut now = closes(&mut b);
+            while now < before + 2 {
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "{now} statement closes, {before} before"
+                );
+                now = closes(&mut b);
+            }
+            assert_eq!(now, before + 2);
+        }
+    }
 }

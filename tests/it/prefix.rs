@@ -185,7 +185,7 @@ fn rng_range(rng: &mut impl Rng, n: usize) -> usize {
 
 /// Column definitions and rows of a response (the final status flags are the plan's, and may
 /// differ: the backend sets "no index used" by plan).
-fn result_of(frames: &[(u8, Vec<u8>)]) -> Result<Vec<Vec<u8>>, (u16, String)> {
+pub(crate) fn result_of(frames: &[(u8, Vec<u8>)]) -> Result<Vec<Vec<u8>>, (u16, String)> {
     if let Some(e) = frames.iter().find_map(|(_, p)| err_of(p)) {
         return Err(e);
     }
