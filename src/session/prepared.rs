@@ -121,11 +121,19 @@ pub(super) struct Statements {
     /// Statements are carried (a multiplexed session): the ids the client sees are the
     /// proxy's, each statement prepared on every connection it runs on.
     pub carrying: bool,
+    /// Carried statements with pieces of a long value on the connection held (sent with
+    /// COM_STMT_SEND_LONG_DATA, not executed, reset or closed yet): the connection is kept.
+    long_pending: Vec<u32>,
+    /// Bytes of the carried statements' texts.
+    carried_bytes: usize,
 }
 
 /// Most statements a session whose statements are carried keeps (a prepare beyond it is
 /// refused as the backend refuses one over `max_prepared_stmt_count`).
 pub(super) const MAX_CARRIED: usize = 16_382;
+
+/// Most bytes of text a session's carried statements keep (a prepare beyond it is refused).
+pub(super) const MAX_CARRIED_BYTES: usize = 64 * 1024 * 1024;
 
 /// Where the ids the proxy gives carried statements start, counting down (backend ids count
 /// up from 1, so the two meet only after two billion prepares on one connection).
@@ -156,9 +164,22 @@ impl Statements {
         all
     }
 
-    /// How many statements the session has.
-    pub fn count(&self) -> usize {
-        self.by_id.len()
+    /// Some carried statement has pieces of a long value on the connection held.
+    pub fn long_pending(&self) -> bool {
+        !self.long_pending.is_empty()
+    }
+
+    /// The command's statement's pieces of a long value went (an execution, a reset, a close).
+    fn long_done(&mut self, id: Option<u32>) {
+        if let Some(id) = id {
+            self.long_pending.retain(|p| *p != id);
+        }
+    }
+
+    /// Whether a carried statement of `len` bytes of text is one too many.
+    pub fn carried_full(&self, len: usize) -> bool {
+        self.by_id.len() >= MAX_CARRIED
+            || self.carried_bytes.saturating_add(len) > MAX_CARRIED_BYTES
     }
 
     /// The id the client is given for a carried statement the backend prepared as `backend`:
@@ -214,6 +235,12 @@ impl Statements {
     ) {
         if let Some(old) = self.by_id.remove(&id) {
             self.plans -= usize::from(old.rewrite.is_some());
+            if let Some(c) = &old.carried {
+                self.carried_bytes = self.carried_bytes.saturating_sub(c.text.len());
+            }
+        }
+        if let Some(c) = &p.carried {
+            self.carried_bytes = self.carried_bytes.saturating_add(c.text.len());
         }
         if let Some(plan) = plan {
             if self.plans < MAX_PLANS && text.len() <= MAX_PLAN_TEXT {
@@ -247,6 +274,9 @@ impl Statements {
         let Some(p) = self.by_id.remove(&id) else {
             return (Vec::new(), None);
         };
+        if let Some(c) = &p.carried {
+            self.carried_bytes = self.carried_bytes.saturating_sub(c.text.len());
+        }
         let variants = match p.rewrite {
             Some(rw) => {
                 self.plans -= 1;
@@ -314,6 +344,7 @@ impl Session {
                         cmd.extend_from_slice(&target.to_le_bytes());
                         self.own_command(&cmd).await?;
                     }
+                    self.statements.long_done(Some(id));
                     return self.answer_error(e).await;
                 }
                 Checked::Runs(p) => pin = p,
@@ -340,6 +371,7 @@ impl Session {
         if ddl {
             self.shared.schemas.clear();
         }
+        self.statements.long_done(id);
         // the execution's partition fixes the transaction's, once it ran
         if let (Some(p), true) = (pin, self.last_status & status::IN_TRANS != 0) {
             if self.txn_pin.is_none() {
@@ -491,6 +523,12 @@ impl Session {
             }
         }
         if self.statements.carrying {
+            if let Some(id) = self.statements.resolve(&self.command) {
+                let pending = &mut self.statements.long_pending;
+                if !pending.contains(&id) && self.statements.by_id.contains_key(&id) {
+                    pending.push(id);
+                }
+            }
             // (no answer to it: a statement that cannot be prepared here is named as unknown,
             // and its execution answers)
             self.carry_command(true, false).await?;
@@ -518,13 +556,23 @@ impl Session {
     /// first (quietly).
     pub(super) async fn on_stmt_reset(&mut self) -> Result<(), End> {
         let id = self.statements.resolve(&self.command);
+        self.statements.long_done(id);
+        // the client's statement on the backend (a carried one's: on the connection held)
+        let serial = self.conn_serial;
+        let own = match (id, self.statements.carrying) {
+            (Some(id), true) => self
+                .statements
+                .carried_mut(id)
+                .and_then(|c| c.on.iter().find(|o| o.serial == serial).map(|o| o.id)),
+            (id, _) => id,
+        };
         let mut variant = None;
         if let Some(w) = self.write_of_command() {
             w.long.clear();
         }
         if let Some(rw) = self.rewrite_of_command() {
             rw.long_data = false;
-            variant = rw.last_target.take().filter(|t| Some(*t) != id);
+            variant = rw.last_target.take().filter(|t| Some(*t) != own);
         }
         if let Some(v) = variant {
             let mut cmd = vec![com::STMT_RESET];
@@ -543,6 +591,8 @@ impl Session {
 
     /// COM_STMT_CLOSE: the client's statement and its variants (no response to any).
     pub(super) async fn on_stmt_close(&mut self) -> Result<(), End> {
+        self.statements
+            .long_done(self.statements.resolve(&self.command));
         let (variants, carried) = match self.statements.resolve(&self.command) {
             Some(id) => self.statements.close(id),
             None => (Vec::new(), None),
@@ -881,5 +931,46 @@ fn bound_value(ty: u8, unsigned: bool, values: &[u8], span: (usize, usize)) -> W
     match int {
         Some(i) => WriteBound::Int(i),
         None => WriteBound::Other,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn statement() -> Prepared {
+        Prepared {
+            params: 0,
+            columns: 0,
+            changes_session: false,
+            ddl: false,
+            rewrite: None,
+            write: None,
+            carried: None,
+        }
+    }
+
+    #[test]
+    fn a_carried_statement_keeps_the_backends_id_unless_the_session_has_it() {
+        let mut s = Statements {
+            carrying: true,
+            ..Default::default()
+        };
+        assert_eq!(s.client_id_for(1), 1);
+        s.prepared(1, statement(), None, b"");
+        // the same id from another connection: the proxy's own, counted down
+        assert_eq!(s.client_id_for(1), CARRIED_IDS_TOP);
+        s.prepared(CARRIED_IDS_TOP, statement(), None, b"");
+        assert_eq!(s.client_id_for(1), CARRIED_IDS_TOP - 1);
+        assert_eq!(s.client_id_for(2), 2);
+        // never the ids that mean something else: 0 and MariaDB's "last prepared"
+        assert_eq!(s.client_id_for(0), CARRIED_IDS_TOP - 1);
+        assert_eq!(s.client_id_for(u32::MAX), CARRIED_IDS_TOP - 1);
+        // a close frees its id; a reset keeps carrying
+        let _ = s.close(1);
+        assert_eq!(s.client_id_for(1), 1);
+        s.clear();
+        assert!(s.carrying);
+        assert_eq!(s.client_id_for(CARRIED_IDS_TOP), CARRIED_IDS_TOP);
     }
 }

@@ -993,6 +993,27 @@ fn sessions_on_one_connection_keep_their_own_statements_through_a_reset_and_clos
         assert_ne!(ten, fifteen);
         assert_eq!(run_stmt(&mut a, double, Some(5), false), Ok(ten.clone()));
         assert_eq!(run_stmt(&mut b, triple, Some(5), false), Ok(fifteen));
+        // pieces of a long value stay with the connection until their statement runs, even
+        // when another statement runs between
+        {
+            use crate::prefix::{execute_packet, send_long_data, P};
+            let (echo, _) = prepare(&mut a, b"SELECT ?").expect("echo");
+            let (one, _) = prepare(&mut a, b"SELECT 1").expect("one");
+            send_long_data(&mut a, echo, 0, b"long ");
+            send_long_data(&mut a, echo, 0, b"value");
+            assert!(run_stmt(&mut a, one, None, false).is_ok());
+            let packet =
+                execute_packet(echo, false, &[P::Blob(b"long value".to_vec())], true, &[0]);
+            let frames = a
+                .command(&packet, ResponseKind::Execute)
+                .expect("execute answered");
+            let rows = crate::prefix::result_of(&frames).expect("echoed");
+            assert!(
+                rows.last().is_some_and(|r| r.ends_with(b"long value")),
+                "{}: {rows:?}",
+                kind.name()
+            );
+        }
         // b's reset closes b's statements, as directly, and the connection's others too,
         // which a's session prepares again
         let ok = b
