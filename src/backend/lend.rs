@@ -469,7 +469,8 @@ impl Set {
         s.live.insert(new);
     }
 
-    /// Closes kept for connections (for tests and SHOW PROXY STATUS).
+    /// Closes kept for connections.
+    #[cfg(test)]
     pub fn closes_kept(&self) -> usize {
         self.lock().closes_count
     }

@@ -63,6 +63,18 @@ pub(super) struct OnConn {
     pub typed: u32,
 }
 
+/// What preparing a carried statement again on the connection held gave.
+enum Again {
+    /// Its backend statement there.
+    Ready(u32),
+    /// The backend's refusal (its ERR packet).
+    Refused(Vec<u8>),
+    /// Another statement than the client's (its parameters or columns differ): closed.
+    Differs,
+    /// The session has no such statement.
+    Gone,
+}
+
 /// Where a command of a carried statement goes.
 pub(super) enum Target {
     /// The backend statement of the connection held.
@@ -94,6 +106,41 @@ impl Session {
         if !prepare || self.backend.is_none() {
             return Ok(Target::Unknown);
         }
+        match self.prepare_here(id).await? {
+            Again::Ready(bid) => Ok(Target::Backend(bid)),
+            Again::Gone => Ok(Target::Unknown),
+            Again::Refused(_) | Again::Differs if !answer => Ok(Target::Unknown),
+            Again::Refused(packet) => {
+                // the backend's refusal (a table dropped since), as a direct execution that
+                // prepared it again would get it; the diagnostics area holds it there
+                if let Some(m) = self.mux.as_mut() {
+                    m.hold_for_next();
+                }
+                self.answer_backend_packet(&packet).await?;
+                Ok(Target::Answered)
+            }
+            Again::Differs => {
+                // not the statement the client prepared any more (its tables changed): the
+                // client prepares it again
+                let e = ErrorInfo::new(
+                    er::NEED_REPREPARE,
+                    "HY000",
+                    "Prepared statement needs to be re-prepared",
+                );
+                self.answer_error(e).await?;
+                Ok(Target::Answered)
+            }
+        }
+    }
+
+    /// Prepares the session's carried statement `id` on the connection held (which has it
+    /// not), in the state it was prepared in, and records it there (the oldest connection of
+    /// its beyond `MAX_CONNS_A_STATEMENT` let go).
+    async fn prepare_here(&mut self, id: u32) -> Result<Again, End> {
+        let serial = self.conn_serial;
+        let Some(c) = self.statements.carried_mut(id) else {
+            return Ok(Again::Gone);
+        };
         let text = std::mem::take(&mut c.text);
         let at = c.state.clone();
         let prepared = self.prepare_again(&text, at.as_ref()).await;
@@ -102,52 +149,46 @@ impl Session {
         }
         let (bid, columns, params) = match prepared? {
             Ok(p) => p,
-            Err(_) if !answer => return Ok(Target::Unknown),
-            Err(packet) => {
-                // the backend's refusal (a table dropped since), as a direct execution that
-                // prepared it again would get it; the diagnostics area holds it there
-                if let Some(m) = self.mux.as_mut() {
-                    m.hold_for_next();
-                }
-                self.answer_backend_packet(&packet).await?;
-                return Ok(Target::Answered);
-            }
+            Err(packet) => return Ok(Again::Refused(packet)),
         };
         self.shared.lending.prepared_again.fetch_add(1, Relaxed);
         let same = self
             .statements
             .get(id)
             .is_some_and(|p| p.params == params && p.columns == columns);
-        if !same {
-            // not the statement the client prepared any more (its tables changed): the client
-            // prepares it again
-            be!(self).queue_command(&close_command(bid));
-            if !answer {
-                return Ok(Target::Unknown);
+        let c = match self.statements.carried_mut(id) {
+            Some(c) if same => c,
+            _ => {
+                be!(self).queue_command(&close_command(bid));
+                return Ok(Again::Differs);
             }
-            let e = ErrorInfo::new(
-                er::NEED_REPREPARE,
-                "HY000",
-                "Prepared statement needs to be re-prepared",
-            );
-            self.answer_error(e).await?;
-            return Ok(Target::Answered);
-        }
-        let mut dropped = None;
-        if let Some(c) = self.statements.carried_mut(id) {
-            if c.on.len() >= MAX_CONNS_A_STATEMENT {
-                dropped = Some(c.on.remove(0));
-            }
-            c.on.push(OnConn {
-                serial,
-                id: bid,
-                typed: 0,
-            });
-        }
+        };
+        let dropped = (c.on.len() >= MAX_CONNS_A_STATEMENT).then(|| c.on.remove(0));
+        c.on.push(OnConn {
+            serial,
+            id: bid,
+            typed: 0,
+        });
         if let Some(old) = dropped {
             self.close_on(old.serial, &[old.id]);
         }
-        Ok(Target::Backend(bid))
+        Ok(Again::Ready(bid))
+    }
+
+    /// A multiplexed session's state now, its database read when not known (None: not
+    /// multiplexed).
+    pub(super) async fn state_now(&mut self) -> Result<Option<CarriedState>, End> {
+        if self.mux.is_none() {
+            return Ok(None);
+        }
+        if self.db_fact.is_none() {
+            self.read_facts(&Default::default()).await?;
+        }
+        let db = match &self.db_fact {
+            Some(Some(db)) => Some(db.clone()),
+            _ => None,
+        };
+        Ok(self.mux.as_ref().map(|m| m.state_now(db)))
     }
 
     /// Prepares `text` on the connection held, in the session's state `at` (its database
@@ -157,27 +198,18 @@ impl Session {
         text: &[u8],
         at: Option<&CarriedState>,
     ) -> Result<Result<(u32, u16, u16), Vec<u8>>, End> {
-        let switch = match (at, self.mux.is_some()) {
-            (Some(at), true) => {
-                if self.db_fact.is_none() {
-                    self.read_facts(&Default::default()).await?;
-                }
-                let db = match &self.db_fact {
-                    Some(Some(db)) => Some(db.clone()),
-                    _ => None,
-                };
-                self.mux
-                    .as_ref()
-                    .map(|m| m.state_now(db))
-                    .filter(|now| now.db != at.db || now.vars != at.vars)
-                    .map(|now| {
-                        // (what is not read at a prepare stays as the session has it)
-                        let mut then = at.clone();
-                        then.last_insert_id = now.last_insert_id;
-                        then.multi_statements = now.multi_statements;
-                        (then, now)
-                    })
-            }
+        let switch = match at {
+            Some(at) => self
+                .state_now()
+                .await?
+                .filter(|now| now.db != at.db || now.vars != at.vars)
+                .map(|now| {
+                    // (what is not read at a prepare stays as the session has it)
+                    let mut then = at.clone();
+                    then.last_insert_id = now.last_insert_id;
+                    then.multi_statements = now.multi_statements;
+                    (then, now)
+                }),
             _ => None,
         };
         let Some((then, now)) = switch else {
@@ -220,33 +252,9 @@ impl Session {
         if !self.statements.carrying || self.backend.is_none() {
             return Ok(());
         }
-        let serial = self.conn_serial;
-        for id in self.statements.carried_elsewhere(serial) {
-            let Some(c) = self.statements.carried_mut(id) else {
-                continue;
-            };
-            let text = std::mem::take(&mut c.text);
-            let at = c.state.clone();
-            let prepared = self.prepare_again(&text, at.as_ref()).await;
-            if let Some(c) = self.statements.carried_mut(id) {
-                c.text = text;
-            }
-            let Ok((bid, columns, params)) = prepared? else {
-                continue;
-            };
-            self.shared.lending.prepared_again.fetch_add(1, Relaxed);
-            let same = self
-                .statements
-                .get(id)
-                .is_some_and(|p| p.params == params && p.columns == columns);
-            match self.statements.carried_mut(id) {
-                Some(c) if same => c.on.push(OnConn {
-                    serial,
-                    id: bid,
-                    typed: 0,
-                }),
-                _ => be!(self).queue_command(&close_command(bid)),
-            }
+        // (one that cannot be prepared now is left to its next use)
+        for id in self.statements.carried_elsewhere(self.conn_serial) {
+            self.prepare_here(id).await?;
         }
         Ok(())
     }
@@ -272,9 +280,8 @@ impl Session {
         let Some(id) = id else {
             return Ok(true);
         };
-        let params = self.statements.get(id).map_or(0, |p| usize::from(p.params));
         let serial = self.conn_serial;
-        let Some(c) = self.statements.carried_mut(id) else {
+        let Some((params, c)) = self.statements.carried_with_params(id) else {
             return Ok(true);
         };
         // (None also for a bulk execution, and a statement without parameters)

@@ -1130,14 +1130,7 @@ impl Session {
                 self.pin(crate::sql::session_state::Pin::PreparedRewrite)
                     .await?;
             } else {
-                if self.db_fact.is_none() {
-                    self.read_facts(&Default::default()).await?;
-                }
-                let db = match &self.db_fact {
-                    Some(Some(db)) => Some(db.clone()),
-                    _ => None,
-                };
-                at = self.mux.as_ref().map(|m| m.state_now(db));
+                at = self.state_now().await?;
             }
         }
         let Some(summary) = self.apply(decision, ResponseKind::Prepare).await? else {

@@ -209,6 +209,12 @@ impl Statements {
             .collect()
     }
 
+    /// A carried statement with its number of parameters (one lookup).
+    pub fn carried_with_params(&mut self, id: u32) -> Option<(usize, &mut Carried)> {
+        let p = self.by_id.get_mut(&id)?;
+        Some((usize::from(p.params), p.carried.as_deref_mut()?))
+    }
+
     pub fn carried_mut(&mut self, id: u32) -> Option<&mut Carried> {
         self.by_id.get_mut(&id)?.carried.as_deref_mut()
     }
@@ -591,9 +597,9 @@ impl Session {
 
     /// COM_STMT_CLOSE: the client's statement and its variants (no response to any).
     pub(super) async fn on_stmt_close(&mut self) -> Result<(), End> {
-        self.statements
-            .long_done(self.statements.resolve(&self.command));
-        let (variants, carried) = match self.statements.resolve(&self.command) {
+        let id = self.statements.resolve(&self.command);
+        self.statements.long_done(id);
+        let (variants, carried) = match id {
             Some(id) => self.statements.close(id),
             None => (Vec::new(), None),
         };

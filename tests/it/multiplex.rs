@@ -449,9 +449,7 @@ fn answer(
     }
     if let Some(name) = sql.strip_prefix("#close ") {
         if let Some(id) = stmts.remove(name) {
-            let mut p = vec![0x19];
-            p.extend_from_slice(&id.to_le_bytes());
-            c.write_frame(0, &p).expect("close sent");
+            crate::prefix::stmt_close(c, id);
         }
         return "closed".into();
     }
@@ -1046,9 +1044,7 @@ fn sessions_on_one_connection_keep_their_own_statements_through_a_reset_and_clos
             let (other, _) = prepare(&mut a, b"SELECT ? - 1").expect("a's third");
             assert!(run_stmt(&mut a, other, Some(1), true).is_ok());
             let before = closes(&mut b);
-            let mut close = vec![0x19];
-            close.extend_from_slice(&other.to_le_bytes());
-            a.write_frame(0, &close).expect("close");
+            crate::prefix::stmt_close(&mut a, other);
             a.quit();
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
             let mut now = closes(&mut b);

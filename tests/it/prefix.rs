@@ -699,7 +699,7 @@ fn stmt_reset(c: &mut RawConn, id: u32) -> Result<Vec<Vec<u8>>, (u16, String)> {
     }
 }
 
-fn stmt_close(c: &mut RawConn, id: u32) {
+pub(crate) fn stmt_close(c: &mut RawConn, id: u32) {
     let mut p = vec![0x19];
     p.extend_from_slice(&id.to_le_bytes());
     c.write_frame(0, &p).expect("close sent");
