@@ -381,6 +381,12 @@ pub fn lending(l: &crate::backend::lend::Lending) -> String {
         l.prepared_again.load(Relaxed),
     );
     o.single(
+        "multiplex_given_up_total",
+        "counter",
+        "Backend connections an idle session kept only for its last statement's conditions or row count gave up to a waiting session (those carried by the proxy).",
+        l.given_up.load(Relaxed),
+    );
+    o.single(
         "multiplex_wait_timeouts_total",
         "counter",
         "Commands answered with error 1040: no backend connection of their user within multiplex.wait_timeout_ms.",

@@ -223,6 +223,8 @@ struct SetState {
     open: usize,
     lent: usize,
     waiting: usize,
+    /// Holders asked to give their connection up for a waiter that have not yet (`Release`).
+    releasing: usize,
     /// Backend statements to close on a connection (by serial) once it is borrowed again.
     closes: HashMap<u64, Vec<u32>>,
     closes_count: usize,
@@ -246,6 +248,9 @@ pub struct Set {
     pub key: SetKey,
     state: Mutex<SetState>,
     freed: Notify,
+    /// A session started waiting: idle sessions that keep a connection only for what their
+    /// last statement left (`Set::wanted`) may give it up.
+    wanted: Notify,
     /// The SET text that puts a connection back in the login's character set (read once).
     base_charset: std::sync::OnceLock<Vec<u8>>,
     totals: Arc<Totals>,
@@ -372,13 +377,20 @@ impl Set {
                     }
                     return Err(Shortage::NoneLeft);
                 }
-                if waited.is_none() {
+                let first = waited.is_none();
+                if first {
                     s.waiting = s.waiting.saturating_add(1);
                     waited = Some(std::time::Instant::now());
                 }
                 // registered before the lock goes: a give-back (which takes it before it
                 // notifies) from here on wakes this wait
                 notified.as_mut().enable();
+                drop(s);
+                // sessions idle on a connection only for their last statement's conditions
+                // may give it up (`wanted`)
+                if first {
+                    self.wanted.notify_waiters();
+                }
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
                 let mut s = self.lock();
@@ -388,6 +400,26 @@ impl Set {
                 waits.waited(waited);
                 return Err(Shortage::Timeout);
             }
+        }
+    }
+
+    /// Resolves when a session waits for a connection that no idle one and no other holder
+    /// already giving one up serves: the caller (an idle session holding a connection only
+    /// for what its last statement left) gives its connection back, then drops the `Release`.
+    pub async fn wanted(&self) -> Release<'_> {
+        loop {
+            let notified = self.wanted.notified();
+            tokio::pin!(notified);
+            // registered before the count is read: a waiter counted later notifies it
+            notified.as_mut().enable();
+            {
+                let mut s = self.lock();
+                if s.waiting > s.idle.len().saturating_add(s.releasing) {
+                    s.releasing = s.releasing.saturating_add(1);
+                    return Release(self);
+                }
+            }
+            notified.await;
         }
     }
 
@@ -494,6 +526,17 @@ impl Set {
             idle: s.idle.len(),
             waiting: s.waiting,
         }
+    }
+}
+
+/// A holder's promise to give its connection up for a waiter (`Set::wanted`): kept until
+/// dropped, after the give-back (or the session's end).
+pub struct Release<'a>(&'a Set);
+
+impl Drop for Release<'_> {
+    fn drop(&mut self) {
+        let mut s = self.0.lock();
+        s.releasing = s.releasing.saturating_sub(1);
     }
 }
 
@@ -636,6 +679,8 @@ pub struct Lending {
     pub restores: AtomicU64,
     /// Prepared statements of multiplexed sessions prepared again on another connection.
     pub prepared_again: AtomicU64,
+    /// Connections idle sessions gave up to a waiting one (`Set::wanted`).
+    pub given_up: AtomicU64,
     pub timed_out: AtomicU64,
     pub pins: [AtomicU64; PIN_REASONS.len()],
     /// Waits for a connection: counts under each of `WAIT_BOUNDS` (cumulative at reading),
@@ -665,6 +710,7 @@ impl Lending {
             key: key.clone(),
             state: Mutex::new(SetState::default()),
             freed: Notify::new(),
+            wanted: Notify::new(),
             base_charset: std::sync::OnceLock::new(),
             totals: self.totals.clone(),
         });
@@ -773,6 +819,7 @@ impl Lending {
                 "multiplex_statements_prepared_again".into(),
                 g(&self.prepared_again),
             ),
+            ("multiplex_given_up".into(), g(&self.given_up)),
             ("multiplex_wait_timeouts".into(), g(&self.timed_out)),
         ];
         let (waits, sum) = self.wait_histogram();

@@ -78,6 +78,9 @@ pub struct Held {
     /// how many its response counted. None: nothing in the backend's area belongs to the
     /// statement (the proxy answered it, or its own statements ran after it).
     pub backend: Option<u16>,
+    /// All of them the backend's, read from it before the connection went to another session
+    /// (multiplexing): no sign that the proxy answered or cut the statement short.
+    pub carried: bool,
 }
 
 impl Held {
@@ -86,13 +89,18 @@ impl Held {
         Held {
             own,
             backend: Some(backend),
+            carried: false,
         }
     }
 
     /// Conditions the proxy holds alone (nothing of the backend's area belongs to them); empty
     /// after a result the proxy made itself, as after a database's own SHOW.
     pub fn alone(own: Vec<Condition>) -> Held {
-        Held { own, backend: None }
+        Held {
+            own,
+            backend: None,
+            carried: false,
+        }
     }
 
     /// `@@warning_count`: every condition, errors included (as MariaDB counts).

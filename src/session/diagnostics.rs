@@ -270,6 +270,41 @@ impl Session {
         Ok(())
     }
 
+    /// For a connection given up between commands (`session::mux`): the backend's conditions
+    /// of the session's last statement (read when `read`), then its diagnostics area cleared
+    /// by `clear`. None when either failed: nothing is sent to the client, which has no
+    /// command in flight.
+    pub(super) async fn conditions_to_carry(
+        &mut self,
+        read: bool,
+        clear: &[u8],
+    ) -> Option<Vec<Condition>> {
+        let caps = self.client_caps;
+        let be = self.backend.as_mut()?;
+        let mut out = Vec::new();
+        if read {
+            let (packets, summary, _) =
+                backend::query_packets(be, caps, b"SHOW WARNINGS", SHOW_MAX_BYTES)
+                    .await
+                    .ok()?;
+            summary.error_code.is_none().then_some(())?;
+            let range = backend::row_range(&packets, caps)?;
+            out.extend(
+                packets
+                    .get(range)
+                    .unwrap_or_default()
+                    .iter()
+                    .filter_map(|r| condition_of_row(r)),
+            );
+        }
+        let (_, summary, _) = backend::query_packets(be, caps, clear, 4096).await.ok()?;
+        summary.error_code.is_none().then_some(())?;
+        if let Some(st) = summary.status {
+            self.last_status = st & !status::MORE_RESULTS_EXISTS;
+        }
+        Some(out)
+    }
+
     /// After a statement that was no diagnostics statement ran on the backend (its summary)
     /// while the proxy held `previous` conditions: they stay only if the backend kept its
     /// area (`keeps`: what the text's reading said), and nothing newer replaced them.

@@ -710,6 +710,7 @@ impl Session {
                     std::task::Poll::Pending
                 }
             });
+            let releasable = self.releasable();
             tokio::select! {
                 biased;
                 _ = closing_lean(&mut self.backend, self.kill_slot.as_ref().map(|(_, s)| s)) => {
@@ -720,6 +721,12 @@ impl Session {
                 }
                 r = self.client.wait_readable_lean() => return r.is_err().then_some(End::ClientQuit),
                 _ = stop.changed() => return Some(End::Shutdown),
+                r = wanted(releasable.as_deref(), &NOT_BEGUN) => {
+                    if let Err(end) = self.give_up_for_waiter().await {
+                        return Some(end);
+                    }
+                    drop(r);
+                }
                 () = &mut idle => {
                     // between commands, like a quit: the backend connection is clean
                     debug!(peer = %self.peer, "idle timeout");
@@ -846,6 +853,9 @@ impl Session {
             // first: when it closed and the client's next command came before the proxy saw
             // it (a KILL, then a ping), the client learns of the close as it would directly,
             // instead of getting the backend's goodbye as the answer to its command.
+            // (a multiplexed session kept its connection only for what its last statement
+            // left: a session that waits for one may have it)
+            let releasable = self.releasable();
             let read = tokio::select! {
                 biased;
                 _ = closing(&mut self.backend, self.kill_slot.as_ref().map(|(_, s)| s)) => {
@@ -855,6 +865,13 @@ impl Session {
                     return Some(self.backend_went_away().await);
                 }
                 r = read_command(&mut self.client, &limits, idle_deadline, &begun, &mut self.command) => r,
+                r = wanted(releasable.as_deref(), &begun) => {
+                    if let Err(end) = self.give_up_for_waiter().await {
+                        return Some(end);
+                    }
+                    drop(r);
+                    continue;
+                }
                 stop = &mut stop_or_trim => {
                     if stop {
                         return Some(End::Shutdown);
@@ -1410,6 +1427,27 @@ impl Session {
 /// Reads one command, joining 16 MiB frames; returns the number of frames it used. The wait for
 /// a command is bounded by the idle timeout (`idle_deadline`), a begun packet by the net read timeout, and the
 /// size is checked before a frame's payload is read.
+/// No command has begun (the idle wait's: it reads none).
+static NOT_BEGUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Resolves when a session waits for a connection the idle session keeps only for what its
+/// last statement left (`set`: `Session::releasable`), never once a command began arriving
+/// (`begun`: dropping its read would lose what came of it).
+async fn wanted<'a>(
+    set: Option<&'a crate::backend::lend::Set>,
+    begun: &std::sync::atomic::AtomicBool,
+) -> crate::backend::lend::Release<'a> {
+    let Some(set) = set else {
+        return std::future::pending().await;
+    };
+    let release = set.wanted().await;
+    if begun.load(Ordering::Relaxed) {
+        drop(release);
+        return std::future::pending().await;
+    }
+    release
+}
+
 async fn read_command(
     client: &mut PacketStream<ClientIo>,
     limits: &ReadLimits,

@@ -20,6 +20,9 @@ use super::*;
 use crate::backend::lend::{Assigned, Borrowed, CarriedState, Conn, Set, SetKey, Shortage};
 use crate::sql::session_state::{self, Effect, Pin};
 
+/// Clears a connection's diagnostics area (`Session::give_up_for_waiter`).
+const CLEAR_AREA: &str = "SELECT 1 FROM information_schema.CHARACTER_SETS LIMIT 0";
+
 /// A multiplexed session's part.
 pub(super) struct Mux {
     set: Arc<Set>,
@@ -31,6 +34,15 @@ pub(super) struct Mux {
     carry: Vec<session_state::Assignment>,
     /// The last response leaves something the next statement may read: keep the connection.
     hold: bool,
+    /// Of which conditions (a warning, an error) in the backend's diagnostics area.
+    conditions: bool,
+    /// ROW_COUNT() after the last response: its OK's affected rows, -1 after rows or an error.
+    last_rows: i64,
+    /// Between commands: the connection is kept only for what the last statement left
+    /// (`hold`), and may be given up to a waiting session (`give_up_for_waiter`).
+    releasable: bool,
+    /// The connection was given up so: ROW_COUNT() as the next statement reads it.
+    released_rows: Option<i64>,
     /// The connection held may keep conditions of the session's last statement in its
     /// diagnostics area: it is not given back at the session's end (the next holder could
     /// read them), but closed.
@@ -54,7 +66,9 @@ impl Mux {
     /// statement's pieces) until the session's next command.
     pub(super) fn hold_for_next(&mut self) {
         self.hold = true;
+        self.conditions = true;
         self.failed = true;
+        self.last_rows = -1;
     }
 
     /// The session's state now, its database `db` as last read.
@@ -101,6 +115,10 @@ impl Session {
                     last_id: self.backend_id,
                     carry: Vec::new(),
                     hold: false,
+                    conditions: false,
+                    last_rows: -1,
+                    releasable: false,
+                    released_rows: None,
                     dirty: false,
                     failed: false,
                     lost_in_transaction: false,
@@ -192,6 +210,24 @@ impl Session {
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
+        m.releasable = false;
+        // the connection that knew the previous statement's ROW_COUNT() was given up: a text
+        // that reads it is given the count (the only place the proxy edits a client's text
+        // for multiplexing; GET DIAGNOSTICS … ROW_COUNT is not, README "Limits")
+        if let Some(n) = m.released_rows.take() {
+            if self.command.first() == Some(&com::QUERY) {
+                let sql = self.command.get(1..).unwrap_or_default();
+                if let Some(text) = session_state::row_count_spliced(sql, reading, n) {
+                    let mut command = Vec::with_capacity(text.len() + 1);
+                    command.push(com::QUERY);
+                    command.extend_from_slice(&text);
+                    self.command = command;
+                }
+            }
+        }
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
         m.carry.clear();
         m.resetting = false;
         m.set_option = None;
@@ -272,8 +308,16 @@ impl Session {
     pub(super) fn mux_after_response(&mut self, summary: &Summary) {
         if let Some(m) = self.mux.as_mut() {
             m.failed |= summary.error_code.is_some();
-            m.hold |=
-                summary.warnings > 0 || summary.error_code.is_some() || summary.affected_rows > 0;
+            let conditions = summary.warnings > 0 || summary.error_code.is_some();
+            m.hold |= conditions || summary.affected_rows > 0;
+            m.conditions |= conditions;
+            m.last_rows = if summary.error_code.is_some()
+                || (summary.result_sets > 0 && summary.affected_rows == 0)
+            {
+                -1
+            } else {
+                i64::try_from(summary.affected_rows).unwrap_or(i64::MAX)
+            };
             if summary.last_insert_id != 0 {
                 m.state.last_insert_id = summary.last_insert_id;
             }
@@ -291,7 +335,10 @@ impl Session {
             return Ok(());
         };
         let hold = std::mem::take(&mut m.hold);
-        m.dirty = hold;
+        // the statement after one that left conditions may have left them in the area (MariaDB
+        // keeps it after a statement that uses no table): cleared before the connection goes
+        let stale = std::mem::replace(&mut m.dirty, hold) && !hold;
+        let conditions = std::mem::take(&mut m.conditions);
         let failed = std::mem::take(&mut m.failed);
         if std::mem::take(&mut m.resetting) {
             if failed || self.held.is_some() {
@@ -313,8 +360,10 @@ impl Session {
         }
         if !m.carry.is_empty() {
             // what ran of a text that failed is not known
-            if failed || self.held.is_some() {
-                debug!(peer = %self.peer, failed, held = self.held.is_some(), sql = %String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()), "multiplexing: assignments of a text that did not run whole");
+            // (conditions carried from a connection given up are the backend's own)
+            let answered = self.held.as_ref().is_some_and(|h| !h.carried);
+            if failed || answered {
+                debug!(peer = %self.peer, failed, held = answered, sql = %String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()), "multiplexing: assignments of a text that did not run whole");
                 return self.pin(Pin::SetNotCarried).await;
             }
             for a in std::mem::take(&mut m.carry) {
@@ -333,8 +382,7 @@ impl Session {
                 );
             }
         }
-        let tied = hold
-            || self.backend.is_none()
+        let tied = self.backend.is_none()
             || self.last_status & status::IN_TRANS != 0
             || self.last_status & status::AUTOCOMMIT == 0
             || self.txn_pin.is_some()
@@ -345,6 +393,109 @@ impl Session {
         if tied {
             return Ok(());
         }
+        if stale && !self.area_cleared() && !self.carry_conditions(true).await {
+            return self.pin(Pin::Unreadable).await;
+        }
+        if hold {
+            // kept for the next command, unless a session waits for a connection meanwhile
+            if let Some(m) = self.mux.as_mut() {
+                m.releasable = true;
+                m.conditions = conditions;
+            }
+            return Ok(());
+        }
+        self.give_back().await
+    }
+
+    /// Before the connection goes to another session: the conditions the backend keeps for the
+    /// session's last statement (read when `read`) become the proxy's to show, and the
+    /// connection's diagnostics area is cleared. False: that failed.
+    async fn carry_conditions(&mut self, read: bool) -> bool {
+        let Some(captured) = self.conditions_to_carry(read, CLEAR_AREA.as_bytes()).await else {
+            return false;
+        };
+        if read {
+            match self.held.take() {
+                // the proxy's own conditions of the statement first, as they were shown
+                Some(h) if h.backend.is_some() => {
+                    let mut own = h.own;
+                    own.extend(captured);
+                    self.held = Some(crate::engine::diagnostics::Held::alone(own));
+                }
+                // the backend's area held nothing of the statement's
+                Some(h) => self.held = Some(h),
+                None if captured.is_empty() => {}
+                None => {
+                    let mut held = crate::engine::diagnostics::Held::alone(captured);
+                    held.carried = true;
+                    self.held = Some(held);
+                }
+            }
+        }
+        // nothing in the area is the session's any more
+        if let Some(h) = self.held.as_mut() {
+            h.backend = None;
+        }
+        true
+    }
+
+    /// The command that just ran without a condition cleared the backend's diagnostics area
+    /// (OceanBase clears it for every statement; MariaDB for one that uses a table).
+    fn area_cleared(&self) -> bool {
+        if self.area().clears_always {
+            return true;
+        }
+        match self.command.first() {
+            Some(&com::QUERY) => !crate::sql::diagnostics::keeps_diagnostics(
+                self.command.get(1..).unwrap_or_default(),
+                self.reading(),
+            ),
+            _ => false,
+        }
+    }
+
+    /// The set, while the session keeps its connection only for what its last statement left
+    /// (it waits for its next command): a session waiting for a connection may have it
+    /// (`give_up_for_waiter`).
+    #[inline]
+    pub(super) fn releasable(&self) -> Option<Arc<Set>> {
+        self.mux
+            .as_ref()
+            .filter(|m| m.releasable)
+            .map(|m| m.set.clone())
+    }
+
+    /// An idle session keeping its connection only for what its last statement left gives it
+    /// up to a session that waits for one. What it left stays the session's: the conditions
+    /// in the backend's diagnostics area become the proxy's to show
+    /// (`engine::diagnostics::Held`, read with SHOW WARNINGS), ROW_COUNT() is given to a text
+    /// that reads it next (`before_command`); the connection's area is then cleared, so that
+    /// its next holder reads nothing of them.
+    #[cold]
+    pub(super) async fn give_up_for_waiter(&mut self) -> Result<(), End> {
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
+        if !m.releasable {
+            return Ok(());
+        }
+        m.releasable = false;
+        let conditions = std::mem::take(&mut m.conditions);
+        let rows = m.last_rows;
+        if !self.carry_conditions(conditions).await {
+            // the connection failed: it is dropped as one the backend closed between commands
+            debug!(peer = %self.peer, "multiplexing: a connection failed while given up");
+            if self.mux_backend_closed() {
+                return Ok(());
+            }
+            return Err(End::BackendLost);
+        }
+        if let Some(m) = self.mux.as_mut() {
+            m.dirty = false;
+            m.released_rows = Some(rows);
+        }
+        debug!(peer = %self.peer, rows, conditions, "multiplexing: connection given up to a waiting session");
+        self.shared.lending.given_up.fetch_add(1, Relaxed);
         self.give_back().await
     }
 

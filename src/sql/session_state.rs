@@ -7,7 +7,7 @@
 //! of a multi-statement text). Conservative: what it cannot read pins. Transactions are not
 //! its business: the status flags of each response say when one is open.
 
-use super::scan::{Dialect, Scanner, Tok, Token};
+use super::scan::{Dialect, Flavor, Scanner, Tok, Token};
 
 /// Why a session keeps its backend connection from now on (an index into
 /// `backend::lend::PIN_REASONS`).
@@ -683,6 +683,50 @@ mod tests {
     }
 
     #[test]
+    fn a_row_count_read_is_given_the_count_and_keeps_its_column_name() {
+        let d = Dialect::from_server_version(b"10.11.6-MariaDB");
+        let sp = |sql: &str, n: i64| {
+            row_count_spliced(sql.as_bytes(), d, n).map(|v| String::from_utf8(v).unwrap())
+        };
+        assert_eq!(
+            sp("SELECT ROW_COUNT()", 3).as_deref(),
+            Some("SELECT CAST(3|0 AS SIGNED) AS `ROW_COUNT()`")
+        );
+        assert_eq!(
+            sp("select row_count( ), 1 from t", -1).as_deref(),
+            Some("select CAST(-1|0 AS SIGNED) AS `row_count( )`, 1 from t")
+        );
+        assert_eq!(
+            sp("SELECT 1, ROW_COUNT() AS n", 7).as_deref(),
+            Some("SELECT 1, CAST(7|0 AS SIGNED) AS n")
+        );
+        assert_eq!(
+            sp("SELECT IF(ROW_COUNT() > 0, 'y', 'n')", 2).as_deref(),
+            Some("SELECT IF(CAST(2|0 AS SIGNED) > 0, 'y', 'n')")
+        );
+        // only the first statement reads the previous one's count
+        assert_eq!(
+            sp("SELECT ROW_COUNT(); SELECT ROW_COUNT()", 4).as_deref(),
+            Some("SELECT CAST(4|0 AS SIGNED) AS `ROW_COUNT()`; SELECT ROW_COUNT()")
+        );
+        assert_eq!(sp("SELECT 'ROW_COUNT()'", 1), None);
+        assert_eq!(sp("SELECT db.ROW_COUNT()", 1), None);
+        assert_eq!(sp("SELECT 1 /* ROW_COUNT() */", 1), None);
+        assert_eq!(sp("SELECT 1", 1), None);
+        // an executable comment is code to MariaDB; OceanBase may read it as a comment
+        assert_eq!(
+            sp("SELECT /*!ROW_COUNT()*/", 5).as_deref(),
+            Some("SELECT /*!CAST(5|0 AS SIGNED) AS `ROW_COUNT()`*/")
+        );
+        let ob = Dialect::default();
+        assert_eq!(row_count_spliced(b"SELECT /*!ROW_COUNT()*/", ob, 5), None);
+        assert_eq!(
+            row_count_spliced(b"SELECT ROW_COUNT()", ob, 5).as_deref(),
+            Some(&b"SELECT IFNULL(NULL, CAST(5 AS SIGNED)) AS `ROW_COUNT()`"[..])
+        );
+    }
+
+    #[test]
     fn a_text_too_long_to_read_on_the_event_loop_pins() {
         let mut long = b"SELECT ".to_vec();
         long.resize(MAX_READ + 1, b'1');
@@ -704,6 +748,103 @@ mod tests {
         assert!(plainly_nothing(b"SELECT temporary FROM t"));
         assert!(!plainly_nothing(b"create temporary table t (a int)"));
     }
+}
+
+/// The text with every `ROW_COUNT()` call of its first statement replaced by `n`, the count
+/// the session's previous statement left on a connection it gave up (`session::mux`): None
+/// when it has none, or when the text cannot be read for certain (then it runs as written).
+/// A call that is a whole item of a top-level select list keeps its column name (`… AS` the
+/// call as written, which is the name the backend gives it), and its type.
+pub fn row_count_spliced(sql: &[u8], d: Dialect, n: i64) -> Option<Vec<u8>> {
+    if sql.len() > MAX_READ || !contains_word_ci(sql, b"ROW_COUNT") {
+        return None;
+    }
+    let mut tokens: Vec<Token> = Vec::new();
+    let mut scanner = Scanner::new(sql, d);
+    for t in scanner.by_ref() {
+        tokens.push(t.ok()?);
+        if tokens.last().is_some_and(|t| t.is_punct(b';')) {
+            break;
+        }
+    }
+    let a = scanner.ambiguity;
+    if a.quotes || a.multibyte || (a.comment && d.may_be_oceanbase()) {
+        return None;
+    }
+    let select = tokens.first().is_some_and(|t| t.is_word(sql, "SELECT"));
+    let mut out = Vec::with_capacity(sql.len() + 32);
+    let mut at = 0;
+    let mut depth = 0usize;
+    // a FROM at the top level ends the select list
+    let mut listing = select;
+    let mut found = false;
+    let mut i = 0;
+    while let Some(t) = tokens.get(i) {
+        match t.kind {
+            Tok::Punct(b'(') => depth = depth.saturating_add(1),
+            Tok::Punct(b')') => depth = depth.saturating_sub(1),
+            Tok::Word if depth == 0 && t.is_word(sql, "FROM") => listing = false,
+            _ => {}
+        }
+        let call = t.is_word(sql, "ROW_COUNT")
+            && tokens.get(i + 1).is_some_and(|t| t.is_punct(b'('))
+            && tokens.get(i + 2).is_some_and(|t| t.is_punct(b')'))
+            && !(i > 0 && tokens.get(i - 1).is_some_and(|t| t.is_punct(b'.')));
+        if !call {
+            i += 1;
+            continue;
+        }
+        let end = tokens.get(i + 2).map_or(t.end, |c| c.end);
+        let item = depth == 0
+            && listing
+            && i > 0
+            && tokens
+                .get(i - 1)
+                .is_some_and(|p| p.is_punct(b',') || (i == 1 && p.is_word(sql, "SELECT")))
+            && match tokens.get(i + 3) {
+                None => true,
+                Some(next) => {
+                    next.is_punct(b',')
+                        || next.is_punct(b';')
+                        || [
+                            "FROM", "INTO", "LIMIT", "UNION", "WHERE", "ORDER", "GROUP", "HAVING",
+                        ]
+                        .iter()
+                        .any(|w| next.is_word(sql, w))
+                }
+            };
+        out.extend_from_slice(sql.get(at..t.start)?);
+        // typed as ROW_COUNT() is (measured): on MariaDB a signed BIGINT of 21 characters, not
+        // NULL; on OceanBase one of 20 that may be NULL
+        let value = if matches!(d.flavor, Flavor::OceanBase | Flavor::MySqlOrOceanBase) {
+            format!("IFNULL(NULL, CAST({n} AS SIGNED))")
+        } else {
+            format!("CAST({n}|0 AS SIGNED)")
+        };
+        out.extend_from_slice(value.as_bytes());
+        if item {
+            out.extend_from_slice(b" AS `");
+            for &b in sql.get(t.start..end)? {
+                if b == b'`' {
+                    out.push(b'`');
+                }
+                out.push(b);
+            }
+            out.push(b'`');
+        }
+        at = end;
+        found = true;
+        i += 3;
+    }
+    if !found {
+        return None;
+    }
+    out.extend_from_slice(sql.get(at..)?);
+    Some(out)
+}
+
+fn contains_word_ci(sql: &[u8], w: &[u8]) -> bool {
+    sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w))
 }
 
 /// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`, the whole text: where the id is (to splice

@@ -233,7 +233,7 @@ fn proxy_authentication_opens_connections_up_to_the_limit() {
         assert_eq!(
             proxy_counter(&s, "multiplex_sessions"),
             6,
-            "{}",
+            "{}: {s:?}",
             kind.name()
         );
         assert!(
@@ -418,9 +418,8 @@ fn script(client: usize, pins: bool, temporary: bool, rng: &mut Rng) -> Vec<Stri
             }
         }
     }
-    // the last statement leaves nothing to read (a session whose last statement changed rows
-    // or warned keeps its connection until its next command: the others would wait for it)
-    out.push("SELECT 1".into());
+    // (a client whose last statement changed rows or warned keeps its connection only until
+    // another waits for one: no script needs to end with a statement that leaves nothing)
     out
 }
 
@@ -1057,5 +1056,68 @@ fn sessions_on_one_connection_keep_their_own_statements_through_a_reset_and_clos
             }
             assert_eq!(now, before + 2);
         }
+    }
+}
+
+/// A session that keeps its connection only for what its last statement left (rows it
+/// changed, a warning or an error) and then idles gives it up to a session that waits for one,
+/// instead of leaving that one to time out with 1040; what it left stays its own: ROW_COUNT()
+/// read next has the count and the column a direct connection gives (byte for byte), SHOW
+/// WARNINGS lists its conditions, and the session served next reads none of them.
+#[test]
+fn an_idle_session_gives_its_connection_to_a_waiting_one_and_keeps_what_it_left() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+        d.exec("DROP TABLE IF EXISTS mux_give").expect("drop");
+        d.exec("CREATE TABLE mux_give (id INT PRIMARY KEY, v INT)")
+            .expect("create");
+        d.exec("INSERT INTO mux_give VALUES (1, 1), (2, 2), (3, 3)")
+            .expect("rows");
+        // what a direct connection answers
+        d.exec("UPDATE mux_give SET v = v + 1 WHERE id < 3")
+            .expect("update");
+        let direct_count = d.query(b"SELECT ROW_COUNT()").expect("count");
+        let direct_w = d.warnings_or_error("DO CAST('x1' AS SIGNED)").unwrap_or(1);
+        let direct_shown = d.rows("SHOW WARNINGS");
+        assert!(!direct_shown.is_empty(), "{}", kind.name());
+
+        // one connection, opened by the proxy (proxy authentication: a session that pins
+        // later has it made again)
+        let p = proxy::start(multiplexed(proxy_auth_config(&backend.addr), 1, 10_000));
+        let mut a = RawConn::connect(&p.addr, "app", "app-pass", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "app", "app-pass", Some(DB)).expect("b");
+        assert_eq!(b.scalar("SELECT 1"), "1");
+        // a changed rows: it keeps the connection for a ROW_COUNT() … until b waits
+        a.exec("UPDATE mux_give SET v = v + 1 WHERE id < 3")
+            .expect("a's update");
+        assert_eq!(b.scalar("SELECT 2"), "2", "{}: b is served", kind.name());
+        let count = a.query(b"SELECT ROW_COUNT()").expect("a's count");
+        assert_eq!(count.len(), direct_count.len(), "{}", kind.name());
+        for (got, want) in count.iter().zip(&direct_count) {
+            assert_eq!(got.1, want.1, "{}: ROW_COUNT() as directly", kind.name());
+        }
+        // a's condition: kept by the proxy when a gives the connection up to b
+        let w = a.warnings_or_error("DO CAST('x1' AS SIGNED)").unwrap_or(1);
+        assert_eq!(w, direct_w, "{}", kind.name());
+        assert_eq!(b.scalar("SELECT 3"), "3", "{}: b is served", kind.name());
+        let s = status(&mut b);
+        assert_eq!(
+            proxy_counter(&s, "multiplex_given_up"),
+            2,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(proxy_counter(&s, "multiplex_wait_timeouts"), 0);
+        // (b reads the area of the connection a gave up: nothing of a's)
+        assert_eq!(
+            b.rows("SHOW WARNINGS"),
+            Vec::<Vec<Option<Vec<u8>>>>::new(),
+            "{}",
+            kind.name()
+        );
+        b.quit();
+        assert_eq!(a.rows("SHOW WARNINGS"), direct_shown, "{}", kind.name());
     }
 }
