@@ -38,6 +38,7 @@ fuzz_target!(|data: &[u8]| {
     let held = Held {
         own,
         backend: (flags & 32 != 0).then_some(3),
+        carried: false,
     };
     let area = Area::of(flavor);
     match plan(&held, stmt.as_ref(), sql, area) {

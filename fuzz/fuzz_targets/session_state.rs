@@ -1,14 +1,16 @@
 //! What a text does to its session's state, for multiplexing (`sql::session_state`): any
 //! bytes, under the dialect bits of the first byte. Never a panic; an assignment it carries
 //! reads back, alone, as itself (the proxy replays it on another connection); a KILL's id lies
-//! where it says; the cheap look never says "nothing" where the reading finds something.
+//! where it says; the cheap look never says "nothing" where the reading finds something; a
+//! ROW_COUNT() splice leaves no call to splice in the text it makes, and the text before it as
+//! it was.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::sql::scan::{Dialect, Flavor};
 use obkv_proxy::sql::session_state::{
-    effect, effect_read, kill_target, plainly_nothing, Effect, Pin,
+    effect, effect_read, kill_target, plainly_nothing, row_count_spliced, Effect, Pin,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -61,5 +63,10 @@ fuzz_target!(|data: &[u8]| {
         let digits = sql.get(k.at.clone()).expect("inside the text");
         let n: u64 = std::str::from_utf8(digits).unwrap().parse().unwrap();
         assert_eq!(n, u64::from(k.id));
+    }
+    if let Some(out) = row_count_spliced(sql, d, -1) {
+        let first = out.iter().zip(sql).take_while(|(a, b)| a == b).count();
+        assert!(first < sql.len());
+        assert_eq!(row_count_spliced(&out, d, -1), None, "{:?}", String::from_utf8_lossy(&out));
     }
 });

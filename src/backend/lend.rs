@@ -247,6 +247,8 @@ impl SetState {
 pub struct Set {
     pub key: SetKey,
     state: Mutex<SetState>,
+    /// `SetState::closes_count`, readable without the lock (stored under it at each change).
+    pending_closes: std::sync::atomic::AtomicUsize,
     freed: Notify,
     /// A session started waiting: idle sessions that keep a connection only for what their
     /// last statement left (`Set::wanted`) may give it up.
@@ -341,6 +343,7 @@ impl Set {
                     if s.closes_count > 0 {
                         if let Some(ids) = s.closes.remove(&conn.serial) {
                             s.closes_count = s.closes_count.saturating_sub(ids.len());
+                            self.pending_closes.store(s.closes_count, Relaxed);
                             conn.closes = ids;
                         }
                     }
@@ -348,6 +351,7 @@ impl Set {
                     // socket is a closed one), and the next looked at
                     if !still_open(&conn.stream) {
                         s.gone(conn.serial);
+                        self.pending_closes.store(s.closes_count, Relaxed);
                         s.open = s.open.saturating_sub(1);
                         self.totals.closed(1);
                         continue;
@@ -403,6 +407,32 @@ impl Set {
         }
     }
 
+    /// Backend statements other sessions closed on the connection `serial`, which its
+    /// session kept between commands (`may_keep`): sent before its next command. (One atomic
+    /// load when no session left a close.)
+    pub fn closes_for(&self, serial: u64) -> Vec<u32> {
+        if self.pending_closes.load(Relaxed) == 0 {
+            return Vec::new();
+        }
+        let mut s = self.lock();
+        match s.closes.remove(&serial) {
+            Some(ids) => {
+                s.closes_count = s.closes_count.saturating_sub(ids.len());
+                self.pending_closes.store(s.closes_count, Relaxed);
+                ids
+            }
+            None => Vec::new(),
+        }
+    }
+
+    /// Whether a session may keep the connection it holds after a command that left nothing
+    /// tying it: no session waits, and the set is within `max` (a connection over it is
+    /// closed when it comes back). Kept so, it is given up when one comes (`wanted`).
+    pub fn may_keep(&self, max: usize) -> bool {
+        let s = self.lock();
+        s.waiting == 0 && s.open <= max
+    }
+
     /// Resolves when a session waits for a connection that no idle one and no other holder
     /// already giving one up serves: the caller (an idle session holding a connection only
     /// for what its last statement left) gives its connection back, then drops the `Release`.
@@ -448,6 +478,7 @@ impl Set {
             None
         } else {
             s.gone(conn.serial);
+            self.pending_closes.store(s.closes_count, Relaxed);
             s.open = s.open.saturating_sub(1);
             self.totals.closed(1);
             Some(conn)
@@ -466,6 +497,7 @@ impl Set {
     pub fn lost(&self, serial: u64) {
         let mut s = self.lock();
         s.gone(serial);
+        self.pending_closes.store(s.closes_count, Relaxed);
         s.lent = s.lent.saturating_sub(1);
         s.open = s.open.saturating_sub(1);
         self.totals.closed(1);
@@ -489,6 +521,7 @@ impl Set {
             return false;
         }
         s.closes_count += ids.len();
+        self.pending_closes.store(s.closes_count, Relaxed);
         s.closes.entry(serial).or_default().extend_from_slice(ids);
         true
     }
@@ -498,6 +531,7 @@ impl Set {
     pub fn renewed(&self, old: u64, new: u64) {
         let mut s = self.lock();
         s.gone(old);
+        self.pending_closes.store(s.closes_count, Relaxed);
         s.live.insert(new);
     }
 
@@ -537,6 +571,13 @@ impl Drop for Release<'_> {
     fn drop(&mut self) {
         let mut s = self.0.lock();
         s.releasing = s.releasing.saturating_sub(1);
+        // a holder that could not give its connection up (it pinned, or failed) leaves the
+        // waiter to another
+        let unserved = s.waiting > s.idle.len().saturating_add(s.releasing);
+        drop(s);
+        if unserved {
+            self.0.wanted.notify_waiters();
+        }
     }
 }
 
@@ -709,6 +750,7 @@ impl Lending {
         let set = Arc::new(Set {
             key: key.clone(),
             state: Mutex::new(SetState::default()),
+            pending_closes: Default::default(),
             freed: Notify::new(),
             wanted: Notify::new(),
             base_charset: std::sync::OnceLock::new(),

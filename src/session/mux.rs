@@ -195,9 +195,17 @@ impl Session {
         }
         // (a carried statement's close needs no connection: `session::carried`)
         let closing = self.command.first() == Some(&com::STMT_CLOSE) && self.statements.carrying;
-        if self.backend.is_none() && !closing && !self.attach().await? {
-            self.observe_end();
-            return Ok(false);
+        if self.backend.is_none() {
+            if !closing && !self.attach().await? {
+                self.observe_end();
+                return Ok(false);
+            }
+        } else if let (Some(m), Some(b)) = (self.mux.as_ref(), self.backend.as_mut()) {
+            // a connection kept between commands: the statements other sessions closed on it
+            // meanwhile go first (no answers), as on one borrowed
+            for id in m.set.closes_for(self.conn_serial) {
+                b.queue_command(&super::carried::close_command(id));
+            }
         }
         self.before_command().await?;
         Ok(true)
@@ -396,15 +404,48 @@ impl Session {
         if stale && !self.area_cleared() && !self.carry_conditions(true).await {
             return self.pin(Pin::Unreadable).await;
         }
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
         if hold {
             // kept for the next command, unless a session waits for a connection meanwhile
+            m.releasable = true;
+            m.conditions = conditions;
+            return Ok(());
+        }
+        // Nothing ties it: kept all the same while no session waits and the set is within its
+        // bound, and given up as soon as one waits (`give_up_for_waiter`). A session that runs
+        // alone or among few then borrows nothing and restores nothing command after command;
+        // a session that finds another waiting gives its connection back at once.
+        if m.set.may_keep(self.cfg.multiplex.max_backend_connections) {
+            // the state it would be given back in stays known (a lost connection's next one
+            // is put in it)
+            if !self.note_database().await? {
+                return self.pin(Pin::NoDatabase).await;
+            }
             if let Some(m) = self.mux.as_mut() {
                 m.releasable = true;
-                m.conditions = conditions;
+                m.conditions = false;
             }
             return Ok(());
         }
         self.give_back().await
+    }
+
+    /// The session's current database, read when a command may have changed it, recorded in
+    /// its carried state. False: it has none (a connection cannot be put back to none).
+    async fn note_database(&mut self) -> Result<bool, End> {
+        if self.db_fact.is_none() {
+            self.read_facts(&Default::default()).await?;
+        }
+        let db = match &self.db_fact {
+            Some(Some(db)) => db.clone(),
+            _ => return Ok(false),
+        };
+        if let Some(m) = self.mux.as_mut() {
+            m.state.db = Some(db);
+        }
+        Ok(true)
     }
 
     /// Before the connection goes to another session: the conditions the backend keeps for the
@@ -482,7 +523,9 @@ impl Session {
         m.releasable = false;
         let conditions = std::mem::take(&mut m.conditions);
         let rows = m.last_rows;
-        if !self.carry_conditions(conditions).await {
+        // (a connection kept though nothing tied it holds nothing of the session's in its
+        // diagnostics area: `after_command` cleared what an earlier statement may have left)
+        if m.dirty && !self.carry_conditions(conditions).await {
             // the connection failed: it is dropped as one the backend closed between commands
             debug!(peer = %self.peer, "multiplexing: a connection failed while given up");
             if self.mux_backend_closed() {
@@ -502,17 +545,12 @@ impl Session {
     /// Gives the connection back to its set, in the state the session left it (the current
     /// database read first when a command may have changed it).
     async fn give_back(&mut self) -> Result<(), End> {
-        if self.db_fact.is_none() {
-            self.read_facts(&Default::default()).await?;
+        if !self.note_database().await? {
+            return self.pin(Pin::NoDatabase).await;
         }
-        let db = match &self.db_fact {
-            Some(Some(db)) => db.clone(),
-            _ => return self.pin(Pin::NoDatabase).await,
-        };
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
-        m.state.db = Some(db);
         let set = m.set.clone();
         // the set learns its login's character set from a connection still in it
         if set.base_charset().is_none() && !m.state.sets_charset() {

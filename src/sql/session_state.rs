@@ -162,10 +162,10 @@ pub fn plainly_nothing(sql: &[u8]) -> bool {
             .and_then(|a| a.iter().position(|c| !word_char(c)))
             .map_or(sql.len(), |p| at + p);
         let word = sql.get(from..to).unwrap_or_default();
-        if word.eq_ignore_ascii_case(b"CONNECTION_ID")
-            || UNDERSCORE_WORDS
-                .iter()
-                .any(|w| word.eq_ignore_ascii_case(w))
+        // (held in a longer run of word characters too: `a.00ROW_COUNT()` is read as the
+        // number `.00` and then the word)
+        if contains_word_ci(word, b"CONNECTION_ID")
+            || UNDERSCORE_WORDS.iter().any(|w| contains_word_ci(word, w))
         {
             return false;
         }
@@ -657,6 +657,7 @@ mod tests {
             "LOCK TABLES t READ",
             "SELECT FOUND_ROWS() FROM t_2",
             "UPDATE g$f SET V = 'x' WHERE K = 'k_1'",
+            "SELECT a.00ROW_COUNT()",
             "  -- c\nSET @a = 1",
             "(SELECT 1)",
             "SELECT get_lock('x', 1)",
@@ -843,8 +844,9 @@ pub fn row_count_spliced(sql: &[u8], d: Dialect, n: i64) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// `w` appears in `sql` (ASCII case-insensitive), anywhere.
 fn contains_word_ci(sql: &[u8], w: &[u8]) -> bool {
-    sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w))
+    !w.is_empty() && sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w))
 }
 
 /// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`, the whole text: where the id is (to splice
