@@ -225,6 +225,8 @@ struct SetState {
     waiting: usize,
     /// Holders asked to give their connection up for a waiter that have not yet (`Release`).
     releasing: usize,
+    /// Sessions that keep a connection of the set between commands (`Set::keep`).
+    keepers: Vec<Arc<Keeper>>,
     /// Backend statements to close on a connection (by serial) once it is borrowed again.
     closes: HashMap<u64, Vec<u32>>,
     closes_count: usize,
@@ -234,6 +236,12 @@ struct SetState {
 }
 
 impl SetState {
+    fn ask_keepers(&self) {
+        for k in &self.keepers {
+            k.ask();
+        }
+    }
+
     /// The connection `serial` is gone, or has no statements any more.
     fn gone(&mut self, serial: u64) {
         self.live.remove(&serial);
@@ -249,10 +257,10 @@ pub struct Set {
     state: Mutex<SetState>,
     /// `SetState::closes_count`, readable without the lock (stored under it at each change).
     pending_closes: std::sync::atomic::AtomicUsize,
+    /// `SetState::waiting` and `open` as the lock last left them (`Locked`), for `keep`.
+    waiting_now: std::sync::atomic::AtomicUsize,
+    open_now: std::sync::atomic::AtomicUsize,
     freed: Notify,
-    /// A session started waiting: idle sessions that keep a connection only for what their
-    /// last statement left (`Set::wanted`) may give it up.
-    wanted: Notify,
     /// The SET text that puts a connection back in the login's character set (read once).
     base_charset: std::sync::OnceLock<Vec<u8>>,
     totals: Arc<Totals>,
@@ -293,8 +301,11 @@ pub struct SetCounts {
 }
 
 impl Set {
-    fn lock(&self) -> std::sync::MutexGuard<'_, SetState> {
-        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    fn lock(&self) -> Locked<'_> {
+        Locked {
+            guard: self.state.lock().unwrap_or_else(|e| e.into_inner()),
+            set: self,
+        }
     }
 
     /// A connection made by a login of this set's (relayed authentication), lent at once to
@@ -389,11 +400,10 @@ impl Set {
                 // registered before the lock goes: a give-back (which takes it before it
                 // notifies) from here on wakes this wait
                 notified.as_mut().enable();
-                drop(s);
-                // sessions idle on a connection only for their last statement's conditions
-                // may give it up (`wanted`)
+                // the sessions that keep a connection between commands are asked to give one
+                // up (`Keeper`)
                 if first {
-                    self.wanted.notify_waiters();
+                    s.ask_keepers();
                 }
             }
             if tokio::time::timeout_at(deadline, notified).await.is_err() {
@@ -425,32 +435,51 @@ impl Set {
         }
     }
 
-    /// Whether a session may keep the connection it holds after a command that left nothing
-    /// tying it: no session waits, and the set is within `max` (a connection over it is
-    /// closed when it comes back). Kept so, it is given up when one comes (`wanted`).
-    pub fn may_keep(&self, max: usize) -> bool {
-        let s = self.lock();
-        s.waiting == 0 && s.open <= max
+    /// After a command: whether the session keeps its connection until its next one —
+    /// because it must (`hold`: what its last statement left), or because no session waits
+    /// and the set is within `max` (a connection over it is closed when it comes back). A
+    /// session that keeps it is one of the set's keepers (`registered`: already), asked to
+    /// give it up when a session waits (at once if one does); one that does not is not.
+    pub fn keep(&self, keeper: &Arc<Keeper>, registered: bool, hold: bool, max: usize) -> bool {
+        // (a keeper that keeps on, with nothing changed: no lock)
+        if registered
+            && !hold
+            && self.waiting_now.load(Relaxed) == 0
+            && self.open_now.load(Relaxed) <= max
+        {
+            return true;
+        }
+        let mut s = self.lock();
+        let keep = hold || (s.waiting == 0 && s.open <= max);
+        if keep {
+            if !registered {
+                s.keepers.push(keeper.clone());
+            }
+            if s.waiting > s.idle.len().saturating_add(s.releasing) {
+                keeper.ask();
+            }
+        } else if registered {
+            s.keepers.retain(|k| !Arc::ptr_eq(k, keeper));
+        }
+        keep
     }
 
-    /// Resolves when a session waits for a connection that no idle one and no other holder
-    /// already giving one up serves: the caller (an idle session holding a connection only
-    /// for what its last statement left) gives its connection back, then drops the `Release`.
-    pub async fn wanted(&self) -> Release<'_> {
-        loop {
-            let notified = self.wanted.notified();
-            tokio::pin!(notified);
-            // registered before the count is read: a waiter counted later notifies it
-            notified.as_mut().enable();
-            {
-                let mut s = self.lock();
-                if s.waiting > s.idle.len().saturating_add(s.releasing) {
-                    s.releasing = s.releasing.saturating_add(1);
-                    return Release(self);
-                }
-            }
-            notified.await;
+    /// The session no longer keeps a connection of the set.
+    pub fn unkeep(&self, keeper: &Arc<Keeper>) {
+        let mut s = self.lock();
+        s.keepers.retain(|k| !Arc::ptr_eq(k, keeper));
+        keeper.asked.store(false, Relaxed);
+    }
+
+    /// A keeper asked (`Keeper::poll_asked`): a release for a session that waits when one
+    /// still needs it (no idle connection and no other keeper's release serves it), else None.
+    pub fn claim(&self) -> Option<Release<'_>> {
+        let mut s = self.lock();
+        if s.waiting > s.idle.len().saturating_add(s.releasing) {
+            s.releasing = s.releasing.saturating_add(1);
+            return Some(Release(self));
         }
+        None
     }
 
     /// A login `borrow` made room for succeeded: its connection is `serial`.
@@ -563,6 +592,59 @@ impl Set {
     }
 }
 
+/// The set's state, locked; its counts a keeper reads without the lock are stored as it is
+/// unlocked.
+struct Locked<'a> {
+    guard: std::sync::MutexGuard<'a, SetState>,
+    set: &'a Set,
+}
+
+impl std::ops::Deref for Locked<'_> {
+    type Target = SetState;
+    fn deref(&self) -> &SetState {
+        &self.guard
+    }
+}
+
+impl std::ops::DerefMut for Locked<'_> {
+    fn deref_mut(&mut self) -> &mut SetState {
+        &mut self.guard
+    }
+}
+
+impl Drop for Locked<'_> {
+    fn drop(&mut self) {
+        self.set.waiting_now.store(self.guard.waiting, Relaxed);
+        self.set.open_now.store(self.guard.open, Relaxed);
+    }
+}
+
+/// A session that keeps a connection between commands (`Set::keep`), as the set sees it: asked
+/// to give it up when another session waits for one.
+#[derive(Default)]
+pub struct Keeper {
+    asked: std::sync::atomic::AtomicBool,
+    waker: atomic_waker::AtomicWaker,
+}
+
+impl Keeper {
+    fn ask(&self) {
+        self.asked.store(true, std::sync::atomic::Ordering::Release);
+        self.waker.wake();
+    }
+
+    /// Ready once asked since the last time it was (the task polling it is woken then).
+    pub fn poll_asked(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
+        // (registered before the flag is read: an ask after it wakes this task)
+        self.waker.register(cx.waker());
+        if self.asked.swap(false, std::sync::atomic::Ordering::AcqRel) {
+            std::task::Poll::Ready(())
+        } else {
+            std::task::Poll::Pending
+        }
+    }
+}
+
 /// A holder's promise to give its connection up for a waiter (`Set::wanted`): kept until
 /// dropped, after the give-back (or the session's end).
 pub struct Release<'a>(&'a Set);
@@ -573,10 +655,8 @@ impl Drop for Release<'_> {
         s.releasing = s.releasing.saturating_sub(1);
         // a holder that could not give its connection up (it pinned, or failed) leaves the
         // waiter to another
-        let unserved = s.waiting > s.idle.len().saturating_add(s.releasing);
-        drop(s);
-        if unserved {
-            self.0.wanted.notify_waiters();
+        if s.waiting > s.idle.len().saturating_add(s.releasing) {
+            s.ask_keepers();
         }
     }
 }
@@ -751,8 +831,9 @@ impl Lending {
             key: key.clone(),
             state: Mutex::new(SetState::default()),
             pending_closes: Default::default(),
+            waiting_now: Default::default(),
+            open_now: Default::default(),
             freed: Notify::new(),
-            wanted: Notify::new(),
             base_charset: std::sync::OnceLock::new(),
             totals: self.totals.clone(),
         });

@@ -721,11 +721,10 @@ impl Session {
                 }
                 r = self.client.wait_readable_lean() => return r.is_err().then_some(End::ClientQuit),
                 _ = stop.changed() => return Some(End::Shutdown),
-                r = wanted(releasable.as_deref(), &NOT_BEGUN) => {
+                () = keeper_asked(releasable.as_deref(), &NOT_BEGUN) => {
                     if let Err(end) = self.give_up_for_waiter().await {
                         return Some(end);
                     }
-                    drop(r);
                 }
                 () = &mut idle => {
                     // between commands, like a quit: the backend connection is clean
@@ -853,9 +852,9 @@ impl Session {
             // first: when it closed and the client's next command came before the proxy saw
             // it (a KILL, then a ping), the client learns of the close as it would directly,
             // instead of getting the backend's goodbye as the answer to its command.
-            // (a multiplexed session kept its connection only for what its last statement
-            // left: a session that waits for one may have it)
-            let releasable = self.releasable();
+            // (a multiplexed session that keeps its connection between commands gives it up
+            // to a session that waits for one)
+            let keeper = self.mux.as_deref().and_then(mux::Mux::keeper_if_releasable);
             let read = tokio::select! {
                 biased;
                 _ = closing(&mut self.backend, self.kill_slot.as_ref().map(|(_, s)| s)) => {
@@ -865,11 +864,10 @@ impl Session {
                     return Some(self.backend_went_away().await);
                 }
                 r = read_command(&mut self.client, &limits, idle_deadline, &begun, &mut self.command) => r,
-                r = wanted(releasable.as_deref(), &begun) => {
+                () = keeper_asked(keeper, &begun) => {
                     if let Err(end) = self.give_up_for_waiter().await {
                         return Some(end);
                     }
-                    drop(r);
                     continue;
                 }
                 stop = &mut stop_or_trim => {
@@ -911,10 +909,19 @@ impl Session {
             // multiplexing: a connection lent (and put in the session's state) before the
             // command, what it does to the state read
             if self.mux.is_some() {
-                match Box::pin(self.mux_before()).await {
-                    Ok(true) => {}
-                    Ok(false) => continue,
-                    Err(end) => return Some(end),
+                // (a future of its own only when something must be waited on)
+                match self.mux_before_now() {
+                    Some(None) => {}
+                    Some(Some(pin)) => {
+                        if let Err(end) = Box::pin(self.mux_pin_before(pin)).await {
+                            return Some(end);
+                        }
+                    }
+                    None => match Box::pin(self.mux_before()).await {
+                        Ok(true) => {}
+                        Ok(false) => continue,
+                        Err(end) => return Some(end),
+                    },
                 }
             }
             // a reload applies from the next command on
@@ -1006,8 +1013,11 @@ impl Session {
                 return Some(end);
             }
             if self.mux.is_some() {
-                if let Err(end) = Box::pin(self.after_command()).await {
-                    return Some(end);
+                let then = self.after_command_now();
+                if !matches!(then, mux::Then::Done) {
+                    if let Err(end) = Box::pin(self.after_command_then(then)).await {
+                        return Some(end);
+                    }
                 }
             }
         }
@@ -1430,22 +1440,17 @@ impl Session {
 /// No command has begun (the idle wait's: it reads none).
 static NOT_BEGUN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// Resolves when a session waits for a connection the idle session keeps only for what its
-/// last statement left (`set`: `Session::releasable`), never once a command began arriving
+/// Ready when the session, which keeps its connection between commands (`keeper`: Some then),
+/// is asked to give it up to a session that waits; never once a command began arriving
 /// (`begun`: dropping its read would lose what came of it).
-async fn wanted<'a>(
-    set: Option<&'a crate::backend::lend::Set>,
-    begun: &std::sync::atomic::AtomicBool,
-) -> crate::backend::lend::Release<'a> {
-    let Some(set) = set else {
-        return std::future::pending().await;
-    };
-    let release = set.wanted().await;
-    if begun.load(Ordering::Relaxed) {
-        drop(release);
-        return std::future::pending().await;
-    }
-    release
+fn keeper_asked<'a>(
+    keeper: Option<&'a crate::backend::lend::Keeper>,
+    begun: &'a std::sync::atomic::AtomicBool,
+) -> impl std::future::Future<Output = ()> + 'a {
+    std::future::poll_fn(move |cx| match keeper {
+        Some(k) if !begun.load(Ordering::Relaxed) => k.poll_asked(cx),
+        _ => std::task::Poll::Pending,
+    })
 }
 
 async fn read_command(

@@ -17,8 +17,24 @@ use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
 
 use super::*;
-use crate::backend::lend::{Assigned, Borrowed, CarriedState, Conn, Set, SetKey, Shortage};
+use crate::backend::lend::{Assigned, Borrowed, CarriedState, Conn, Keeper, Set, SetKey, Shortage};
 use crate::sql::session_state::{self, Effect, Pin};
+
+/// What is left of a command's end that waits on something (`Session::after_command_then`).
+pub(super) enum Then {
+    Done,
+    Fail(End),
+    Pin(Pin),
+    GiveBack,
+    /// The diagnostics area may hold an earlier statement's conditions: carried, then kept
+    /// or given back.
+    Stale {
+        hold: bool,
+        conditions: bool,
+    },
+    /// Kept: the current database read first.
+    NoteDatabase,
+}
 
 /// Clears a connection's diagnostics area (`Session::give_up_for_waiter`).
 const CLEAR_AREA: &str = "SELECT 1 FROM information_schema.CHARACTER_SETS LIMIT 0";
@@ -43,6 +59,10 @@ pub(super) struct Mux {
     releasable: bool,
     /// The connection was given up so: ROW_COUNT() as the next statement reads it.
     released_rows: Option<i64>,
+    /// How the set asks the session to give up the connection it keeps between commands.
+    keeper: Arc<Keeper>,
+    /// It is one of the set's keepers now.
+    kept: bool,
     /// The connection held may keep conditions of the session's last statement in its
     /// diagnostics area: it is not given back at the session's end (the next holder could
     /// read them), but closed.
@@ -86,6 +106,13 @@ impl Mux {
     pub(super) fn set(&self) -> Arc<Set> {
         self.set.clone()
     }
+
+    /// How the set asks the session to give up its connection, while it keeps one between
+    /// commands.
+    #[inline]
+    pub(super) fn keeper_if_releasable(&self) -> Option<&Keeper> {
+        self.releasable.then_some(&*self.keeper)
+    }
 }
 
 impl Session {
@@ -119,6 +146,8 @@ impl Session {
                     last_rows: -1,
                     releasable: false,
                     released_rows: None,
+                    keeper: Arc::default(),
+                    kept: false,
                     dirty: false,
                     failed: false,
                     lost_in_transaction: false,
@@ -153,6 +182,9 @@ impl Session {
             return Ok(());
         }
         if let Some(m) = self.mux.take() {
+            if m.kept {
+                m.set.unkeep(&m.keeper);
+            }
             self.shared.lending.pinned(why as usize);
             self.shared.lending.sessions.fetch_sub(1, Relaxed);
             // the connection stays counted in its set until the session ends (`pinned_set`)
@@ -166,6 +198,34 @@ impl Session {
     /// session is not multiplexed.
     pub(super) fn mux_login(&self) -> Option<Option<crate::backend::LoginSpec>> {
         self.mux.as_ref().map(|m| m.set.key.login.clone())
+    }
+
+    /// `mux_before` where nothing waits: a session that keeps its connection (the usual case
+    /// when few share) reads what the command does without a future of its own; None when
+    /// the rest must wait on something (`mux_before`, or `pin_before` when it is Some(Some)).
+    #[inline]
+    pub(super) fn mux_before_now(&mut self) -> Option<Option<Pin>> {
+        if self.command.first() == Some(&com::QUIT) {
+            return Some(None);
+        }
+        let m = self.mux.as_ref()?;
+        if m.lost_in_transaction
+            || self.backend.is_none()
+            || self.kill_slot.as_ref().is_some_and(|(_, s)| s.is_killed())
+        {
+            return None;
+        }
+        if let Some(b) = self.backend.as_mut() {
+            for id in m.set.closes_for(self.conn_serial) {
+                b.queue_command(&super::carried::close_command(id));
+            }
+        }
+        Some(self.command_effect())
+    }
+
+    /// A pin `mux_before_now` found the command needs.
+    pub(super) async fn mux_pin_before(&mut self, p: Pin) -> Result<(), End> {
+        self.pin_before(p).await
     }
 
     /// Before a command of a multiplexed session: a connection when it holds none (false: the
@@ -214,10 +274,17 @@ impl Session {
     /// Before a command: what it does to the session's state (a text read lexically, other
     /// commands by kind); a pin leaves multiplexing before it runs.
     pub(super) async fn before_command(&mut self) -> Result<(), End> {
+        match self.command_effect() {
+            Some(p) => self.pin_before(p).await,
+            None => Ok(()),
+        }
+    }
+
+    /// What the command does to the session's state, recorded to be carried once it ran; the
+    /// pin it needs, if any (`pin_before`).
+    fn command_effect(&mut self) -> Option<Pin> {
         let reading = self.reading();
-        let Some(m) = self.mux.as_mut() else {
-            return Ok(());
-        };
+        let m = self.mux.as_mut()?;
         m.releasable = false;
         // the connection that knew the previous statement's ROW_COUNT() was given up: a text
         // that reads it is given the count (the only place the proxy edits a client's text
@@ -233,9 +300,7 @@ impl Session {
                 }
             }
         }
-        let Some(m) = self.mux.as_mut() else {
-            return Ok(());
-        };
+        let m = self.mux.as_mut()?;
         m.carry.clear();
         m.resetting = false;
         m.set_option = None;
@@ -296,19 +361,18 @@ impl Session {
             Some(com::CHANGE_USER | com::DEBUG) => Some(Pin::SessionCommand),
             _ => None,
         };
-        match pin {
-            Some(p) => {
-                // its prepared statements are all on its connection from now on, each in the
-                // state it was prepared in (known until the pin); a change of user drops them
-                // (not on a connection that keeps the last statement's conditions for this one)
-                let dirty = self.mux.as_ref().is_some_and(|m| m.dirty);
-                if p != Pin::SessionCommand && !dirty {
-                    self.prepare_all_here().await?;
-                }
-                self.pin(p).await
-            }
-            None => Ok(()),
+        pin
+    }
+
+    /// A pin before a command: its prepared statements are all on its connection from now on,
+    /// each in the state it was prepared in (known until the pin); a change of user drops them
+    /// (not on a connection that keeps the last statement's conditions for this one).
+    async fn pin_before(&mut self, p: Pin) -> Result<(), End> {
+        let dirty = self.mux.as_ref().is_some_and(|m| m.dirty);
+        if p != Pin::SessionCommand && !dirty {
+            self.prepare_all_here().await?;
         }
+        self.pin(p).await
     }
 
     /// A response of the session's: what it leaves for the next statement to read holds the
@@ -332,15 +396,43 @@ impl Session {
         }
     }
 
+    /// What `after_command_now` left that waits on something.
+    pub(super) async fn after_command_then(&mut self, mut then: Then) -> Result<(), End> {
+        loop {
+            then = match then {
+                Then::Done => return Ok(()),
+                Then::Fail(end) => return Err(end),
+                Then::Pin(p) => return self.pin(p).await,
+                Then::GiveBack => return self.give_back().await,
+                Then::Stale { hold, conditions } => {
+                    if !self.carry_conditions(true).await {
+                        return self.pin(Pin::Unreadable).await;
+                    }
+                    self.keep_or_give_back(hold, conditions)
+                }
+                Then::NoteDatabase => {
+                    if !self.note_database().await? {
+                        return self.pin(Pin::NoDatabase).await;
+                    }
+                    if let Some(m) = self.mux.as_mut() {
+                        m.releasable = true;
+                    }
+                    return Ok(());
+                }
+            };
+        }
+    }
+
     /// After a command: its assignments recorded (or, after an error, a pin: what ran of them
-    /// is not known), then the connection given back when nothing ties it.
-    pub(super) async fn after_command(&mut self) -> Result<(), End> {
+    /// is not known), then the connection kept or given back (`keep_or_give_back`) — up to the
+    /// first step that waits on something (none, usually: `after_command_then` does the rest).
+    pub(super) fn after_command_now(&mut self) -> Then {
         // the session's own KILL CONNECTION: it ends, as directly
         if self.kill_slot.as_ref().is_some_and(|(_, s)| s.is_killed()) {
-            return Err(End::BackendLost);
+            return Then::Fail(End::BackendLost);
         }
         let Some(m) = self.mux.as_mut() else {
-            return Ok(());
+            return Then::Done;
         };
         let hold = std::mem::take(&mut m.hold);
         // the statement after one that left conditions may have left them in the area (MariaDB
@@ -350,7 +442,7 @@ impl Session {
         let failed = std::mem::take(&mut m.failed);
         if std::mem::take(&mut m.resetting) {
             if failed || self.held.is_some() {
-                return self.pin(Pin::SessionCommand).await;
+                return Then::Pin(Pin::SessionCommand);
             }
             m.state.vars.clear();
             m.state.last_insert_id = 0;
@@ -362,7 +454,7 @@ impl Session {
         }
         if let Some(on) = m.set_option.take() {
             if failed {
-                return self.pin(Pin::SessionCommand).await;
+                return Then::Pin(Pin::SessionCommand);
             }
             m.state.multi_statements = Some(on);
         }
@@ -372,7 +464,7 @@ impl Session {
             let answered = self.held.as_ref().is_some_and(|h| !h.carried);
             if failed || answered {
                 debug!(peer = %self.peer, failed, held = answered, sql = %String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()), "multiplexing: assignments of a text that did not run whole");
-                return self.pin(Pin::SetNotCarried).await;
+                return Then::Pin(Pin::SetNotCarried);
             }
             for a in std::mem::take(&mut m.carry) {
                 if a.key == b"wait_timeout" {
@@ -399,37 +491,44 @@ impl Session {
             || !self.pending_warnings.is_empty()
             || self.watched.client_gone();
         if tied {
-            return Ok(());
+            return Then::Done;
         }
-        if stale && !self.area_cleared() && !self.carry_conditions(true).await {
-            return self.pin(Pin::Unreadable).await;
+        if stale && !self.area_cleared() {
+            return Then::Stale { hold, conditions };
         }
+        self.keep_or_give_back(hold, conditions)
+    }
+
+    /// Kept for the next command when its last statement left something the next may read
+    /// (`hold`) — and, though nothing ties it, while no session waits and the set is within its
+    /// bound: a session that runs alone or among few then borrows nothing and restores nothing
+    /// command after command. Either way it is given up as soon as a session waits
+    /// (`give_up_for_waiter`); a session that finds one waiting now gives it back at once.
+    fn keep_or_give_back(&mut self, hold: bool, conditions: bool) -> Then {
+        let max = self.cfg.multiplex.max_backend_connections;
         let Some(m) = self.mux.as_mut() else {
-            return Ok(());
+            return Then::Done;
         };
-        if hold {
-            // kept for the next command, unless a session waits for a connection meanwhile
-            m.releasable = true;
-            m.conditions = conditions;
-            return Ok(());
+        if !m.set.keep(&m.keeper, m.kept, hold, max) {
+            m.kept = false;
+            return Then::GiveBack;
         }
-        // Nothing ties it: kept all the same while no session waits and the set is within its
-        // bound, and given up as soon as one waits (`give_up_for_waiter`). A session that runs
-        // alone or among few then borrows nothing and restores nothing command after command;
-        // a session that finds another waiting gives its connection back at once.
-        if m.set.may_keep(self.cfg.multiplex.max_backend_connections) {
+        m.kept = true;
+        m.conditions = hold && conditions;
+        if !hold {
             // the state it would be given back in stays known (a lost connection's next one
             // is put in it)
-            if !self.note_database().await? {
-                return self.pin(Pin::NoDatabase).await;
+            match &self.db_fact {
+                Some(Some(db)) => {
+                    if m.state.db.as_ref().is_none_or(|d| !Arc::ptr_eq(d, db)) {
+                        m.state.db = Some(db.clone());
+                    }
+                }
+                _ => return Then::NoteDatabase,
             }
-            if let Some(m) = self.mux.as_mut() {
-                m.releasable = true;
-                m.conditions = false;
-            }
-            return Ok(());
         }
-        self.give_back().await
+        m.releasable = true;
+        Then::Done
     }
 
     /// The session's current database, read when a command may have changed it, recorded in
@@ -499,11 +598,11 @@ impl Session {
     /// (it waits for its next command): a session waiting for a connection may have it
     /// (`give_up_for_waiter`).
     #[inline]
-    pub(super) fn releasable(&self) -> Option<Arc<Set>> {
+    pub(super) fn releasable(&self) -> Option<Arc<Keeper>> {
         self.mux
             .as_ref()
             .filter(|m| m.releasable)
-            .map(|m| m.set.clone())
+            .map(|m| m.keeper.clone())
     }
 
     /// An idle session keeping its connection only for what its last statement left gives it
@@ -520,11 +619,19 @@ impl Session {
         if !m.releasable {
             return Ok(());
         }
+        // (another keeper's release, or an idle connection, may serve the waiter already)
+        let set = m.set.clone();
+        let Some(_release) = set.claim() else {
+            return Ok(());
+        };
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
         m.releasable = false;
         let conditions = std::mem::take(&mut m.conditions);
         let rows = m.last_rows;
         // (a connection kept though nothing tied it holds nothing of the session's in its
-        // diagnostics area: `after_command` cleared what an earlier statement may have left)
+        // diagnostics area: `after_command_now` cleared what an earlier statement may have left)
         if m.dirty && !self.carry_conditions(conditions).await {
             // the connection failed: it is dropped as one the backend closed between commands
             debug!(peer = %self.peer, "multiplexing: a connection failed while given up");
@@ -551,6 +658,9 @@ impl Session {
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
+        if std::mem::take(&mut m.kept) {
+            m.set.unkeep(&m.keeper);
+        }
         let set = m.set.clone();
         // the set learns its login's character set from a connection still in it
         if set.base_charset().is_none() && !m.state.sets_charset() {
@@ -769,6 +879,10 @@ impl Session {
         if self.backend.take().is_some() {
             m.set.lost(self.conn_serial);
         }
+        if std::mem::take(&mut m.kept) {
+            m.set.unkeep(&m.keeper);
+        }
+        m.releasable = false;
         m.hold = false;
         m.failed = false;
         m.carry.clear();
@@ -811,6 +925,9 @@ impl Session {
             return false;
         };
         self.shared.lending.sessions.fetch_sub(1, Relaxed);
+        if m.kept {
+            m.set.unkeep(&m.keeper);
+        }
         let set = m.set.clone();
         let Some(mut stream) = self.backend.take() else {
             return true;
