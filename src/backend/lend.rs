@@ -420,6 +420,7 @@ impl Set {
     /// Backend statements other sessions closed on the connection `serial`, which its
     /// session kept between commands (`may_keep`): sent before its next command. (One atomic
     /// load when no session left a close.)
+    #[inline]
     pub fn closes_for(&self, serial: u64) -> Vec<u32> {
         if self.pending_closes.load(Relaxed) == 0 {
             return Vec::new();
@@ -440,6 +441,7 @@ impl Set {
     /// and the set is within `max` (a connection over it is closed when it comes back). A
     /// session that keeps it is one of the set's keepers (`registered`: already), asked to
     /// give it up when a session waits (at once if one does); one that does not is not.
+    #[inline]
     pub fn keep(&self, keeper: &Arc<Keeper>, registered: bool, hold: bool, max: usize) -> bool {
         // (a keeper that keeps on, with nothing changed: no lock)
         if registered
@@ -634,6 +636,7 @@ impl Keeper {
     }
 
     /// Ready once asked since the last time it was (the task polling it is woken then).
+    #[inline]
     pub fn poll_asked(&self, cx: &mut std::task::Context<'_>) -> std::task::Poll<()> {
         // (registered before the flag is read: an ask after it wakes this task)
         self.waker.register(cx.waker());

@@ -264,32 +264,43 @@ impl Session {
     /// types that statement has not seen when the client sent none. False: the client was
     /// answered instead.
     pub(super) async fn carry_execution(&mut self, id: Option<u32>) -> Result<bool, End> {
-        let target = match id {
-            Some(id) => self.carried_target(id, true, true).await?,
-            None => Target::Unknown,
+        let Some(id) = id else {
+            execute::with_statement_id(&mut self.command, NO_STATEMENT);
+            return Ok(true);
         };
-        let bid = match target {
-            Target::Backend(b) => b,
+        // (prepared on the connection held already, the usual case: no future of its own)
+        if self.carry_execution_here(id) {
+            return Ok(true);
+        }
+        match self.carried_target(id, true, true).await? {
+            Target::Backend(_) => {
+                self.carry_execution_here(id);
+                Ok(true)
+            }
             Target::Unknown => {
                 execute::with_statement_id(&mut self.command, NO_STATEMENT);
-                return Ok(true);
+                Ok(true)
             }
-            Target::Answered => return Ok(false),
-        };
-        execute::with_statement_id(&mut self.command, bid);
-        let Some(id) = id else {
-            return Ok(true);
-        };
+            Target::Answered => Ok(false),
+        }
+    }
+
+    /// The execution of carried statement `id` names its statement on the connection held,
+    /// with the parameter types the client bound last when that statement has not seen them
+    /// (false: it is not prepared there).
+    fn carry_execution_here(&mut self, id: u32) -> bool {
         let serial = self.conn_serial;
         let Some((params, c)) = self.statements.carried_with_params(id) else {
-            return Ok(true);
-        };
-        // (None also for a bulk execution, and a statement without parameters)
-        let Some(e) = execute::parse(&self.command, params) else {
-            return Ok(true);
+            return false;
         };
         let Some(on) = c.on.iter_mut().find(|o| o.serial == serial) else {
-            return Ok(true);
+            return false;
+        };
+        let bid = on.id;
+        execute::with_statement_id(&mut self.command, bid);
+        // (None also for a bulk execution, and a statement without parameters)
+        let Some(e) = execute::parse(&self.command, params) else {
+            return true;
         };
         if let Some(t) = e.types {
             let kept = c.types.get_or_insert_with(Vec::new);
@@ -299,20 +310,20 @@ impl Session {
                 c.types_generation = c.types_generation.wrapping_add(1).max(1);
             }
             on.typed = c.types_generation;
-            return Ok(true);
+            return true;
         }
         // the types this statement last saw are the ones the client bound last
         if on.typed == c.types_generation {
-            return Ok(true);
+            return true;
         }
         let Some(types) = c.types.as_deref() else {
-            return Ok(true); // none bound yet: the backend answers as it would directly
+            return true; // none bound yet: the backend answers as it would directly
         };
         if let Some(packet) = execute::rebuild(&e, bid, types, None, 0, &[]) {
             on.typed = c.types_generation;
             self.command = packet;
         }
-        Ok(true)
+        true
     }
 
     /// A command that names a statement and is not an execution (pieces of a long value, a

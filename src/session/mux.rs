@@ -283,7 +283,6 @@ impl Session {
     /// What the command does to the session's state, recorded to be carried once it ran; the
     /// pin it needs, if any (`pin_before`).
     fn command_effect(&mut self) -> Option<Pin> {
-        let reading = self.reading();
         let m = self.mux.as_mut()?;
         m.releasable = false;
         // the connection that knew the previous statement's ROW_COUNT() was given up: a text
@@ -292,7 +291,7 @@ impl Session {
         if let Some(n) = m.released_rows.take() {
             if self.command.first() == Some(&com::QUERY) {
                 let sql = self.command.get(1..).unwrap_or_default();
-                if let Some(text) = session_state::row_count_spliced(sql, reading, n) {
+                if let Some(text) = session_state::row_count_spliced(sql, self.reading(), n) {
                     let mut command = Vec::with_capacity(text.len() + 1);
                     command.push(com::QUERY);
                     command.extend_from_slice(&text);
@@ -300,6 +299,12 @@ impl Session {
                 }
             }
         }
+        // (read only for a text)
+        let reading = matches!(
+            self.command.first().copied(),
+            Some(com::QUERY | com::STMT_PREPARE)
+        )
+        .then(|| self.reading());
         let m = self.mux.as_mut()?;
         m.carry.clear();
         m.resetting = false;
@@ -307,7 +312,7 @@ impl Session {
         let pin = match self.command.first().copied() {
             Some(com::QUERY) => {
                 let sql = self.command.get(1..).unwrap_or_default();
-                match session_state::effect(sql, reading) {
+                match session_state::effect(sql, reading.unwrap_or_default()) {
                     Effect::None => None,
                     Effect::Carry(list) => {
                         m.carry = list;
@@ -321,7 +326,7 @@ impl Session {
             // execution that opens a cursor, MariaDB's bulk execution
             Some(com::STMT_PREPARE) => {
                 let sql = self.command.get(1..).unwrap_or_default();
-                match session_state::effect(sql, reading) {
+                match session_state::effect(sql, reading.unwrap_or_default()) {
                     Effect::None => None,
                     Effect::Pin(p) => Some(p),
                     Effect::Carry(_) => Some(Pin::SetNotCarried),
