@@ -635,9 +635,14 @@ impl Session {
         m.releasable = false;
         let conditions = std::mem::take(&mut m.conditions);
         let rows = m.last_rows;
-        // (a connection kept though nothing tied it holds nothing of the session's in its
-        // diagnostics area: `after_command_now` cleared what an earlier statement may have left)
-        if m.dirty && !self.carry_conditions(conditions).await {
+        // (a connection kept though nothing tied it, or for rows changed without a condition,
+        // holds nothing of the session's in its diagnostics area: `after_command_now` cleared
+        // what an earlier statement may have left)
+        if !(m.dirty && conditions) {
+            if let Some(h) = self.held.as_mut() {
+                h.backend = None;
+            }
+        } else if !self.carry_conditions(true).await {
             // the connection failed: it is dropped as one the backend closed between commands
             debug!(peer = %self.peer, "multiplexing: a connection failed while given up");
             if self.mux_backend_closed() {

@@ -1123,3 +1123,39 @@ fn an_idle_session_gives_its_connection_to_a_waiting_one_and_keeps_what_it_left(
         assert_eq!(a.rows("SHOW WARNINGS"), direct_shown, "{}", kind.name());
     }
 }
+
+/// A session that runs alone keeps its connection from command to command: no borrow, no
+/// restore, no hand-over for each (what a multiplexed statement costs then is what it costs
+/// unmultiplexed, nearly: docs/PERFORMANCE.md); it still changes nothing another sees.
+#[test]
+fn a_session_alone_keeps_its_connection_from_command_to_command() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 2, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        assert_eq!(a.scalar("SELECT 1"), "1");
+        let before = status(&mut a);
+        for i in 0..20 {
+            assert_eq!(a.scalar(&format!("SELECT {i}")), i.to_string());
+        }
+        a.exec("SET time_zone = '+02:00'").expect("set");
+        let after = status(&mut a);
+        for counter in [
+            "multiplex_borrows",
+            "multiplex_state_restores",
+            "multiplex_given_up",
+        ] {
+            assert_eq!(
+                proxy_counter(&after, counter),
+                proxy_counter(&before, counter),
+                "{}: {counter}",
+                kind.name()
+            );
+        }
+        // another session has its own state on its own connection
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        assert_ne!(b.scalar("SELECT @@time_zone"), "+02:00", "{}", kind.name());
+        assert_eq!(a.scalar("SELECT @@time_zone"), "+02:00", "{}", kind.name());
+    }
+}
