@@ -648,7 +648,7 @@ impl Keeper {
     }
 }
 
-/// A holder's promise to give its connection up for a waiter (`Set::wanted`): kept until
+/// A holder's promise to give its connection up for a waiter (`Set::claim`): kept until
 /// dropped, after the give-back (or the session's end).
 pub struct Release<'a>(&'a Set);
 
@@ -803,7 +803,7 @@ pub struct Lending {
     pub restores: AtomicU64,
     /// Prepared statements of multiplexed sessions prepared again on another connection.
     pub prepared_again: AtomicU64,
-    /// Connections idle sessions gave up to a waiting one (`Set::wanted`).
+    /// Connections idle sessions gave up to a waiting one (`Set::claim`).
     pub given_up: AtomicU64,
     pub timed_out: AtomicU64,
     pub pins: [AtomicU64; PIN_REASONS.len()],
