@@ -236,6 +236,11 @@ struct SetState {
 }
 
 impl SetState {
+    /// Sessions wait that no idle connection and no keeper's release already serves.
+    fn unserved(&self) -> bool {
+        self.waiting > self.idle.len().saturating_add(self.releasing)
+    }
+
     fn ask_keepers(&self) {
         for k in &self.keepers {
             k.ask();
@@ -255,7 +260,7 @@ impl SetState {
 pub struct Set {
     pub key: SetKey,
     state: Mutex<SetState>,
-    /// `SetState::closes_count`, readable without the lock (stored under it at each change).
+    /// `SetState::closes_count`, readable without the lock (stored as the lock goes: `Locked`).
     pending_closes: std::sync::atomic::AtomicUsize,
     /// `SetState::waiting` and `open` as the lock last left them (`Locked`), for `keep`.
     waiting_now: std::sync::atomic::AtomicUsize,
@@ -354,7 +359,6 @@ impl Set {
                     if s.closes_count > 0 {
                         if let Some(ids) = s.closes.remove(&conn.serial) {
                             s.closes_count = s.closes_count.saturating_sub(ids.len());
-                            self.pending_closes.store(s.closes_count, Relaxed);
                             conn.closes = ids;
                         }
                     }
@@ -362,7 +366,6 @@ impl Set {
                     // socket is a closed one), and the next looked at
                     if !still_open(&conn.stream) {
                         s.gone(conn.serial);
-                        self.pending_closes.store(s.closes_count, Relaxed);
                         s.open = s.open.saturating_sub(1);
                         self.totals.closed(1);
                         continue;
@@ -418,7 +421,7 @@ impl Set {
     }
 
     /// Backend statements other sessions closed on the connection `serial`, which its
-    /// session kept between commands (`may_keep`): sent before its next command. (One atomic
+    /// session kept between commands (`keep`): sent before its next command. (One atomic
     /// load when no session left a close.)
     #[inline]
     pub fn closes_for(&self, serial: u64) -> Vec<u32> {
@@ -426,14 +429,9 @@ impl Set {
             return Vec::new();
         }
         let mut s = self.lock();
-        match s.closes.remove(&serial) {
-            Some(ids) => {
-                s.closes_count = s.closes_count.saturating_sub(ids.len());
-                self.pending_closes.store(s.closes_count, Relaxed);
-                ids
-            }
-            None => Vec::new(),
-        }
+        let ids = s.closes.remove(&serial).unwrap_or_default();
+        s.closes_count = s.closes_count.saturating_sub(ids.len());
+        ids
     }
 
     /// After a command: whether the session keeps its connection until its next one —
@@ -457,7 +455,7 @@ impl Set {
             if !registered {
                 s.keepers.push(keeper.clone());
             }
-            if s.waiting > s.idle.len().saturating_add(s.releasing) {
+            if s.unserved() {
                 keeper.ask();
             }
         } else if registered {
@@ -477,7 +475,7 @@ impl Set {
     /// still needs it (no idle connection and no other keeper's release serves it), else None.
     pub fn claim(&self) -> Option<Release<'_>> {
         let mut s = self.lock();
-        if s.waiting > s.idle.len().saturating_add(s.releasing) {
+        if s.unserved() {
             s.releasing = s.releasing.saturating_add(1);
             return Some(Release(self));
         }
@@ -509,7 +507,6 @@ impl Set {
             None
         } else {
             s.gone(conn.serial);
-            self.pending_closes.store(s.closes_count, Relaxed);
             s.open = s.open.saturating_sub(1);
             self.totals.closed(1);
             Some(conn)
@@ -528,7 +525,6 @@ impl Set {
     pub fn lost(&self, serial: u64) {
         let mut s = self.lock();
         s.gone(serial);
-        self.pending_closes.store(s.closes_count, Relaxed);
         s.lent = s.lent.saturating_sub(1);
         s.open = s.open.saturating_sub(1);
         self.totals.closed(1);
@@ -552,7 +548,6 @@ impl Set {
             return false;
         }
         s.closes_count += ids.len();
-        self.pending_closes.store(s.closes_count, Relaxed);
         s.closes.entry(serial).or_default().extend_from_slice(ids);
         true
     }
@@ -562,7 +557,6 @@ impl Set {
     pub fn renewed(&self, old: u64, new: u64) {
         let mut s = self.lock();
         s.gone(old);
-        self.pending_closes.store(s.closes_count, Relaxed);
         s.live.insert(new);
     }
 
@@ -594,8 +588,8 @@ impl Set {
     }
 }
 
-/// The set's state, locked; its counts a keeper reads without the lock are stored as it is
-/// unlocked.
+/// The set's state, locked; the counts read without the lock (`keep`, `closes_for`) are
+/// stored as it is unlocked.
 struct Locked<'a> {
     guard: std::sync::MutexGuard<'a, SetState>,
     set: &'a Set,
@@ -618,6 +612,9 @@ impl Drop for Locked<'_> {
     fn drop(&mut self) {
         self.set.waiting_now.store(self.guard.waiting, Relaxed);
         self.set.open_now.store(self.guard.open, Relaxed);
+        self.set
+            .pending_closes
+            .store(self.guard.closes_count, Relaxed);
     }
 }
 
@@ -658,7 +655,7 @@ impl Drop for Release<'_> {
         s.releasing = s.releasing.saturating_sub(1);
         // a holder that could not give its connection up (it pinned, or failed) leaves the
         // waiter to another
-        if s.waiting > s.idle.len().saturating_add(s.releasing) {
+        if s.unserved() {
             s.ask_keepers();
         }
     }

@@ -673,7 +673,7 @@ pub(super) fn mentions_reading_state(sql: &[u8]) -> bool {
         b"collation_connection",
     ]
     .iter()
-    .any(|w| sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w)))
+    .any(|w| crate::sql::classify::contains_ci(sql, w))
 }
 
 /// What a statement does to the session's transaction state, read lexically: `SET

@@ -710,7 +710,7 @@ impl Session {
                     std::task::Poll::Pending
                 }
             });
-            let releasable = self.releasable();
+            let keeper = self.mux.as_deref().and_then(mux::Mux::keeper_if_releasable);
             tokio::select! {
                 biased;
                 _ = closing_lean(&mut self.backend, self.kill_slot.as_ref().map(|(_, s)| s)) => {
@@ -721,7 +721,7 @@ impl Session {
                 }
                 r = self.client.wait_readable_lean() => return r.is_err().then_some(End::ClientQuit),
                 _ = stop.changed() => return Some(End::Shutdown),
-                () = keeper_asked(releasable.as_deref(), &NOT_BEGUN) => {
+                () = keeper_asked(keeper, &NOT_BEGUN) => {
                     if let Err(end) = self.give_up_for_waiter().await {
                         return Some(end);
                     }

@@ -107,6 +107,13 @@ impl Mux {
         self.set.clone()
     }
 
+    /// The session no longer keeps a connection of its set between commands.
+    fn unkeep(&mut self) {
+        if std::mem::take(&mut self.kept) {
+            self.set.unkeep(&self.keeper);
+        }
+    }
+
     /// How the set asks the session to give up its connection, while it keeps one between
     /// commands.
     #[inline]
@@ -181,10 +188,8 @@ impl Session {
         if self.backend.is_none() && !self.attach().await? {
             return Ok(());
         }
-        if let Some(m) = self.mux.take() {
-            if m.kept {
-                m.set.unkeep(&m.keeper);
-            }
+        if let Some(mut m) = self.mux.take() {
+            m.unkeep();
             self.shared.lending.pinned(why as usize);
             self.shared.lending.sessions.fetch_sub(1, Relaxed);
             // the connection stays counted in its set until the session ends (`pinned_set`)
@@ -215,11 +220,7 @@ impl Session {
         {
             return None;
         }
-        if let Some(b) = self.backend.as_mut() {
-            for id in m.set.closes_for(self.conn_serial) {
-                b.queue_command(&super::carried::close_command(id));
-            }
-        }
+        self.queue_kept_closes();
         Some(self.command_effect())
     }
 
@@ -260,12 +261,8 @@ impl Session {
                 self.observe_end();
                 return Ok(false);
             }
-        } else if let (Some(m), Some(b)) = (self.mux.as_ref(), self.backend.as_mut()) {
-            // a connection kept between commands: the statements other sessions closed on it
-            // meanwhile go first (no answers), as on one borrowed
-            for id in m.set.closes_for(self.conn_serial) {
-                b.queue_command(&super::carried::close_command(id));
-            }
+        } else {
+            self.queue_kept_closes();
         }
         self.before_command().await?;
         Ok(true)
@@ -599,19 +596,18 @@ impl Session {
         }
     }
 
-    /// The set, while the session keeps its connection only for what its last statement left
-    /// (it waits for its next command): a session waiting for a connection may have it
-    /// (`give_up_for_waiter`).
-    #[inline]
-    pub(super) fn releasable(&self) -> Option<Arc<Keeper>> {
-        self.mux
-            .as_ref()
-            .filter(|m| m.releasable)
-            .map(|m| m.keeper.clone())
+    /// The statements other sessions closed on the connection the session kept between
+    /// commands go first (no answers), as on one borrowed.
+    fn queue_kept_closes(&mut self) {
+        if let (Some(m), Some(b)) = (self.mux.as_ref(), self.backend.as_mut()) {
+            for id in m.set.closes_for(self.conn_serial) {
+                b.queue_command(&super::carried::close_command(id));
+            }
+        }
     }
 
-    /// An idle session keeping its connection only for what its last statement left gives it
-    /// up to a session that waits for one. What it left stays the session's: the conditions
+    /// An idle session keeping its connection (for what its last statement left, or because
+    /// nobody waited) gives it up to a session that waits for one. What it left stays the session's: the conditions
     /// in the backend's diagnostics area become the proxy's to show
     /// (`engine::diagnostics::Held`, read with SHOW WARNINGS), ROW_COUNT() is given to a text
     /// that reads it next (`before_command`); the connection's area is then cleared, so that
@@ -668,9 +664,7 @@ impl Session {
         let Some(m) = self.mux.as_mut() else {
             return Ok(());
         };
-        if std::mem::take(&mut m.kept) {
-            m.set.unkeep(&m.keeper);
-        }
+        m.unkeep();
         let set = m.set.clone();
         // the set learns its login's character set from a connection still in it
         if set.base_charset().is_none() && !m.state.sets_charset() {
@@ -889,9 +883,7 @@ impl Session {
         if self.backend.take().is_some() {
             m.set.lost(self.conn_serial);
         }
-        if std::mem::take(&mut m.kept) {
-            m.set.unkeep(&m.keeper);
-        }
+        m.unkeep();
         m.releasable = false;
         m.hold = false;
         m.failed = false;
@@ -931,13 +923,12 @@ impl Session {
     /// At the session's end: the connection held goes back to its set when the session left
     /// it clean and in a known state; else it is closed. True: it was taken care of here.
     pub(super) async fn mux_end(&mut self, clean: bool) -> bool {
-        let Some(m) = self.mux.as_ref() else {
+        let Some(m) = self.mux.as_mut() else {
             return false;
         };
         self.shared.lending.sessions.fetch_sub(1, Relaxed);
-        if m.kept {
-            m.set.unkeep(&m.keeper);
-        }
+        m.unkeep();
+        let m = &**m;
         let set = m.set.clone();
         let Some(mut stream) = self.backend.take() else {
             return true;

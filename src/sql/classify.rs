@@ -154,6 +154,11 @@ fn contains_ignore_case(hay: &[u8], needle_lower: &[u8]) -> bool {
     false
 }
 
+/// `w` appears in `sql` (ASCII case-insensitive), anywhere: a look, not a reading.
+pub fn contains_ci(sql: &[u8], w: &[u8]) -> bool {
+    !w.is_empty() && sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -164,8 +164,10 @@ pub fn plainly_nothing(sql: &[u8]) -> bool {
         let word = sql.get(from..to).unwrap_or_default();
         // (held in a longer run of word characters too: `a.00ROW_COUNT()` is read as the
         // number `.00` and then the word)
-        if contains_word_ci(word, b"CONNECTION_ID")
-            || UNDERSCORE_WORDS.iter().any(|w| contains_word_ci(word, w))
+        if super::classify::contains_ci(word, b"CONNECTION_ID")
+            || UNDERSCORE_WORDS
+                .iter()
+                .any(|w| super::classify::contains_ci(word, w))
         {
             return false;
         }
@@ -757,7 +759,7 @@ mod tests {
 /// A call that is a whole item of a top-level select list keeps its column name (`… AS` the
 /// call as written, which is the name the backend gives it), and its type.
 pub fn row_count_spliced(sql: &[u8], d: Dialect, n: i64) -> Option<Vec<u8>> {
-    if sql.len() > MAX_READ || !contains_word_ci(sql, b"ROW_COUNT") {
+    if sql.len() > MAX_READ || !super::classify::contains_ci(sql, b"ROW_COUNT") {
         return None;
     }
     let mut tokens: Vec<Token> = Vec::new();
@@ -842,11 +844,6 @@ pub fn row_count_spliced(sql: &[u8], d: Dialect, n: i64) -> Option<Vec<u8>> {
     }
     out.extend_from_slice(sql.get(at..)?);
     Some(out)
-}
-
-/// `w` appears in `sql` (ASCII case-insensitive), anywhere.
-fn contains_word_ci(sql: &[u8], w: &[u8]) -> bool {
-    !w.is_empty() && sql.windows(w.len()).any(|x| x.eq_ignore_ascii_case(w))
 }
 
 /// `KILL [HARD | SOFT] [CONNECTION | QUERY] <id>`, the whole text: where the id is (to splice

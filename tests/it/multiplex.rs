@@ -21,6 +21,16 @@ fn databases(backend: &str) {
     }
 }
 
+/// A direct connection to the database `DB`, with table `name (columns)` made afresh.
+fn fresh_table(backend: &str, name: &str, columns: &str) -> RawConn {
+    let mut d = RawConn::connect(backend, "root", "", Some(DB)).expect("direct");
+    d.exec(&format!("DROP TABLE IF EXISTS {name}"))
+        .expect("drop");
+    d.exec(&format!("CREATE TABLE {name} ({columns})"))
+        .expect("create");
+    d
+}
+
 fn multiplexed(mut cfg: Config, max: usize, wait_ms: u64) -> Config {
     cfg.multiplex.mode = MultiplexMode::Transaction;
     cfg.multiplex.max_backend_connections = max;
@@ -101,12 +111,7 @@ fn a_transaction_keeps_its_connection_and_a_session_that_cannot_have_one_gets_10
     for kind in BOTH {
         let backend = shared(kind);
         databases(&backend.addr);
-        {
-            let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
-            d.exec("DROP TABLE IF EXISTS mux_txn").expect("drop");
-            d.exec("CREATE TABLE mux_txn (id INT PRIMARY KEY, v INT)")
-                .expect("create");
-        }
+        fresh_table(&backend.addr, "mux_txn", "id INT PRIMARY KEY, v INT");
         let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 300));
         let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
         let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
@@ -178,12 +183,11 @@ fn last_insert_id_and_warnings_are_the_sessions_own() {
     for kind in BOTH {
         let backend = shared(kind);
         databases(&backend.addr);
-        {
-            let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
-            d.exec("DROP TABLE IF EXISTS mux_ids").expect("drop");
-            d.exec("CREATE TABLE mux_ids (id INT AUTO_INCREMENT PRIMARY KEY, v INT)")
-                .expect("create");
-        }
+        fresh_table(
+            &backend.addr,
+            "mux_ids",
+            "id INT AUTO_INCREMENT PRIMARY KEY, v INT",
+        );
         // (two: a session that reads LAST_INSERT_ID() keeps its connection from then on)
         let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 2, 5_000));
         let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
@@ -1069,10 +1073,7 @@ fn an_idle_session_gives_its_connection_to_a_waiting_one_and_keeps_what_it_left(
     for kind in BOTH {
         let backend = shared(kind);
         databases(&backend.addr);
-        let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
-        d.exec("DROP TABLE IF EXISTS mux_give").expect("drop");
-        d.exec("CREATE TABLE mux_give (id INT PRIMARY KEY, v INT)")
-            .expect("create");
+        let mut d = fresh_table(&backend.addr, "mux_give", "id INT PRIMARY KEY, v INT");
         d.exec("INSERT INTO mux_give VALUES (1, 1), (2, 2), (3, 3)")
             .expect("rows");
         // what a direct connection answers
