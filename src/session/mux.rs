@@ -161,6 +161,14 @@ impl Session {
                     resetting: false,
                     set_option: None,
                 }));
+                // the login's connection is kept as any kept connection, and given up when a
+                // session waits (an idle client that never sent a command would hold it
+                // otherwise: over the limit, nobody could ask for it)
+                if let Some(m) = self.mux.as_mut() {
+                    let max = self.cfg.multiplex.max_backend_connections;
+                    m.kept = m.set.keep(&m.keeper, false, true, max);
+                    m.releasable = m.kept;
+                }
             }
             None => lending.pinned(Pin::TooManySets as usize),
         }

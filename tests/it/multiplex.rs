@@ -1160,3 +1160,41 @@ fn a_session_alone_keeps_its_connection_from_command_to_command() {
         assert_eq!(a.scalar("SELECT @@time_zone"), "+02:00", "{}", kind.name());
     }
 }
+
+/// A session that has sent nothing since its login keeps its login's connection only until
+/// another session waits (relayed authentication: the set holds the connections its logins
+/// made; over the limit, the busy session's is closed when it comes back, and the idle one's
+/// is the only one left).
+#[test]
+fn a_session_idle_since_its_login_gives_its_connection_to_one_that_waits() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let idle = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("idle");
+        for i in 0..5 {
+            assert_eq!(
+                a.scalar(&format!("SELECT {i}")),
+                i.to_string(),
+                "{}",
+                kind.name()
+            );
+        }
+        let s = status(&mut a);
+        assert_eq!(
+            proxy_counter(&s, "multiplex_wait_timeouts"),
+            0,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(
+            proxy_counter(&s, "multiplex_given_up"),
+            1,
+            "{}: the idle session's connection, once",
+            kind.name()
+        );
+        assert_eq!(proxy_counter(&s, "multiplex_backend_connections_open"), 1);
+        drop(idle);
+    }
+}
