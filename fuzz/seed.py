@@ -105,6 +105,9 @@ for s in sorted(sql) + [
     b"SET @a = 1", b"SELECT LAST_INSERT_ID()", b"CREATE TEMPORARY TABLE t (a int)",
     b"KILL 42", b"kill hard query 7;", b"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
     b"SET character_set_results = NULL, GLOBAL max_connections = 10",
+    # (reported variables, one name=value a line)
+    b"time_zone=+04:00\nsql_select_limit=9223372036854775807\nsql_mode=\nlc_time_names=de_DE",
+    b"autocommit=OFF\n_nlj_batching_enabled=ON\ntx_isolation=READ-COMMITTED\ndefault=1",
 ]:
     for flags in (0x00, 0x01, 0x02, 0x08):
         put("session_state", bytes([flags]) + s)
@@ -176,6 +179,15 @@ progress = b"\xff\xff\xff\x01\x02\x10\x27\x00\x04copy"
 put("backend_responses", packets(0x18, progress, progress, ok))
 put("backend_responses", packets(0x99, b"\x02\x00", b"\x00\x00\x01", b"\xfe\x00\x00\x02\x00\x00\x00"))
 put("backend_responses", packets(0x19, b"\x01\x00", eof, b"\x00\x00\x01", eof))
+# session-state reports (flags bit 0x20 SESSION_TRACK), as MariaDB and seekdb send them: an OK
+# after SET NAMES and USE, and a multi-statement text's end-of-rows OK (0xFE) with variables
+names = (b"\x00\x00\x00\x02\x40\x00\x00\x00\x62\x00\x21\x18character_set_connection\x07utf8mb4"
+         b"\x00\x1d\x14character_set_client\x07utf8mb4\x00\x1e\x15character_set_results\x07utf8mb4")
+use = b"\x00\x00\x00\x02\x40\x00\x00\x00\x0b\x01\x09\x08probe_st"
+put("backend_responses", packets(0x20, names))
+put("backend_responses", packets(0x20, use))
+put("backend_responses", packets(0xa0, b"\x01", col, b"\x011",
+    b"\xfe\x00\x00\x22\x40\x00\x00\x00\x23\x00\x11\x09time_zone\x06+01:00\x00\x0a\x08sql_mode\x00\x02\x02\x011"))
 # compressed frames: a knob byte (limit, split point, server leg), then frames as a peer sends them
 import zlib
 def cframe(seq, plain, stored=False):

@@ -9,7 +9,10 @@ use libfuzzer_sys::fuzz_target;
 use obkv_proxy::backend::decode_rows;
 use obkv_proxy::protocol::constants::Caps;
 use obkv_proxy::protocol::handshake::{parse_greeting, set_greeting_capabilities};
-use obkv_proxy::protocol::packets::{parse_eof, parse_err_code, parse_ok};
+use obkv_proxy::protocol::packets::{
+    parse_eof, parse_err_code, parse_ok, read_reports, Reports, MAX_REPORTED_NAME,
+    MAX_REPORTED_VALUE, MAX_REPORTED_VARS,
+};
 use obkv_proxy::protocol::response::{ResponseKind, ResponseTracker, Step};
 use obkv_proxy::protocol::stream::{Flow, PacketStream};
 
@@ -20,6 +23,14 @@ fuzz_target!(|data: &[u8]| {
         assert_eq!(copy.len(), data.len());
     }
     let _ = (parse_ok(data), parse_eof(data), parse_err_code(data));
+    // session-state reports: bounded whatever the bytes say
+    let mut reports = Reports::default();
+    read_reports(data, &mut reports);
+    read_reports(data, &mut reports);
+    assert!(reports.vars.len() <= MAX_REPORTED_VARS);
+    for (name, value) in &reports.vars {
+        assert!(name.len() <= MAX_REPORTED_NAME && value.len() <= MAX_REPORTED_VALUE);
+    }
     let Some((&flags, rest)) = data.split_first() else {
         return;
     };
@@ -40,7 +51,8 @@ fuzz_target!(|data: &[u8]| {
     ];
     let kind = kinds[usize::from(flags & 7) % kinds.len()];
     // DEPRECATE_EOF, and MariaDB's PROGRESS / CACHE_METADATA (CLIENT_MYSQL clear)
-    let base = if flags & 0x80 != 0 { 1 << 24 } else { 0 };
+    // (and CLIENT_SESSION_TRACK: OK packets' reports are read)
+    let base = if flags & 0x80 != 0 { 1 << 24 } else { 0 } | if flags & 0x20 != 0 { 1 << 23 } else { 0 };
     let ext = u32::from(flags & 0x08 != 0) | (u32::from(flags & 0x10 != 0) << 4);
     let caps = Caps::new(base, ext);
     let mut t = ResponseTracker::with_caps(kind, caps);
@@ -62,11 +74,12 @@ fuzz_target!(|data: &[u8]| {
             Ok(_) => taken += 1,
         }
     }
-    bulk_agrees(&packets, kind, caps, flags, taken, failed, t.summary);
+    bulk_agrees(&packets, kind, caps, flags, taken, failed, t.summary, t.reports);
     let _ = decode_rows(&packets, caps);
 });
 
 /// The same packets, framed and read into a stream, moved in bulk to another stream.
+#[allow(clippy::too_many_arguments)]
 fn bulk_agrees(
     packets: &[Vec<u8>],
     kind: ResponseKind,
@@ -75,6 +88,7 @@ fn bulk_agrees(
     taken: usize,
     failed: bool,
     summary: obkv_proxy::protocol::response::Summary,
+    reports: Option<Box<Reports>>,
 ) {
     let mut frames = Vec::new();
     for (i, p) in packets.iter().enumerate() {
@@ -119,6 +133,7 @@ fn bulk_agrees(
         });
         assert_eq!((moved, bulk_failed), (taken, failed));
         assert_eq!(t.summary, summary);
+        assert_eq!(t.reports, reports);
         // the bytes moved are the frames of the packets taken, renumbered
         let mut expected = Vec::new();
         for (i, p) in packets.iter().take(taken).enumerate() {

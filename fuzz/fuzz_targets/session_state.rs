@@ -3,14 +3,15 @@
 //! reads back, alone, as itself (the proxy replays it on another connection); a KILL's id lies
 //! where it says; the cheap look never says "nothing" where the reading finds something; a
 //! ROW_COUNT() splice leaves no call to splice in the text it makes, and the text before it as
-//! it was.
+//! it was; a variable the backend reports, written back, reads as an assignment of itself
+//! under any sql_mode.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::sql::scan::{Dialect, Flavor};
 use obkv_proxy::sql::session_state::{
-    effect, effect_read, kill_target, plainly_nothing, row_count_spliced, Effect, Pin,
+    effect, effect_read, kill_target, plainly_nothing, reported, row_count_spliced, Effect, Pin,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -68,5 +69,27 @@ fuzz_target!(|data: &[u8]| {
         let first = out.iter().zip(sql).take_while(|(a, b)| a == b).count();
         assert!(first < sql.len());
         assert_eq!(row_count_spliced(&out, d, -1), None, "{:?}", String::from_utf8_lossy(&out));
+    }
+    // the bytes as reported variables: name and value split at the first '=' of each line
+    let vars: Vec<(Vec<u8>, Vec<u8>)> = sql
+        .split(|&b| b == b'\n')
+        .filter_map(|l| {
+            let at = l.iter().position(|&b| b == b'=')?;
+            Some((l[..at].to_vec(), l[at + 1..].to_vec()))
+        })
+        .collect();
+    if let Ok(list) = reported(&vars, false, &[]) {
+        for a in &list {
+            let mut again = b"SET ".to_vec();
+            again.extend_from_slice(&a.text);
+            match effect(&again, d) {
+                Effect::Carry(back) => {
+                    assert_eq!(back.len(), 1, "{:?}", String::from_utf8_lossy(&again));
+                    assert_eq!(back[0].key, a.key);
+                    assert!(!back[0].to_default);
+                }
+                other => panic!("{:?} reads back as {other:?}", String::from_utf8_lossy(&again)),
+            }
+        }
     }
 });

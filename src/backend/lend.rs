@@ -22,6 +22,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::Notify;
 
 use super::{BackendStream, LoginSpec};
+use crate::sql::session_state::is_charset_var;
 
 /// Most sets kept at once: a session whose set would be one more is not multiplexed (pinned).
 pub const MAX_SETS: usize = 4096;
@@ -160,17 +161,6 @@ impl Restore {
     pub fn is_empty(&self) -> bool {
         self.set.is_none() && self.db.is_none() && self.multi_statements.is_none()
     }
-}
-
-fn is_charset_var(key: &[u8]) -> bool {
-    matches!(
-        key,
-        b"names"
-            | b"character_set_client"
-            | b"character_set_connection"
-            | b"character_set_results"
-            | b"collation_connection"
-    )
 }
 
 /// A backend connection of a set, with what the proxy knows of its session state.

@@ -128,6 +128,8 @@ pub mod status {
     pub const NO_BACKSLASH_ESCAPES: u16 = 0x200;
     pub const CURSOR_EXISTS: u16 = 64;
     pub const LAST_ROW_SENT: u16 = 128;
+    /// The OK packet reports session-state changes (under CLIENT_SESSION_TRACK).
+    pub const SESSION_STATE_CHANGED: u16 = 0x4000;
 }
 
 /// Command bytes (first byte of a command packet).

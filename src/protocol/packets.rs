@@ -186,6 +186,114 @@ pub fn parse_ok(p: &[u8]) -> Option<OkInfo> {
     })
 }
 
+/// What the session-state information of OK packets reported (CLIENT_SESSION_TRACK): the
+/// system variables and the current database the statement changed, in order. Bounded: a
+/// report beyond what is kept, or one that cannot be read, leaves `unknown` set.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Reports {
+    /// (lower-case name, value as the server wrote it); a name reported again replaces its
+    /// value.
+    pub vars: Vec<(Vec<u8>, Vec<u8>)>,
+    /// The current database named by the last report of it (empty: none).
+    pub schema: Option<Vec<u8>>,
+    /// Something changed that is not kept here (too many, too long, unreadable).
+    pub unknown: bool,
+}
+
+impl Reports {
+    /// A variable reported (again: its last value), or `unknown` beyond the limit.
+    pub fn note(&mut self, name: Vec<u8>, value: Vec<u8>) {
+        let full = self.vars.len() >= MAX_REPORTED_VARS;
+        match self.vars.iter_mut().find(|(n, _)| *n == name) {
+            Some((_, v)) => *v = value,
+            None if full => self.unknown = true,
+            None => self.vars.push((name, value)),
+        }
+    }
+
+    /// A later response's reports on top of these.
+    pub fn merge(&mut self, later: Reports) {
+        self.unknown |= later.unknown;
+        if later.schema.is_some() {
+            self.schema = later.schema;
+        }
+        for (name, value) in later.vars {
+            self.note(name, value);
+        }
+    }
+}
+
+/// Most variables a command's reports keep.
+pub const MAX_REPORTED_VARS: usize = 64;
+/// Longest name and value kept.
+pub const MAX_REPORTED_NAME: usize = 64;
+pub const MAX_REPORTED_VALUE: usize = 1024;
+
+/// Session-state entry types (MySQL and MariaDB alike).
+const TRACK_SYSTEM_VARIABLES: u8 = 0;
+const TRACK_SCHEMA: u8 = 1;
+
+/// Adds what an OK packet (header 0x00 or 0xFE) of a connection with CLIENT_SESSION_TRACK
+/// reports to `into`. A packet without SERVER_SESSION_STATE_CHANGED adds nothing; one whose
+/// report cannot be read sets `unknown`. Linear in the packet, allocation bounded by the limits
+/// above.
+pub fn read_reports(p: &[u8], into: &mut Reports) {
+    let mut r = Reader::new(p);
+    let head = (|| {
+        let h = r.u8()?;
+        if h != 0x00 && h != 0xfe {
+            return None;
+        }
+        r.lenenc_int()?;
+        r.lenenc_int()?;
+        let st = r.u16()?;
+        r.u16()?;
+        Some(st)
+    })();
+    let Some(st) = head else { return };
+    if st & super::constants::status::SESSION_STATE_CHANGED == 0 {
+        return;
+    }
+    let state = (|| {
+        r.lenenc_bytes()?; // the info string
+        r.lenenc_bytes()
+    })();
+    let Some(state) = state else {
+        into.unknown = true;
+        return;
+    };
+    let mut entries = Reader::new(state);
+    while !entries.is_empty() {
+        let (Some(kind), Some(data)) = (entries.u8(), entries.lenenc_bytes()) else {
+            into.unknown = true;
+            return;
+        };
+        let mut d = Reader::new(data);
+        match kind {
+            TRACK_SYSTEM_VARIABLES => {
+                while !d.is_empty() {
+                    let (Some(name), Some(value)) = (d.lenenc_bytes(), d.lenenc_bytes()) else {
+                        into.unknown = true;
+                        return;
+                    };
+                    if name.len() > MAX_REPORTED_NAME || value.len() > MAX_REPORTED_VALUE {
+                        into.unknown = true;
+                        continue;
+                    }
+                    into.note(name.to_ascii_lowercase(), value.to_vec());
+                }
+            }
+            TRACK_SCHEMA => match d.lenenc_bytes() {
+                Some(db) if db.len() <= MAX_REPORTED_VALUE => into.schema = Some(db.to_vec()),
+                _ => into.unknown = true,
+            },
+            // state changed (a flag), GTIDs, transaction state and characteristics: the
+            // status flags and the proxy's own reading say what it needs of them
+            _ => {}
+        }
+    }
+}
+
 /// (warnings, status) of a classic EOF packet.
 pub fn parse_eof(p: &[u8]) -> Option<(u16, u16)> {
     let mut r = Reader::new(p);
@@ -302,5 +410,85 @@ mod tests {
     #[test]
     fn bad_sqlstate_falls_back_to_hy000() {
         assert_eq!(&ErrorInfo::new(1, "X", "m").sqlstate, b"HY000");
+    }
+
+    fn reports_of(p: &[u8]) -> Reports {
+        let mut r = Reports::default();
+        read_reports(p, &mut r);
+        r
+    }
+
+    #[test]
+    fn session_state_reports_read_as_both_backends_send_them() {
+        // MariaDB 10.11, SET NAMES utf8mb4 (three entries), then USE (the schema)
+        let names = b"\x00\x00\x00\x02\x40\x00\x00\x00\x62\x00\x21\x18character_set_connection\x07utf8mb4\x00\x1d\x14character_set_client\x07utf8mb4\x00\x1e\x15character_set_results\x07utf8mb4";
+        let r = reports_of(names);
+        assert_eq!(r.vars.len(), 3);
+        assert_eq!(
+            r.vars[1],
+            (b"character_set_client".to_vec(), b"utf8mb4".to_vec())
+        );
+        assert!(!r.unknown && r.schema.is_none());
+        let mut r = reports_of(b"\x00\x00\x00\x02\x40\x00\x00\x00\x0b\x01\x09\x08probe_st");
+        assert_eq!(r.schema.as_deref(), Some(&b"probe_st"[..]));
+        // seekdb, the end-of-rows OK form (0xFE) after a multi-statement text: two variables
+        // (the second empty), a state-change flag
+        read_reports(b"\xfe\x00\x00\x22\x40\x00\x00\x00\x23\x00\x11\x09time_zone\x06+01:00\x00\x0a\x08sql_mode\x00\x02\x02\x011", &mut r);
+        assert_eq!(
+            r.vars,
+            vec![
+                (b"time_zone".to_vec(), b"+01:00".to_vec()),
+                (b"sql_mode".to_vec(), Vec::new())
+            ]
+        );
+        assert_eq!(
+            r.schema.as_deref(),
+            Some(&b"probe_st"[..]),
+            "kept across packets"
+        );
+        // a name again replaces its value (and is read in lower case)
+        read_reports(
+            b"\x00\x00\x00\x02\x40\x00\x00\x00\x13\x00\x11\x09TIME_ZONE\x06+02:00",
+            &mut r,
+        );
+        assert_eq!(r.vars[0].1, b"+02:00");
+        assert_eq!(r.vars.len(), 2);
+        assert!(!r.unknown);
+    }
+
+    #[test]
+    fn reports_without_the_flag_or_cut_short_say_so() {
+        // no SESSION_STATE_CHANGED: nothing read, nothing unknown
+        let r = reports_of(b"\x00\x00\x00\x02\x00\x00\x00\x00\x13\x00\x11\x09time_zone\x06+01:00");
+        assert_eq!(r, Reports::default());
+        // flagged, cut inside an entry: unknown
+        let r = reports_of(b"\x00\x00\x00\x02\x40\x00\x00\x00\x13\x00\x11\x09time_zone\x06+0");
+        assert!(r.unknown);
+        let r = reports_of(b"\x00\x00\x00\x02\x40\x00\x00\x00");
+        assert!(r.unknown);
+        // more variables than kept: the rest is unknown, the kept ones stay
+        let mut p = b"\x00\x00\x00\x02\x40\x00\x00\x00".to_vec();
+        let mut state = Vec::new();
+        for i in 0..=MAX_REPORTED_VARS {
+            let mut data = Vec::new();
+            put_lenenc_bytes(&mut data, format!("v{i}").as_bytes());
+            put_lenenc_bytes(&mut data, b"1");
+            state.push(0);
+            put_lenenc_bytes(&mut state, &data);
+        }
+        put_lenenc_bytes(&mut p, &state);
+        let r = reports_of(&p);
+        assert_eq!(r.vars.len(), MAX_REPORTED_VARS);
+        assert!(r.unknown);
+        // a value longer than kept
+        let mut data = Vec::new();
+        put_lenenc_bytes(&mut data, b"sql_mode");
+        put_lenenc_bytes(&mut data, &vec![b'A'; MAX_REPORTED_VALUE + 1]);
+        let mut state = vec![0];
+        put_lenenc_bytes(&mut state, &data);
+        let mut p = b"\x00\x00\x00\x02\x40\x00\x00\x00".to_vec();
+        put_lenenc_bytes(&mut p, &state);
+        let r = reports_of(&p);
+        assert!(r.unknown && r.vars.is_empty());
     }
 }

@@ -8,7 +8,7 @@
 
 use super::constants::MAX_FRAME;
 use super::constants::{cap, ext, status, Caps};
-use super::packets::{parse_eof, parse_err_code, parse_ok};
+use super::packets::{parse_eof, parse_err_code, parse_ok, read_reports, Reports};
 use super::wire::Reader;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -75,8 +75,12 @@ pub struct ResponseTracker {
     progress: bool,
     /// MariaDB's metadata-follows byte after a column count.
     cache_metadata: bool,
+    /// CLIENT_SESSION_TRACK: OK packets may report session-state changes.
+    track: bool,
     state: State,
     pub summary: Summary,
+    /// What the response's OK packets reported of the session's state (None: nothing).
+    pub reports: Option<Box<Reports>>,
 }
 
 /// The error code MariaDB uses for a progress report.
@@ -103,8 +107,10 @@ impl ResponseTracker {
             deprecate_eof: caps.has(cap::DEPRECATE_EOF),
             progress: caps.has_ext(ext::PROGRESS),
             cache_metadata: caps.has_ext(ext::CACHE_METADATA),
+            track: caps.has(cap::SESSION_TRACK),
             state,
             summary: Summary::default(),
+            reports: None,
         }
     }
 
@@ -307,6 +313,7 @@ impl ResponseTracker {
 
     fn take_ok(&mut self, payload: &[u8]) {
         if let Some(ok) = parse_ok(payload) {
+            self.take_reports(ok.status, payload);
             self.summary.status = Some(ok.status);
             self.summary.warnings = ok.warnings;
             self.summary.affected_rows = ok.affected_rows;
@@ -319,6 +326,7 @@ impl ResponseTracker {
     fn terminator_status(&mut self, payload: &[u8]) -> Result<u16, FramingError> {
         let (warnings, st) = if self.deprecate_eof {
             let ok = parse_ok(payload).ok_or(FramingError("bad end-of-rows OK"))?;
+            self.take_reports(ok.status, payload);
             (ok.warnings, ok.status)
         } else {
             parse_eof(payload).ok_or(FramingError("bad EOF"))?
@@ -326,6 +334,14 @@ impl ResponseTracker {
         self.summary.warnings = warnings;
         self.summary.status = Some(st);
         Ok(st)
+    }
+
+    /// An OK packet's report of session-state changes, kept (a branch when there is none).
+    #[inline]
+    fn take_reports(&mut self, status: u16, payload: &[u8]) {
+        if self.track && status & status::SESSION_STATE_CHANGED != 0 {
+            read_reports(payload, self.reports.get_or_insert_with(Default::default));
+        }
     }
 
     fn finish(&mut self) -> Step {

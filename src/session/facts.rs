@@ -505,6 +505,30 @@ impl Session {
         Ok(Ok((note, Some(placed), explain::write_rows(&trace))))
     }
 
+    /// What the backend reported a command changed in the session (CLIENT_SESSION_TRACK): the
+    /// facts it touches are read again when next needed, a reported database is the current
+    /// one, and a multiplexed session carries the rest (`Session::carry_reports`).
+    #[cold]
+    pub(super) fn on_reports(&mut self, r: crate::protocol::packets::Reports) {
+        if let Some(db) = &r.schema {
+            self.db_fact = Some((!db.is_empty()).then(|| db.as_slice().into()));
+        }
+        for (name, _) in &r.vars {
+            if name == b"sql_mode" {
+                self.mode_fact = None;
+            } else if crate::sql::session_state::is_charset_var(name) {
+                self.charset_fact = None;
+            }
+        }
+        if r.unknown {
+            self.charset_fact = None;
+            self.mode_fact = None;
+        }
+        if let Some(m) = self.mux.as_mut() {
+            m.reported(r);
+        }
+    }
+
     pub(super) fn forget_session_facts(&mut self) {
         self.db_fact = None;
         self.charset_fact = None;

@@ -34,6 +34,12 @@ pub(super) enum Then {
     },
     /// Kept: the current database read first.
     NoteDatabase,
+    /// The backend reported variables no text set (`Mux::unverified`): made again on the
+    /// connection (their values must read back), then carried; then as `Stale` says.
+    Reported {
+        stale: bool,
+        conditions: bool,
+    },
 }
 
 /// Clears a connection's diagnostics area (`Session::give_up_for_waiter`).
@@ -48,6 +54,12 @@ pub(super) struct Mux {
     last_id: u32,
     /// Assignments of the command being carried out, recorded once it ran without an error.
     carry: Vec<session_state::Assignment>,
+    /// What the backend reported the command changed (CLIENT_SESSION_TRACK).
+    reports: Option<Box<crate::protocol::packets::Reports>>,
+    /// Assignments that make reported values again, not yet run on the connection (which
+    /// holds those values, and is not given to another session until they ran there:
+    /// `Session::verify_reported`).
+    unverified: Vec<session_state::Assignment>,
     /// The last response leaves something the next statement may read: keep the connection.
     hold: bool,
     /// Of which conditions (a warning, an error) in the backend's diagnostics area.
@@ -89,6 +101,14 @@ impl Mux {
         self.conditions = true;
         self.failed = true;
         self.last_rows = -1;
+    }
+
+    /// A response's reports join the command's earlier ones (a name again: its last value).
+    pub(super) fn reported(&mut self, r: crate::protocol::packets::Reports) {
+        match self.reports.as_mut() {
+            None => self.reports = Some(Box::new(r)),
+            Some(all) => all.merge(r),
+        }
     }
 
     /// The session's state now, its database `db` as last read.
@@ -148,6 +168,8 @@ impl Session {
                     },
                     last_id: self.backend_id,
                     carry: Vec::new(),
+                    reports: None,
+                    unverified: Vec::new(),
                     hold: false,
                     conditions: false,
                     last_rows: -1,
@@ -312,6 +334,7 @@ impl Session {
         .then(|| self.reading());
         let m = self.mux.as_mut()?;
         m.carry.clear();
+        m.reports = None;
         m.resetting = false;
         m.set_option = None;
         let pin = match self.command.first().copied() {
@@ -420,6 +443,12 @@ impl Session {
                     }
                     self.keep_or_give_back(hold, conditions)
                 }
+                Then::Reported { stale, conditions } => {
+                    if !self.verify_reported().await {
+                        return self.pin(Pin::SetNotCarried).await;
+                    }
+                    self.release_after(false, stale, conditions)
+                }
                 Then::NoteDatabase => {
                     if !self.note_database().await? {
                         return self.pin(Pin::NoDatabase).await;
@@ -456,6 +485,8 @@ impl Session {
             }
             m.state.vars.clear();
             m.state.last_insert_id = 0;
+            m.reports = None;
+            m.unverified.clear();
             self.client_wait_timeout = None;
             // the reset closed every statement on the connection, other sessions' too: they
             // prepare theirs again (`session::carried`)
@@ -468,6 +499,29 @@ impl Session {
             }
             m.state.multi_statements = Some(on);
         }
+        // what the backend reported beyond the text's own assignments (a variable a stored
+        // function set, on both backends; sql_mode and more on OceanBase)
+        let reported = match m.reports.take() {
+            None => Vec::new(),
+            Some(r) => {
+                let read: Vec<&[u8]> = m.carry.iter().map(|a| &a.key[..]).collect();
+                match session_state::reported(&r.vars, r.unknown, &read) {
+                    Ok(list) => list,
+                    Err(p) => {
+                        debug!(peer = %self.peer, reports = ?r, "multiplexing: the backend reported a change that is not made again elsewhere");
+                        return Then::Pin(p);
+                    }
+                }
+            }
+        };
+        // (an assignment since supersedes one not yet made again)
+        if !m.unverified.is_empty() {
+            let keys = |a: &session_state::Assignment| {
+                m.carry.iter().chain(&reported).any(|c| c.key == a.key)
+            };
+            m.unverified.retain(|a| !keys(a));
+        }
+        m.unverified.extend(reported);
         if !m.carry.is_empty() {
             // what ran of a text that failed is not known
             // (conditions carried from a connection given up are the backend's own)
@@ -492,6 +546,17 @@ impl Session {
                 );
             }
         }
+        // (made again once the connection holds nothing the next statement may read)
+        if !hold && self.mux.as_ref().is_some_and(|m| !m.unverified.is_empty()) {
+            return Then::Reported { stale, conditions };
+        }
+        self.release_after(hold, stale, conditions)
+    }
+
+    /// After a command whose state was recorded: the connection stays while a transaction or
+    /// anything else ties it; else its diagnostics area is cleared when stale, and it is kept
+    /// or given back (`keep_or_give_back`).
+    fn release_after(&mut self, hold: bool, stale: bool, conditions: bool) -> Then {
         let tied = self.backend.is_none()
             || self.last_status & status::IN_TRANS != 0
             || self.last_status & status::AUTOCOMMIT == 0
@@ -539,6 +604,49 @@ impl Session {
         }
         m.releasable = true;
         Then::Done
+    }
+
+    /// The assignments that make reported values again (`Mux::unverified`), run on the
+    /// connection held (which has those values: nothing changes), then carried; ROW_COUNT()
+    /// as the session's last statement left it is kept for its next text (the SET made it
+    /// 0). False: they fail there (the values cannot be made again elsewhere), or the
+    /// connection failed (found lost at the next command).
+    async fn verify_reported(&mut self) -> bool {
+        let caps = self.client_caps;
+        let (Some(m), Some(be)) = (self.mux.as_mut(), self.backend.as_mut()) else {
+            return false;
+        };
+        let list = std::mem::take(&mut m.unverified);
+        if list.is_empty() {
+            return true;
+        }
+        let mut sql = b"SET ".to_vec();
+        for (i, a) in list.iter().enumerate() {
+            if i > 0 {
+                sql.extend_from_slice(b", ");
+            }
+            sql.extend_from_slice(&a.text);
+        }
+        let ok = matches!(
+            crate::backend::query(be, caps, &sql).await,
+            Ok((crate::backend::QueryResult::Ok(_), _))
+        );
+        debug!(peer = %self.peer, ok, sql = %String::from_utf8_lossy(&sql), "multiplexing: variables the backend reported changed, made again");
+        if ok {
+            if m.released_rows.is_none() {
+                m.released_rows = Some(m.last_rows);
+            }
+            for a in list {
+                m.state.assign(
+                    Assigned {
+                        key: a.key,
+                        text: a.text,
+                    },
+                    false,
+                );
+            }
+        }
+        ok
     }
 
     /// The session's current database, read when a command may have changed it, recorded in
@@ -657,6 +765,9 @@ impl Session {
         if let Some(m) = self.mux.as_mut() {
             m.dirty = false;
             m.released_rows = Some(rows);
+        }
+        if !self.verify_reported().await {
+            return self.pin(Pin::SetNotCarried).await;
         }
         debug!(peer = %self.peer, rows, conditions, "multiplexing: connection given up to a waiting session");
         self.shared.lending.given_up.fetch_add(1, Relaxed);
@@ -943,9 +1054,11 @@ impl Session {
         };
         let known = matches!(&self.db_fact, Some(Some(_)));
         // (a connection that may hold the session's conditions is closed, never lent on)
+        // (nor one whose reported values the proxy has not made its own yet)
         let idle = self.last_status & status::IN_TRANS == 0
             && self.last_status & status::AUTOCOMMIT != 0
-            && !m.dirty;
+            && !m.dirty
+            && m.unverified.is_empty();
         if let Some((_, slot)) = &self.kill_slot {
             slot.detach().await;
         }

@@ -100,6 +100,9 @@ impl Session {
                 }
                 if stopped {
                     if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
+                        if let Some(r) = tracker.reports.take() {
+                            self.on_reports(*r);
+                        }
                         return Ok((done, next_seq));
                     }
                     continue;
@@ -184,6 +187,9 @@ impl Session {
                 continue;
             }
             if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
+                if let Some(r) = tracker.reports.take() {
+                    self.on_reports(*r);
+                }
                 return Ok((done, next_seq));
             }
         }

@@ -475,6 +475,173 @@ fn assignment(sql: &[u8], item: &[Token]) -> Result<Option<Assignment>, Pin> {
     }))
 }
 
+/// The character set variables (`names`: SET NAMES / CHARACTER SET sets all of them).
+pub fn is_charset_var(key: &[u8]) -> bool {
+    matches!(
+        key,
+        b"names"
+            | b"character_set_client"
+            | b"character_set_connection"
+            | b"character_set_results"
+            | b"collation_connection"
+    )
+}
+
+/// What the backend reported a command changed in the session's system variables
+/// (CLIENT_SESSION_TRACK), beyond the assignments the proxy read in its text (`read`, their
+/// keys): the assignments that make the reported values again on another connection, or the
+/// pin a change needs that cannot be made again so. Skipped: autocommit (the status flags'),
+/// the database's character set (it follows the database), the server's hidden variables
+/// (a leading underscore: seekdb reports some after DDL), the character set variables when
+/// the text set the character set. A value is written back as the server reported it: a
+/// number bare, anything else quoted; one with a quote, a backslash or a byte that is not
+/// printable ASCII pins (its reading would depend on the connection's sql_mode and character
+/// set).
+pub fn reported(
+    vars: &[(Vec<u8>, Vec<u8>)],
+    unknown: bool,
+    read: &[&[u8]],
+) -> Result<Vec<Assignment>, Pin> {
+    if unknown {
+        return Err(Pin::SetNotCarried);
+    }
+    let charset_read = read.iter().any(|k| is_charset_var(k));
+    let mut out = Vec::new();
+    for (name, value) in vars {
+        let name = &name[..];
+        if read.contains(&name)
+            || matches!(
+                name,
+                b"autocommit" | b"character_set_database" | b"collation_database"
+            )
+            || name.starts_with(b"_")
+            || (charset_read && is_charset_var(name))
+        {
+            continue;
+        }
+        let plain_name = !name.is_empty()
+            && name
+                .iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_');
+        if !plain_name || is_charset_var(name) || NOT_CARRIED.contains(&name) {
+            return Err(Pin::SetNotCarried);
+        }
+        if value
+            .iter()
+            .any(|&b| !(b' '..=b'~').contains(&b) || b == b'\'' || b == b'\\')
+        {
+            return Err(Pin::SetNotCarried);
+        }
+        let digits = value.strip_prefix(b"-").unwrap_or(value);
+        let number = !digits.is_empty() && digits.iter().all(u8::is_ascii_digit);
+        let mut text = b"@@SESSION.".to_vec();
+        text.extend_from_slice(name);
+        text.extend_from_slice(b" = ");
+        if number {
+            text.extend_from_slice(value);
+        } else {
+            text.push(b'\'');
+            text.extend_from_slice(value);
+            text.push(b'\'');
+        }
+        out.push(Assignment {
+            key: name.to_vec(),
+            text,
+            to_default: false,
+        });
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod reported_tests {
+    use super::*;
+
+    fn v(pairs: &[(&str, &str)]) -> Vec<(Vec<u8>, Vec<u8>)> {
+        pairs
+            .iter()
+            .map(|(n, v)| (n.as_bytes().to_vec(), v.as_bytes().to_vec()))
+            .collect()
+    }
+
+    fn texts(r: Result<Vec<Assignment>, Pin>) -> Vec<String> {
+        r.expect("carried")
+            .into_iter()
+            .map(|a| String::from_utf8(a.text).expect("text"))
+            .collect()
+    }
+
+    #[test]
+    fn reported_values_are_written_back_as_reported_numbers_bare() {
+        let got = texts(reported(
+            &v(&[
+                ("time_zone", "+04:00"),
+                ("sql_select_limit", "9223372036854775807"),
+                ("sql_mode", ""),
+                ("div_precision_increment", "-1"),
+            ]),
+            false,
+            &[],
+        ));
+        assert_eq!(
+            got,
+            [
+                "@@SESSION.time_zone = '+04:00'",
+                "@@SESSION.sql_select_limit = 9223372036854775807",
+                "@@SESSION.sql_mode = ''",
+                "@@SESSION.div_precision_increment = -1",
+            ]
+        );
+    }
+
+    #[test]
+    fn what_the_text_set_or_the_status_flags_say_is_not_carried_twice() {
+        // the text's own assignment wins; autocommit, the database's character set and the
+        // server's hidden variables are skipped; SET NAMES covers the character set variables
+        let got = texts(reported(
+            &v(&[
+                ("time_zone", "+01:00"),
+                ("autocommit", "OFF"),
+                ("character_set_database", "utf8mb4"),
+                ("_nlj_batching_enabled", "ON"),
+                ("character_set_client", "utf8mb4"),
+                ("lc_time_names", "de_DE"),
+            ]),
+            false,
+            &[b"time_zone", b"names"],
+        ));
+        assert_eq!(got, ["@@SESSION.lc_time_names = 'de_DE'"]);
+    }
+
+    #[test]
+    fn what_cannot_be_made_again_as_reported_pins() {
+        let pin = |pairs: &[(&str, &str)], unknown: bool| reported(&v(pairs), unknown, &[]);
+        assert_eq!(
+            pin(&[], true),
+            Err(Pin::SetNotCarried),
+            "more than was kept"
+        );
+        // a character set the text did not set (the proxy reads SQL in it)
+        assert_eq!(
+            pin(&[("character_set_results", "binary")], false),
+            Err(Pin::SetNotCarried)
+        );
+        // one-shot and identity values
+        assert_eq!(pin(&[("insert_id", "5")], false), Err(Pin::SetNotCarried));
+        // values whose reading depends on the connection's sql_mode or character set
+        for value in ["it's", "a\\b", "caf\u{e9}", "tab\there"] {
+            assert_eq!(
+                pin(&[("lc_time_names", value)], false),
+                Err(Pin::SetNotCarried),
+                "{value:?}"
+            );
+        }
+        // a name that is not a plain identifier
+        assert_eq!(pin(&[("time zone", "x")], false), Err(Pin::SetNotCarried));
+        assert_eq!(pin(&[("", "x")], false), Err(Pin::SetNotCarried));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

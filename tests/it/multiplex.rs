@@ -1161,6 +1161,69 @@ fn a_session_alone_keeps_its_connection_from_command_to_command() {
     }
 }
 
+/// What the backend reports a statement changed (CLIENT_SESSION_TRACK), though its text set
+/// nothing the proxy reads — here a stored function's SET — is the session's and carried:
+/// another session on the connection does not see it, and the session finds it on the next
+/// connection. A change that cannot be made again on another connection pins (counted).
+#[test]
+fn a_variable_the_backend_reports_changed_is_carried_though_the_text_set_nothing() {
+    use crate::common::raw::DEFAULT_CAPS;
+    use obkv_proxy::protocol::constants::cap;
+    let caps = DEFAULT_CAPS | cap::SESSION_TRACK;
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let mut d = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("direct");
+        let direct_tz = d.scalar("SELECT @@time_zone");
+        for (name, body) in [
+            ("mux_tz", "SET SESSION time_zone = '+04:00'"),
+            ("mux_cs", "SET SESSION character_set_results = 'binary'"),
+        ] {
+            d.exec(&format!("DROP FUNCTION IF EXISTS {name}"))
+                .expect("drop");
+            d.exec(&format!(
+                "CREATE FUNCTION {name}() RETURNS INT BEGIN {body}; RETURN 1; END"
+            ))
+            .expect("function");
+        }
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect_with(&p.addr, "root", "", Some(DB), caps).expect("a");
+        let mut b = RawConn::connect_with(&p.addr, "root", "", Some(DB), caps).expect("b");
+        a.exec("DO mux_tz()").expect("a's function");
+        for round in 0..2 {
+            let what = format!("{} round {round}", kind.name());
+            assert_eq!(
+                b.scalar("SELECT @@time_zone"),
+                direct_tz,
+                "{what}: b sees a's"
+            );
+            assert_eq!(a.scalar("SELECT @@time_zone"), "+04:00", "{what}: a's own");
+        }
+        if kind == Kind::MariaDb {
+            // (MariaDB reports it in the OK that ends the rows; seekdb only in a later OK)
+            a.exec("SET time_zone = DEFAULT").expect("default");
+            assert_eq!(a.scalar("SELECT mux_tz()"), "1");
+            assert_eq!(b.scalar("SELECT @@time_zone"), direct_tz, "b sees a's");
+            assert_eq!(a.scalar("SELECT @@time_zone"), "+04:00", "a's own");
+        }
+        let s = status(&mut b);
+        assert_eq!(proxy_counter(&s, "multiplex_pins_set_not_carried"), 0);
+        assert_eq!(proxy_counter(&s, "multiplex_sessions"), 2);
+        // the character set, changed so, is not made again elsewhere: a keeps its connection
+        b.quit();
+        a.exec("DO mux_cs()").expect("a's function");
+        assert_eq!(a.scalar("SELECT @@character_set_results"), "binary");
+        let s = status(&mut a);
+        assert_eq!(
+            proxy_counter(&s, "multiplex_pins_set_not_carried"),
+            1,
+            "{}",
+            kind.name()
+        );
+        assert_eq!(a.scalar("SELECT @@time_zone"), "+04:00");
+    }
+}
+
 /// A session that has sent nothing since its login keeps its login's connection only until
 /// another session waits (relayed authentication: the set holds the connections its logins
 /// made; over the limit, the busy session's is closed when it comes back, and the idle one's
