@@ -8,7 +8,7 @@
 
 use super::constants::MAX_FRAME;
 use super::constants::{cap, ext, status, Caps};
-use super::packets::{parse_eof, parse_err_code, parse_ok, read_reports, Reports};
+use super::packets::{parse_eof, parse_err_code, parse_ok};
 use super::wire::Reader;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,6 +65,9 @@ pub struct Summary {
     pub rows: u64,
     /// COM_STMT_PREPARE: (statement id, columns, parameters).
     pub prepared: Option<(u32, u16, u16)>,
+    /// OK packets that reported session-state changes (CLIENT_SESSION_TRACK): the relay reads
+    /// each as it passes (`packets::read_reports`), seeing this count move.
+    pub state_changes: u16,
 }
 
 #[derive(Debug)]
@@ -79,8 +82,6 @@ pub struct ResponseTracker {
     track: bool,
     state: State,
     pub summary: Summary,
-    /// What the response's OK packets reported of the session's state (None: nothing).
-    pub reports: Option<Box<Reports>>,
 }
 
 /// The error code MariaDB uses for a progress report.
@@ -110,7 +111,6 @@ impl ResponseTracker {
             track: caps.has(cap::SESSION_TRACK),
             state,
             summary: Summary::default(),
-            reports: None,
         }
     }
 
@@ -313,7 +313,7 @@ impl ResponseTracker {
 
     fn take_ok(&mut self, payload: &[u8]) {
         if let Some(ok) = parse_ok(payload) {
-            self.take_reports(ok.status, payload);
+            self.count_reports(ok.status);
             self.summary.status = Some(ok.status);
             self.summary.warnings = ok.warnings;
             self.summary.affected_rows = ok.affected_rows;
@@ -326,7 +326,7 @@ impl ResponseTracker {
     fn terminator_status(&mut self, payload: &[u8]) -> Result<u16, FramingError> {
         let (warnings, st) = if self.deprecate_eof {
             let ok = parse_ok(payload).ok_or(FramingError("bad end-of-rows OK"))?;
-            self.take_reports(ok.status, payload);
+            self.count_reports(ok.status);
             (ok.warnings, ok.status)
         } else {
             parse_eof(payload).ok_or(FramingError("bad EOF"))?
@@ -336,11 +336,11 @@ impl ResponseTracker {
         Ok(st)
     }
 
-    /// An OK packet's report of session-state changes, kept (a branch when there is none).
+    /// An OK packet that reports session-state changes is counted.
     #[inline]
-    fn take_reports(&mut self, status: u16, payload: &[u8]) {
-        if self.track && status & status::SESSION_STATE_CHANGED != 0 {
-            read_reports(payload, self.reports.get_or_insert_with(Default::default));
+    fn count_reports(&mut self, status: u16) {
+        if status & status::SESSION_STATE_CHANGED != 0 && self.track {
+            self.summary.state_changes = self.summary.state_changes.saturating_add(1);
         }
     }
 

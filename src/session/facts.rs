@@ -509,6 +509,7 @@ impl Session {
     /// facts it touches are read again when next needed, a reported database is the current
     /// one, and a multiplexed session carries the rest (`Session::carry_reports`).
     #[cold]
+    #[inline(never)]
     pub(super) fn on_reports(&mut self, r: crate::protocol::packets::Reports) {
         if let Some(db) = &r.schema {
             self.db_fact = Some((!db.is_empty()).then(|| db.as_slice().into()));

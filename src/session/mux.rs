@@ -501,27 +501,14 @@ impl Session {
         }
         // what the backend reported beyond the text's own assignments (a variable a stored
         // function set, on both backends; sql_mode and more on OceanBase)
-        let reported = match m.reports.take() {
-            None => Vec::new(),
-            Some(r) => {
-                let read: Vec<&[u8]> = m.carry.iter().map(|a| &a.key[..]).collect();
-                match session_state::reported(&r.vars, r.unknown, &read) {
-                    Ok(list) => list,
-                    Err(p) => {
-                        debug!(peer = %self.peer, reports = ?r, "multiplexing: the backend reported a change that is not made again elsewhere");
-                        return Then::Pin(p);
-                    }
-                }
+        if m.reports.is_some() {
+            if let Err(p) = self.take_reported() {
+                return Then::Pin(p);
             }
-        };
-        // (an assignment since supersedes one not yet made again)
-        if !m.unverified.is_empty() {
-            let keys = |a: &session_state::Assignment| {
-                m.carry.iter().chain(&reported).any(|c| c.key == a.key)
-            };
-            m.unverified.retain(|a| !keys(a));
         }
-        m.unverified.extend(reported);
+        let Some(m) = self.mux.as_mut() else {
+            return Then::Done;
+        };
         if !m.carry.is_empty() {
             // what ran of a text that failed is not known
             // (conditions carried from a connection given up are the backend's own)
@@ -530,6 +517,9 @@ impl Session {
                 debug!(peer = %self.peer, failed, held = answered, sql = %String::from_utf8_lossy(self.command.get(1..).unwrap_or_default()), "multiplexing: assignments of a text that did not run whole");
                 return Then::Pin(Pin::SetNotCarried);
             }
+            // (an assignment of the text supersedes a reported one not yet made again)
+            m.unverified
+                .retain(|u| !m.carry.iter().any(|a| a.key == u.key));
             for a in std::mem::take(&mut m.carry) {
                 if a.key == b"wait_timeout" {
                     self.client_wait_timeout = (!a.to_default)
@@ -553,9 +543,35 @@ impl Session {
         self.release_after(hold, stale, conditions)
     }
 
+    /// The command's reports (`Mux::reports`) become assignments to make again
+    /// (`Mux::unverified`, where they supersede older ones), beyond the text's own; or the
+    /// pin a change needs that cannot be made again elsewhere.
+    #[cold]
+    fn take_reported(&mut self) -> Result<(), Pin> {
+        let Some(m) = self.mux.as_mut() else {
+            return Ok(());
+        };
+        let Some(r) = m.reports.take() else {
+            return Ok(());
+        };
+        let read: Vec<&[u8]> = m.carry.iter().map(|a| &a.key[..]).collect();
+        let reported = match session_state::reported(&r.vars, r.unknown, &read) {
+            Ok(list) => list,
+            Err(p) => {
+                debug!(peer = %self.peer, reports = ?r, "multiplexing: the backend reported a change that is not made again elsewhere");
+                return Err(p);
+            }
+        };
+        m.unverified
+            .retain(|u| !reported.iter().any(|a| a.key == u.key));
+        m.unverified.extend(reported);
+        Ok(())
+    }
+
     /// After a command whose state was recorded: the connection stays while a transaction or
     /// anything else ties it; else its diagnostics area is cleared when stale, and it is kept
     /// or given back (`keep_or_give_back`).
+    #[inline]
     fn release_after(&mut self, hold: bool, stale: bool, conditions: bool) -> Then {
         let tied = self.backend.is_none()
             || self.last_status & status::IN_TRANS != 0

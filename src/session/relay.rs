@@ -5,6 +5,7 @@
 //! or a lost backend.
 
 use super::*;
+use crate::protocol::packets::{read_reports, Reports};
 
 impl Session {
     pub(super) async fn forward_without_response(&mut self) -> Result<(), End> {
@@ -55,6 +56,8 @@ impl Session {
         more_after: bool,
     ) -> Result<(Summary, u8), End> {
         let mut tracker = ResponseTracker::with_caps(kind, self.client_caps);
+        // what OK packets report of the session's state, read as they pass
+        let mut reports: Option<Box<Reports>> = None;
         let mut next_seq = self.command_frames;
         // the proxy's own warnings about the statement join the backend's count (the packets
         // carry it only under CLIENT_PROTOCOL_41)
@@ -81,7 +84,12 @@ impl Session {
                 let mut stopped = false;
                 be!(self).move_whole_packets(&mut self.client, seq_delta, |h, payload| {
                     next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
-                    match tracker.feed(h.len, payload) {
+                    let seen = tracker.summary.state_changes;
+                    let fed = tracker.feed(h.len, payload);
+                    if tracker.summary.state_changes != seen {
+                        read_reports(payload, reports.get_or_insert_with(Default::default));
+                    }
+                    match fed {
                         Err(e) => {
                             failed = Some(e);
                             Flow::Leave
@@ -100,7 +108,7 @@ impl Session {
                 }
                 if stopped {
                     if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
-                        if let Some(r) = tracker.reports.take() {
+                        if let Some(r) = reports.take() {
                             self.on_reports(*r);
                         }
                         return Ok((done, next_seq));
@@ -140,6 +148,7 @@ impl Session {
                         Ok(p) => p,
                         Err(_) => return Err(self.lose_backend(next_seq).await),
                     };
+                    let seen = tracker.summary.state_changes;
                     step = match tracker.feed(header.len, payload) {
                         Ok(s) => s,
                         Err(e) => {
@@ -147,6 +156,9 @@ impl Session {
                             return Err(self.backend_protocol_error(next_seq, e.0).await);
                         }
                     };
+                    if tracker.summary.state_changes != seen {
+                        read_reports(payload, reports.get_or_insert_with(Default::default));
+                    }
                     self.client.queue_header(header.len, seq);
                     let last = step == Step::Done && tracker.summary.error_code.is_none();
                     let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
@@ -187,7 +199,7 @@ impl Session {
                 continue;
             }
             if let Some(done) = self.after_packet(step, &tracker, seq_delta).await? {
-                if let Some(r) = tracker.reports.take() {
+                if let Some(r) = reports.take() {
                     self.on_reports(*r);
                 }
                 return Ok((done, next_seq));
