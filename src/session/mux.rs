@@ -64,7 +64,8 @@ pub(super) struct Mux {
     hold: bool,
     /// Of which conditions (a warning, an error) in the backend's diagnostics area.
     conditions: bool,
-    /// ROW_COUNT() after the last response: its OK's affected rows, -1 after rows or an error.
+    /// ROW_COUNT() after the last response: its OK's affected rows, -1 after rows or an error
+    /// (0 after the login, as on both backends).
     last_rows: i64,
     /// Between commands: the connection is kept only for what the last statement left
     /// (`hold`), and may be given up to a waiting session (`give_up_for_waiter`).
@@ -172,7 +173,7 @@ impl Session {
                     unverified: Vec::new(),
                     hold: false,
                     conditions: false,
-                    last_rows: -1,
+                    last_rows: 0,
                     releasable: false,
                     released_rows: None,
                     keeper: Arc::default(),

@@ -1104,14 +1104,11 @@ fn an_idle_session_gives_its_connection_to_a_waiting_one_and_keeps_what_it_left(
         assert_eq!(w, direct_w, "{}", kind.name());
         assert_eq!(b.scalar("SELECT 3"), "3", "{}: b is served", kind.name());
         let s = status(&mut b);
-        // (a gave its connection up twice; b, which then kept it though nothing tied it,
-        // once for a's ROW_COUNT())
-        assert_eq!(
-            proxy_counter(&s, "multiplex_given_up"),
-            3,
-            "{}",
-            kind.name()
-        );
+        // (a, idle, gave its connection up twice; b, which then kept it though nothing tied
+        // it, gave it up once more for a's ROW_COUNT() — or gave it back as its command ended,
+        // when a's command came first: a race of the two clients, not counted as a hand-over)
+        let given_up = proxy_counter(&s, "multiplex_given_up");
+        assert!((2..=3).contains(&given_up), "{}: {given_up}", kind.name());
         assert_eq!(proxy_counter(&s, "multiplex_wait_timeouts"), 0);
         // (b reads the area of the connection a gave up: nothing of a's)
         assert_eq!(
@@ -1235,7 +1232,7 @@ fn a_session_idle_since_its_login_gives_its_connection_to_one_that_waits() {
         databases(&backend.addr);
         let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
         let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
-        let idle = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("idle");
+        let mut idle = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("idle");
         for i in 0..5 {
             assert_eq!(
                 a.scalar(&format!("SELECT {i}")),
@@ -1258,6 +1255,8 @@ fn a_session_idle_since_its_login_gives_its_connection_to_one_that_waits() {
             kind.name()
         );
         assert_eq!(proxy_counter(&s, "multiplex_backend_connections_open"), 1);
-        drop(idle);
+        // what the idle session reads of its login's statement count is what a login leaves
+        // (0 on both backends, measured), though its connection went to another session
+        assert_eq!(idle.scalar("SELECT ROW_COUNT()"), "0", "{}", kind.name());
     }
 }
