@@ -11,7 +11,8 @@ use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::sql::scan::{Dialect, Flavor};
 use obkv_proxy::sql::session_state::{
-    effect, effect_read, kill_target, plainly_nothing, reported, row_count_spliced, Effect, Pin,
+    effect, effect_read, kill_target, plainly_nothing, reported, row_count_spliced, Assignment,
+    Effect, Pin,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -47,17 +48,9 @@ fuzz_target!(|data: &[u8]| {
                 .key
                 .iter()
                 .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'_'));
-            let mut again = b"SET ".to_vec();
-            again.extend_from_slice(&a.text);
-            match effect(&again, d) {
-                Effect::Carry(back) => {
-                    assert_eq!(back.len(), 1, "{:?}", String::from_utf8_lossy(&again));
-                    assert_eq!(back[0].key, a.key);
-                    assert_eq!(back[0].text, a.text);
-                    assert_eq!(back[0].to_default, a.to_default);
-                }
-                other => panic!("{:?} reads back as {other:?}", String::from_utf8_lossy(&again)),
-            }
+            let back = read_back(a, d);
+            assert_eq!(back.text, a.text);
+            assert_eq!(back.to_default, a.to_default);
         }
     }
     if let Some(k) = kill_target(sql, d) {
@@ -68,7 +61,12 @@ fuzz_target!(|data: &[u8]| {
     if let Some(out) = row_count_spliced(sql, d, -1) {
         let first = out.iter().zip(sql).take_while(|(a, b)| a == b).count();
         assert!(first < sql.len());
-        assert_eq!(row_count_spliced(&out, d, -1), None, "{:?}", String::from_utf8_lossy(&out));
+        assert_eq!(
+            row_count_spliced(&out, d, -1),
+            None,
+            "{:?}",
+            String::from_utf8_lossy(&out)
+        );
     }
     // the bytes as reported variables: name and value split at the first '=' of each line
     let vars: Vec<(Vec<u8>, Vec<u8>)> = sql
@@ -80,16 +78,25 @@ fuzz_target!(|data: &[u8]| {
         .collect();
     if let Ok(list) = reported(&vars, false, &[]) {
         for a in &list {
-            let mut again = b"SET ".to_vec();
-            again.extend_from_slice(&a.text);
-            match effect(&again, d) {
-                Effect::Carry(back) => {
-                    assert_eq!(back.len(), 1, "{:?}", String::from_utf8_lossy(&again));
-                    assert_eq!(back[0].key, a.key);
-                    assert!(!back[0].to_default);
-                }
-                other => panic!("{:?} reads back as {other:?}", String::from_utf8_lossy(&again)),
-            }
+            assert!(!read_back(a, d).to_default);
         }
     }
 });
+
+/// `SET` + an assignment's text, read again: one assignment of the same name (returned).
+fn read_back(a: &Assignment, d: Dialect) -> Assignment {
+    let mut again = b"SET ".to_vec();
+    again.extend_from_slice(&a.text);
+    match effect(&again, d) {
+        Effect::Carry(mut back) => {
+            assert_eq!(back.len(), 1, "{:?}", String::from_utf8_lossy(&again));
+            let back = back.remove(0);
+            assert_eq!(back.key, a.key);
+            back
+        }
+        other => panic!(
+            "{:?} reads back as {other:?}",
+            String::from_utf8_lossy(&again)
+        ),
+    }
+}
