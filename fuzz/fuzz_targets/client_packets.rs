@@ -14,6 +14,11 @@ fuzz_target!(|data: &[u8]| {
     if let Some((&n, cmd)) = data.split_first() {
         use obkv_proxy::protocol::execute;
         let params = usize::from(n % 8) + 1;
+        // the short reading agrees with the whole one
+        assert_eq!(
+            execute::sent_types(cmd, params),
+            execute::parse(cmd, params).map(|e| e.types)
+        );
         if let Some(e) = execute::parse(cmd, params) {
             let types = e
                 .types

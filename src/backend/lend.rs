@@ -415,7 +415,7 @@ impl Set {
     /// load when no session left a close.)
     #[inline]
     pub fn closes_for(&self, serial: u64) -> Vec<u32> {
-        if self.pending_closes.load(Relaxed) == 0 {
+        if !self.closes_pending() {
             return Vec::new();
         }
         let mut s = self.lock();
@@ -429,7 +429,7 @@ impl Set {
     /// and the set is within `max` (a connection over it is closed when it comes back). A
     /// session that keeps it is one of the set's keepers (`registered`: already), asked to
     /// give it up when a session waits (at once if one does); one that does not is not.
-    #[inline]
+    #[inline(always)]
     pub fn keep(&self, keeper: &Arc<Keeper>, registered: bool, hold: bool, max: usize) -> bool {
         // (a keeper that keeps on, with nothing changed: no lock)
         if registered
@@ -439,6 +439,18 @@ impl Set {
         {
             return true;
         }
+        self.keep_locked(keeper, registered, hold, max)
+    }
+
+    /// Whether a session closed a carried statement that is still prepared on some
+    /// connection of the set (`closes_for`): one atomic read, no lock.
+    #[inline(always)]
+    pub fn closes_pending(&self) -> bool {
+        self.pending_closes.load(Relaxed) != 0
+    }
+
+    #[inline(never)]
+    fn keep_locked(&self, keeper: &Arc<Keeper>, registered: bool, hold: bool, max: usize) -> bool {
         let mut s = self.lock();
         let keep = hold || (s.waiting == 0 && s.open <= max);
         if keep {

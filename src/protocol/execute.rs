@@ -58,6 +58,28 @@ pub fn parse(cmd: &[u8], params: usize) -> Option<Execute<'_>> {
     })
 }
 
+/// What `parse` reads of the parameter types, without reading the rest: None where `parse`
+/// is None, else the types the execution sends (None: it sends none). For the usual
+/// execution of a multiplexed session, which needs only that.
+#[inline]
+pub fn sent_types(cmd: &[u8], params: usize) -> Option<Option<&[u8]>> {
+    if params == 0 || cmd.first() != Some(&com::STMT_EXECUTE) {
+        return None;
+    }
+    // command, id (4), flags, iterations (4), the NULL bitmap, then the bound flag
+    let at = params.div_ceil(8).checked_add(10)?;
+    match cmd.get(at)? {
+        0 => Some(None),
+        1 => {
+            let from = at + 1;
+            Some(Some(
+                cmd.get(from..from.checked_add(params.checked_mul(2)?)?)?,
+            ))
+        }
+        _ => None,
+    }
+}
+
 /// Where each parameter's value lies in `values` (None: NULL), given the types in force.
 /// None when a type has no known binary size or a value runs past the packet.
 pub fn value_spans(
@@ -285,6 +307,33 @@ pub fn with_statement_id(cmd: &mut [u8], id: u32) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sent_types_reads_what_parse_reads() {
+        let t = [0x08u8, 0, 0xfd, 0];
+        let cases = [
+            packet(3, &[0], Some(&t), b"12345678\x01a"),
+            packet(3, &[0], None, b"12345678\x01a"),
+            packet(3, &[0], Some(&t[..3]), b""),
+            packet(3, &[], None, b""),
+            vec![com::STMT_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 2],
+            vec![com::STMT_BULK_EXECUTE, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0],
+            vec![],
+        ];
+        for cmd in &cases {
+            for params in 0..=3 {
+                assert_eq!(
+                    sent_types(cmd, params),
+                    parse(cmd, params).map(|e| e.types),
+                    "{cmd:?} with {params} parameters"
+                );
+            }
+        }
+        // (the cases do not all read alike)
+        assert_eq!(sent_types(&cases[0], 2), Some(Some(&t[..])));
+        assert_eq!(sent_types(&cases[1], 2), Some(None));
+        assert_eq!(sent_types(&cases[2], 2), None);
+    }
 
     fn packet(id: u32, nulls: &[u8], types: Option<&[u8]>, values: &[u8]) -> Vec<u8> {
         let mut p = vec![com::STMT_EXECUTE];

@@ -52,6 +52,26 @@ pub(super) struct Carried {
     pub on: Vec<OnConn>,
 }
 
+impl Carried {
+    /// The backend statement execution `cmd` names on connection `serial`, when it is
+    /// prepared there and the execution needs nothing recorded or rebuilt (the usual
+    /// execution: the same types as last time, or none sent); else None
+    /// (`Session::carry_execution` then does the rest). `params`: the statement's count.
+    #[inline]
+    pub fn ready_on(&self, serial: u64, cmd: &[u8], params: usize) -> Option<u32> {
+        let on = self.on.iter().find(|o| o.serial == serial)?;
+        let fresh = on.typed == self.types_generation;
+        let ready = match execute::sent_types(cmd, params) {
+            None => true,
+            Some(None) => fresh || self.types.is_none(),
+            Some(Some(t)) => {
+                fresh && self.types_generation != 0 && self.types.as_deref() == Some(t)
+            }
+        };
+        ready.then_some(on.id)
+    }
+}
+
 /// A backend statement of a carried statement's.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct OnConn {

@@ -251,7 +251,9 @@ impl Session {
         {
             return None;
         }
-        self.queue_kept_closes();
+        if m.set.closes_pending() {
+            self.queue_kept_closes();
+        }
         Some(self.command_effect())
     }
 
@@ -292,7 +294,7 @@ impl Session {
                 self.observe_end();
                 return Ok(false);
             }
-        } else {
+        } else if self.mux.as_ref().is_some_and(|m| m.set.closes_pending()) {
             self.queue_kept_closes();
         }
         self.before_command().await?;
@@ -310,9 +312,33 @@ impl Session {
 
     /// What the command does to the session's state, recorded to be carried once it ran; the
     /// pin it needs, if any (`pin_before`).
+    #[inline]
     fn command_effect(&mut self) -> Option<Pin> {
         let m = self.mux.as_mut()?;
         m.releasable = false;
+        // an execution (a prepared workload's every command): nothing to read, what the
+        // previous statement left is the execution's to replace
+        if self.command.first() == Some(&com::STMT_EXECUTE) {
+            m.released_rows = None;
+            m.carry.clear();
+            // (tested first: dropping a None costs a call)
+            if m.reports.is_some() {
+                m.reports = None;
+            }
+            m.resetting = false;
+            m.set_option = None;
+            return match self.command.get(5) {
+                Some(flags) if flags & 0x07 != 0 => Some(Pin::Cursor),
+                _ => None,
+            };
+        }
+        self.other_command_effect()
+    }
+
+    /// `command_effect` of a command that is not an execution.
+    #[inline(never)]
+    fn other_command_effect(&mut self) -> Option<Pin> {
+        let m = self.mux.as_mut()?;
         // the connection that knew the previous statement's ROW_COUNT() was given up: a text
         // that reads it is given the count (the only place the proxy edits a client's text
         // for multiplexing; GET DIAGNOSTICS … ROW_COUNT is not, README "Limits")
@@ -361,10 +387,6 @@ impl Session {
                     Effect::Carry(_) => Some(Pin::SetNotCarried),
                 }
             }
-            Some(com::STMT_EXECUTE) => match self.command.get(5) {
-                Some(flags) if flags & 0x07 != 0 => Some(Pin::Cursor),
-                _ => None,
-            },
             Some(com::STMT_BULK_EXECUTE) => Some(Pin::BulkExecute),
             // (the backend keeps a long value's pieces on the connection until the execution:
             // `Statements::long_pending` holds it)
@@ -596,6 +618,7 @@ impl Session {
     /// bound: a session that runs alone or among few then borrows nothing and restores nothing
     /// command after command. Either way it is given up as soon as a session waits
     /// (`give_up_for_waiter`); a session that finds one waiting now gives it back at once.
+    #[inline(always)]
     fn keep_or_give_back(&mut self, hold: bool, conditions: bool) -> Then {
         let max = self.cfg.multiplex.max_backend_connections;
         let Some(m) = self.mux.as_mut() else {

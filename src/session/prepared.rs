@@ -307,20 +307,27 @@ impl Session {
     pub(super) async fn on_execute(&mut self) -> Result<(), End> {
         let id = self.statements.resolve(&self.command);
         // (and the HBase table an execution writes or scans, for the metrics: one lookup)
-        let (changes_session, ddl, rewrite, table) = match id.and_then(|id| self.statements.get(id))
-        {
-            Some(p) => (
-                p.changes_session,
-                p.ddl,
-                p.rewrite.is_some(),
-                match (&p.write, &p.rewrite) {
-                    (Some(w), _) => Some((w.plan.schema.clone(), TableUse::Write)),
-                    (None, Some(r)) => Some((r.plan.schema.clone(), TableUse::Read)),
-                    _ => None,
-                },
-            ),
-            None => (false, false, false, None),
-        };
+        // (and, for a multiplexed session, the statement's id on the connection held when
+        // nothing else is to be done for it: `Carried::ready_on`)
+        let serial = self.conn_serial;
+        let (changes_session, ddl, rewrite, writes, here, table) =
+            match id.and_then(|id| self.statements.get(id)) {
+                Some(p) => (
+                    p.changes_session,
+                    p.ddl,
+                    p.rewrite.is_some(),
+                    p.write.is_some(),
+                    p.carried
+                        .as_deref()
+                        .and_then(|c| c.ready_on(serial, &self.command, usize::from(p.params))),
+                    match (&p.write, &p.rewrite) {
+                        (Some(w), _) => Some((w.plan.schema.clone(), TableUse::Write)),
+                        (None, Some(r)) => Some((r.plan.schema.clone(), TableUse::Read)),
+                        _ => None,
+                    },
+                ),
+                None => (false, false, false, false, None, None),
+            };
         self.activity.tables.clear();
         if let Some(t) = &table {
             self.activity.tables.push(t.clone());
@@ -330,7 +337,8 @@ impl Session {
         }
         let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
         let mut pin = None;
-        if let Some(id) = id {
+        // (a read, most executions, needs no rules, nor the clock they read)
+        if let (Some(id), true) = (id, writes) {
             match self.check_write_execution(id, bulk).await? {
                 Checked::Refused(e, long_data) => {
                     bump(&self.shared.stats.answered_locally);
@@ -365,9 +373,16 @@ impl Session {
         let result = match (id, rewrite && !bulk) {
             (Some(id), true) => self.execute_with_rewrite(id).await,
             // a multiplexed session's: the statement of the connection held
-            _ if self.statements.carrying => match self.carry_execution(id).await {
-                Ok(true) => self.forward(ResponseKind::Execute).await.map(drop),
-                other => other.map(drop),
+            // (the write checks ran on the same connection)
+            _ if self.statements.carrying => match here.filter(|_| self.conn_serial == serial) {
+                Some(bid) => {
+                    execute::with_statement_id(&mut self.command, bid);
+                    self.forward(ResponseKind::Execute).await.map(drop)
+                }
+                None => match self.carry_execution(id).await {
+                    Ok(true) => self.forward(ResponseKind::Execute).await.map(drop),
+                    other => other.map(drop),
+                },
             },
             _ => {
                 self.statements.pin_last(&mut self.command);
@@ -390,10 +405,6 @@ impl Session {
     /// The write rules and the transaction guard for one execution of a prepared write, with
     /// the values it binds (a value sent with SEND_LONG_DATA is known by its length).
     async fn check_write_execution(&mut self, id: u32, bulk: bool) -> Result<Checked, End> {
-        // a read (most executions) needs no rules, nor the clock they read
-        if self.statements.get(id).is_none_or(|p| p.write.is_none()) {
-            return Ok(Checked::Runs(None));
-        }
         let Some(rules) = self.write_rules() else {
             return Ok(Checked::Runs(None));
         };
