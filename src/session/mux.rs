@@ -70,7 +70,7 @@ pub(super) struct Mux {
     /// Between commands: the connection is kept only for what the last statement left
     /// (`hold`), and may be given up to a waiting session (`give_up_for_waiter`).
     releasable: bool,
-    /// The connection was given up so: ROW_COUNT() as the next statement reads it.
+    /// The connection was given back or up: ROW_COUNT() as the next statement reads it.
     released_rows: Option<i64>,
     /// How the set asks the session to give up the connection it keeps between commands.
     keeper: Arc<Keeper>,
@@ -824,6 +824,11 @@ impl Session {
             return Ok(());
         };
         m.unkeep();
+        // ROW_COUNT() as the last statement left it, for a text that reads it next on
+        // whichever connection serves it (`command_effect`)
+        if m.released_rows.is_none() {
+            m.released_rows = Some(m.last_rows);
+        }
         let set = m.set.clone();
         // the set learns its login's character set from a connection still in it
         if set.base_charset().is_none() && !m.state.sets_charset() {

@@ -664,7 +664,15 @@ mod first_word_tests {
             assert!(is_first_word(w.as_bytes()), "{w}");
             assert!(!plainly_nothing(format!("{w} x").as_bytes()), "{w}");
         }
-        for w in ["", "INSERT", "SETS", "SE", "DEALLOCATES", "SELECT", "\u{e9}t"] {
+        for w in [
+            "",
+            "INSERT",
+            "SETS",
+            "SE",
+            "DEALLOCATES",
+            "SELECT",
+            "\u{e9}t",
+        ] {
             assert!(!is_first_word(w.as_bytes()), "{w}");
         }
         assert!(plainly_nothing(b"INSERT INTO t VALUES (1)"));

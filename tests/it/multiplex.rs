@@ -1260,3 +1260,76 @@ fn a_session_idle_since_its_login_gives_its_connection_to_one_that_waits() {
         assert_eq!(idle.scalar("SELECT ROW_COUNT()"), "0", "{}", kind.name());
     }
 }
+
+/// A session whose statement left nothing to hold gives its connection back as the statement
+/// ends when another session waits for one; its next text that reads ROW_COUNT() is given the
+/// count its own statement left, not the count of what the connection ran since for another.
+#[test]
+fn a_session_whose_connection_went_to_a_waiter_reads_its_own_row_count() {
+    use crate::common::backends::free_port;
+    use crate::operations::{http_get, samples};
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let mut d = fresh_table(&backend.addr, "mux_rc", "id INT PRIMARY KEY, v INT");
+        d.exec("INSERT INTO mux_rc VALUES (1, 1), (2, 2), (3, 3)")
+            .expect("rows");
+        // what a direct connection reads after the locking read
+        d.rows("SELECT v AS a_waits FROM mux_rc WHERE id = 1 FOR UPDATE");
+        let direct = d.scalar("SELECT ROW_COUNT()");
+
+        let mut cfg = multiplexed(proxy::config_for(&backend.addr), 1, 10_000);
+        let admin = format!("127.0.0.1:{}", free_port());
+        cfg.admin.listen = admin.clone();
+        let p = proxy::start(cfg);
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        // a has the one connection (b, idle since its login, gave it up)
+        assert_eq!(a.scalar("SELECT 1"), "1");
+        // a's locking read waits for a lock held directly
+        let mut l = RawConn::connect(&backend.addr, "root", "", Some(DB)).expect("locker");
+        l.exec("BEGIN").expect("begin");
+        l.rows("SELECT v FROM mux_rc WHERE id = 1 FOR UPDATE");
+        let a_reads = std::thread::spawn(move || {
+            let rows = a.rows("SELECT v AS a_waits FROM mux_rc WHERE id = 1 FOR UPDATE");
+            (a, rows)
+        });
+        // (the poll's own text holds the marker only split in two)
+        let running = "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
+                       WHERE INFO LIKE CONCAT('%a_', 'waits FROM%')";
+        while d.scalar(running) == "0" {
+            std::thread::yield_now();
+        }
+        // b waits for the connection a's read holds
+        let b_writes = std::thread::spawn(move || {
+            let r = b.exec("UPDATE mux_rc SET v = v + 1 WHERE id > 1");
+            (b, r)
+        });
+        let waiting = |admin: &str| {
+            let (_, body) = http_get(admin, "/metrics");
+            samples(&body)
+                .get("obkv_proxy_multiplex_waiting_sessions{user=\"root\"}")
+                .copied()
+                .unwrap_or(0.0)
+        };
+        while waiting(&admin) < 1.0 {
+            std::thread::yield_now();
+        }
+        l.exec("COMMIT").expect("commit");
+        let (mut a, rows) = a_reads.join().expect("a");
+        assert_eq!(rows.len(), 1, "{}", kind.name());
+        let (mut b, r) = b_writes.join().expect("b");
+        r.expect("b's update");
+        // the connection last ran b's UPDATE (2 rows); a reads what its read left
+        assert_eq!(
+            a.scalar("SELECT ROW_COUNT()"),
+            direct,
+            "{}: a's own ROW_COUNT()",
+            kind.name()
+        );
+        assert_eq!(b.scalar("SELECT 2"), "2");
+        let s = status(&mut b);
+        assert_eq!(proxy_counter(&s, "multiplex_wait_timeouts"), 0);
+        assert_eq!(proxy_counter(&s, "multiplex_backend_connections_open"), 1);
+    }
+}
