@@ -327,11 +327,14 @@ pub fn check_t(
 }
 
 /// C6: a statement that writes the generated prefix column.
-pub fn check_prefix_column_written(columns: &[Vec<u8>], limits: &CellLimits) -> Option<Finding> {
+pub fn check_prefix_column_written<C: AsRef<[u8]>>(
+    columns: &[C],
+    limits: &CellLimits,
+) -> Option<Finding> {
     let p = limits.prefix_column.as_deref()?;
     columns
         .iter()
-        .any(|c| c.eq_ignore_ascii_case(p.as_bytes()))
+        .any(|c| c.as_ref().eq_ignore_ascii_case(p.as_bytes()))
         .then(|| {
             error(
                 Rule::C6,
@@ -358,13 +361,13 @@ pub fn prefix_value_mismatch(column: &str, n: usize, row: usize) -> Finding {
 }
 
 /// C7: an UPDATE (or ON DUPLICATE KEY UPDATE) that assigns K, Q or T.
-pub fn check_cell_address_changed(assigned: &[Vec<u8>]) -> Option<Finding> {
+pub fn check_cell_address_changed<C: AsRef<[u8]>>(assigned: &[C]) -> Option<Finding> {
     let changed: Vec<&str> = ["K", "Q", "T"]
         .into_iter()
         .filter(|c| {
             assigned
                 .iter()
-                .any(|a| a.eq_ignore_ascii_case(c.as_bytes()))
+                .any(|a| a.as_ref().eq_ignore_ascii_case(c.as_bytes()))
         })
         .collect();
     (!changed.is_empty()).then(|| {

@@ -78,6 +78,18 @@ pub enum Source {
     Query,
 }
 
+/// A column's name as written (unquoted): most are short and kept inline (an INSERT's column
+/// list costs one allocation, not one a column).
+pub type Name = smallvec::SmallVec<[u8; 16]>;
+
+/// `ident_value` as a `Name`.
+fn ident_name(sql: &[u8], t: &Token) -> Name {
+    match t.kind {
+        Tok::QuotedIdent => Name::from_vec(ident_value(sql, t)),
+        _ => Name::from_slice(t.text(sql)),
+    }
+}
+
 /// The statement's head: everything before the rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Insert {
@@ -85,12 +97,12 @@ pub struct Insert {
     pub ignore: bool,
     pub table: TableName,
     /// The column list as written (unquoted), None without one (all columns in table order).
-    pub columns: Option<Vec<Vec<u8>>>,
+    pub columns: Option<Vec<Name>>,
     /// Offset of the column list's closing parenthesis (where a column is added).
     pub columns_close: Option<usize>,
     pub source: Source,
     /// `ON DUPLICATE KEY UPDATE` assigns these columns.
-    pub on_duplicate: Vec<Vec<u8>>,
+    pub on_duplicate: Vec<Name>,
     /// The value each of `on_duplicate` is given, when it is one literal or placeholder.
     pub on_duplicate_values: Vec<Value<'static>>,
     /// Explicit `PARTITION (…)` selection.
@@ -128,7 +140,7 @@ const MAX_ROW_VALUES: usize = 4096;
 const MAX_LITERAL_TOKENS: usize = MAX_SIGNS + 4;
 
 /// An ON DUPLICATE KEY UPDATE list: its columns, and their values (same length).
-type Assigned = (Vec<Vec<u8>>, Vec<Value<'static>>);
+type Assigned = (Vec<Name>, Vec<Value<'static>>);
 
 /// Most unary signs before a number (`- - -1`).
 const MAX_SIGNS: usize = 64;
@@ -506,7 +518,7 @@ impl<'a> Reader<'a> {
     }
 
     /// `(a, b, …)` after its `(`: the names and the offset of `)`.
-    fn column_list(&mut self) -> Step<(Vec<Vec<u8>>, usize)> {
+    fn column_list(&mut self) -> Step<(Vec<Name>, usize)> {
         let mut cols = Vec::new();
         loop {
             let t = self.tok()?;
@@ -514,14 +526,14 @@ impl<'a> Reader<'a> {
                 Some(t) if t.is_punct(b')') && cols.is_empty() => return Ok((cols, t.start)),
                 Some(t) if matches!(t.kind, Tok::Word | Tok::QuotedIdent) => {
                     // `tbl.col` and `db.tbl.col` name the column last
-                    let mut name = ident_value(self.sql, &t);
+                    let mut name = ident_name(self.sql, &t);
                     let mut sep = self.tok()?;
                     while sep.is_some_and(|s| s.is_punct(b'.')) {
                         let part = self.tok()?;
                         let part = part
                             .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
                             .ok_or("a column list the reader does not follow")?;
-                        name = ident_value(self.sql, &part);
+                        name = ident_name(self.sql, &part);
                         sep = self.tok()?;
                     }
                     if cols.len() >= MAX_ROW_VALUES {
@@ -592,15 +604,15 @@ impl<'a> Reader<'a> {
     fn assignment_target(
         &mut self,
         first: Option<Token>,
-        cols: &mut Vec<Vec<u8>>,
+        cols: &mut Vec<Name>,
         why: &'static str,
     ) -> Step<()> {
         let ident = |t: Option<Token>| t.filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent));
-        let mut name = ident_value(self.sql, &ident(first).ok_or(why)?);
+        let mut name = ident_name(self.sql, &ident(first).ok_or(why)?);
         let mut eq = self.tok()?;
         while eq.is_some_and(|s| s.is_punct(b'.')) {
             let part = ident(self.tok()?).ok_or(why)?;
-            name = ident_value(self.sql, &part);
+            name = ident_name(self.sql, &part);
             eq = self.tok()?;
         }
         // `=`, or `:=` (one operator when its two characters touch)
@@ -621,7 +633,7 @@ impl<'a> Reader<'a> {
 
     /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
     /// just after the last value (where an assignment is added).
-    fn set_list(&mut self, cols: &mut Vec<Vec<u8>>, out: &mut Vec<Value<'a>>) -> Step<usize> {
+    fn set_list(&mut self, cols: &mut Vec<Name>, out: &mut Vec<Value<'a>>) -> Step<usize> {
         loop {
             let first = self.tok()?;
             self.assignment_target(first, cols, "a SET list the reader does not follow")?;
@@ -1061,7 +1073,14 @@ mod tests {
         assert_eq!(h.table.raw_schema.as_deref(), Some(&b"db"[..]));
         assert_eq!(
             h.columns.as_deref(),
-            Some(&[b"K".to_vec(), b"Q".to_vec(), b"T".to_vec(), b"V".to_vec()][..])
+            Some(
+                &[
+                    Name::from(&b"K"[..]),
+                    b"Q"[..].into(),
+                    b"T"[..].into(),
+                    b"V"[..].into()
+                ][..]
+            )
         );
         assert_eq!(&sql[h.columns_close.unwrap()..][..1], ")");
         assert_eq!(
@@ -1142,10 +1161,10 @@ mod tests {
             got,
             vec![vec![b(b"a"), b(b"b"), Value::Int(-1), Value::Unknown]]
         );
-        assert_eq!(h.on_duplicate, vec![b"V".to_vec(), b"T".to_vec()]);
+        assert_eq!(h.on_duplicate, vec![Name::from(&b"V"[..]), b"T"[..].into()]);
         let (r, _) =
             rows("INSERT INTO g$f VALUES ('a','b',1,'v') AS new ON DUPLICATE KEY UPDATE V = new.V");
-        assert_eq!(head(&r).on_duplicate, vec![b"V".to_vec()]);
+        assert_eq!(head(&r).on_duplicate, vec![Name::from(&b"V"[..])]);
         assert_eq!(rows("SELECT 1").0, Read::NotInsert);
         assert!(matches!(
             rows("INSERT INTO g$f VALUES ('a'").0,

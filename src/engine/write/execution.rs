@@ -112,7 +112,7 @@ pub fn plan_insert(
     let read = insert::read(piece, d, |head, row| {
         if columns.is_none() {
             columns = Some(match &head.columns {
-                Some(c) => c.clone(),
+                Some(c) => c.iter().map(|n| n.to_vec()).collect(),
                 None => schema
                     .limits
                     .columns
