@@ -39,9 +39,10 @@ impl Default for WriteRules {
 /// One partition of one table group, and the rowkey (or prefix) that put a statement there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Place {
-    pub schema: String,
-    pub group: String,
-    pub table: String,
+    /// (names kept inline when short, as most are: a place costs no allocation for them)
+    pub schema: compact_str::CompactString,
+    pub group: compact_str::CompactString,
+    pub table: compact_str::CompactString,
     pub partition: u32,
     pub rowkey: Vec<u8>,
 }
@@ -354,9 +355,9 @@ pub(super) fn col_is(c: &[u8], name: &str) -> bool {
 
 pub(super) fn place(schema: &TableSchema, partition: u32, rowkey: &[u8]) -> Place {
     Place {
-        schema: schema.schema.clone(),
-        group: schema.group().to_string(),
-        table: schema.name.clone(),
+        schema: schema.schema.as_str().into(),
+        group: schema.group().into(),
+        table: schema.name.as_str().into(),
         partition,
         rowkey: rowkey.to_vec(),
     }

@@ -455,7 +455,7 @@ mod tests {
         Place {
             schema: "hb".into(),
             group: group.into(),
-            table: format!("{group}$f"),
+            table: format!("{group}$f").into(),
             partition,
             rowkey: key.to_vec(),
         }
