@@ -205,8 +205,9 @@ pub fn read_lexed_after(
     let mut head = head;
     let mut rows = 0usize;
     let mut stopped = false;
-    let mut values: Vec<Value> = Vec::new();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
+    // (a row's values and their spans: inline for rows of up to four values, an HBase row)
+    let mut values: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::new();
+    let mut spans: smallvec::SmallVec<[(usize, usize); 4]> = smallvec::SmallVec::new();
     match head.source {
         Source::Query => {}
         Source::Set => {
@@ -570,7 +571,11 @@ impl<'a> Reader<'a> {
     }
 
     /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
-    fn row(&mut self, out: &mut Vec<Value<'a>>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
+    fn row(
+        &mut self,
+        out: &mut smallvec::SmallVec<[Value<'a>; 4]>,
+        spans: &mut smallvec::SmallVec<[(usize, usize); 4]>,
+    ) -> Step<usize> {
         let mut t = self.tok()?;
         if self.word_is(&t, "ROW") {
             t = self.tok()?;
@@ -633,7 +638,11 @@ impl<'a> Reader<'a> {
 
     /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
     /// just after the last value (where an assignment is added).
-    fn set_list(&mut self, cols: &mut Vec<Name>, out: &mut Vec<Value<'a>>) -> Step<usize> {
+    fn set_list(
+        &mut self,
+        cols: &mut Vec<Name>,
+        out: &mut smallvec::SmallVec<[Value<'a>; 4]>,
+    ) -> Step<usize> {
         loop {
             let first = self.tok()?;
             self.assignment_target(first, cols, "a SET list the reader does not follow")?;
