@@ -194,7 +194,7 @@ pub fn explain_obkv(sql: &[u8], ctx: &Context) -> Result<Vec<Explained>, Need> {
                     String::from_utf8_lossy(&db),
                     x.table.name
                 ));
-                row.not_hbase = Some((db, x.table.raw_name.clone()));
+                row.not_hbase = Some((db, x.table.raw_name.to_vec()));
             }
             out.push(row);
             continue;

@@ -270,7 +270,7 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
         (None, None) => {
             return Err(Need {
                 current_db: true,
-                tables: vec![(None, name.clone())],
+                tables: vec![(None, name.to_vec())],
                 ..Need::default()
             })
         }
@@ -292,7 +292,7 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
     {
         // an HBase table whose schema cannot be read now: still needed, never guessed
         return Err(Need {
-            tables: vec![(Some(db.to_vec()), name.clone())],
+            tables: vec![(Some(db.to_vec()), name.to_vec())],
             ..Need::default()
         });
     }
@@ -300,7 +300,7 @@ pub fn table_named(table: &TableName, view: &TableView) -> Result<Option<Arc<Tab
         Lookup::Known(found) => Ok(found),
         Lookup::Unknown if view.settled => Ok(None),
         Lookup::Unknown => Err(Need {
-            tables: vec![(Some(db.to_vec()), name.clone())],
+            tables: vec![(Some(db.to_vec()), name.to_vec())],
             ..Need::default()
         }),
     }

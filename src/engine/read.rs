@@ -388,9 +388,9 @@ pub(super) fn proxy_trigger_table(piece: &[u8], d: Dialect) -> Option<TableName>
             .any(|s| trigger == crate::hbase::translate::derived_name(&table, s));
     ours.then(|| TableName {
         schema: schema.as_deref().map(lossy),
-        name: table,
+        name: table.as_str().into(),
         raw_schema: schema,
-        raw_name,
+        raw_name: raw_name.into(),
     })
 }
 
@@ -487,9 +487,9 @@ pub(super) fn locked_hbase_tables(piece: &[u8], d: Dialect, scope: &Scope) -> Ve
                 [Some(db), Some(dot)] if dot.is_punct(b'.') => Some(scan::ident_value(piece, &db)),
                 _ => None,
             },
-            raw_name: scan::ident_value(piece, t),
+            raw_name: scan::ident_small(piece, t),
             schema,
-            name: name(t),
+            name: name(t).into(),
         });
     }
     out

@@ -1469,7 +1469,7 @@ mod tests {
         let names = |sql: &str| -> Vec<(Option<String>, String)> {
             dollar_names(sql.as_bytes(), Dialect::default())
                 .into_iter()
-                .map(|t| (t.schema, t.name))
+                .map(|t| (t.schema, t.name.into()))
                 .collect()
         };
         assert_eq!(
@@ -2074,7 +2074,7 @@ mod tests {
                 schema: None,
                 name: "g$f".into(),
                 raw_schema: None,
-                raw_name: b"g$f".to_vec(),
+                raw_name: b"g$f"[..].into(),
             },
             &v,
         )

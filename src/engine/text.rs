@@ -1080,13 +1080,13 @@ pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
                     }
                     _ => None,
                 };
-                let raw_name = scan::ident_value(piece, &t);
+                let raw_name = scan::ident_small(piece, &t);
                 let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
                 out.push(TableName {
                     schema: schema.as_deref().map(lossy),
-                    name: lossy(&raw_name),
+                    name: compact_str::CompactString::from_utf8_lossy(&raw_name),
                     raw_schema: schema,
-                    raw_name,
+                    raw_name: raw_name.into(),
                 });
                 if out.len() >= 64 {
                     break;

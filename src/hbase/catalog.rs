@@ -353,7 +353,7 @@ mod tests {
             schema: None,
             name: "?".into(),
             raw_schema: None,
-            raw_name: vec![0xE9, b'$', b'f'],
+            raw_name: [0xE9, b'$', b'f'][..].into(),
         };
         assert!(table_comment(&t).ends_with(
             "TABLE_SCHEMA = DATABASE() AND TABLE_NAME = CONVERT(CAST(X'E92466' AS CHAR) USING utf8mb4)"

@@ -554,7 +554,7 @@ impl Session {
             .first()
             .cloned()
             .flatten()
-            .unwrap_or_else(|| def.table.name.name.clone().into_bytes());
+            .unwrap_or_else(|| def.table.name.name.as_bytes().to_vec());
         let shown = match (flavor, backend_row.get(1)) {
             (Flavor::SeekDb, Some(v)) => {
                 let backend_text = translate::without_marker(&text(v), &entry.marker.render());

@@ -280,9 +280,9 @@ impl Reader<'_> {
                 goes_by: alias.unwrap_or_else(|| raw_name.clone()),
                 table: TableName {
                     schema: schema.as_deref().map(lossy),
-                    name: lossy(&raw_name),
+                    name: compact_str::CompactString::from_utf8_lossy(&raw_name),
                     raw_schema: schema,
-                    raw_name,
+                    raw_name: raw_name.into(),
                 },
             });
         }
@@ -399,7 +399,7 @@ mod tests {
                     String::from_utf8_lossy(&a.column).into_owned(),
                     u.targets_of(a)
                         .iter()
-                        .map(|r| r.table.name.clone())
+                        .map(|r| r.table.name.to_string())
                         .collect(),
                 )
             })

@@ -643,14 +643,14 @@ impl Reader<'_> {
             (None, first, i + 1)
         };
         let raw_schema = schema.map(|s| ident_value(self.sql, s));
-        let raw_name = ident_value(self.sql, name);
+        let raw_name = super::scan::ident_small(self.sql, name);
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         Some((
             TableName {
                 schema: raw_schema.as_deref().map(lossy),
-                name: lossy(&raw_name),
+                name: compact_str::CompactString::from_utf8_lossy(&raw_name),
                 raw_schema,
-                raw_name,
+                raw_name: raw_name.into(),
             },
             next,
         ))

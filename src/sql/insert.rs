@@ -205,9 +205,8 @@ pub fn read_lexed_after(
     let mut head = head;
     let mut rows = 0usize;
     let mut stopped = false;
-    // (a row's values and their spans: inline for rows of up to four values, an HBase row)
-    let mut values: smallvec::SmallVec<[Value; 4]> = smallvec::SmallVec::new();
-    let mut spans: smallvec::SmallVec<[(usize, usize); 4]> = smallvec::SmallVec::new();
+    let mut values: Vec<Value> = Vec::new();
+    let mut spans: Vec<(usize, usize)> = Vec::new();
     match head.source {
         Source::Query => {}
         Source::Set => {
@@ -508,13 +507,13 @@ impl<'a> Reader<'a> {
             (None, first)
         };
         let raw_schema = schema.map(|s| ident_value(self.sql, &s));
-        let raw_name = ident_value(self.sql, &name);
+        let raw_name = super::scan::ident_small(self.sql, &name);
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         Ok(TableName {
             schema: raw_schema.as_deref().map(lossy),
-            name: lossy(&raw_name),
+            name: compact_str::CompactString::from_utf8_lossy(&raw_name),
             raw_schema,
-            raw_name,
+            raw_name: raw_name.into(),
         })
     }
 
@@ -571,11 +570,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
-    fn row(
-        &mut self,
-        out: &mut smallvec::SmallVec<[Value<'a>; 4]>,
-        spans: &mut smallvec::SmallVec<[(usize, usize); 4]>,
-    ) -> Step<usize> {
+    fn row(&mut self, out: &mut Vec<Value<'a>>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
         let mut t = self.tok()?;
         if self.word_is(&t, "ROW") {
             t = self.tok()?;
@@ -638,11 +633,7 @@ impl<'a> Reader<'a> {
 
     /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
     /// just after the last value (where an assignment is added).
-    fn set_list(
-        &mut self,
-        cols: &mut Vec<Name>,
-        out: &mut smallvec::SmallVec<[Value<'a>; 4]>,
-    ) -> Step<usize> {
+    fn set_list(&mut self, cols: &mut Vec<Name>, out: &mut Vec<Value<'a>>) -> Step<usize> {
         loop {
             let first = self.tok()?;
             self.assignment_target(first, cols, "a SET list the reader does not follow")?;
@@ -1078,7 +1069,7 @@ mod tests {
         let sql = "INSERT INTO db.`g$f` (K, Q, `T`, V) VALUES ('r1', 'q', -1700000000000, X'00FF'), (_binary'r\\'2', '', 5, NULL)";
         let (r, got) = rows(sql);
         let h = head(&r);
-        assert_eq!(h.table.raw_name, b"g$f");
+        assert_eq!(&h.table.raw_name[..], b"g$f");
         assert_eq!(h.table.raw_schema.as_deref(), Some(&b"db"[..]));
         assert_eq!(
             h.columns.as_deref(),

@@ -199,9 +199,9 @@ impl Cursor<'_> {
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         Ok(TableName {
             schema: schema.as_deref().map(lossy),
-            name: lossy(&name),
+            name: compact_str::CompactString::from_utf8_lossy(&name),
             raw_schema: schema,
-            raw_name: name,
+            raw_name: name.into(),
         })
     }
 

@@ -825,6 +825,14 @@ pub fn unquote_ident(raw: &[u8]) -> Vec<u8> {
     out
 }
 
+/// `ident_value` kept inline when short (the table a statement names, most often).
+pub fn ident_small(sql: &[u8], t: &Token) -> smallvec::SmallVec<[u8; 24]> {
+    match t.kind {
+        Tok::QuotedIdent => unquote_ident(t.text(sql)).into(),
+        _ => t.text(sql).into(),
+    }
+}
+
 pub fn ident_value(sql: &[u8], t: &Token) -> Vec<u8> {
     match t.kind {
         Tok::QuotedIdent => unquote_ident(t.text(sql)),

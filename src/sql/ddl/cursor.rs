@@ -79,16 +79,16 @@ impl<'a> Cursor<'a> {
             let name = self.ident()?;
             Ok(TableName {
                 schema: Some(first),
-                name,
+                name: name.into(),
                 raw_schema: Some(first_raw),
-                raw_name: self.last_ident_bytes(),
+                raw_name: self.last_ident_bytes().into(),
             })
         } else {
             Ok(TableName {
                 schema: None,
-                name: first,
+                name: first.into(),
                 raw_schema: None,
-                raw_name: first_raw,
+                raw_name: first_raw.into(),
             })
         }
     }

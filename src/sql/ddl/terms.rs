@@ -13,11 +13,13 @@ pub enum RangeBound {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct TableName {
     pub schema: Option<String>,
-    pub name: String,
+    /// (names of up to 24 bytes, most, are kept inline: reading a statement's table costs no
+    /// allocation for them)
+    pub name: compact_str::CompactString,
     /// The names' exact bytes as the client sent them (in its character set; `name` and
     /// `schema` are their lossy UTF-8 readings, for messages and rules).
     pub raw_schema: Option<Vec<u8>>,
-    pub raw_name: Vec<u8>,
+    pub raw_name: smallvec::SmallVec<[u8; 24]>,
 }
 
 impl TableName {
@@ -25,9 +27,9 @@ impl TableName {
     pub fn new(schema: Option<&str>, name: &str) -> TableName {
         TableName {
             schema: schema.map(str::to_owned),
-            name: name.to_owned(),
+            name: name.into(),
             raw_schema: schema.map(|s| s.as_bytes().to_vec()),
-            raw_name: name.as_bytes().to_vec(),
+            raw_name: name.as_bytes().into(),
         }
     }
 
