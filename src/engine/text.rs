@@ -1086,7 +1086,7 @@ pub(super) fn dollar_names(piece: &[u8], d: Dialect) -> Vec<TableName> {
                     schema: schema.as_deref().map(lossy),
                     name: compact_str::CompactString::from_utf8_lossy(&raw_name),
                     raw_schema: schema,
-                    raw_name: raw_name.into(),
+                    raw_name,
                 });
                 if out.len() >= 64 {
                     break;

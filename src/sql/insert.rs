@@ -513,7 +513,7 @@ impl<'a> Reader<'a> {
             schema: raw_schema.as_deref().map(lossy),
             name: compact_str::CompactString::from_utf8_lossy(&raw_name),
             raw_schema,
-            raw_name: raw_name.into(),
+            raw_name,
         })
     }
 
