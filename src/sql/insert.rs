@@ -12,7 +12,9 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use super::ddl::TableName;
-use super::scan::{hex_value, ident_value, string_value_cow, Dialect, Scanner, Tok, Token};
+use super::scan::{
+    hex_value, ident_small, ident_value, string_value_cow, Dialect, Scanner, Tok, Token,
+};
 
 /// How the backend types a string literal: this decides whether its bytes are the bytes the
 /// backend compares with the binary column K.
@@ -78,17 +80,9 @@ pub enum Source {
     Query,
 }
 
-/// A column's name as written (unquoted): most are short and kept inline (an INSERT's column
-/// list costs one allocation, not one a column).
-pub type Name = smallvec::SmallVec<[u8; 16]>;
-
-/// `ident_value` as a `Name`.
-fn ident_name(sql: &[u8], t: &Token) -> Name {
-    match t.kind {
-        Tok::QuotedIdent => Name::from_vec(ident_value(sql, t)),
-        _ => Name::from_slice(t.text(sql)),
-    }
-}
+/// A column's name as written (unquoted): an INSERT's column list costs one allocation, not
+/// one a column.
+pub type Name = super::scan::Ident;
 
 /// The statement's head: everything before the rows.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -507,7 +501,7 @@ impl<'a> Reader<'a> {
             (None, first)
         };
         let raw_schema = schema.map(|s| ident_value(self.sql, &s));
-        let raw_name = super::scan::ident_small(self.sql, &name);
+        let raw_name = ident_small(self.sql, &name);
         let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
         Ok(TableName {
             schema: raw_schema.as_deref().map(lossy),
@@ -526,14 +520,14 @@ impl<'a> Reader<'a> {
                 Some(t) if t.is_punct(b')') && cols.is_empty() => return Ok((cols, t.start)),
                 Some(t) if matches!(t.kind, Tok::Word | Tok::QuotedIdent) => {
                     // `tbl.col` and `db.tbl.col` name the column last
-                    let mut name = ident_name(self.sql, &t);
+                    let mut name = ident_small(self.sql, &t);
                     let mut sep = self.tok()?;
                     while sep.is_some_and(|s| s.is_punct(b'.')) {
                         let part = self.tok()?;
                         let part = part
                             .filter(|p| matches!(p.kind, Tok::Word | Tok::QuotedIdent))
                             .ok_or("a column list the reader does not follow")?;
-                        name = ident_name(self.sql, &part);
+                        name = ident_small(self.sql, &part);
                         sep = self.tok()?;
                     }
                     if cols.len() >= MAX_ROW_VALUES {
@@ -608,11 +602,11 @@ impl<'a> Reader<'a> {
         why: &'static str,
     ) -> Step<()> {
         let ident = |t: Option<Token>| t.filter(|t| matches!(t.kind, Tok::Word | Tok::QuotedIdent));
-        let mut name = ident_name(self.sql, &ident(first).ok_or(why)?);
+        let mut name = ident_small(self.sql, &ident(first).ok_or(why)?);
         let mut eq = self.tok()?;
         while eq.is_some_and(|s| s.is_punct(b'.')) {
             let part = ident(self.tok()?).ok_or(why)?;
-            name = ident_name(self.sql, &part);
+            name = ident_small(self.sql, &part);
             eq = self.tok()?;
         }
         // `=`, or `:=` (one operator when its two characters touch)

@@ -825,8 +825,12 @@ pub fn unquote_ident(raw: &[u8]) -> Vec<u8> {
     out
 }
 
-/// `ident_value` kept inline when short (the table a statement names, most often).
-pub fn ident_small(sql: &[u8], t: &Token) -> smallvec::SmallVec<[u8; 24]> {
+/// A name as written (unquoted), inline when short, as a statement's table and column names
+/// mostly are: reading them costs no allocation.
+pub type Ident = smallvec::SmallVec<[u8; 24]>;
+
+/// `ident_value` as an `Ident`.
+pub fn ident_small(sql: &[u8], t: &Token) -> Ident {
     match t.kind {
         Tok::QuotedIdent => unquote_ident(t.text(sql)).into(),
         _ => t.text(sql).into(),

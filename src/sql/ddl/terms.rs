@@ -19,7 +19,7 @@ pub struct TableName {
     /// The names' exact bytes as the client sent them (in its character set; `name` and
     /// `schema` are their lossy UTF-8 readings, for messages and rules).
     pub raw_schema: Option<Vec<u8>>,
-    pub raw_name: smallvec::SmallVec<[u8; 24]>,
+    pub raw_name: crate::sql::scan::Ident,
 }
 
 impl TableName {
