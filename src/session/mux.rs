@@ -141,6 +141,19 @@ impl Mux {
     pub(super) fn keeper_if_releasable(&self) -> Option<&Keeper> {
         self.releasable.then_some(&*self.keeper)
     }
+
+    /// What the previous command recorded to be carried after it ran goes, before the next
+    /// command's effect is read.
+    #[inline]
+    fn begin_command(&mut self) {
+        self.carry.clear();
+        // (tested first: dropping a None costs a call)
+        if self.reports.is_some() {
+            self.reports = None;
+        }
+        self.resetting = false;
+        self.set_option = None;
+    }
 }
 
 impl Session {
@@ -251,9 +264,7 @@ impl Session {
         {
             return None;
         }
-        if m.set.closes_pending() {
-            self.queue_kept_closes();
-        }
+        self.queue_kept_closes();
         Some(self.command_effect())
     }
 
@@ -294,7 +305,7 @@ impl Session {
                 self.observe_end();
                 return Ok(false);
             }
-        } else if self.mux.as_ref().is_some_and(|m| m.set.closes_pending()) {
+        } else {
             self.queue_kept_closes();
         }
         self.before_command().await?;
@@ -320,13 +331,7 @@ impl Session {
         // previous statement left is the execution's to replace
         if self.command.first() == Some(&com::STMT_EXECUTE) {
             m.released_rows = None;
-            m.carry.clear();
-            // (tested first: dropping a None costs a call)
-            if m.reports.is_some() {
-                m.reports = None;
-            }
-            m.resetting = false;
-            m.set_option = None;
+            m.begin_command();
             return match self.command.get(5) {
                 Some(flags) if flags & 0x07 != 0 => Some(Pin::Cursor),
                 _ => None,
@@ -360,10 +365,7 @@ impl Session {
         )
         .then(|| self.reading());
         let m = self.mux.as_mut()?;
-        m.carry.clear();
-        m.reports = None;
-        m.resetting = false;
-        m.set_option = None;
+        m.begin_command();
         let pin = match self.command.first().copied() {
             Some(com::QUERY) => {
                 let sql = self.command.get(1..).unwrap_or_default();
@@ -754,7 +756,16 @@ impl Session {
 
     /// The statements other sessions closed on the connection the session kept between
     /// commands go first (no answers), as on one borrowed.
+    /// (One atomic read when no session left a close, the usual case.)
+    #[inline]
     fn queue_kept_closes(&mut self) {
+        if self.mux.as_ref().is_some_and(|m| m.set.closes_pending()) {
+            self.queue_kept_closes_now();
+        }
+    }
+
+    #[inline(never)]
+    fn queue_kept_closes_now(&mut self) {
         if let (Some(m), Some(b)) = (self.mux.as_ref(), self.backend.as_mut()) {
             for id in m.set.closes_for(self.conn_serial) {
                 b.queue_command(&super::carried::close_command(id));

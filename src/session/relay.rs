@@ -84,12 +84,7 @@ impl Session {
                 let mut stopped = false;
                 be!(self).move_whole_packets(&mut self.client, seq_delta, |h, payload| {
                     next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
-                    let seen = tracker.summary.state_changes;
-                    let fed = tracker.feed(h.len, payload);
-                    if tracker.summary.state_changes != seen {
-                        read_reports(payload, reports.get_or_insert_with(Default::default));
-                    }
-                    match fed {
+                    match feed_reading(&mut tracker, &mut reports, h.len, payload) {
                         Err(e) => {
                             failed = Some(e);
                             Flow::Leave
@@ -148,17 +143,13 @@ impl Session {
                         Ok(p) => p,
                         Err(_) => return Err(self.lose_backend(next_seq).await),
                     };
-                    let seen = tracker.summary.state_changes;
-                    step = match tracker.feed(header.len, payload) {
+                    step = match feed_reading(&mut tracker, &mut reports, header.len, payload) {
                         Ok(s) => s,
                         Err(e) => {
                             warn!(peer = %self.peer, "{e}");
                             return Err(self.backend_protocol_error(next_seq, e.0).await);
                         }
                     };
-                    if tracker.summary.state_changes != seen {
-                        read_reports(payload, reports.get_or_insert_with(Default::default));
-                    }
                     self.client.queue_header(header.len, seq);
                     let last = step == Step::Done && tracker.summary.error_code.is_none();
                     let deprecate_eof = self.client_caps.has(cap::DEPRECATE_EOF);
@@ -435,4 +426,21 @@ async fn kill_connection(
             Some(Ok(QueryResult::Ok(_)))
         ),
     }
+}
+
+/// One packet fed to the tracker; an OK packet it counts as reporting session-state changes
+/// is read into `reports` as it passes (both relays, bulk and packet by packet, read alike).
+#[inline(always)]
+fn feed_reading(
+    tracker: &mut ResponseTracker,
+    reports: &mut Option<Box<Reports>>,
+    len: usize,
+    payload: &[u8],
+) -> Result<Step, crate::protocol::response::FramingError> {
+    let seen = tracker.summary.state_changes;
+    let fed = tracker.feed(len, payload);
+    if tracker.summary.state_changes != seen {
+        read_reports(payload, reports.get_or_insert_with(Default::default));
+    }
+    fed
 }
