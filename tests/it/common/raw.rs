@@ -154,6 +154,13 @@ impl RawConn {
         }
     }
 
+    /// How long a read waits for the server (120 s from `connect`).
+    pub fn set_read_timeout(&self, within: Duration) {
+        self.stream
+            .set_read_timeout(Some(within))
+            .expect("read timeout set");
+    }
+
     pub fn read_frame(&mut self) -> io::Result<Frame> {
         read_frame_from(&mut self.stream)
     }
