@@ -177,6 +177,15 @@ fuzz_target!(|data: &[u8]| {
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::engine::explain::explain_obkv(sql, &ctx);
+    // the lexer's word-at-a-time search finds what a byte-by-byte one finds
+    for (a, b, high) in [(b'\'', b'\\', true), (b'\\', b'"', false), (0u8, 0x80u8, false)] {
+        assert_eq!(
+            obkv_proxy::sql::scan::find_stop(sql, a, b, high),
+            sql.iter()
+                .position(|&c| c == a || c == b || (high && c >= 0x80)),
+            "find_stop"
+        );
+    }
     // tokens are in order, inside the text, and never empty; a string's value is never longer
     // than its body, and is the body itself when it holds no backslash and no quote character
     let mut last = 0;
