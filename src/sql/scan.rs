@@ -868,7 +868,8 @@ pub type Ident = smallvec::SmallVec<[u8; 24]>;
 pub fn ident_small(sql: &[u8], t: &Token) -> Ident {
     match t.kind {
         Tok::QuotedIdent => unquote_ident(t.text(sql)).into(),
-        _ => t.text(sql).into(),
+        // (copied whole: `From<&[u8]>` pushes byte by byte)
+        _ => Ident::from_slice(t.text(sql)),
     }
 }
 
