@@ -877,6 +877,7 @@ impl Session {
                 }
                 r = read_command(&mut self.client, &limits, idle_deadline, &begun, &mut self.command) => r,
                 () = keeper_asked(keeper, &begun) => {
+                    // (boxed, as in `idle_wait`: a rare path, kept out of the loop's state)
                     if let Err(end) = Box::pin(self.give_up_for_waiter()).await {
                         return Some(end);
                     }

@@ -527,8 +527,9 @@ impl<'a> Scanner<'a> {
             if !prev_high {
                 // a run of ASCII bytes that are neither the quote nor a backslash means nothing
                 // to any reading below: skipped whole (most literals are one such run). The
-                // first bytes are looked at one by one (most literals are short, and a search
-                // costs more to set up than they take); a longer run is searched for.
+                // first `SHORT_RUN` bytes are looked at a word at a time (most literals are
+                // short, and a search costs more to set up than they take); a longer run is
+                // searched for.
                 let rest = self.sql.get(j..).unwrap_or_default();
                 let head = rest.get(..SHORT_RUN).unwrap_or(rest);
                 j += match find_stop(head, q, b'\\', true) {
