@@ -201,6 +201,14 @@ fuzz_target!(|data: &[u8]| {
             if !body.iter().any(|&c| c == b'\\' || c == raw[0]) {
                 assert_eq!(v, body, "a plain string's value differs from its body");
             }
+            // the lexer's mark of a plain body is right: the value read without it is the same
+            let unmarked = obkv_proxy::sql::scan::Token { plain: false, ..t };
+            assert_eq!(
+                v,
+                obkv_proxy::sql::scan::string_value(sql, &unmarked, dialect),
+                "a string marked plain reads otherwise"
+            );
+            assert!(!t.plain || (body.is_ascii() && !body.iter().any(|&c| c == b'\\' || c == raw[0])));
         }
     }
     if let Ok((pieces, _)) = statements(sql, dialect) {

@@ -175,6 +175,9 @@ pub struct Token {
     pub kind: Tok,
     pub start: usize,
     pub end: usize,
+    /// A string literal whose body is its value: ASCII, with neither a backslash nor its
+    /// quote doubled (found as it was lexed; `string_value_cow` then looks no further).
+    pub plain: bool,
 }
 
 /// Token `i` of `t` is the word `w` (ASCII case-insensitive); false past the end.
@@ -521,9 +524,17 @@ impl<'a> Scanner<'a> {
 
     /// A quoted run from `i` (at the quote); returns the end offset (after the closing quote).
     fn quoted(&mut self, i: usize, q: u8, escapes: bool) -> Result<usize, LexError> {
+        self.quoted_plain(i, q, escapes).map(|(end, _)| end)
+    }
+
+    /// `quoted`, and whether the body is plain: ASCII with neither a backslash nor the quote
+    /// doubled (its first run reached the closing quote), so its value is its bytes.
+    fn quoted_plain(&mut self, i: usize, q: u8, escapes: bool) -> Result<(usize, bool), LexError> {
         let mut j = i + 1;
         let mut prev_high = false;
+        let mut first = true;
         loop {
+            let plain = std::mem::replace(&mut first, false);
             if !prev_high {
                 // a run of ASCII bytes that are neither the quote nor a backslash means nothing
                 // to any reading below: skipped whole (most literals are one such run). The
@@ -586,7 +597,7 @@ impl<'a> Scanner<'a> {
                     prev_high = false;
                     continue;
                 }
-                return Ok(j + 1);
+                return Ok((j + 1, plain));
             }
             prev_high = !(prev_high && mb_trail(c)) && mb_lead(c);
             j += 1;
@@ -641,6 +652,7 @@ impl<'a> Scanner<'a> {
             kind,
             start: i,
             end,
+            plain: false,
         };
         // the common tokens first: a word (not X'…', 0x…) and punctuation that opens nothing
         match LEAD[usize::from(c)] {
@@ -708,7 +720,13 @@ impl<'a> Scanner<'a> {
                 }
                 tok(Tok::Number, j)
             }
-            b'\'' => tok(Tok::Str, self.quoted(i, b'\'', escapes)?),
+            b'\'' => {
+                let (end, plain) = self.quoted_plain(i, b'\'', escapes)?;
+                Token {
+                    plain,
+                    ..tok(Tok::Str, end)
+                }
+            }
             // a string, or under ANSI_QUOTES (a session setting the backend does not report)
             // a name: `INSERT INTO "g$f"` names a table only then
             b'"' if self.d.ansi_quotes => {
@@ -717,7 +735,11 @@ impl<'a> Scanner<'a> {
             }
             b'"' => {
                 self.ambiguity.quotes = true;
-                tok(Tok::Str, self.quoted(i, b'"', escapes)?)
+                let (end, plain) = self.quoted_plain(i, b'"', escapes)?;
+                Token {
+                    plain,
+                    ..tok(Tok::Str, end)
+                }
             }
             b'`' => tok(Tok::QuotedIdent, self.quoted(i, b'`', false)?),
             b'@' => {
@@ -774,6 +796,9 @@ pub fn string_value_cow<'a>(sql: &'a [u8], t: &Token, d: Dialect) -> Cow<'a, [u8
         return Cow::Borrowed(&[]);
     };
     let body = rest.strip_suffix(&[q]).unwrap_or(rest);
+    if t.plain {
+        return Cow::Borrowed(body);
+    }
     let escapes = !d.no_backslash_escapes && q != b'`' && !(q == b'"' && d.ansi_quotes);
     let plain = if body.len() <= SHORT_RUN {
         find_stop(body, b'\\', q, false).is_none()
@@ -1231,6 +1256,38 @@ pub fn has_executable_comment(sql: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A string is marked plain exactly when its body is its value as written: ASCII, no
+    /// backslash, no doubled quote, at every length (the word-at-a-time head and the search
+    /// beyond it); its value is the same read with the mark or without.
+    #[test]
+    fn strings_are_marked_plain_only_when_their_body_is_their_value() {
+        let d = Dialect::default();
+        for len in [0usize, 1, 7, 8, 9, 63, 64, 65, 200] {
+            let run = "a".repeat(len);
+            for (body, plain) in [
+                (run.clone(), true),
+                (format!("{run}\\n"), false),
+                (format!("\\'{run}"), false),
+                (format!("{run}''x"), false),
+                (format!("{run}\u{e9}"), false),
+                (format!("{run}\"x"), true),
+            ] {
+                let sql = format!("SELECT '{body}', 1");
+                let t = Scanner::new(sql.as_bytes(), d)
+                    .map_while(Result::ok)
+                    .find(|t| t.kind == Tok::Str)
+                    .expect("a string");
+                assert_eq!(t.plain, plain, "{sql}");
+                let unmarked = Token { plain: false, ..t };
+                assert_eq!(
+                    string_value_cow(sql.as_bytes(), &t, d),
+                    string_value_cow(sql.as_bytes(), &unmarked, d),
+                    "{sql}"
+                );
+            }
+        }
+    }
 
     /// The word-at-a-time search finds what a byte-by-byte one finds, wherever the byte
     /// sits in a word, next to bytes one off from it, 0x7F/0x80 and zero bytes.
