@@ -281,7 +281,8 @@ const NOISE: [u8; 256] = {
 
 /// What a token's first byte says at once (`Scanner::next_token`): `LEAD_WORD` an unquoted
 /// word (letters but X, `_`, `$`, bytes of 0x80 or more), `LEAD_PUNCT` punctuation that opens
-/// nothing longer (not a quote, `@`, `.` or a digit), `LEAD_OTHER` the rest, read in full.
+/// nothing longer (not a quote, `@`, `.` or a digit), `LEAD_QUOTE` `'`, `LEAD_OTHER` the
+/// rest, read in full.
 const LEAD: [u8; 256] = {
     let mut t = [LEAD_OTHER; 256];
     let mut c = 0;
@@ -291,7 +292,9 @@ const LEAD: [u8; 256] = {
             LEAD_OTHER
         } else if b.is_ascii_alphabetic() || b == b'_' || b == b'$' || b >= 0x80 {
             LEAD_WORD
-        } else if matches!(b, b'\'' | b'"' | b'`' | b'@' | b'.') {
+        } else if b == b'\'' {
+            LEAD_QUOTE
+        } else if matches!(b, b'"' | b'`' | b'@' | b'.') {
             LEAD_OTHER
         } else {
             LEAD_PUNCT
@@ -303,6 +306,8 @@ const LEAD: [u8; 256] = {
 const LEAD_OTHER: u8 = 0;
 const LEAD_WORD: u8 = 1;
 const LEAD_PUNCT: u8 = 2;
+/// `'`: a string literal, the usual value.
+const LEAD_QUOTE: u8 = 3;
 
 /// Bytes of a quoted literal looked at a word at a time before a search (`Scanner::quoted`,
 /// `string_value_cow`): most literals are short, and a search costs more to set up than they
@@ -391,7 +396,21 @@ impl<'a> Scanner<'a> {
         loop {
             match self.at(self.pos) {
                 Some(c) if NOISE[usize::from(c)] == 1 => self.pos += 1,
-                Some(c) if NOISE[usize::from(c)] == 2 => break,
+                Some(c) if NOISE[usize::from(c)] == 2 => {
+                    // a `-`, `/` or `*` that opens nothing (a minus sign, a division) is the
+                    // token: no call to the comment reader
+                    let next = self.at(self.pos + 1);
+                    let opens = match c {
+                        b'-' => next == Some(b'-'),
+                        b'/' => next == Some(b'*'),
+                        b'*' => self.in_code_comment && next == Some(b'/'),
+                        _ => true,
+                    };
+                    if !opens {
+                        return;
+                    }
+                    break;
+                }
                 _ => return,
             }
         }
@@ -665,6 +684,14 @@ impl<'a> Scanner<'a> {
                 self.pos = i + 1;
                 return Ok(Some(tok(Tok::Punct(c), i + 1)));
             }
+            LEAD_QUOTE => {
+                let (end, plain) = self.quoted_plain(i, b'\'', !self.d.no_backslash_escapes)?;
+                self.pos = end;
+                return Ok(Some(Token {
+                    plain,
+                    ..tok(Tok::Str, end)
+                }));
+            }
             _ => {}
         }
         let escapes = !self.d.no_backslash_escapes;
@@ -705,10 +732,9 @@ impl<'a> Scanner<'a> {
                         j += 1;
                     }
                 }
-                // 12abc is an identifier in MySQL
-                let w = self.word_end(j);
-                if w > j {
-                    tok(Tok::Word, w)
+                // 12abc is an identifier in MySQL (looked for only when a word byte follows)
+                if self.at(j).is_some_and(|c| WORD_BYTE[usize::from(c)]) {
+                    tok(Tok::Word, self.word_end(j))
                 } else {
                     tok(Tok::Number, j)
                 }
@@ -719,13 +745,6 @@ impl<'a> Scanner<'a> {
                     j += 1;
                 }
                 tok(Tok::Number, j)
-            }
-            b'\'' => {
-                let (end, plain) = self.quoted_plain(i, b'\'', escapes)?;
-                Token {
-                    plain,
-                    ..tok(Tok::Str, end)
-                }
             }
             // a string, or under ANSI_QUOTES (a session setting the backend does not report)
             // a name: `INSERT INTO "g$f"` names a table only then
