@@ -21,8 +21,9 @@
 # (user + system from /proc over all rounds: what the hop costs, which the machine's drift in
 # throughput does not blur).
 #   BENCH_SECONDS (default 20) per measurement; BENCH_ROUNDS (default 1) repeats and takes medians.
-#   BENCH_WARMUP_SECONDS (default 3): each sysbench workload first runs this long directly on the
-#   backend, unmeasured (its plans compiled and its pages read before any target is timed).
+#   BENCH_WARMUP_SECONDS (default 3, 0 for none): each sysbench workload first runs this long
+#   directly on the backend, unmeasured (its plans compiled and its pages read before any target
+#   is timed).
 # Everything runs on 127.0.0.1 and is stopped at the end.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -121,8 +122,11 @@ for backend in $backends; do
       # pay the backend's own warm-up (seekdb compiles the new statements' plans: a first
       # 5-second oltp_read_only at 1 thread ran at 0.3-0.6 of the next one on every target),
       # which would land on whichever target the round's order puts first.
-      sysbench "$workload" "${common[@]}" "${extra[@]}" --mysql-port="$mport" --threads="$threads" \
-        --time="$warmup" --report-interval=0 run >/dev/null
+      # (0: none; sysbench would read --time=0 as no limit)
+      if ((warmup > 0)); then
+        sysbench "$workload" "${common[@]}" "${extra[@]}" --mysql-port="$mport" --threads="$threads" \
+          --time="$warmup" --report-interval=0 run >/dev/null
+      fi
       for ((r = 0; r < rounds; r++)); do
         # interleaved, so drift on a shared machine hits all three alike; the rounds go through
         # the six orders of the three targets, each round reversing the proxy's and HAProxy's

@@ -743,21 +743,16 @@ impl<'a> Reader<'a> {
         let (v, end, span, taken) = match it.as_slice() {
             [t, e, ..] if one_token_value(t.kind) => {
                 let end = ends(e)?;
-                let v = if t.kind == Tok::Punct(b'?') {
+                if t.is_punct(b'?') {
                     self.params += 1;
-                    Value::Param(self.params - 1)
-                } else {
-                    literal_one(self.sql, self.d, t)
-                };
+                }
+                // (the value's own `?` is the last one counted, as in `literal`)
+                let v = literal_one(self.sql, self.d, t, self.params.checked_sub(1));
                 (v, end, (t.start, t.end), 2)
             }
             [s, n, e, ..] if n.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) => {
                 let end = ends(e)?;
-                let v = match integer(n.text(self.sql)) {
-                    Some(i) if s.kind == Tok::Punct(b'-') => Value::Int(-i),
-                    Some(i) => Value::Int(i),
-                    None => Value::Unknown,
-                };
+                let v = int_value(self.sql, n, s.is_punct(b'-'));
                 (v, end, (s.start, n.end), 3)
             }
             _ => return None,
@@ -892,9 +887,7 @@ pub(crate) fn literal<'a>(
     param: Option<u32>,
 ) -> Value<'a> {
     if let [t] = toks {
-        if one_token_value(t.kind) && t.kind != Tok::Punct(b'?') {
-            return literal_one(sql, d, t);
-        }
+        return literal_one(sql, d, t, param);
     }
     // unary signs in front of a number
     let signs = toks
@@ -911,35 +904,8 @@ pub(crate) fn literal<'a>(
         == 1;
     let rest = toks.get(signs..).unwrap_or_default();
     match rest {
-        [t] if t.kind == Tok::Number => {
-            // digits only (a fraction or an exponent is not a bigint literal), within i128
-            let text = t.text(sql);
-            if text.is_empty() {
-                return Value::Unknown;
-            }
-            let Some(n) = integer(text) else {
-                return Value::Unknown;
-            };
-            Value::Int(if negative { -n } else { n })
-        }
+        [t] if t.kind == Tok::Number => int_value(sql, t, negative),
         _ if signs > 0 => Value::Unknown,
-        [t] if t.is_punct(b'?') => match param {
-            Some(n) => Value::Param(n),
-            None => Value::Unknown,
-        },
-        [t] if t.is_word(sql, "NULL") => Value::Null,
-        [t] if t.is_word(sql, "DEFAULT") => Value::Default,
-        [t] if t.kind == Tok::Str => Value::Bytes {
-            bytes: string_value_cow(sql, t, d),
-            charset: LitCharset::Connection,
-        },
-        [t] if t.kind == Tok::Hex => match hex_value(sql, t) {
-            Some(bytes) => Value::Bytes {
-                bytes: Cow::Owned(bytes),
-                charset: LitCharset::Binary,
-            },
-            None => Value::Unknown,
-        },
         [intro, v] if intro.kind == Tok::Word && intro.text(sql).starts_with(b"_") => {
             let bytes = match v.kind {
                 Tok::Str => string_value_cow(sql, v, d),
@@ -971,18 +937,16 @@ fn one_token_value(k: Tok) -> bool {
     )
 }
 
-/// `literal` of one token that is not a placeholder.
+/// `literal` of one token (`param`: its ordinal if it is a `?`).
 #[inline]
-fn literal_one<'a>(sql: &'a [u8], d: Dialect, t: &Token) -> Value<'a> {
+fn literal_one<'a>(sql: &'a [u8], d: Dialect, t: &Token, param: Option<u32>) -> Value<'a> {
     match t.kind {
+        Tok::Punct(b'?') => param.map_or(Value::Unknown, Value::Param),
         Tok::Str => Value::Bytes {
             bytes: string_value_cow(sql, t, d),
             charset: LitCharset::Connection,
         },
-        Tok::Number => match integer(t.text(sql)) {
-            Some(n) => Value::Int(n),
-            None => Value::Unknown,
-        },
+        Tok::Number => int_value(sql, t, false),
         Tok::Hex => match hex_value(sql, t) {
             Some(bytes) => Value::Bytes {
                 bytes: Cow::Owned(bytes),
@@ -992,6 +956,17 @@ fn literal_one<'a>(sql: &'a [u8], d: Dialect, t: &Token) -> Value<'a> {
         },
         Tok::Word if t.is_word(sql, "NULL") => Value::Null,
         Tok::Word if t.is_word(sql, "DEFAULT") => Value::Default,
+        _ => Value::Unknown,
+    }
+}
+
+/// A number token as a bigint literal, negated when `negative`: digits only (a fraction or an
+/// exponent is not one), within i128.
+#[inline]
+fn int_value<'a>(sql: &[u8], t: &Token, negative: bool) -> Value<'a> {
+    let text = t.text(sql);
+    match integer(text) {
+        Some(n) if !text.is_empty() => Value::Int(if negative { -n } else { n }),
         _ => Value::Unknown,
     }
 }
