@@ -119,6 +119,10 @@ fi
 
 if [[ $what == test ]]; then
   status=0
+  # seekdb's container refuses to start (exit code 1) when the disk cannot hold its data file
+  root_dir=$($docker info -f '{{.DockerRootDir}}' 2>/dev/null || echo /var/lib/docker)
+  free_mib=$(df -Pm "$root_dir" 2>/dev/null | awk 'NR == 2 {print $4}')
+  echo "free disk where the containers' volumes go ($root_dir): ${free_mib:-?} MiB (seekdb's needs about 3,000)"
   PATH=/usr/bin:$PATH .venv/bin/python tests/docker/workflow.py || status=$?
   compose down -v --remove-orphans >/dev/null 2>&1 || true
   if [[ -n $started_dockerd ]]; then

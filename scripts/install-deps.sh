@@ -3,7 +3,8 @@
 #   scripts/install-deps.sh run    -> seekdb (PyPI pylibseekdb) + a MySQL client
 #   scripts/install-deps.sh test   -> also MariaDB, sysbench, HAProxy, PyMySQL, libmariadb-dev,
 #                                     and the Java ring's JDK, Connector/J, JUnit 4, hamcrest, JNA
-#   scripts/install-deps.sh docker -> Debian's docker.io, docker-compose and debootstrap (only)
+#   scripts/install-deps.sh docker -> Debian's docker.io, docker-compose and debootstrap, and
+#                                     PyMySQL in .venv (its workflow test's client)
 # Python packages go into a project-local virtualenv (.venv) so nothing system-wide is touched.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,7 +27,11 @@ if [[ $what == docker ]]; then
   [[ -x /usr/bin/docker ]] || need_apt+=(docker.io)
   command -v docker-compose >/dev/null 2>&1 || need_apt+=(docker-compose)
   command -v debootstrap >/dev/null 2>&1 || need_apt+=(debootstrap)
+  python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
   apt_install
+  # its workflow test (tests/docker/workflow.py) is a PyMySQL client
+  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+  .venv/bin/python -c 'import pymysql' 2>/dev/null || .venv/bin/pip install -q pymysql
   exit 0
 fi
 command -v mariadb >/dev/null 2>&1 || need_apt+=(mariadb-client)

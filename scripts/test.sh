@@ -15,6 +15,9 @@ cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$
 OBKV_TEST_MULTIPLEX=1 cargo test --test it --locked --no-fail-fast -- --test-threads=2 \
   hbase:: writes:: prefix:: false_alarms:: bad_input:: ddl_locks:: hardening:: \
   multiplex::the_test_switch || status=$?
+# the data folders the integration tests' shared instances leave (their servers end with the
+# test process; a seekdb folder holds about 3 GB): the suites and the containers below need the disk
+rm -rf target/obkv-test
 # the fuzz targets (run by fuzz/run.sh, not here) must keep compiling against the crate
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
 # the real-client ring: SQLAlchemy's own published suite, directly and through the proxy
@@ -25,6 +28,8 @@ scripts/java-suite.sh || status=$?
 # and Rust's two drivers': mysql_async's and mysql's own suites, with their defaults
 # (prefer_socket on) and compressed
 scripts/rust-driver-suite.sh || status=$?
+# (its build, a few GB: SUITE_KEEP=1 keeps it for the next run)
+[[ ${SUITE_KEEP:-} == 1 ]] || rm -rf target/rust-driver-suite
 # MariaDB's own mysql-test-run suites that use dynamic SQL, directly and through the proxy
 scripts/mtr-suites.sh || status=$?
 # the container images built from the Dockerfiles users build, and the compose workflow: the

@@ -42,6 +42,17 @@ def fail(msg):
     print(f"FAIL: {msg}", flush=True)
     print(compose("ps", check=False))
     print(compose("logs", "--tail=40", check=False)[-8000:])
+    # seekdb writes why it stopped to its own log, in its volume, not to stdout; and what it
+    # checks at start (disk for its data and log files, memory) is the host's here
+    seekdb_log = subprocess.run(
+        ["docker", "run", "--rm", "-v", "obkv_seekdb-data:/data", "--entrypoint", "sh",
+         "obkv-seekdb", "-c",
+         "grep -h -E 'ERROR|WDIAG|fail' /data/log/seekdb.log /data/log/*.log 2>/dev/null | tail -n 40"],
+        capture_output=True, text=True)
+    print("seekdb's own log (errors):\n" + (seekdb_log.stdout + seekdb_log.stderr)[-8000:])
+    host = subprocess.run("df -h / /var/lib/docker 2>&1; free -m 2>&1; dmesg 2>/dev/null | tail -n 5",
+                          shell=True, capture_output=True, text=True)
+    print("host:\n" + host.stdout)
     sys.exit(1)
 
 
