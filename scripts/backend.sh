@@ -115,7 +115,8 @@ start() {
       shim=$(loopback_shim)
       export LD_LIBRARY_PATH="$sd${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
       local preload="$shim${LD_PRELOAD:+:$LD_PRELOAD}"
-      local args=(--nodaemon --port "$port" --base-dir "$dir" --parameter datafile_size=2G
+      local args=(--nodaemon --port "$port" --base-dir "$dir" --parameter datafile_size=1G
+        --parameter datafile_next=1G --parameter datafile_maxsize=16G
         --parameter log_disk_size=2G --parameter memory_limit=4G --parameter cpu_count=2 "${extra[@]}")
       if [[ $mode == exec ]]; then
         export LD_PRELOAD=$preload
