@@ -15,8 +15,13 @@ cargo test --all-targets --locked --no-fail-fast -- --test-threads=2 || status=$
 OBKV_TEST_MULTIPLEX=1 cargo test --test it --locked --no-fail-fast -- --test-threads=2 \
   hbase:: writes:: prefix:: false_alarms:: bad_input:: ddl_locks:: hardening:: \
   multiplex::the_test_switch || status=$?
+# a backend that crashed under the tests (MariaDB once did, signal 11): its own account of it,
+# before its folder goes
+for f in target/obkv-test/*/error.log target/obkv-test/*/log/seekdb.log; do
+  [[ -f $f ]] && grep -q -E 'got signal|Assertion|CRASH' "$f" && { echo "== $f"; tail -n 80 "$f"; }
+done
 # the data folders the integration tests' shared instances leave (their servers end with the
-# test process; a seekdb folder holds about 3 GB): the suites and the containers below need the disk
+# test process; a seekdb folder holds over a GB): the suites and the containers below need the disk
 rm -rf target/obkv-test
 # the fuzz targets (run by fuzz/run.sh, not here) must keep compiling against the crate
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --target-dir target/fuzz-check || status=$?
