@@ -16,6 +16,7 @@ pub mod server;
 pub mod session;
 pub mod shared;
 pub mod sql;
+pub mod timer;
 pub mod tls;
 pub mod ttl;
 pub mod watch;

@@ -85,7 +85,7 @@ impl Stall {
                 };
                 let since = self
                     .since
-                    .get_or_insert_with(|| Box::pin(tokio::time::sleep(limit)));
+                    .get_or_insert_with(|| Box::pin(crate::timer::sleep(limit)));
                 match std::future::Future::poll(since.as_mut(), cx) {
                     Poll::Ready(()) => {
                         self.since = None;

@@ -245,7 +245,7 @@ impl Shared {
                 spec.database.as_deref(),
                 &conn.fingerprint,
             );
-            match tokio::time::timeout(wait, reset).await {
+            match crate::timer::timeout(wait, reset).await {
                 Ok(Ok(())) => shared.pool.put(spec, conn),
                 Ok(Err(e)) => warn!("backend connection not reusable, closed: {e}"),
                 Err(_) => warn!("backend connection not reset in time, closed"),

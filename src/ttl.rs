@@ -86,7 +86,7 @@ impl Conn {
     }
 
     async fn run(&mut self, sql: &[u8]) -> Result<QueryResult, String> {
-        match tokio::time::timeout(
+        match crate::timer::timeout(
             self.timeout,
             backend::query(&mut self.c.stream, self.c.caps, sql),
         )
@@ -467,7 +467,7 @@ pub async fn run(shared: Arc<Shared>) {
         tokio::select! {
             _ = shutdown.changed() => {}
             _ = shared.ttl.wake.notified() => {}
-            _ = tokio::time::sleep(poll) => {}
+            _ = crate::timer::sleep(poll) => {}
         }
         if *shutdown.borrow() {
             return;
@@ -814,7 +814,7 @@ async fn work_table(
             // the rate: this batch's rows at `rows_per_second`
             if cfg.ttl.rows_per_second > 0 && counts.scanned > 0 {
                 let ms = counts.scanned.saturating_mul(1000) / cfg.ttl.rows_per_second;
-                let pause = tokio::time::sleep(Duration::from_millis(ms));
+                let pause = crate::timer::sleep(Duration::from_millis(ms));
                 tokio::select! {
                     _ = pause => {}
                     _ = shutdown.changed() => return Ok(()),

@@ -244,7 +244,8 @@ pub async fn sync(wait: std::time::Duration) {
         generation = *g;
     });
     let mut done = m.done.subscribe();
-    let _ = tokio::time::timeout(wait, done.wait_for(|d| d.iter().all(|g| *g >= generation))).await;
+    let _ =
+        crate::timer::timeout(wait, done.wait_for(|d| d.iter().all(|g| *g >= generation))).await;
 }
 
 impl Store {

@@ -399,7 +399,7 @@ impl Set {
                     s.ask_keepers();
                 }
             }
-            if tokio::time::timeout_at(deadline, notified).await.is_err() {
+            if crate::timer::timeout_at(deadline, notified).await.is_err() {
                 let mut s = self.lock();
                 s.waiting = s.waiting.saturating_sub(1);
                 drop(s);

@@ -44,7 +44,7 @@ pub enum BackendError {
 
 /// Opens a TCP connection (TCP_NODELAY: the protocol is request/response, latency matters).
 pub async fn connect(addr: &str, timeout: Duration) -> Result<BackendStream, BackendError> {
-    let tcp = match tokio::time::timeout(timeout, TcpStream::connect(addr)).await {
+    let tcp = match crate::timer::timeout(timeout, TcpStream::connect(addr)).await {
         Ok(Ok(s)) => s,
         Ok(Err(e)) => return Err(BackendError::Connect(e.to_string())),
         Err(_) => {
@@ -90,7 +90,7 @@ pub async fn upgrade_tls(
         return Err(BackendError::Protocol("backend connection is already TLS"));
     };
     let handshake = tls.connector.connect(tls.server_name.clone(), tcp);
-    match tokio::time::timeout(timeout, handshake).await {
+    match crate::timer::timeout(timeout, handshake).await {
         Ok(Ok(s)) => Ok(PacketStream::new(BackendIo::Tls(Box::new(s)))),
         Ok(Err(e)) => Err(BackendError::Connect(format!(
             "TLS to the backend failed: {e}"
@@ -124,7 +124,7 @@ pub async fn read_greeting_within(
     stream: &mut BackendStream,
     wait: Duration,
 ) -> Result<(Vec<u8>, Greeting), BackendError> {
-    match tokio::time::timeout(wait, read_greeting(stream)).await {
+    match crate::timer::timeout(wait, read_greeting(stream)).await {
         Ok(r) => r,
         Err(_) => Err(BackendError::Connect(format!(
             "connected, but no greeting within {} ms",
@@ -252,7 +252,7 @@ pub async fn login(
     );
     stream.send_packet(login_seq, &resp).await?;
     let auth = finish_auth(&mut stream, spec.password.as_bytes(), &greeting.scramble);
-    match tokio::time::timeout(timeout, auth).await {
+    match crate::timer::timeout(timeout, auth).await {
         Ok(r) => r?,
         Err(_) => {
             return Err(BackendError::Connect(format!(
@@ -265,7 +265,7 @@ pub async fn login(
         stream.enable_compression(false);
     }
     let caps = Caps::new(caps, ext_caps);
-    let fingerprint = match tokio::time::timeout(timeout, fingerprint(&mut stream, caps)).await {
+    let fingerprint = match crate::timer::timeout(timeout, fingerprint(&mut stream, caps)).await {
         Ok(r) => r?,
         Err(_) => {
             return Err(BackendError::Protocol(

@@ -58,7 +58,7 @@ impl CatalogConn {
                 }
             }
             let Some(c) = slot.as_mut() else { continue };
-            match tokio::time::timeout(timeout, query(&mut c.stream, c.caps, sql)).await {
+            match crate::timer::timeout(timeout, query(&mut c.stream, c.caps, sql)).await {
                 Ok(Ok((result, _))) => return Ok(result),
                 Ok(Err(QueryError::Io(e))) => last = format!("catalog connection lost: {e}"),
                 Ok(Err(QueryError::Framing(what))) => last = format!("catalog connection: {what}"),

@@ -279,7 +279,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// For a peer that is closing: reads what it still sends until it closes, `limit` bytes are
     /// buffered, or `wait` passes.
     pub async fn read_until_closed(&mut self, limit: usize, wait: std::time::Duration) {
-        let _ = tokio::time::timeout(wait, async {
+        let _ = crate::timer::timeout(wait, async {
             while self.buffered() < limit && self.fill_some().await.is_ok() {}
         })
         .await;
@@ -795,7 +795,7 @@ mod tests {
         let h = r.read_header().await.unwrap();
         assert_eq!(h.len, MAX_FRAME);
         let mut out = Vec::new();
-        let read = tokio::time::timeout(
+        let read = crate::timer::timeout(
             std::time::Duration::from_millis(50),
             r.read_payload_into(h.len, &mut out),
         )
@@ -910,7 +910,7 @@ mod tests {
         // the queued rows reach the client while the backend has sent nothing more
         let mut got = [0u8; 11];
         let seen = std::time::Duration::from_secs(10);
-        tokio::time::timeout(seen, client_peer.read_exact(&mut got))
+        crate::timer::timeout(seen, client_peer.read_exact(&mut got))
             .await
             .expect("the queued bytes were not written before the wait")
             .unwrap();
@@ -975,7 +975,7 @@ mod tests {
         assert_eq!(s.buffer_capacity(), 0);
         // waiting for the next command reserves nothing while nothing comes
         let wait =
-            tokio::time::timeout(std::time::Duration::from_millis(20), s.wait_readable_lean());
+            crate::timer::timeout(std::time::Duration::from_millis(20), s.wait_readable_lean());
         assert!(wait.await.is_err(), "nothing was sent");
         assert_eq!(s.buffer_capacity(), 0);
         // and reads it whole when it comes

@@ -51,7 +51,7 @@ pub async fn serve(listener: TcpListener, shared: Arc<Shared>, mut stop: watch::
             Ok(a) => a,
             Err(e) => {
                 warn!("admin listener: accept failed: {e}");
-                tokio::time::sleep(Duration::from_millis(20)).await;
+                crate::timer::sleep(Duration::from_millis(20)).await;
                 continue;
             }
         };
@@ -77,7 +77,7 @@ async fn answer(
     logins: &Semaphore,
 ) -> std::io::Result<()> {
     let mut head = Vec::with_capacity(1024);
-    let read = tokio::time::timeout(HEAD_TIMEOUT, async {
+    let read = crate::timer::timeout(HEAD_TIMEOUT, async {
         let mut buf = [0u8; 1024];
         loop {
             let n = tcp.read(&mut buf).await?;
@@ -228,7 +228,7 @@ async fn viewer(head: &[u8], shared: &Shared, logins: &Semaphore) -> Result<View
     let Ok(_slot) = logins.acquire().await else {
         return Err((503, "not now\n".into()));
     };
-    match tokio::time::timeout(LOGIN_TIMEOUT, account(shared, &user, &password)).await {
+    match crate::timer::timeout(LOGIN_TIMEOUT, account(shared, &user, &password)).await {
         Ok(r) => r,
         Err(_) => Err((503, "the backend did not answer in time\n".into())),
     }

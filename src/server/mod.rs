@@ -186,7 +186,7 @@ pub async fn run_reloading(
                 }
                 Err(e) => {
                     warn!("accept on the Unix socket failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    crate::timer::sleep(Duration::from_millis(20)).await;
                 }
             },
             accepted = listener.accept() => match accepted {
@@ -219,7 +219,7 @@ pub async fn run_reloading(
                 Err(e) => {
                     // e.g. out of file descriptors: back off instead of spinning
                     warn!("accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    crate::timer::sleep(Duration::from_millis(20)).await;
                 }
             },
             Some(done) = sessions.join_next(), if !sessions.is_empty() => {
@@ -240,7 +240,7 @@ pub async fn run_reloading(
     }
     let _ = stop_tx.send(true);
     let grace = Duration::from_millis(shared.config().proxy.shutdown_grace_ms);
-    let drained = tokio::time::timeout(grace, async {
+    let drained = crate::timer::timeout(grace, async {
         while sessions.join_next().await.is_some() {}
     })
     .await;
@@ -276,7 +276,7 @@ async fn bind_unix(path: &str) -> Option<UnixListener> {
         // a live listener answers at once; a full backlog must not hold up the start either
         let probe = UnixStream::connect(path);
         if !matches!(
-            tokio::time::timeout(Duration::from_millis(200), probe).await,
+            crate::timer::timeout(Duration::from_millis(200), probe).await,
             Ok(Err(_))
         ) {
             warn!(
@@ -307,7 +307,7 @@ async fn refuse(tcp: TcpStream) {
 /// The client-gone watcher: every `watch::TICK` until shutdown.
 async fn watch_clients(shared: Arc<Shared>) {
     let mut stop = shared.shutdown.clone();
-    let mut every = tokio::time::interval(crate::watch::TICK);
+    let mut every = crate::timer::interval(crate::watch::TICK);
     every.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {

@@ -465,7 +465,7 @@ impl Session {
         let (mut total, mut previous_full) = (0u64, false);
         let mut chunk: Vec<u8> = Vec::with_capacity(64 * 1024);
         loop {
-            let header = match tokio::time::timeout(net_read, self.client.read_header()).await {
+            let header = match crate::timer::timeout(net_read, self.client.read_header()).await {
                 Ok(Ok(h)) if h.seq == next => h,
                 _ => return Err(End::ClientGone),
             };
@@ -475,7 +475,7 @@ impl Session {
                 let n = left.min(64 * 1024);
                 chunk.clear();
                 let read = self.client.read_payload_into(n, &mut chunk);
-                match tokio::time::timeout(net_read, read).await {
+                match crate::timer::timeout(net_read, read).await {
                     Ok(Ok(())) => {}
                     _ => return Err(End::ClientGone),
                 }

@@ -349,7 +349,7 @@ pub async fn relay_auth(
 ) -> Result<Option<u16>, HandshakeFailure> {
     let mut p = Vec::new();
     loop {
-        let read = tokio::time::timeout(wait, backend.read_frame_capped(&mut p, MAX_LOGIN_PACKET));
+        let read = crate::timer::timeout(wait, backend.read_frame_capped(&mut p, MAX_LOGIN_PACKET));
         let h = match read.await {
             Ok(Ok(h)) => h,
             _ => {

@@ -176,7 +176,7 @@ impl Session {
         let net_read = self.cfg.net_read_timeout();
         let mut chunk: Vec<u8> = Vec::with_capacity(CHUNK);
         loop {
-            let header = match tokio::time::timeout(net_read, self.client.read_header()).await {
+            let header = match crate::timer::timeout(net_read, self.client.read_header()).await {
                 Ok(Ok(h)) => h,
                 _ => return Err(End::ClientGone),
             };
@@ -189,7 +189,7 @@ impl Session {
                 let n = left.min(CHUNK);
                 chunk.clear();
                 let read = self.client.read_payload_into(n, &mut chunk);
-                match tokio::time::timeout(net_read, read).await {
+                match crate::timer::timeout(net_read, read).await {
                     Ok(Ok(())) => {}
                     _ => return Err(End::ClientGone),
                 }

@@ -93,21 +93,21 @@ pub async fn serve(mut sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     let deadline = tokio::time::Instant::now() + timeout;
     // A slot among the clients logging in: bounds what unauthenticated clients hold (a backend
     // connection each, in the default auth mode). A burst waits; a flood gets 1040.
-    let slot = match tokio::time::timeout_at(deadline, shared.preauth.clone().acquire_owned()).await
-    {
-        Ok(Ok(slot)) => slot,
-        _ => {
-            bump(&shared.stats.refused_login_slots);
-            debug!(%peer, "no login slot within {} ms", timeout.as_millis());
-            let e = ErrorInfo::new(
-                er::CON_COUNT_ERROR,
-                "08004",
-                "Too many connections (obkv-proxy: too many clients logging in at once)",
-            );
-            crate::net::refuse_with(tcp, e).await;
-            return;
-        }
-    };
+    let slot =
+        match crate::timer::timeout_at(deadline, shared.preauth.clone().acquire_owned()).await {
+            Ok(Ok(slot)) => slot,
+            _ => {
+                bump(&shared.stats.refused_login_slots);
+                debug!(%peer, "no login slot within {} ms", timeout.as_millis());
+                let e = ErrorInfo::new(
+                    er::CON_COUNT_ERROR,
+                    "08004",
+                    "Too many connections (obkv-proxy: too many clients logging in at once)",
+                );
+                crate::net::refuse_with(tcp, e).await;
+                return;
+            }
+        };
     // the backend's own waits during login are bounded by the same timeout and reported to the
     // client; this outer bound (a little later) only ends logins the client itself stalls
     let outer = deadline + std::time::Duration::from_millis(500);
@@ -117,7 +117,7 @@ pub async fn serve(mut sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     // (the session is moved into its future inside this block: a `session` or `established`
     // local would keep a second copy of it in this task's state for the session's life)
     let run = {
-        let established = tokio::time::timeout_at(outer, login).await;
+        let established = crate::timer::timeout_at(outer, login).await;
         drop(slot);
         match established {
             Ok(Ok(s)) => s.run(),
@@ -702,7 +702,7 @@ impl Session {
         let deadline = self.idle_deadline;
         let idle = async {
             match deadline {
-                Some(deadline) => tokio::time::sleep_until(deadline).await,
+                Some(deadline) => crate::timer::sleep_until(deadline).await,
                 None => std::future::pending().await,
             }
         };
@@ -1484,7 +1484,7 @@ async fn read_command(
     // between commands a client may wait (up to the idle timeout, when one is set)
     let first_byte = client.wait_readable();
     match idle_deadline {
-        Some(deadline) => match tokio::time::timeout_at(deadline, first_byte).await {
+        Some(deadline) => match crate::timer::timeout_at(deadline, first_byte).await {
             Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Idle),
         },
@@ -1505,7 +1505,7 @@ async fn read_command(
     }
     let mut expected = 0u8;
     loop {
-        let h = match tokio::time::timeout(limits.net_read, client.read_header()).await {
+        let h = match crate::timer::timeout(limits.net_read, client.read_header()).await {
             Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Timeout(expected)),
         };
@@ -1516,7 +1516,7 @@ async fn read_command(
         if out.len() + h.len > limits.max_bytes {
             return Err(ReadError::TooLarge(expected));
         }
-        match tokio::time::timeout(limits.net_read, client.read_payload_into(h.len, out)).await {
+        match crate::timer::timeout(limits.net_read, client.read_payload_into(h.len, out)).await {
             Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Timeout(expected)),
         }

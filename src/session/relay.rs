@@ -250,13 +250,13 @@ impl Session {
         let mut previous_full = false;
         let net_read = self.cfg.net_read_timeout();
         loop {
-            let h = match tokio::time::timeout(net_read, self.client.read_header()).await {
+            let h = match crate::timer::timeout(net_read, self.client.read_header()).await {
                 Ok(Ok(h)) => h,
                 _ => return Err(End::ClientGone),
             };
             be!(self).queue_header(h.len, h.seq.wrapping_sub(seq_delta));
             let copy = self.client.copy_payload_to(h.len, be!(self));
-            match tokio::time::timeout(net_read, copy).await {
+            match crate::timer::timeout(net_read, copy).await {
                 Ok(Ok(())) => {}
                 Ok(Err(CopyError::Read(_))) | Err(_) => return Err(End::ClientGone),
                 Ok(Err(CopyError::Write(_))) => {
@@ -419,7 +419,7 @@ async fn kill_connection(
                 let _ = c.stream.send_command(&[com::QUIT]).await;
                 Some(matches!(r.0, QueryResult::Ok(_)))
             };
-            matches!(tokio::time::timeout(wait * 2, done).await, Ok(Some(true)))
+            matches!(crate::timer::timeout(wait * 2, done).await, Ok(Some(true)))
         }
         None => matches!(
             shared.catalog_query(sql.as_bytes()).await,
