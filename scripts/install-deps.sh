@@ -22,6 +22,10 @@ apt_install() {
   apt-get install -y -qq --no-install-recommends "${need_apt[@]}" >/dev/null
   rm -f /usr/sbin/policy-rc.d
 }
+# the project's virtualenv, made once
+ensure_venv() {
+  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+}
 if [[ $what == docker ]]; then
   # scripts/docker.sh: the engine, compose and the base-image maker
   [[ -x /usr/bin/docker ]] || need_apt+=(docker.io)
@@ -30,7 +34,7 @@ if [[ $what == docker ]]; then
   python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
   apt_install
   # its workflow test (tests/docker/workflow.py) is a PyMySQL client
-  [[ -x .venv/bin/python ]] || python3 -m venv .venv
+  ensure_venv
   .venv/bin/python -c 'import pymysql' 2>/dev/null || .venv/bin/pip install -q pymysql
   exit 0
 fi
@@ -57,9 +61,7 @@ fi
 python3 -c 'import venv' 2>/dev/null || need_apt+=(python3-venv)
 apt_install
 
-if [[ ! -x .venv/bin/python ]]; then
-  python3 -m venv .venv
-fi
+ensure_venv
 py_need=()
 .venv/bin/python -c 'import pylibseekdb' 2>/dev/null || py_need+=(pylibseekdb)
 if [[ $what == test ]]; then

@@ -42,6 +42,4 @@ scripts/mtr-suites.sh || status=$?
 # loop with no committed write lost, down/up keeping seekdb's data (dockerd started and
 # stopped by the script; base images made from Debian's packages where no registry is reached)
 scripts/docker.sh test || status=$?
-# data folders of this run's private instances (about 2 GB per seekdb)
-rm -rf target/obkv-test
 exit $status

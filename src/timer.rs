@@ -21,7 +21,7 @@ use std::future::IntoFuture;
 use std::sync::OnceLock;
 use std::time::Duration;
 
-pub use tokio::time::{error::Elapsed, Instant, Interval, MissedTickBehavior, Sleep, Timeout};
+use tokio::time::{Instant, Interval, Sleep, Timeout};
 
 static TIMER: OnceLock<tokio::runtime::Handle> = OnceLock::new();
 

@@ -47,7 +47,7 @@ def fail(msg):
     seekdb_log = subprocess.run(
         ["docker", "run", "--rm", "-v", "obkv_seekdb-data:/data", "--entrypoint", "sh",
          "obkv-seekdb", "-c",
-         "grep -h -E 'ERROR|WDIAG|fail' /data/log/seekdb.log /data/log/*.log 2>/dev/null | tail -n 40"],
+         "grep -h -E 'ERROR|WDIAG|fail' /data/log/*.log 2>/dev/null | tail -n 40"],
         capture_output=True, text=True)
     print("seekdb's own log (errors):\n" + (seekdb_log.stdout + seekdb_log.stderr)[-8000:])
     host = subprocess.run("df -h / /var/lib/docker 2>&1; free -m 2>&1; dmesg 2>/dev/null | tail -n 5",
