@@ -93,6 +93,18 @@ mux_known="mysql_async conn::test::should_not_cache_statements_if_stmt_cache_siz
 mysql_async conn::test::should_hold_stmt_cache_size_bound
 mysql conn::test::my_conn::should_not_cache_statements_if_stmt_cache_size_is_zero
 mysql conn::test::my_conn::should_hold_stmt_cache_size_bounds"
+# Races of the suites' own: a test here that fails again alone through the proxy is run alone
+# up to four more times, and counts as lost only if it never passes (a proxy defect that breaks
+# it fails every time). mysql_async's `should_reconnect` drops a pooled connection (which the
+# pool resets, COM_RESET_CONNECTION, on its way back) and KILLs the five pooled connections at
+# once, in the order it opened them; it expects the reset one back in the pool by then. The
+# pool lends the connection whose reset ended last; directly that is nearly always the one
+# opened last (one server answers five resets in the order they came), through any hop the
+# five answers come back in whatever order its threads relay them, and when the last is the
+# connection opened first, the first KILL reaches it before its reset (traced here with a
+# log of every command: the KILL arrives, then the reset, of a session already ended). It
+# fails 2 of 25 runs directly, 1 of 25 through the proxy and about 1 in 6 multiplexed.
+racy="mysql_async conn::pool::test::should_reconnect"
 status=0
 for crate in ${SUITE_CRATES:-mysql_async mysql}; do
   case $crate in
@@ -139,6 +151,16 @@ for crate in ${SUITE_CRATES:-mysql_async mysql}; do
         run "$port" "$work/again-proxy.out" "$name" --exact
         d=$(outcomes "$work/again-direct.out" | awk '{ print $2 }')
         p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
+        if [[ $d == ok && $p != ok ]] && grep -qxF "$crate $name" <<<"$racy"; then
+          for attempt in 3 4 5 6; do
+            run "$port" "$work/again-proxy.out" "$name" --exact
+            p=$(outcomes "$work/again-proxy.out" | awk '{ print $2 }')
+            if [[ $p == ok ]]; then
+              echo "race of the suite's own, passed alone at attempt $attempt: $name"
+              break
+            fi
+          done
+        fi
         if [[ $d == ok && $p != ok && $side == mux ]] && grep -qxF "$crate $name" <<<"$mux_known"; then
           echo "KNOWN LOSS multiplexed (a connection's session status counters are every client's it served): $name"
           known=$((known + 1))

@@ -532,6 +532,14 @@ impl Session {
 
     pub(super) fn forget_session_facts(&mut self) {
         self.db_fact = None;
+        self.forget_variable_facts();
+    }
+
+    /// What a COM_RESET_CONNECTION changes: the character set and sql_mode go back to the
+    /// login's, the current database stays (both backends, measured) — so a multiplexed
+    /// session that gives its connection back after a reset (every pool return of some
+    /// drivers) need not ask the backend for its database first.
+    pub(super) fn forget_variable_facts(&mut self) {
         self.charset_fact = None;
         self.mode_fact = None;
     }

@@ -989,7 +989,7 @@ impl Session {
                     self.hbase_reads = false;
                     // the reset rolls the transaction back, and its rows with it
                     self.txn_observed.clear();
-                    self.forget_session_facts();
+                    self.forget_variable_facts();
                     self.forward(ResponseKind::Single).await.map(drop)
                 }
                 Some(com::INIT_DB) => {
