@@ -135,14 +135,15 @@ struct Fixture {
     db: String,
 }
 
-fn fixture(kind: Kind, warn: bool) -> Fixture {
+/// `tag` names the test's own database (tests run side by side).
+fn fixture(kind: Kind, warn: bool, tag: &str) -> Fixture {
     let backend = shared(kind).addr.clone();
     let mut cfg = proxy::config_for(&backend);
     if warn {
         cfg.hbase.enforcement = obkv_proxy::config::Enforcement::Warn;
     }
     let proxy = proxy::start(cfg);
-    let db = format!("diag_{}_{}", kind.name(), if warn { "w" } else { "s" });
+    let db = format!("diag_{}_{tag}", kind.name());
     let mut c = RawConn::connect(&proxy.addr, "root", "", None).expect("proxy");
     for sql in [
         format!("DROP DATABASE IF EXISTS {db}"),
@@ -351,7 +352,7 @@ fn the_diagnostics_area_holds_the_proxys_own_answers() {
     std::thread::scope(|s| {
         for kind in BOTH {
             s.spawn(move || {
-                let f = fixture(kind, false);
+                let f = fixture(kind, false, "area");
                 let t = format!("{}g$f", f.db);
                 // a rule's refusal (C4)
                 check_refusal(kind, &f, "rule C4", &format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k', 'q', 5, 'v')"));
@@ -374,7 +375,7 @@ fn a_warning_on_a_forwarded_ddl_is_listed_with_the_backends() {
     std::thread::scope(|s| {
         for kind in BOTH {
             s.spawn(move || {
-                let f = fixture(kind, true);
+                let f = fixture(kind, true, "ddl");
                 let t = format!("{}g$f", f.db);
                 // warn mode: the index is made, with the rule's warning (dropped directly
                 // before each run)
@@ -400,7 +401,7 @@ fn a_warning_on_a_forwarded_ddl_is_listed_with_the_backends() {
 #[test]
 fn the_cli_shows_each_refusals_own_condition() {
     for kind in BOTH {
-        let f = fixture(kind, false);
+        let f = fixture(kind, false, "cli");
         let t = format!("{}g$f", f.db);
         let refused = [
             format!("INSERT INTO {t} (K, Q, T, V) VALUES ('k', 'q', 5, 'v')"),
