@@ -1673,7 +1673,7 @@ fn sql_level_prepared_writes_are_checked_with_their_values() {
 #[test]
 fn load_data_files_share_one_spool_budget() {
     for kind in BOTH {
-        let tag = format!("s{}", kind.name());
+        let tag = format!("a{}", kind.name());
         let f = fixture_with(kind, &tag, |cfg| {
             cfg.hbase.load_data_spool_total_bytes = 1000;
         });
@@ -1833,7 +1833,7 @@ fn nothing_changes_a_cell_after_its_check() {
 #[test]
 fn statements_are_read_in_the_sessions_sql_mode() {
     for kind in BOTH {
-        let tag = format!("s{}", kind.name());
+        let tag = format!("q{}", kind.name());
         let f = fixture(kind, &tag);
         let t = &f.table;
         let mut c = f.via();
