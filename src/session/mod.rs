@@ -803,13 +803,25 @@ impl Session {
         // A trim is taken only before a command's first byte came: one asked while a command
         // arrives in frames (a 40 MB INSERT over a slow link) waits for the next wait, as
         // ending the read would drop what was read of it.
+        // The wait for shutdown is polled once, which puts the task's waker with the watch
+        // (kept there while the future lives: the task's waker does not change); after that
+        // the watch's version is read instead, an atomic load where polling the wait again
+        // takes its lock (about 250 instructions a command).
         let watched = self.watched.clone();
         let mut registered = false;
+        let mut waiting_for_stop = false;
+        let stopping_ref = &stopping;
         let begun = std::sync::atomic::AtomicBool::new(false);
         let begun_ref = &begun;
         let stop_or_trim = std::future::poll_fn(move |cx| {
-            if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
+            if waiting_for_stop {
+                if !matches!(stopping_ref.has_changed(), Ok(false)) {
+                    return std::task::Poll::Ready(true);
+                }
+            } else if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
                 return std::task::Poll::Ready(true);
+            } else {
+                waiting_for_stop = true;
             }
             if trims
                 && !begun_ref.load(Ordering::Relaxed)

@@ -101,6 +101,12 @@ fn sigterm_drains_sessions_and_exits() {
     let p = crate::common::proxy::spawn_binary(&backend.addr, &[]);
     let mut idle = RawConn::connect(&p.addr, "root", "", None).expect("login");
     assert_eq!(idle.scalar("SELECT 1"), "1");
+    // a session past its first commands waits for its next one in the busy loop (until the
+    // watcher finds it idle for a tick, 200 ms), which reads the shutdown its own way
+    let mut busy = RawConn::connect(&p.addr, "root", "", None).expect("login");
+    for _ in 0..12 {
+        assert_eq!(busy.scalar("SELECT 1"), "1");
+    }
     unsafe {
         libc::kill(p.pid as i32, libc::SIGTERM);
     }
@@ -114,6 +120,13 @@ fn sigterm_drains_sessions_and_exits() {
     }
     // the idle session was closed, and nothing listens any more
     assert!(idle.query(b"SELECT 1").is_err());
+    assert!(busy.query(b"SELECT 1").is_err());
+    // both ended of themselves, not at the end of the grace period
+    assert!(
+        !p.log_text().contains("grace period over"),
+        "{}",
+        p.log_text()
+    );
     assert!(std::net::TcpStream::connect(&p.addr).is_err());
     assert!(p.log_text().contains("shutting down"), "{}", p.log_text());
 }
