@@ -11,7 +11,8 @@
 # The pass-sets are compared; exits non-zero when a test that passes directly fails through the
 # proxy. A test that loses is run once more, alone, both ways, and counts as lost only if it
 # passes directly and fails through the proxy again (the suites have timing races of their own:
-# mysql_async's `should_reconnect` failed 2 of 25 direct runs here). Each suite runs twice: with
+# mysql_async's `should_reconnect` failed 2 of 25 direct runs here; the tests on the `racy`
+# list below get four more runs alone through the proxy). Each suite runs twice: with
 # the driver's defaults, and compressed (the compressed protocol on both legs, docs/DESIGN.md).
 #   scripts/rust-driver-suite.sh [TEST FILTER]
 # Environment: SUITE_KEEP=1 keeps the work folder; SUITE_CRATES="mysql_async mysql" chooses.

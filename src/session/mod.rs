@@ -795,7 +795,9 @@ impl Session {
         // one wait for shutdown for the whole session, not one registered and dropped for
         // each command
         let stopping = self.shared.shutdown.clone();
-        let stop = shutdown.changed();
+        // (unconstrained: a wait polled with the task's cooperative budget spent would return
+        // without registering, and it is polled only once — below)
+        let stop = tokio::task::unconstrained(shutdown.changed());
         tokio::pin!(stop);
         // The watcher's request to trim comes with the shutdown's wait (one future for both:
         // Some(true) to stop, Some(false) to trim), looked at last: a command or a close that
@@ -804,7 +806,8 @@ impl Session {
         // arrives in frames (a 40 MB INSERT over a slow link) waits for the next wait, as
         // ending the read would drop what was read of it.
         // The wait for shutdown is polled once, which puts the task's waker with the watch
-        // (kept there while the future lives: the task's waker does not change); after that
+        // (kept there while the future lives: the task's waker does not change, and only a
+        // send or a close takes it, both of which `has_changed` then reports); after that
         // the watch's version is read instead, an atomic load where polling the wait again
         // takes its lock (about 250 instructions a command).
         let watched = self.watched.clone();
