@@ -795,36 +795,34 @@ impl Session {
         // one wait for shutdown for the whole session, not one registered and dropped for
         // each command
         let stopping = self.shared.shutdown.clone();
-        // (unconstrained: a wait polled with the task's cooperative budget spent would return
-        // without registering, and it is polled only once — below)
+        // It is polled once, here, which puts the task's waker with the watch (kept there
+        // while the future lives: the task's waker does not change, and only a send or a
+        // close takes it, both of which `has_changed` then reports); after that the watch's
+        // version is read instead, an atomic load where polling the wait again takes its lock
+        // (about 250 instructions a command). Unconstrained: polled with the task's
+        // cooperative budget spent, the wait would return without registering.
         let stop = tokio::task::unconstrained(shutdown.changed());
         tokio::pin!(stop);
-        // The watcher's request to trim comes with the shutdown's wait (one future for both:
+        let stopped = std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(std::future::Future::poll(stop.as_mut(), cx).is_ready())
+        });
+        if stopped.await {
+            return Some(End::Shutdown);
+        }
+        // The watcher's request to trim comes with the shutdown's (one future for both:
         // Some(true) to stop, Some(false) to trim), looked at last: a command or a close that
         // is there is read first.
         // A trim is taken only before a command's first byte came: one asked while a command
         // arrives in frames (a 40 MB INSERT over a slow link) waits for the next wait, as
         // ending the read would drop what was read of it.
-        // The wait for shutdown is polled once, which puts the task's waker with the watch
-        // (kept there while the future lives: the task's waker does not change, and only a
-        // send or a close takes it, both of which `has_changed` then reports); after that
-        // the watch's version is read instead, an atomic load where polling the wait again
-        // takes its lock (about 250 instructions a command).
         let watched = self.watched.clone();
         let mut registered = false;
-        let mut waiting_for_stop = false;
         let stopping_ref = &stopping;
         let begun = std::sync::atomic::AtomicBool::new(false);
         let begun_ref = &begun;
         let stop_or_trim = std::future::poll_fn(move |cx| {
-            if waiting_for_stop {
-                if !matches!(stopping_ref.has_changed(), Ok(false)) {
-                    return std::task::Poll::Ready(true);
-                }
-            } else if std::future::Future::poll(stop.as_mut(), cx).is_ready() {
+            if !matches!(stopping_ref.has_changed(), Ok(false)) {
                 return std::task::Poll::Ready(true);
-            } else {
-                waiting_for_stop = true;
             }
             if trims
                 && !begun_ref.load(Ordering::Relaxed)

@@ -646,7 +646,8 @@ fn catalog_entries_follow_the_backends_grants_and_cannot_be_forged() {
         let before = shown(&mut owner);
         assert!(before.contains("\"MaxVersions\": 3"), "{before}");
         // forging the stored definition (as anyone with write access to the catalog schema
-        // could; this table's only, other tests store theirs beside it): a fresh proxy does not believe a text that does not hash to its id
+        // could; this table's only, other tests store theirs beside it): a fresh proxy does
+        // not believe a text that does not hash to its id
         assert!(d.query_ok("UPDATE obkv_meta.hbase_ddl SET ddl = REPLACE(ddl, 'MaxVersions\": 3', 'MaxVersions\": 7') WHERE ddl LIKE '%sg$f%'"));
         assert_eq!(
             d.scalar("SELECT COUNT(*) FROM obkv_meta.hbase_ddl WHERE ddl LIKE '%sg$f%' AND ddl LIKE '%MaxVersions\": 7%'"),

@@ -103,11 +103,12 @@ fn dump_and_restore(kind: Kind) {
     }
     // (the listing has every group on the backend; the restore makes this test's only, not
     // again one another test dropped meanwhile)
-    let mut backup: Vec<u8> = groups
+    let mut backup = groups
         .lines()
         .filter(|l| l.contains("`dmp`"))
-        .flat_map(|l| [l.as_bytes(), b"\n"].concat())
-        .collect();
+        .map(|l| format!("{l}\n"))
+        .collect::<String>()
+        .into_bytes();
     backup.extend_from_slice(&dump.stdout);
     // the dump holds binary bytes: fed to the client as they are
     let mut restore = Command::new("mariadb")
