@@ -199,8 +199,10 @@ pub fn read_lexed_after(
     let mut head = head;
     let mut rows = 0usize;
     let mut stopped = false;
-    let mut values: Vec<Value> = Vec::new();
-    let mut spans: Vec<(usize, usize)> = Vec::new();
+    // reused row to row; made for four values at once (an HBase row's K, Q, T, V): a one-row
+    // INSERT goes through no growth
+    let mut values: Vec<Value> = Vec::with_capacity(4);
+    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(4);
     match head.source {
         Source::Query => {}
         Source::Set => {
@@ -513,7 +515,8 @@ impl<'a> Reader<'a> {
 
     /// `(a, b, …)` after its `(`: the names and the offset of `)`.
     fn column_list(&mut self) -> Step<(Vec<Name>, usize)> {
-        let mut cols = Vec::new();
+        // (an HBase table's four at once: no growth on the way)
+        let mut cols = Vec::with_capacity(4);
         loop {
             let t = self.tok()?;
             match t {
