@@ -65,6 +65,9 @@ pub enum Verb {
     Delete,
 }
 
+/// A WHERE clause's K terms: inline for the one or two of nearly every statement.
+pub type Preds = smallvec::SmallVec<[Pred; 2]>;
+
 /// A single-table statement, read.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Dml {
@@ -76,7 +79,7 @@ pub struct Dml {
     /// without a WHERE clause.
     pub where_end: Option<usize>,
     /// The WHERE clause is a conjunction (no OR/XOR at its top level): `preds` are its K terms.
-    pub preds: Vec<Pred>,
+    pub preds: Preds,
     /// Identifiers (unquoted, as written) that appear in the WHERE clause.
     pub where_idents: Idents,
     /// A string literal of the WHERE clause holds a backslash (its bytes depend on
@@ -100,10 +103,11 @@ pub struct Dml {
     pub three_part_name: bool,
 }
 
-/// A list of identifiers kept in one buffer (each as a 4-byte length and its bytes): one
-/// allocation for the whole WHERE clause instead of one per identifier.
+/// A list of identifiers kept in one buffer (each as a 4-byte length and its bytes): inline
+/// for a WHERE clause's few short names (`K`, `Q`: no allocation), else one allocation for
+/// the whole clause instead of one per identifier.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Idents(Vec<u8>);
+pub struct Idents(smallvec::SmallVec<[u8; 32]>);
 
 impl Idents {
     pub fn push(&mut self, ident: &[u8]) {
@@ -448,7 +452,7 @@ impl Reader<'_> {
             explain,
             table,
             where_end: None,
-            preds: Vec::new(),
+            preds: Preds::new(),
             where_idents: Idents::default(),
             backslash_literal: false,
             params_before_where_end: 0,
@@ -1021,7 +1025,7 @@ mod tests {
         let d = dml("EXPLAIN PARTITIONS SELECT * FROM h$f WHERE K LIKE 'abcd%'");
         assert!(d.explain);
         assert_eq!(
-            d.preds,
+            d.preds.to_vec(),
             vec![Pred::Like {
                 pattern: lit(b"abcd%"),
                 escape: Escape::Default
@@ -1050,7 +1054,7 @@ mod tests {
         let d = dml("SELECT ? FROM g$f WHERE T > ? AND K LIKE ? AND K < ? ORDER BY K LIMIT ?");
         assert_eq!(d.params_before_where_end, 4);
         assert_eq!(
-            d.preds,
+            d.preds.to_vec(),
             vec![
                 Pred::Like {
                     pattern: Operand::Param(2),

@@ -57,7 +57,7 @@ pub fn plan_assigned(
             explain: false,
             table: table.table.clone(),
             where_end: None,
-            preds: Vec::new(),
+            preds: Default::default(),
             where_idents: Default::default(),
             backslash_literal: false,
             params_before_where_end: 0,
