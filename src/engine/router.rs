@@ -208,7 +208,8 @@ fn decide_flagged(sql: &[u8], origin: Origin, ctx: &Context, activity: &mut Acti
     } else {
         Vec::new()
     };
-    let mut tried = vec![ctx.dialect];
+    // (inline: a text read one way, most of them, allocates nothing here)
+    let mut tried: smallvec::SmallVec<[Dialect; 4]> = smallvec::smallvec![ctx.dialect];
     let notes = |d: &Decision| match d {
         Decision::Send(w) => w.notes.clone(),
         _ => Vec::new(),
