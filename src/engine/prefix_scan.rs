@@ -208,7 +208,7 @@ impl PreparedPlan {
                 }
             );
             let no_backslash = default_escape && escape_known.is_none();
-            let mut value = |op: &Operand| {
+            let mut value = operand_bytes(|op| {
                 let (bytes, cs) = match op {
                     Operand::Lit { bytes, charset } => (bytes.as_slice(), *charset),
                     Operand::Param(i) => match bound(*i) {
@@ -221,14 +221,14 @@ impl PreparedPlan {
                     return None;
                 }
                 match certain(bytes, cs, charset) {
-                    Some(true) => Some(bytes.to_vec()),
+                    Some(true) => Some(bytes),
                     Some(false) => None,
                     None => {
                         need_charset = true;
                         None
                     }
                 }
-            };
+            });
             key_preds(p, escape_known.unwrap_or(true), &mut value, &mut known);
         }
         match pin(&known, self.n) {
@@ -396,7 +396,7 @@ pub fn plan_looked_up(
     let mut with_params = false;
     let mut param_preds: Vec<Pred> = Vec::new();
     for p in &dml.preds {
-        let mut value = |op: &Operand| literal_bytes(op, view.charset, &mut need_charset);
+        let mut value = operand_bytes(|op| literal_bytes(op, view.charset, &mut need_charset));
         if !key_preds(p, backslash_escape, &mut value, &mut known) && pred_has_param(p) {
             with_params = true;
             param_preds.push(p.clone());
@@ -537,7 +537,7 @@ pub fn observe_read(
     let mut need_charset = false;
     let mut known = KeyPreds::new();
     for p in &dml.preds {
-        let mut value = |op: &Operand| literal_bytes(op, conn, &mut need_charset);
+        let mut value = operand_bytes(|op| literal_bytes(op, conn, &mut need_charset));
         key_preds(p, backslash_escape.unwrap_or(true), &mut value, &mut known);
     }
     let (literal, exact) = crate::hbase::prefix::scan_literal(&known)?;
@@ -561,16 +561,16 @@ fn like_escape(escape: &Escape, backslash_escape: bool) -> Option<Option<u8>> {
     }
 }
 
-pub fn literal_bytes(
-    op: &Operand,
+pub fn literal_bytes<'a>(
+    op: &'a Operand,
     conn: Option<ConnCharset>,
     need_charset: &mut bool,
-) -> Option<Vec<u8>> {
+) -> Option<&'a [u8]> {
     let Operand::Lit { bytes, charset } = op else {
         return None;
     };
     match certain(bytes, *charset, conn) {
-        Some(true) => Some(bytes.clone()),
+        Some(true) => Some(bytes.as_slice()),
         Some(false) => None,
         None => {
             *need_charset = true;
@@ -595,16 +595,25 @@ pub fn certain(bytes: &[u8], cs: LitCharset, conn: Option<ConnCharset>) -> Optio
     })
 }
 
+/// `f` as what `key_preds` takes: an operand's bytes borrowed for as long as the operand (a
+/// closure's signature is not inferred so from a `let`).
+pub fn operand_bytes<'a, F>(f: F) -> F
+where
+    F: FnMut(&'a Operand) -> Option<&'a [u8]>,
+{
+    f
+}
+
 /// Appends a predicate's model form to `out` with its operands' bytes (`value` gives them,
 /// None when not certain); false (nothing appended) when an operand is not certain. BETWEEN
 /// becomes its two bounds.
-pub fn key_preds(
-    p: &Pred,
+pub fn key_preds<'a>(
+    p: &'a Pred,
     backslash_escape: bool,
-    value: &mut dyn FnMut(&Operand) -> Option<Vec<u8>>,
-    out: &mut KeyPreds,
+    value: &mut dyn FnMut(&'a Operand) -> Option<&'a [u8]>,
+    out: &mut KeyPreds<'a>,
 ) -> bool {
-    let mut one = || -> Option<KeyPred> {
+    let mut one = || -> Option<KeyPred<'a>> {
         Some(match p {
             Pred::Eq(v) => KeyPred::Eq(value(v)?),
             Pred::In(vs) => {

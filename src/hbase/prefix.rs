@@ -6,33 +6,35 @@
 //! adding `prefix_column = P` to a conjunction that contains it then cannot change the rows,
 //! and lets the backend read one partition.
 
-/// A predicate on K whose operands are known bytes (literals, or values bound at execution).
+/// A predicate on K whose operands are known bytes (literals, or values bound at execution),
+/// borrowed from where they were read (a statement's literal, an execution's value): reading
+/// them copies nothing.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum KeyPred {
-    Eq(Vec<u8>),
-    In(Vec<Vec<u8>>),
+pub enum KeyPred<'a> {
+    Eq(&'a [u8]),
+    In(Vec<&'a [u8]>),
     /// A LIKE pattern and its escape byte (None: no escape character).
     Like {
-        pattern: Vec<u8>,
+        pattern: &'a [u8],
         escape: Option<u8>,
     },
     Lower {
-        bound: Vec<u8>,
+        bound: &'a [u8],
         inclusive: bool,
     },
     Upper {
-        bound: Vec<u8>,
+        bound: &'a [u8],
         inclusive: bool,
     },
     /// `LEFT(K, len) = value`.
     Left {
         len: u64,
-        value: Vec<u8>,
+        value: &'a [u8],
     },
 }
 
 /// The predicates of one statement (most have one or two: no allocation for the list).
-pub type KeyPreds = smallvec::SmallVec<[KeyPred; 2]>;
+pub type KeyPreds<'a> = smallvec::SmallVec<[KeyPred<'a>; 2]>;
 
 /// What the predicates pin, if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -117,22 +119,22 @@ pub fn scan_literal(preds: &[KeyPred]) -> Option<(Vec<u8>, bool)> {
     };
     for p in preds {
         match p {
-            KeyPred::Eq(v) => keep(v.clone(), true),
+            KeyPred::Eq(v) => keep(v.to_vec(), true),
             KeyPred::Like { pattern, escape } => {
                 if let Some((lit, wildcard)) = like_literal(pattern, *escape) {
                     keep(lit, !wildcard);
                 }
             }
-            KeyPred::Left { value, .. } => keep(value.clone(), false),
+            KeyPred::Left { value, .. } => keep(value.to_vec(), false),
             _ => {}
         }
     }
     let lower = preds.iter().find_map(|p| match p {
-        KeyPred::Lower { bound, .. } => Some(bound.as_slice()),
+        KeyPred::Lower { bound, .. } => Some(*bound),
         _ => None,
     });
     let upper = preds.iter().find_map(|p| match p {
-        KeyPred::Upper { bound, .. } => Some(bound.as_slice()),
+        KeyPred::Upper { bound, .. } => Some(*bound),
         _ => None,
     });
     if let (Some(lo), Some(hi)) = (lower, upper) {
@@ -280,13 +282,13 @@ pub fn pin(preds: &[KeyPred], n: usize) -> Option<Pinned> {
     }
     // ranges: any lower bound and any upper bound of the conjunction bound the interval
     let lowers = preds.iter().filter_map(|p| match p {
-        KeyPred::Lower { bound, .. } => Some(bound.as_slice()),
+        KeyPred::Lower { bound, .. } => Some(*bound),
         _ => None,
     });
     let uppers: Vec<(&[u8], bool)> = preds
         .iter()
         .filter_map(|p| match p {
-            KeyPred::Upper { bound, inclusive } => Some((bound.as_slice(), *inclusive)),
+            KeyPred::Upper { bound, inclusive } => Some((*bound, *inclusive)),
             _ => None,
         })
         .collect();
@@ -309,8 +311,8 @@ mod tests {
 
     #[test]
     fn why_a_prefix_is_not_pinned_is_said_in_bytes() {
-        let like = |p: &[u8]| KeyPred::Like {
-            pattern: p.to_vec(),
+        let like = |p: &'static [u8]| KeyPred::Like {
+            pattern: p,
             escape: Some(b'\\'),
         };
         let why = why_unpinned(&[like(b"abc%")], 4);
@@ -321,13 +323,13 @@ mod tests {
         assert!(why.contains("1 byte short"), "{why}");
         assert!(why_unpinned(&[like(b"%abc")], 4).contains("begins with a wildcard"));
         let low = KeyPred::Lower {
-            bound: b"ab".to_vec(),
+            bound: b"ab",
             inclusive: true,
         };
         assert!(why_unpinned(&[low], 4).contains("lower bound 'ab' is 2 bytes"));
         let left = KeyPred::Left {
             len: 2,
-            value: b"ab".to_vec(),
+            value: b"ab",
         };
         assert!(why_unpinned(&[left], 4).contains("LEFT(K, 2) gives 2 bytes"));
         assert!(why_unpinned(&[], 4).starts_with("no predicate on K"));
@@ -337,33 +339,33 @@ mod tests {
 
     #[test]
     fn scan_literals_are_what_every_key_read_begins_with() {
-        let like = |p: &[u8]| KeyPred::Like {
-            pattern: p.to_vec(),
+        let like = |p: &'static [u8]| KeyPred::Like {
+            pattern: p,
             escape: Some(b'\\'),
         };
         assert_eq!(scan_literal(&[like(b"ab%")]), Some((b"ab".to_vec(), false)));
         assert_eq!(scan_literal(&[like(b"ab")]), Some((b"ab".to_vec(), true)));
         assert_eq!(
-            scan_literal(&[like(b"a%"), KeyPred::Eq(b"abc".to_vec())]),
+            scan_literal(&[like(b"a%"), KeyPred::Eq(b"abc")]),
             Some((b"abc".to_vec(), true))
         );
         let range = [
             KeyPred::Lower {
-                bound: b"user1|000".to_vec(),
+                bound: b"user1|000",
                 inclusive: true,
             },
             KeyPred::Upper {
-                bound: b"user1|999".to_vec(),
+                bound: b"user1|999",
                 inclusive: false,
             },
         ];
         assert_eq!(scan_literal(&range), Some((b"user1|".to_vec(), false)));
-        assert_eq!(scan_literal(&[KeyPred::In(vec![b"a".to_vec()])]), None);
+        assert_eq!(scan_literal(&[KeyPred::In(vec![&b"a"[..]])]), None);
     }
 
-    fn like(p: &[u8]) -> KeyPred {
+    fn like(p: &[u8]) -> KeyPred<'_> {
         KeyPred::Like {
-            pattern: p.to_vec(),
+            pattern: p,
             escape: Some(b'\\'),
         }
     }
@@ -393,12 +395,12 @@ mod tests {
         // a lone escape at the end is not guessed at
         assert_eq!(pin(&[like(b"abcd\\")], 4), None);
         let custom = KeyPred::Like {
-            pattern: b"ab!%d%".to_vec(),
+            pattern: b"ab!%d%",
             escape: Some(b'!'),
         };
         assert_eq!(pin(&[custom], 4), one(b"ab%d"));
         let none = KeyPred::Like {
-            pattern: b"ab\\%".to_vec(),
+            pattern: b"ab\\%",
             escape: None,
         };
         assert_eq!(pin(&[none], 3), one(b"ab\\"));
@@ -406,12 +408,12 @@ mod tests {
 
     #[test]
     fn ranges_inside_and_across_a_prefix() {
-        let lo = |b: &[u8], inclusive| KeyPred::Lower {
-            bound: b.to_vec(),
+        let lo = |b: &'static [u8], inclusive| KeyPred::Lower {
+            bound: b,
             inclusive,
         };
-        let hi = |b: &[u8], inclusive| KeyPred::Upper {
-            bound: b.to_vec(),
+        let hi = |b: &'static [u8], inclusive| KeyPred::Upper {
+            bound: b,
             inclusive,
         };
         // the HBase scan shape: [startRow, stopRow)
@@ -440,19 +442,16 @@ mod tests {
 
     #[test]
     fn equality_lists_and_left() {
-        assert_eq!(pin(&[KeyPred::Eq(b"abcdef".to_vec())], 4), one(b"abcd"));
-        assert_eq!(pin(&[KeyPred::Eq(b"ab".to_vec())], 4), one(b"ab"));
-        let list = KeyPred::In(vec![b"abcd1".to_vec(), b"abcd2".to_vec(), b"xy".to_vec()]);
+        assert_eq!(pin(&[KeyPred::Eq(b"abcdef")], 4), one(b"abcd"));
+        assert_eq!(pin(&[KeyPred::Eq(b"ab")], 4), one(b"ab"));
+        let list = KeyPred::In(vec![&b"abcd1"[..], b"abcd2", b"xy"]);
         assert_eq!(
             pin(&[list], 4),
             Some(Pinned::Any(vec![b"abcd".to_vec(), b"xy".to_vec()]))
         );
-        let same = KeyPred::In(vec![b"abcd1".to_vec(), b"abcd2".to_vec()]);
+        let same = KeyPred::In(vec![&b"abcd1"[..], b"abcd2"]);
         assert_eq!(pin(&[same], 4), one(b"abcd"));
-        let left = |len, v: &[u8]| KeyPred::Left {
-            len,
-            value: v.to_vec(),
-        };
+        let left = |len, v: &'static [u8]| KeyPred::Left { len, value: v };
         assert_eq!(pin(&[left(4, b"abcd")], 4), one(b"abcd"));
         assert_eq!(pin(&[left(6, b"abcdef")], 4), one(b"abcd"));
         assert_eq!(pin(&[left(3, b"abc")], 4), None);

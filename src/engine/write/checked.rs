@@ -3,13 +3,13 @@
 //! value as the cell rules see it, the partitions a WHERE clause confines the rows to).
 
 use crate::config::Transactions;
-use crate::engine::prefix_scan::{certain, key_preds, literal_bytes, ConnCharset};
+use crate::engine::prefix_scan::{certain, key_preds, literal_bytes, operand_bytes, ConnCharset};
 use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPreds};
 use crate::hbase::rules::{Enforcement, Finding, Level, Rule};
 use crate::hbase::schema::TableSchema;
-use crate::sql::dml::{Dml, Operand};
+use crate::sql::dml::Dml;
 use crate::sql::insert::Value;
 
 /// The write rules in force for a session.
@@ -422,7 +422,7 @@ pub(super) fn where_rows(
     };
     let mut known = KeyPreds::new();
     for p in &dml.preds {
-        let mut value = |op: &Operand| literal_bytes(op, conn, need);
+        let mut value = operand_bytes(|op| literal_bytes(op, conn, need));
         key_preds(p, escape, &mut value, &mut known);
     }
     let Some(pinned) = pin(&known, n) else {
