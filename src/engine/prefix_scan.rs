@@ -175,7 +175,7 @@ pub enum Bound<'a> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Execution {
     /// Send the variant with these prefixes bound to its placeholders.
-    Prefixes(Vec<Vec<u8>>),
+    Prefixes(crate::hbase::prefix::Prefixes),
     /// The values pin no prefix (or not certainly): send the statement as prepared.
     Original,
     /// A non-ASCII string value whose bytes depend on the connection's character set.
@@ -743,7 +743,7 @@ pub(crate) mod tests {
         let utf8 = Some(ConnCharset::Utf8);
         assert_eq!(
             run(Bound::Text(b"abcdef%"), utf8, Some(true)),
-            Execution::Prefixes(vec![b"abcd".to_vec()])
+            Execution::Prefixes(vec![b"abcd".to_vec()].into())
         );
         // too short, not a string, NULL
         assert_eq!(
@@ -754,7 +754,7 @@ pub(crate) mod tests {
         // binary values are certain; non-UTF-8 text is not, an unknown character set is asked
         assert_eq!(
             run(Bound::Binary(b"\xff\x01ab%"), utf8, Some(true)),
-            Execution::Prefixes(vec![b"\xff\x01ab".to_vec()])
+            Execution::Prefixes(vec![b"\xff\x01ab".to_vec()].into())
         );
         assert_eq!(
             run(Bound::Text(b"\xff\x00ab%"), utf8, Some(true)),
@@ -767,7 +767,7 @@ pub(crate) mod tests {
         // the default escape only when the mode is known and unchanged since the prepare
         assert_eq!(
             run(Bound::Text(b"a\\%cd%"), utf8, Some(true)),
-            Execution::Prefixes(vec![b"a%cd".to_vec()])
+            Execution::Prefixes(vec![b"a%cd".to_vec()].into())
         );
         assert_eq!(
             run(Bound::Text(b"a\\%cd%"), utf8, Some(false)),
@@ -779,7 +779,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             run(Bound::Text(b"abcd%"), utf8, None),
-            Execution::Prefixes(vec![b"abcd".to_vec()])
+            Execution::Prefixes(vec![b"abcd".to_vec()].into())
         );
     }
 
@@ -812,7 +812,7 @@ pub(crate) mod tests {
         let got = p.execution(&|i| Bound::Binary(vals[i as usize]), None, Some(true));
         assert_eq!(
             got,
-            Execution::Prefixes(vec![b"abcd".to_vec(), b"zzzz".to_vec()])
+            Execution::Prefixes(vec![b"abcd".to_vec(), b"zzzz".to_vec()].into())
         );
         assert_eq!(
             String::from_utf8(p.variant_text(sql.as_bytes(), 2).unwrap()).unwrap(),
@@ -828,7 +828,7 @@ pub(crate) mod tests {
         };
         assert_eq!(
             run(b"abcd", b"abce"),
-            Execution::Prefixes(vec![b"abcd".to_vec()])
+            Execution::Prefixes(vec![b"abcd".to_vec()].into())
         );
         assert_eq!(run(b"abcd", b"abcf"), Execution::Original);
     }

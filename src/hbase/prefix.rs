@@ -36,6 +36,9 @@ pub enum KeyPred<'a> {
 /// The predicates of one statement (most have one or two: no allocation for the list).
 pub type KeyPreds<'a> = smallvec::SmallVec<[KeyPred<'a>; 2]>;
 
+/// Pinned prefixes, taken (one inline: a point get or a prefix scan allocates no list).
+pub type Prefixes = smallvec::SmallVec<[Vec<u8>; 1]>;
+
 /// What the predicates pin, if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pinned {
@@ -47,10 +50,10 @@ pub enum Pinned {
 
 impl Pinned {
     /// The prefixes, taken.
-    pub fn into_prefixes(self) -> Vec<Vec<u8>> {
+    pub fn into_prefixes(self) -> Prefixes {
         match self {
-            Pinned::One(p) => vec![p],
-            Pinned::Any(ps) => ps,
+            Pinned::One(p) => smallvec::smallvec![p],
+            Pinned::Any(ps) => ps.into(),
         }
     }
 

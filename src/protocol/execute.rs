@@ -80,15 +80,15 @@ pub fn sent_types(cmd: &[u8], params: usize) -> Option<Option<&[u8]>> {
     }
 }
 
+/// Where each parameter's value lies in an execution's values (None: NULL); inline for the
+/// few parameters of most statements.
+pub type Spans = smallvec::SmallVec<[Option<(usize, usize)>; 8]>;
+
 /// Where each parameter's value lies in `values` (None: NULL), given the types in force.
 /// None when a type has no known binary size or a value runs past the packet.
-pub fn value_spans(
-    nulls: &[u8],
-    types: &[u8],
-    values: &[u8],
-) -> Option<Vec<Option<(usize, usize)>>> {
+pub fn value_spans(nulls: &[u8], types: &[u8], values: &[u8]) -> Option<Spans> {
     let n = types.len() / 2;
-    let mut out = Vec::with_capacity(n);
+    let mut out = Spans::with_capacity(n);
     let mut r = Reader::new(values);
     for i in 0..n {
         let null = nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
@@ -253,7 +253,7 @@ pub fn rebuild(
     out.push(e.flags);
     out.extend_from_slice(&e.iterations.to_le_bytes());
     let old_null = |i: usize| e.nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
-    let mut nulls = vec![0u8; total.div_ceil(8)];
+    let mut nulls: smallvec::SmallVec<[u8; 16]> = smallvec::smallvec![0u8; total.div_ceil(8)];
     for j in 0..total {
         let null = match j {
             j if j < at => old_null(j),
@@ -362,7 +362,7 @@ mod tests {
         let e = parse(&p, 3).unwrap();
         assert_eq!(e.id, 5);
         let spans = value_spans(e.nulls, e.types.unwrap(), e.values).unwrap();
-        assert_eq!(spans, vec![Some((0, 3)), None, Some((3, 11))]);
+        assert_eq!(spans.to_vec(), vec![Some((0, 3)), None, Some((3, 11))]);
         assert_eq!(
             string_value(0xfd, e.values, spans[0].unwrap()),
             Some((&b"ab"[..], false))

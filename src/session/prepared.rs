@@ -37,7 +37,7 @@ const MAX_PLAN_TEXT: usize = 64 * 1024;
 const MAX_VARIANTS: usize = 4;
 
 /// Where each parameter's value lies in an execute packet's values (None: NULL).
-type Spans = Vec<Option<(usize, usize)>>;
+use crate::protocol::execute::Spans;
 
 /// What the session remembers of a prepared statement.
 pub(super) struct Prepared {
@@ -743,7 +743,7 @@ impl Session {
                 // a string where its bytes are certainly the prefix's (OceanBase prunes with
                 // it), else a BLOB (binary everywhere, pruned on MariaDB)
                 let charset = self.charset_fact;
-                let refs: Vec<(u8, &[u8])> = prefixes
+                let refs: smallvec::SmallVec<[(u8, &[u8]); 4]> = prefixes
                     .iter()
                     .map(|p| {
                         let text = certain(p, LitCharset::Connection, charset) == Some(true);
@@ -789,7 +789,7 @@ impl Session {
         rw: &Rewrite,
         e: &Execute<'_>,
         types: &[u8],
-    ) -> Result<Option<(Vec<Vec<u8>>, Spans)>, End> {
+    ) -> Result<Option<(crate::hbase::prefix::Prefixes, Spans)>, End> {
         let Some(spans) = execute::value_spans(e.nulls, types, e.values) else {
             return Ok(None);
         };
