@@ -241,13 +241,27 @@ pub fn rebuild(
     at: usize,
     inserted: &[(u8, &[u8])],
 ) -> Option<Vec<u8>> {
+    rebuild_into(Vec::new(), e, id, types, spans, at, inserted)
+}
+
+/// `rebuild`, written into `out` (cleared first; a buffer kept from an earlier execution).
+pub fn rebuild_into(
+    mut out: Vec<u8>,
+    e: &Execute<'_>,
+    id: u32,
+    types: &[u8],
+    spans: Option<&[Option<(usize, usize)>]>,
+    at: usize,
+    inserted: &[(u8, &[u8])],
+) -> Option<Vec<u8>> {
     let n = types.len() / 2;
     if at > n || (!inserted.is_empty() && spans.is_none()) {
         return None;
     }
     let total = n + inserted.len();
     let extra: usize = inserted.iter().map(|(_, v)| v.len() + 9).sum();
-    let mut out = Vec::with_capacity(12 + total.div_ceil(8) + 2 * total + e.values.len() + extra);
+    out.clear();
+    out.reserve(12 + total.div_ceil(8) + 2 * total + e.values.len() + extra);
     out.push(com::STMT_EXECUTE);
     out.extend_from_slice(&id.to_le_bytes());
     out.push(e.flags);

@@ -80,7 +80,13 @@ pub(super) struct Rewrite {
     long_data: bool,
     /// The backend statement of the last execution (a cursor it opened lives there).
     last_target: Option<u32>,
+    /// The client's packet an earlier execution was rebuilt from: the next rebuilt packet is
+    /// written into it (an execution allocates no packet; at most `SPARE_PACKET` bytes kept).
+    spare: Vec<u8>,
 }
+
+/// The largest buffer a rewritten statement keeps for its next rebuilt execution.
+const SPARE_PACKET: usize = 4096;
 
 /// Hashes the statement ids the backend hands out (small, mostly consecutive numbers, never
 /// chosen by a client) with one multiplication instead of SipHash: looked up several times per
@@ -260,6 +266,7 @@ impl Statements {
                     failed: false,
                     long_data: false,
                     last_target: None,
+                    spare: Vec::new(),
                 }));
             }
         }
@@ -669,12 +676,17 @@ impl Session {
             .await;
         self.command = command;
         let routed = routed?;
+        match routed {
+            Some(packet) => {
+                let client = std::mem::replace(&mut self.command, packet);
+                if client.capacity() <= SPARE_PACKET {
+                    rw.spare = client;
+                }
+            }
+            None => execute::with_statement_id(&mut self.command, backend_id),
+        }
         if let Some(p) = self.statements.by_id.get_mut(&id) {
             p.rewrite = Some(rw);
-        }
-        match routed {
-            Some(packet) => self.command = packet,
-            None => execute::with_statement_id(&mut self.command, backend_id),
         }
         self.forward(ResponseKind::Execute).await.map(drop)
     }
@@ -756,7 +768,10 @@ impl Session {
                     })
                     .collect();
                 let at = rw.plan.insert_at as usize;
-                if let Some(packet) = execute::rebuild(e, variant, types, Some(&spans), at, &refs) {
+                let spare = std::mem::take(&mut rw.spare);
+                let packet =
+                    execute::rebuild_into(spare, e, variant, types, Some(&spans), at, &refs);
+                if let Some(packet) = packet {
                     counters.rewritten.fetch_add(1, Relaxed);
                     rw.last_target = Some(variant);
                     if e.types.is_some() {
