@@ -128,9 +128,13 @@ fn add(
         let was_empty = p.items.is_empty();
         if let Some(list) = list {
             // an empty batch takes the statement's list whole (a 100-row INSERT's observations
-            // are not copied, about 90 instructions a row), and the list goes back empty
+            // are not copied, about 90 instructions a row); the list goes back empty, and no
+            // larger than a session keeps one (the batch's buffer is sized for a batch)
             if p.items.is_empty() {
                 std::mem::swap(&mut p.items, list);
+                if list.capacity() > crate::engine::decision::OBSERVED_KEEP {
+                    *list = Vec::new();
+                }
             } else {
                 p.items.append(list);
             }

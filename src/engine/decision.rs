@@ -224,6 +224,9 @@ pub use crate::hbase::advisor::{Key, Observed};
 /// partitions).
 pub const MAX_OBSERVED: usize = Key::MAX_ROWS;
 
+/// The room a session's list of observations keeps between statements.
+pub const OBSERVED_KEEP: usize = 16;
+
 impl Activity {
     /// Emptied for the next text. Its buffers are kept (a session's activity allocates once,
     /// not with every statement) unless a text grew them past a few dozen entries.
@@ -242,8 +245,8 @@ impl Activity {
         if self.tables.capacity() > 16 {
             self.tables.shrink_to(16);
         }
-        if self.observed.capacity() > 16 {
-            self.observed.shrink_to(16);
+        if self.observed.capacity() > OBSERVED_KEEP {
+            self.observed.shrink_to(OBSERVED_KEEP);
         }
     }
 

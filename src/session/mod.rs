@@ -770,7 +770,12 @@ impl Session {
             b.release_idle();
         }
         self.command = Vec::new();
+        self.statements.spare = Vec::new();
         self.activity = Default::default();
+        // (a transaction's observations wait for its end; after one, the list's room goes)
+        if self.txn_observed.is_empty() {
+            self.txn_observed = Vec::new();
+        }
         if self.blind.is_empty() {
             self.blind = Vec::new();
         }

@@ -80,13 +80,10 @@ pub(super) struct Rewrite {
     long_data: bool,
     /// The backend statement of the last execution (a cursor it opened lives there).
     last_target: Option<u32>,
-    /// The client's packet an earlier execution was rebuilt from: the next rebuilt packet is
-    /// written into it (an execution allocates no packet; at most `SPARE_PACKET` bytes kept).
-    spare: Vec<u8>,
 }
 
-/// The largest buffer a rewritten statement keeps for its next rebuilt execution.
-const SPARE_PACKET: usize = 4096;
+/// The largest buffer a session keeps for its next rebuilt execution (`Statements::spare`).
+const SPARE_PACKET: usize = 1024;
 
 /// Hashes the statement ids the backend hands out (small, mostly consecutive numbers, never
 /// chosen by a client) with one multiplication instead of SipHash: looked up several times per
@@ -132,6 +129,10 @@ pub(super) struct Statements {
     long_pending: Vec<u32>,
     /// Bytes of the carried statements' texts.
     carried_bytes: usize,
+    /// The client's packet the last rewritten execution was rebuilt from: the next rebuilt
+    /// packet is written into it (an execution allocates no packet). One a session, at most
+    /// `SPARE_PACKET` bytes, given back when the session rests (`Session::trim`).
+    pub spare: Vec<u8>,
 }
 
 /// Most statements a session whose statements are carried keeps (a prepare beyond it is
@@ -266,7 +267,6 @@ impl Statements {
                     failed: false,
                     long_data: false,
                     last_target: None,
-                    spare: Vec::new(),
                 }));
             }
         }
@@ -680,7 +680,7 @@ impl Session {
             Some(packet) => {
                 let client = std::mem::replace(&mut self.command, packet);
                 if client.capacity() <= SPARE_PACKET {
-                    rw.spare = client;
+                    self.statements.spare = client;
                 }
             }
             None => execute::with_statement_id(&mut self.command, backend_id),
@@ -768,7 +768,7 @@ impl Session {
                     })
                     .collect();
                 let at = rw.plan.insert_at as usize;
-                let spare = std::mem::take(&mut rw.spare);
+                let spare = std::mem::take(&mut self.statements.spare);
                 let packet =
                     execute::rebuild_into(spare, e, variant, types, Some(&spans), at, &refs);
                 if let Some(packet) = packet {
