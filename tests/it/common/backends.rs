@@ -233,6 +233,13 @@ fn clean_stale_dirs() {
             .and_then(|p| p.parse::<u32>().ok())
             .is_some_and(|p| p == std::process::id() || Path::new(&format!("/proc/{p}")).exists());
         if !owner_alive {
+            // a backend that crashed (MariaDB prints "got signal N" and the statement): its
+            // report is kept beside the directories, which go
+            if let Ok(log) = std::fs::read_to_string(e.path().join("error.log")) {
+                if log.contains("got signal") {
+                    let _ = std::fs::write(base.join(format!("crashed-{name}-error.log")), log);
+                }
+            }
             let _ = std::fs::remove_dir_all(e.path());
         }
     }
