@@ -35,6 +35,7 @@ fuzz_target!(|data: &[u8]| {
             }
             let at = usize::from(n / 8) % (params + 1);
             if let Some(out) = execute::rebuild(
+                Vec::new(),
                 &e,
                 7,
                 &types,

@@ -233,19 +233,8 @@ pub fn string_value(ty: u8, values: &[u8], span: (usize, usize)) -> Option<(&[u8
 /// An execute packet for statement `id` carrying `e`'s parameters with `inserted` (type, value)
 /// added at parameter position `at` (types always sent: the target statement may not have
 /// seen the client's). `types` are the types in force (`e.types` or the ones remembered).
+/// Written into `out`, cleared first (a buffer kept from an earlier execution, or a new one).
 pub fn rebuild(
-    e: &Execute<'_>,
-    id: u32,
-    types: &[u8],
-    spans: Option<&[Option<(usize, usize)>]>,
-    at: usize,
-    inserted: &[(u8, &[u8])],
-) -> Option<Vec<u8>> {
-    rebuild_into(Vec::new(), e, id, types, spans, at, inserted)
-}
-
-/// `rebuild`, written into `out` (cleared first; a buffer kept from an earlier execution).
-pub fn rebuild_into(
     mut out: Vec<u8>,
     e: &Execute<'_>,
     id: u32,
@@ -382,7 +371,16 @@ mod tests {
             Some((&b"ab"[..], false))
         );
         // insert one value after the second parameter: the NULL keeps its place
-        let out = rebuild(&e, 9, &types, Some(&spans), 2, &[(TYPE_BLOB, b"pq")]).unwrap();
+        let out = rebuild(
+            Vec::new(),
+            &e,
+            9,
+            &types,
+            Some(&spans),
+            2,
+            &[(TYPE_BLOB, b"pq")],
+        )
+        .unwrap();
         let r = parse(&out, 4).unwrap();
         assert_eq!(r.id, 9);
         assert_eq!(r.nulls, &[0b0010]);
@@ -396,7 +394,7 @@ mod tests {
         // nothing inserted, types remembered: the same values, types now sent
         let bare = packet(5, &[0b010], None, &values);
         let e = parse(&bare, 3).unwrap();
-        let out = rebuild(&e, 5, &types, None, 0, &[]).unwrap();
+        let out = rebuild(Vec::new(), &e, 5, &types, None, 0, &[]).unwrap();
         assert_eq!(out, p);
     }
 

@@ -339,7 +339,7 @@ impl Session {
         let Some(types) = c.types.as_deref() else {
             return true; // none bound yet: the backend answers as it would directly
         };
-        if let Some(packet) = execute::rebuild(&e, bid, types, None, 0, &[]) {
+        if let Some(packet) = execute::rebuild(Vec::new(), &e, bid, types, None, 0, &[]) {
             on.typed = c.types_generation;
             self.command = packet;
         }

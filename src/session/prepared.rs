@@ -769,8 +769,7 @@ impl Session {
                     .collect();
                 let at = rw.plan.insert_at as usize;
                 let spare = std::mem::take(&mut self.statements.spare);
-                let packet =
-                    execute::rebuild_into(spare, e, variant, types, Some(&spans), at, &refs);
+                let packet = execute::rebuild(spare, e, variant, types, Some(&spans), at, &refs);
                 if let Some(packet) = packet {
                     counters.rewritten.fetch_add(1, Relaxed);
                     rw.last_target = Some(variant);
@@ -791,7 +790,7 @@ impl Session {
         match (types, rw.original_has_types) {
             (Some(types), false) => {
                 rw.original_has_types = true;
-                Ok(execute::rebuild(e, id, types, None, 0, &[]))
+                Ok(execute::rebuild(Vec::new(), e, id, types, None, 0, &[]))
             }
             _ => Ok(None),
         }
