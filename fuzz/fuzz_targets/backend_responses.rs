@@ -113,7 +113,8 @@ fn bulk_agrees(
         while src.read_some().await.is_ok() {}
         let mut t = ResponseTracker::with_caps(kind, caps);
         let (mut moved, mut bulk_failed) = (0usize, false);
-        src.move_whole_packets(&mut dst, delta, |_, payload| {
+        let mut last_seq = None;
+        src.move_whole_packets(&mut dst, delta, |h, payload, after| {
             match t.feed(payload.len(), payload) {
                 Err(_) => {
                     bulk_failed = true;
@@ -121,14 +122,35 @@ fn bulk_agrees(
                 }
                 Ok(Step::Done) => {
                     moved += 1;
+                    last_seq = Some(h.seq);
                     Flow::TakeAndStop
                 }
                 Ok(_) => {
                     moved += 1;
-                    Flow::Next
+                    last_seq = Some(h.seq);
+                    // the column definitions and rows after it, taken in one loop as the
+                    // relay takes them: whole frames, the last one's id returned
+                    let (n, seq) = t.take_bulk(after);
+                    let (mut at, mut more, mut last) = (0, 0, None);
+                    while at < n {
+                        let h = &after[at..at + 4];
+                        last = Some(h[3]);
+                        at += 4 + (usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16);
+                        more += 1;
+                    }
+                    assert_eq!((at, last), (n, seq));
+                    if more > 0 {
+                        moved += more;
+                        last_seq = seq;
+                    }
+                    Flow::NextWith(n)
                 }
             }
         });
+        // the sequence id of the last packet moved is the one its frame carries
+        if moved > 0 && moved <= packets.len() {
+            assert_eq!(last_seq, Some((moved - 1) as u8));
+        }
         assert_eq!((moved, bulk_failed), (taken, failed));
         assert_eq!(t.summary, summary);
         // the bytes moved are the frames of the packets taken, renumbered

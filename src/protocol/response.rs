@@ -224,6 +224,56 @@ impl ResponseTracker {
         }
     }
 
+    /// The packets that open `frames` (framed bytes, header first) which the tracker needs no
+    /// look inside: a result's column definitions (as many as are still to come) and its rows,
+    /// up to the first packet that is not a row (an ERR, a terminator), that is a frame of
+    /// 16 MiB - 1 or that is not whole in `frames`. They are counted as `feed` counts them.
+    /// Returns the bytes they take and the last one's sequence id; nothing outside those
+    /// states. The bulk relay takes a buffer of them in one loop over their headers instead of
+    /// a call to `feed` a packet.
+    #[inline]
+    pub fn take_bulk(&mut self, frames: &[u8]) -> (usize, Option<u8>) {
+        let (mut at, mut seq) = (0usize, None);
+        if let State::Columns(n) = self.state {
+            let mut left = n;
+            while let Some(&[l0, l1, l2, s]) = frames.get(at..at + 4) {
+                let len = usize::from(l0) | usize::from(l1) << 8 | usize::from(l2) << 16;
+                let end = at + 4 + len;
+                if left == 0 || len >= MAX_FRAME || end > frames.len() {
+                    break;
+                }
+                left -= 1;
+                seq = Some(s);
+                at = end;
+            }
+            self.state = match (left, self.deprecate_eof) {
+                (0, true) => State::Rows,
+                (0, false) => State::ColumnsEof,
+                _ => State::Columns(left),
+            };
+        }
+        if !matches!(self.state, State::Rows | State::UntilEof) {
+            return (at, seq);
+        }
+        let mut rows = 0u64;
+        while let Some(&[l0, l1, l2, s]) = frames.get(at..at + 4) {
+            let len = usize::from(l0) | usize::from(l1) << 8 | usize::from(l2) << 16;
+            let end = at + 4 + len;
+            if len >= MAX_FRAME || end > frames.len() {
+                break;
+            }
+            // an empty packet is a row to `feed` too
+            if len > 0 && matches!(frames.get(at + 4), Some(0xfe | 0xff)) {
+                break;
+            }
+            rows += 1;
+            seq = Some(s);
+            at = end;
+        }
+        self.summary.rows += rows;
+        (at, seq)
+    }
+
     fn first_packet(&mut self, payload: &[u8]) -> Result<Step, FramingError> {
         let first = *payload
             .first()
@@ -437,6 +487,43 @@ mod tests {
         let steps = run(&mut t, &packets);
         assert_eq!(steps.last(), Some(&Step::Done));
         assert_eq!(t.summary.rows, 1);
+    }
+
+    /// `packets` framed, numbered from `seq`.
+    fn framed(packets: &[&[u8]], seq: u8) -> Vec<u8> {
+        let mut out = Vec::new();
+        for (i, p) in packets.iter().enumerate() {
+            let l = p.len();
+            out.extend_from_slice(&[l as u8, (l >> 8) as u8, (l >> 16) as u8, seq + i as u8]);
+            out.extend_from_slice(p);
+        }
+        out
+    }
+
+    #[test]
+    fn columns_and_rows_are_taken_in_bulk_up_to_the_first_packet_that_is_not_one() {
+        let mut t = ResponseTracker::with_caps(ResponseKind::Query, Caps::classic(0));
+        // before the columns nothing is taken
+        assert_eq!(t.take_bulk(&framed(&[b"\x01a"], 1)), (0, None));
+        t.feed(1, &[2]).expect("column count");
+        // two column definitions, of which one is here whole; then the second and the EOF
+        let cols = framed(&[b"\x03def", b"\x03def"], 2);
+        assert_eq!(t.take_bulk(&cols[..cols.len() - 1]), (8, Some(2)));
+        assert_eq!(t.take_bulk(&cols[8..]), (8, Some(3)));
+        assert_eq!(t.take_bulk(&framed(&[b"\xfe\0\0\x02\0"], 4)), (0, None));
+        t.feed(5, b"\xfe\0\0\x02\0").expect("EOF");
+        // two rows (one of them empty), the EOF, another row
+        let frames = framed(&[b"\x01a", b"", b"\xfe\0\0\x02\0", b"\x01b"], 4);
+        assert_eq!(t.take_bulk(&frames), (10, Some(5)));
+        assert_eq!(t.summary.rows, 2);
+        assert!(!t.is_done(), "the terminator is left to feed");
+        // an ERR stops it, and so does a packet not all there
+        assert_eq!(t.take_bulk(&framed(&[b"\xff\x15\x04"], 6)), (0, None));
+        let cut = framed(&[b"\x01c", b"\x02de"], 6);
+        assert_eq!(t.take_bulk(&cut[..cut.len() - 1]), (6, Some(6)));
+        // a frame of 16 MiB - 1 is streamed, never taken
+        assert_eq!(t.take_bulk(&[0xff, 0xff, 0xff, 7, 1]), (0, None));
+        assert_eq!(t.summary.rows, 3);
     }
 
     #[test]

@@ -432,8 +432,9 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
     /// in one copy, with their sequence ids shifted by `seq_delta`, without waiting for more:
     /// the relay of a result set whose packets arrived together costs one loop over their
     /// headers, not a read, a peek and a copy per packet. `each` sees every packet (its header,
-    /// as the backend numbered it, and its whole payload) before it moves and says whether it
-    /// moves and whether the walk goes on.
+    /// as the backend numbered it, its whole payload, and the bytes after it in the buffer)
+    /// before it moves and says whether it moves and whether the walk goes on; it may take
+    /// whole packets after it along (`Flow::NextWith`), which it has looked at in those bytes.
     pub fn move_whole_packets<D, F>(
         &mut self,
         dst: &mut PacketStream<D>,
@@ -441,7 +442,7 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
         mut each: F,
     ) where
         D: AsyncRead + AsyncWrite + Unpin,
-        F: FnMut(Header, &[u8]) -> Flow,
+        F: FnMut(Header, &[u8], &[u8]) -> Flow,
     {
         let buf = self.rbuf.get(self.rpos..).unwrap_or_default();
         let mut end = 0;
@@ -451,13 +452,16 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             let Some(payload) = buf.get(end + 4..end + 4 + len).filter(|_| len < MAX_FRAME) else {
                 break;
             };
-            let flow = each(Header { len, seq: h[3] }, payload);
-            if flow == Flow::Leave {
-                break;
-            }
-            end += 4 + len;
-            if flow == Flow::TakeAndStop {
-                break;
+            let after = buf.get(end + 4 + len..).unwrap_or_default();
+            match each(Header { len, seq: h[3] }, payload, after) {
+                Flow::Leave => break,
+                Flow::Next => end += 4 + len,
+                // (no further than the buffer, whatever the callback says)
+                Flow::NextWith(more) => end += 4 + len + more.min(after.len()),
+                Flow::TakeAndStop => {
+                    end += 4 + len;
+                    break;
+                }
             }
         }
         if end == 0 {
@@ -734,6 +738,9 @@ async fn write_encoded<S: AsyncWrite + Unpin>(io: &mut S, c: &mut Codec) -> io::
 pub enum Flow {
     /// Move it and look at the next one.
     Next,
+    /// Move it and the whole packets that take the given number of bytes after it, and look
+    /// at the packet after those.
+    NextWith(usize),
     /// Move it and stop.
     TakeAndStop,
     /// Stop before it: it stays unread.
@@ -843,7 +850,7 @@ mod tests {
         let mut r = read_all(&input).await;
         let mut w = sink();
         let mut seen = Vec::new();
-        r.move_whole_packets(&mut w, 3, |h, payload| {
+        r.move_whole_packets(&mut w, 3, |h, payload, _| {
             seen.push((h.len, h.seq, payload.to_vec()));
             Flow::Next
         });
@@ -869,7 +876,7 @@ mod tests {
         w.queue_bytes(b"q");
         // the second packet ends the walk; the third stays
         let mut n = 0;
-        r.move_whole_packets(&mut w, 0, |_, _| {
+        r.move_whole_packets(&mut w, 0, |_, _, _| {
             n += 1;
             if n == 2 {
                 Flow::TakeAndStop
@@ -880,7 +887,7 @@ mod tests {
         assert_eq!(w.pending_output(), b"q\x01\0\0\0\x01\x01\0\0\x01\x02");
         assert_eq!(r.buffered(), 5);
         // a packet left alone is not moved
-        r.move_whole_packets(&mut w, 0, |_, _| Flow::Leave);
+        r.move_whole_packets(&mut w, 0, |_, _, _| Flow::Leave);
         assert_eq!(r.buffered(), 5);
         assert_eq!(w.pending_output().len(), 11);
     }
@@ -891,7 +898,7 @@ mod tests {
         input.extend(std::iter::repeat_n(1u8, 100));
         let mut r = read_all(&input).await;
         let mut w = sink();
-        r.move_whole_packets(&mut w, 0, |_, _| Flow::Next);
+        r.move_whole_packets(&mut w, 0, |_, _, _| Flow::Next);
         assert!(!w.has_pending_output());
         assert!(!r.next_frame_fits(), "streamed, not read whole");
     }

@@ -82,14 +82,24 @@ impl Session {
                 // the packets already read go on in one copy; the loop below reads the rest
                 let mut failed = None;
                 let mut stopped = false;
-                be!(self).move_whole_packets(&mut self.client, seq_delta, |h, payload| {
+                be!(self).move_whole_packets(&mut self.client, seq_delta, |h, payload, after| {
                     next_seq = h.seq.wrapping_add(seq_delta).wrapping_add(1);
                     match feed_reading(&mut tracker, &mut reports, h.len, payload) {
                         Err(e) => {
                             failed = Some(e);
                             Flow::Leave
                         }
-                        Ok(Step::More) if !(compressed && tracker.between_results()) => Flow::Next,
+                        Ok(Step::More) if !(compressed && tracker.between_results()) => {
+                            // the column definitions and rows after it go along, counted
+                            // in one loop over their headers
+                            match tracker.take_bulk(after) {
+                                (0, _) | (_, None) => Flow::Next,
+                                (n, Some(last)) => {
+                                    next_seq = last.wrapping_add(seq_delta).wrapping_add(1);
+                                    Flow::NextWith(n)
+                                }
+                            }
+                        }
                         Ok(s) => {
                             step = s;
                             stopped = true;
