@@ -20,6 +20,11 @@ fuzz_target!(|data: &[u8]| {
     let Some((&flags, sql)) = data.split_first() else {
         return;
     };
+    // the executable-comment search finds what a look at every position finds
+    assert_eq!(
+        dml::has_executable_comment(sql),
+        (0..sql.len()).any(|i| sql[i..].starts_with(b"/*!") || sql[i..].starts_with(b"/*M!"))
+    );
     let flavor = [
         Flavor::MySql,
         Flavor::MariaDb,
