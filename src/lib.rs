@@ -7,6 +7,7 @@
 
 pub mod admin;
 pub mod backend;
+pub mod clock;
 pub mod config;
 pub mod engine;
 pub mod hbase;

@@ -258,36 +258,7 @@ pub fn enabled() -> bool {
     ENABLED.load(Relaxed)
 }
 
-/// The clock latencies are read with: the CPU's time-stamp counter where it is invariant
-/// (a few instructions a reading; the OS clock costs about forty times more), the OS's
-/// monotonic clock elsewhere. Calibrated once.
-fn clock() -> &'static quanta::Clock {
-    static CLOCK: OnceLock<quanta::Clock> = OnceLock::new();
-    CLOCK.get_or_init(quanta::Clock::new)
-}
-
-/// A reading of the latency clock (`since` turns two into a duration).
-#[inline]
-pub fn now() -> u64 {
-    clock().raw()
-}
-
-/// Readings of `now()` a second apart (calibrated once).
-pub fn ticks_per_second() -> u64 {
-    static TICKS: OnceLock<u64> = OnceLock::new();
-    *TICKS.get_or_init(|| {
-        let span = 1u64 << 32;
-        let ns = clock().delta_as_nanos(0, span).max(1);
-        u64::try_from(u128::from(span) * 1_000_000_000 / u128::from(ns)).unwrap_or(u64::MAX)
-    })
-}
-
-/// The nanoseconds since `start` (a `now()` reading).
-#[inline]
-pub fn since_ns(start: u64) -> u64 {
-    let c = clock();
-    c.delta_as_nanos(start, c.raw())
-}
+pub use crate::clock::{now, since_ns, ticks_per_second};
 
 /// Most tables with a label of their own when `init` was not called (tests, tools).
 pub const DEFAULT_MAX_TABLES: usize = 1000;
@@ -296,7 +267,7 @@ pub const DEFAULT_MAX_TABLES: usize = 1000;
 /// call counts, and it must come before the first count to take effect.
 pub fn init(max_tables: usize) {
     let _ = REGISTRY.set(Registry::new(max_tables));
-    clock();
+    crate::clock::calibrate();
 }
 
 fn registry() -> &'static Registry {

@@ -11,7 +11,7 @@
 use crate::hbase::partition::ModelPartitioning;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use super::cells::CellLimits;
 use super::partition::Partitioning;
@@ -149,7 +149,9 @@ pub enum Lookup {
 /// Entries by `database NUL table` (a name has no NUL): looked up from borrowed names without
 /// building a key on the heap. foldhash with a per-process random seed: a fraction of
 /// SipHash's cost on every statement's lookup, and still no key collisions a client can plan.
-type Entries = HashMap<Vec<u8>, (Option<Arc<TableSchema>>, Instant), foldhash::fast::RandomState>;
+/// Each entry with the clock's reading when it was read (`crate::clock`: a few instructions,
+/// where the OS clock cost a lookup about 70).
+type Entries = HashMap<Vec<u8>, (Option<Arc<TableSchema>>, u64), foldhash::fast::RandomState>;
 
 /// The map key of (database, table), folded when `ci`, written into `out`.
 fn joined_into(db: &[u8], table: &[u8], ci: bool, out: &mut [u8]) -> Option<usize> {
@@ -174,7 +176,8 @@ fn joined(db: &[u8], table: &[u8], ci: bool) -> Vec<u8> {
 
 pub struct SchemaCache {
     entries: Mutex<Entries>,
-    max_age: Duration,
+    /// `max_age` in the clock's readings.
+    max_age: u64,
 }
 
 impl SchemaCache {
@@ -183,7 +186,7 @@ impl SchemaCache {
     pub fn new(max_age: Duration) -> SchemaCache {
         SchemaCache {
             entries: Mutex::new(HashMap::default()),
-            max_age,
+            max_age: crate::clock::ticks(max_age),
         }
     }
 
@@ -204,7 +207,10 @@ impl SchemaCache {
         };
         let entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         match entries.get(k) {
-            Some((v, at)) if at.elapsed() < self.max_age => Lookup::Known(v.clone()),
+            // (a reading before the entry's, from a core whose counter lags, is a stale entry)
+            Some((v, at)) if crate::clock::now().wrapping_sub(*at) < self.max_age => {
+                Lookup::Known(v.clone())
+            }
             _ => Lookup::Unknown,
         }
     }
@@ -212,13 +218,13 @@ impl SchemaCache {
     pub fn put(&self, k: SchemaKey, v: Option<Arc<TableSchema>>) {
         let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
         if entries.len() >= Self::MAX_ENTRIES {
-            let max_age = self.max_age;
-            entries.retain(|_, (_, at)| at.elapsed() < max_age);
+            let (now, max_age) = (crate::clock::now(), self.max_age);
+            entries.retain(|_, (_, at)| now.wrapping_sub(*at) < max_age);
             if entries.len() >= Self::MAX_ENTRIES {
                 entries.clear();
             }
         }
-        entries.insert(joined(&k.0, &k.1, false), (v, Instant::now()));
+        entries.insert(joined(&k.0, &k.1, false), (v, crate::clock::now()));
     }
 
     /// DDL through this proxy may have changed a table: every entry is read again.

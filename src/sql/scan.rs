@@ -1304,7 +1304,12 @@ mod tests {
             b"/*m!",
             b"*/!",
         ] {
-            assert_eq!(has_executable_comment(s), naive(s), "{:?}", String::from_utf8_lossy(s));
+            assert_eq!(
+                has_executable_comment(s),
+                naive(s),
+                "{:?}",
+                String::from_utf8_lossy(s)
+            );
         }
     }
 
