@@ -34,8 +34,10 @@ pub fn ticks_per_second() -> u64 {
 
 /// `d` in readings of `now()` (saturating).
 pub fn ticks(d: Duration) -> u64 {
-    let t = u128::from(ticks_per_second()) * d.as_nanos() / 1_000_000_000;
-    u64::try_from(t).unwrap_or(u64::MAX)
+    u128::from(ticks_per_second())
+        .checked_mul(d.as_nanos())
+        .and_then(|t| u64::try_from(t / 1_000_000_000).ok())
+        .unwrap_or(u64::MAX)
 }
 
 /// The nanoseconds since `start` (a `now()` reading).

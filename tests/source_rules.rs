@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers from the ground up; a file may import its own layer's files and the layers before.
 const LAYERS: &[&[&str]] = &[
-    &["timer"],
+    &["timer", "clock"],
     &["protocol"],
     &["sql"],
     &["hbase"],

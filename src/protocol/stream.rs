@@ -456,8 +456,12 @@ impl<S: AsyncRead + AsyncWrite + Unpin> PacketStream<S> {
             match each(Header { len, seq: h[3] }, payload, after) {
                 Flow::Leave => break,
                 Flow::Next => end += 4 + len,
-                // (no further than the buffer, whatever the callback says)
-                Flow::NextWith(more) => end += 4 + len + more.min(after.len()),
+                // (whole frames the callback walked in `after`; no further than the buffer,
+                // whatever it says)
+                Flow::NextWith(more) => {
+                    debug_assert!(more <= after.len());
+                    end += 4 + len + more.min(after.len());
+                }
                 Flow::TakeAndStop => {
                     end += 4 + len;
                     break;
@@ -738,8 +742,9 @@ async fn write_encoded<S: AsyncWrite + Unpin>(io: &mut S, c: &mut Codec) -> io::
 pub enum Flow {
     /// Move it and look at the next one.
     Next,
-    /// Move it and the whole packets that take the given number of bytes after it, and look
-    /// at the packet after those.
+    /// Move it and the whole packets that take the given number of bytes after it (the callback
+    /// walked their headers in the bytes it was shown: a count that ends inside a packet would
+    /// misnumber the rest), and look at the packet after those.
     NextWith(usize),
     /// Move it and stop.
     TakeAndStop,
@@ -890,6 +895,32 @@ mod tests {
         r.move_whole_packets(&mut w, 0, |_, _, _| Flow::Leave);
         assert_eq!(r.buffered(), 5);
         assert_eq!(w.pending_output().len(), 11);
+    }
+
+    #[tokio::test]
+    async fn packets_taken_along_move_renumbered_and_the_walk_goes_on_after_them() {
+        // four packets: the first takes the next two along, the fourth is shown
+        let input = [
+            1, 0, 0, 0, 0xa, 1, 0, 0, 1, 0xb, 0, 0, 0, 2, 1, 0, 0, 3, 0xd,
+        ];
+        let mut r = read_all(&input).await;
+        let mut w = sink();
+        let mut seen = Vec::new();
+        r.move_whole_packets(&mut w, 2, |h, payload, after| {
+            seen.push((h.seq, payload.to_vec()));
+            if h.seq == 0 {
+                assert_eq!(after.len(), 14);
+                Flow::NextWith(9)
+            } else {
+                Flow::Next
+            }
+        });
+        assert_eq!(seen, vec![(0, vec![0xa]), (3, vec![0xd])]);
+        assert_eq!(
+            w.pending_output(),
+            &[1, 0, 0, 2, 0xa, 1, 0, 0, 3, 0xb, 0, 0, 0, 4, 1, 0, 0, 5, 0xd]
+        );
+        assert_eq!(r.buffered(), 0);
     }
 
     #[tokio::test]

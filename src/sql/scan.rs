@@ -1264,7 +1264,7 @@ pub fn executed_part(piece: &[u8], d: Dialect) -> Executed {
     out
 }
 
-/// `/*!` or `/*M!` anywhere (the finder is built once, not per statement).
+/// `/*!` or `/*M!` anywhere.
 pub fn has_executable_comment(sql: &[u8]) -> bool {
     // (a search for `/` then a look at what follows: a substring searcher's setup costs more
     // than a statement's few slashes, about 120 instructions a text, counted with cost.sh)
@@ -1280,9 +1280,6 @@ pub fn has_executable_comment(sql: &[u8]) -> bool {
 mod tests {
     use super::*;
 
-    /// A string is marked plain exactly when its body is its value as written: ASCII, no
-    /// backslash, no doubled quote, at every length (the word-at-a-time head and the search
-    /// beyond it); its value is the same read with the mark or without.
     /// An executable comment is `/*!` or `/*M!` anywhere in the bytes, as the naive search
     /// over every position finds it.
     #[test]
@@ -1313,6 +1310,9 @@ mod tests {
         }
     }
 
+    /// A string is marked plain exactly when its body is its value as written: ASCII, no
+    /// backslash, no doubled quote, at every length (the word-at-a-time head and the search
+    /// beyond it); its value is the same read with the mark or without.
     #[test]
     fn strings_are_marked_plain_only_when_their_body_is_their_value() {
         let d = Dialect::default();
