@@ -236,12 +236,10 @@ impl ResponseTracker {
         let (mut at, mut seq) = (0usize, None);
         if let State::Columns(n) = self.state {
             let mut left = n;
-            while let Some(&[l0, l1, l2, s]) = frames.get(at..at + 4) {
-                let len = usize::from(l0) | usize::from(l1) << 8 | usize::from(l2) << 16;
-                let end = at + 4 + len;
-                if left == 0 || len >= MAX_FRAME || end > frames.len() {
+            while left > 0 {
+                let Some((end, s, _)) = whole_frame(frames, at) else {
                     break;
-                }
+                };
                 left -= 1;
                 seq = Some(s);
                 at = end;
@@ -256,14 +254,9 @@ impl ResponseTracker {
             return (at, seq);
         }
         let mut rows = 0u64;
-        while let Some(&[l0, l1, l2, s]) = frames.get(at..at + 4) {
-            let len = usize::from(l0) | usize::from(l1) << 8 | usize::from(l2) << 16;
-            let end = at + 4 + len;
-            if len >= MAX_FRAME || end > frames.len() {
-                break;
-            }
-            // an empty packet is a row to `feed` too
-            if len > 0 && matches!(frames.get(at + 4), Some(0xfe | 0xff)) {
+        // (an empty packet is a row to `feed` too)
+        while let Some((end, s, first)) = whole_frame(frames, at) {
+            if matches!(first, Some(0xfe | 0xff)) {
                 break;
             }
             rows += 1;
@@ -398,6 +391,26 @@ impl ResponseTracker {
         self.state = State::Finished;
         Step::Done
     }
+}
+
+/// The frame at `at` in `frames` when it is there whole and shorter than 16 MiB - 1: where it
+/// ends, its sequence id and its payload's first byte (None when empty).
+#[inline]
+fn whole_frame(frames: &[u8], at: usize) -> Option<(usize, u8, Option<u8>)> {
+    let &[l0, l1, l2, seq] = frames.get(at..at + 4)? else {
+        return None;
+    };
+    let len = usize::from(l0) | usize::from(l1) << 8 | usize::from(l2) << 16;
+    let end = at + 4 + len;
+    if len >= MAX_FRAME || end > frames.len() {
+        return None;
+    }
+    let first = if len > 0 {
+        frames.get(at + 4).copied()
+    } else {
+        None
+    };
+    Some((end, seq, first))
 }
 
 /// An EOF or end-of-rows OK packet starts with 0xFE and is shorter than a full frame; a row that
