@@ -95,11 +95,17 @@ start() {
       local bin
       bin=$(command -v mariadbd || echo /usr/sbin/mariadbd)
       [[ -x $bin ]] || { echo "mariadbd is not installed: run scripts/install-deps.sh" >&2; exit 1; }
+      # each instance has a tmpdir of its own: MariaDB deletes every #sql* file in its tmpdir
+      # when it starts (its own leftovers, it assumes), so a second instance sharing /tmp
+      # deletes the first one's live internal temporary tables, and the first then crashes
+      # (signal 11 in ha_maria::drop_table) when it ends the query that used one — seen in
+      # this project's tests whenever a test started a private backend beside the shared one
+      mkdir -p "$dir/tmp"
       if [[ ! -d $dir/data/mysql ]]; then
-        mariadb-install-db --no-defaults --datadir="$dir/data" --user=root \
+        mariadb-install-db --no-defaults --datadir="$dir/data" --user=root --tmpdir="$dir/tmp" \
           --auth-root-authentication-method=normal --skip-test-db >"$dir/install.log" 2>&1
       fi
-      local args=(--no-defaults --datadir="$dir/data" --socket="$dir/mariadb.sock" --port="$port" \
+      local args=(--no-defaults --datadir="$dir/data" --tmpdir="$dir/tmp" --socket="$dir/mariadb.sock" --port="$port" \
         --bind-address=127.0.0.1 --user=root --pid-file="$dir/mariadb.pid" --log-error="$dir/error.log" \
         --skip-log-bin --character-set-server=utf8mb4 --max-connections=2000 --max-allowed-packet=64M \
         --innodb-buffer-pool-size=256M --innodb-flush-log-at-trx-commit=2 "${extra[@]}")

@@ -3,6 +3,7 @@
 
 mod advisor;
 mod auth_tls;
+mod backend_script;
 mod bad_input;
 mod catalog;
 mod cli;
