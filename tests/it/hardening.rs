@@ -149,9 +149,8 @@ fn pathological_like(kind: Kind) {
 
 #[test]
 fn unauthenticated_and_stalled_clients_cost_little_memory() {
-    // a private instance: this burst of 250 connections, most of them abandoned, once took the
-    // shared MariaDB 10.11 down (a crash in its own cleanup of an information_schema query of
-    // another test running at the same time), and with it the tests that share it
+    // a private instance, so its burst of 250 connections (most of them abandoned) and its
+    // memory readings stay apart from the other tests' backend
     let backend = crate::common::backends::Backend::start_private(Kind::MariaDb, "stalled");
     let p = proxy::spawn_binary(&backend.addr, &[]);
     let before = p.rss_kib();
