@@ -245,13 +245,54 @@ fn clean_stale_dirs() {
     }
 }
 
+static SHARED_MARIADB: OnceLock<Backend> = OnceLock::new();
+static SHARED_SEEKDB: OnceLock<Backend> = OnceLock::new();
+
+/// MariaDB's own account of a crash in the shared instance's log (its "got signal" line, then
+/// at most 60 lines from the server version on: the stack and the query), if it crashed.
+fn shared_crash_report() -> Option<String> {
+    let b = SHARED_MARIADB.get()?;
+    if b.dir.as_os_str().is_empty() {
+        return None;
+    }
+    let log = std::fs::read_to_string(b.dir.join("error.log")).ok()?;
+    let at = log.find("got signal")?;
+    let start = log[..at].rfind('\n').map_or(0, |i| i + 1);
+    let mut lines = log[start..].lines();
+    let first = lines.next().unwrap_or_default();
+    // (past its plea to report the bug, to the version, the stack and the query)
+    let rest: Vec<&str> = lines
+        .skip_while(|l| !l.starts_with("Server version"))
+        .take(60)
+        .collect();
+    Some(format!("{first}\n{}", rest.join("\n")))
+}
+
+/// A test that fails because the shared backend crashed says so, with the backend's own
+/// account, in its failure output (CI shows the failures, not the backend's log): the first
+/// panic after a crash prints the report, once.
+fn report_backend_crashes_on_panic() {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    ONCE.get_or_init(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            previous(info);
+            static TOLD: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+            if let Some(report) = shared_crash_report() {
+                if !TOLD.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                    eprintln!("== the shared MariaDB crashed; its error log says:\n{report}");
+                }
+            }
+        }));
+    });
+}
+
 /// The backend shared by the tests of this run.
 pub fn shared(kind: Kind) -> &'static Backend {
-    static MARIADB: OnceLock<Backend> = OnceLock::new();
-    static SEEKDB: OnceLock<Backend> = OnceLock::new();
+    report_backend_crashes_on_panic();
     let (cell, var) = match kind {
-        Kind::MariaDb => (&MARIADB, "OBKV_TEST_MARIADB"),
-        Kind::SeekDb => (&SEEKDB, "OBKV_TEST_SEEKDB"),
+        Kind::MariaDb => (&SHARED_MARIADB, "OBKV_TEST_MARIADB"),
+        Kind::SeekDb => (&SHARED_SEEKDB, "OBKV_TEST_SEEKDB"),
     };
     cell.get_or_init(|| {
         let backend = if let Ok(addr) = std::env::var(var) {
