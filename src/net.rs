@@ -9,6 +9,8 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
+use crate::protocol::stream::DirectWrite;
+
 pub enum MaybeTls<P, T> {
     Plain(P),
     Tls(Box<T>),
@@ -258,6 +260,55 @@ impl AsyncWrite for ClientSock {
         match &mut self.get_mut().sock {
             Sock::Tcp(s) => Pin::new(s).poll_shutdown(cx),
             Sock::Unix(s) => Pin::new(s).poll_shutdown(cx),
+        }
+    }
+}
+
+impl DirectWrite for TcpStream {
+    #[inline]
+    fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
+        Some(self.try_write(buf))
+    }
+
+    #[inline]
+    fn flush_needed(&self) -> bool {
+        false
+    }
+}
+
+impl DirectWrite for ClientSock {
+    #[inline]
+    fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
+        // (a write that waited keeps its timer until a poll sees it go on)
+        if self.stall.since.is_some() {
+            return None;
+        }
+        Some(match &self.sock {
+            Sock::Tcp(s) => s.try_write(buf),
+            Sock::Unix(s) => s.try_write(buf),
+        })
+    }
+
+    #[inline]
+    fn flush_needed(&self) -> bool {
+        self.stall.since.is_some()
+    }
+}
+
+impl<P: DirectWrite, T> DirectWrite for MaybeTls<P, T> {
+    #[inline]
+    fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
+        match self {
+            MaybeTls::Plain(p) => p.try_write_now(buf),
+            MaybeTls::Tls(_) => None,
+        }
+    }
+
+    #[inline]
+    fn flush_needed(&self) -> bool {
+        match self {
+            MaybeTls::Plain(p) => p.flush_needed(),
+            MaybeTls::Tls(_) => true,
         }
     }
 }
