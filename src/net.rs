@@ -9,7 +9,7 @@ use std::task::{Context, Poll};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, ReadBuf};
 use tokio::net::{TcpStream, UnixStream};
 
-use crate::protocol::stream::DirectWrite;
+use crate::protocol::stream::DirectIo;
 
 pub enum MaybeTls<P, T> {
     Plain(P),
@@ -264,10 +264,15 @@ impl AsyncWrite for ClientSock {
     }
 }
 
-impl DirectWrite for TcpStream {
+impl DirectIo for TcpStream {
     #[inline]
     fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
         Some(self.try_write(buf))
+    }
+
+    #[inline]
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        Some(TcpStream::poll_read_ready(self, cx))
     }
 
     #[inline]
@@ -276,7 +281,7 @@ impl DirectWrite for TcpStream {
     }
 }
 
-impl DirectWrite for ClientSock {
+impl DirectIo for ClientSock {
     #[inline]
     fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
         // (a write that waited keeps its timer until a poll sees it go on)
@@ -293,9 +298,17 @@ impl DirectWrite for ClientSock {
     fn flush_needed(&self) -> bool {
         self.stall.since.is_some()
     }
+
+    #[inline]
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        Some(match &self.sock {
+            Sock::Tcp(s) => s.poll_read_ready(cx),
+            Sock::Unix(s) => s.poll_read_ready(cx),
+        })
+    }
 }
 
-impl<P: DirectWrite, T> DirectWrite for MaybeTls<P, T> {
+impl<P: DirectIo, T> DirectIo for MaybeTls<P, T> {
     #[inline]
     fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
         match self {
@@ -309,6 +322,14 @@ impl<P: DirectWrite, T> DirectWrite for MaybeTls<P, T> {
         match self {
             MaybeTls::Plain(p) => p.flush_needed(),
             MaybeTls::Tls(_) => true,
+        }
+    }
+
+    #[inline]
+    fn poll_read_ready(&self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
+        match self {
+            MaybeTls::Plain(p) => p.poll_read_ready(cx),
+            MaybeTls::Tls(_) => None,
         }
     }
 }

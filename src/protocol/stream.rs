@@ -38,12 +38,18 @@ pub struct PacketStream<S> {
     written: u64,
 }
 
-/// A stream the packet layer may write to without going through a future: a plain socket's
-/// `try_write`, which writes what the socket takes now. A flush of the write buffer is most
-/// often one such write, and the `AsyncWrite` path around it (a `write_all` future, the polls
-/// down to the socket's readiness, a flush that a plain socket does not need) cost about a
-/// hundred instructions more a write (callgrind, `scripts/cost.sh`).
-pub trait DirectWrite {
+/// A stream the packet layer may use without going through a future: a plain socket.
+///
+/// - A flush writes with the socket's `try_write`, which writes what the socket takes now. A
+///   flush of the write buffer is most often one such write, and the `AsyncWrite` path around
+///   it (a `write_all` future, the polls down to the socket's readiness, a flush that a plain
+///   socket does not need) cost about 140 instructions more a write (callgrind,
+///   `scripts/cost.sh`).
+/// - A wait for bytes waits on the socket's readiness, not on a read: most such polls find
+///   nothing (the backend between commands, every peer before its answer), and a read's layers
+///   (a `read_buf` future, the TLS switch, the socket's `poll_read`) cost more than the readiness
+///   they end in.
+pub trait DirectIo {
     /// What the socket took of `buf` now (`WouldBlock`: nothing), or None where the write must
     /// go through `AsyncWrite` (TLS, a client whose write waits on its timer).
     fn try_write_now(&mut self, _buf: &[u8]) -> Option<io::Result<usize>> {
@@ -55,10 +61,20 @@ pub trait DirectWrite {
     fn flush_needed(&self) -> bool {
         true
     }
+
+    /// Whether the socket may have bytes to read (registering the task to be woken when it
+    /// does), or None where the wait must be a read (TLS, in-memory streams). Ready can be
+    /// stale (the readiness a read then finds empty): the read that follows waits again.
+    fn poll_read_ready(
+        &self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> Option<std::task::Poll<io::Result<()>>> {
+        None
+    }
 }
 
 /// (the tests' and fuzz targets' in-memory streams: through `AsyncWrite`)
-impl DirectWrite for tokio::io::DuplexStream {}
+impl DirectIo for tokio::io::DuplexStream {}
 
 /// Header of one frame: payload length and sequence id.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -76,7 +92,7 @@ fn too_large() -> io::Error {
     io::Error::new(io::ErrorKind::InvalidData, "packet larger than allowed")
 }
 
-impl<S: AsyncRead + AsyncWrite + DirectWrite + Unpin> PacketStream<S> {
+impl<S: AsyncRead + AsyncWrite + DirectIo + Unpin> PacketStream<S> {
     pub fn new(io: S) -> Self {
         PacketStream {
             io,
@@ -295,6 +311,14 @@ impl<S: AsyncRead + AsyncWrite + DirectWrite + Unpin> PacketStream<S> {
 
     /// Waits until at least one byte can be read (or the peer closed: UnexpectedEof).
     pub async fn wait_readable(&mut self) -> io::Result<()> {
+        if self.buffered() == 0 && self.comp.is_none() {
+            let io = &self.io;
+            let ready = std::future::poll_fn(|cx| match io.poll_read_ready(cx) {
+                None => std::task::Poll::Ready(Ok(())),
+                Some(r) => r,
+            });
+            ready.await?;
+        }
         self.fill_at_least(1).await
     }
 
@@ -429,7 +453,7 @@ impl<S: AsyncRead + AsyncWrite + DirectWrite + Unpin> PacketStream<S> {
         dst: &mut PacketStream<D>,
     ) -> Result<(), CopyError>
     where
-        D: AsyncRead + AsyncWrite + DirectWrite + Unpin,
+        D: AsyncRead + AsyncWrite + DirectIo + Unpin,
     {
         while len > 0 {
             if self.buffered() == 0 {
@@ -463,7 +487,7 @@ impl<S: AsyncRead + AsyncWrite + DirectWrite + Unpin> PacketStream<S> {
         seq_delta: u8,
         mut each: F,
     ) where
-        D: AsyncRead + AsyncWrite + DirectWrite + Unpin,
+        D: AsyncRead + AsyncWrite + DirectIo + Unpin,
         F: FnMut(Header, &[u8], &[u8]) -> Flow,
     {
         let buf = self.rbuf.get(self.rpos..).unwrap_or_default();
@@ -544,7 +568,7 @@ impl<S: AsyncRead + AsyncWrite + DirectWrite + Unpin> PacketStream<S> {
         dst: &mut PacketStream<D>,
     ) -> Result<(), CopyError>
     where
-        D: AsyncRead + AsyncWrite + DirectWrite + Unpin,
+        D: AsyncRead + AsyncWrite + DirectIo + Unpin,
     {
         if !dst.has_pending_output() {
             return self.fill_some().await.map_err(CopyError::Read);
@@ -825,7 +849,7 @@ mod tests {
         assert_eq!(writer.await.unwrap(), 2);
     }
 
-    /// Over a real socket a flush writes directly (`DirectWrite`): small packets whole, and a
+    /// Over a real socket a flush writes directly (`DirectIo`): small packets whole, and a
     /// buffer larger than the socket takes at once partly, the rest through `AsyncWrite`; the
     /// peer gets every byte, in order.
     #[tokio::test]
