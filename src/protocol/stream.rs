@@ -880,6 +880,51 @@ mod tests {
         assert!(reader.await.unwrap() == expected, "bytes differ");
     }
 
+    /// On a real socket the wait for bytes waits on the socket's readiness (`DirectIo`), then
+    /// reads: bytes that come later are there after it, and a peer that closes ends it with an
+    /// error.
+    #[tokio::test]
+    async fn a_wait_on_a_socket_ends_with_the_bytes_or_the_close() {
+        use tokio::io::AsyncWriteExt;
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (accepted, connected) = tokio::join!(l.accept(), tokio::net::TcpStream::connect(addr));
+        let mut r = PacketStream::new(connected.unwrap());
+        let mut peer = accepted.unwrap().0;
+        let (go, gone) = tokio::sync::oneshot::channel::<()>();
+        let writer = tokio::spawn(async move {
+            let _ = gone.await;
+            peer.write_all(&[1, 0, 0, 0, 42]).await.unwrap();
+            peer
+        });
+        {
+            let mut wait = std::pin::pin!(r.wait_readable());
+            // nothing sent yet: the wait waits
+            assert!(futures_poll_once(wait.as_mut()).await.is_none());
+            go.send(()).unwrap();
+            wait.await.unwrap();
+        }
+        let peer = writer.await.unwrap();
+        assert_eq!(r.take_whole_frames(), vec![1, 0, 0, 0, 42]);
+        drop(peer);
+        assert!(
+            r.wait_readable().await.is_err(),
+            "a closed peer ends the wait"
+        );
+    }
+
+    /// Polls a future once: its output, or None when it is pending.
+    async fn futures_poll_once<F: std::future::Future + Unpin>(f: F) -> Option<F::Output> {
+        let mut f = f;
+        std::future::poll_fn(|cx| {
+            std::task::Poll::Ready(match std::pin::Pin::new(&mut f).poll(cx) {
+                std::task::Poll::Ready(v) => Some(v),
+                std::task::Poll::Pending => None,
+            })
+        })
+        .await
+    }
+
     #[tokio::test]
     async fn eof_mid_packet_is_an_error() {
         let (mut a, b) = tokio::io::duplex(1024);
