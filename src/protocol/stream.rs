@@ -725,8 +725,14 @@ impl<S: AsyncRead + AsyncWrite + DirectIo + Unpin> PacketStream<S> {
                 }
                 _ => {}
             }
-            if let Some(rest) = self.wbuf.get(sent..).filter(|r| !r.is_empty()) {
-                self.io.write_all(rest).await?;
+            if sent < self.wbuf.len() {
+                // (what went is gone from the buffer before the wait: a flush dropped while it
+                // waits sends the rest later, not the whole again)
+                if sent > 0 {
+                    self.wbuf.drain(..sent);
+                    self.written += sent as u64;
+                }
+                self.io.write_all(&self.wbuf).await?;
             }
             self.written += self.wbuf.len() as u64;
             self.wbuf.clear();
