@@ -260,8 +260,8 @@ impl Codec {
                 let Some(h) = self.raw.get(self.rpos..self.rpos + HEADER) else {
                     return Ok(Step::NeedInput);
                 };
-                let clen = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
-                let ulen = usize::from(h[4]) | usize::from(h[5]) << 8 | usize::from(h[6]) << 16;
+                let clen = super::wire::u24(h[0], h[1], h[2]);
+                let ulen = super::wire::u24(h[4], h[5], h[6]);
                 if self.server {
                     let expected = if self.command_start { 0 } else { self.seq };
                     if h[3] != expected {

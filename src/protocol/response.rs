@@ -400,7 +400,7 @@ fn whole_frame(frames: &[u8], at: usize) -> Option<(usize, u8, Option<u8>)> {
     let &[l0, l1, l2, seq] = frames.get(at..at + 4)? else {
         return None;
     };
-    let len = usize::from(l0) | usize::from(l1) << 8 | usize::from(l2) << 16;
+    let len = super::wire::u24(l0, l1, l2);
     let end = at + 4 + len;
     if len >= MAX_FRAME || end > frames.len() {
         return None;

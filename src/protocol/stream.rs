@@ -85,7 +85,7 @@ pub struct Header {
 
 /// The payload length a 4-byte frame header (`h`, at least 3 bytes) announces.
 fn frame_len(h: &[u8]) -> usize {
-    usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16
+    super::wire::u24(h[0], h[1], h[2])
 }
 
 fn too_large() -> io::Error {
@@ -861,11 +861,8 @@ mod tests {
     #[tokio::test]
     async fn a_flush_over_a_socket_delivers_every_byte_in_order() {
         use tokio::io::AsyncReadExt;
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let (accepted, connected) = tokio::join!(l.accept(), tokio::net::TcpStream::connect(addr));
-        let mut w = PacketStream::new(connected.unwrap());
-        let mut peer = accepted.unwrap().0;
+        let (connected, mut peer) = socket_pair().await;
+        let mut w = PacketStream::new(connected);
         let big: Vec<u8> = (0..8 << 20).map(|i: u32| (i % 251) as u8).collect();
         let mut expected = Vec::new();
         for i in 0..3u8 {
@@ -892,11 +889,8 @@ mod tests {
     #[tokio::test]
     async fn a_wait_on_a_socket_ends_with_the_bytes_or_the_close() {
         use tokio::io::AsyncWriteExt;
-        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = l.local_addr().unwrap();
-        let (accepted, connected) = tokio::join!(l.accept(), tokio::net::TcpStream::connect(addr));
-        let mut r = PacketStream::new(connected.unwrap());
-        let mut peer = accepted.unwrap().0;
+        let (connected, mut peer) = socket_pair().await;
+        let mut r = PacketStream::new(connected);
         let (go, gone) = tokio::sync::oneshot::channel::<()>();
         let writer = tokio::spawn(async move {
             let _ = gone.await;
@@ -917,6 +911,14 @@ mod tests {
             r.wait_readable().await.is_err(),
             "a closed peer ends the wait"
         );
+    }
+
+    /// Two ends of a loopback TCP connection: the connecting one and the accepted one.
+    async fn socket_pair() -> (tokio::net::TcpStream, tokio::net::TcpStream) {
+        let l = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = l.local_addr().unwrap();
+        let (accepted, connected) = tokio::join!(l.accept(), tokio::net::TcpStream::connect(addr));
+        (connected.unwrap(), accepted.unwrap().0)
     }
 
     /// Polls a future once: its output, or None when it is pending.

@@ -2,6 +2,13 @@
 //! and strings, fixed-width little-endian integers). Every reader returns `None` on short input,
 //! so data from the network can never cause a panic.
 
+/// A 3-byte little-endian integer: a packet header's payload length, a compressed frame's two
+/// lengths, a length-encoded integer's 0xFD form.
+#[inline]
+pub fn u24(b0: u8, b1: u8, b2: u8) -> usize {
+    usize::from(b0) | usize::from(b1) << 8 | usize::from(b2) << 16
+}
+
 /// A cursor over a payload that refuses to read past its end.
 pub struct Reader<'a> {
     buf: &'a [u8],
@@ -49,9 +56,7 @@ impl<'a> Reader<'a> {
         match self.u8()? {
             n @ 0..=0xfa => Some(u64::from(n)),
             0xfc => self.u16().map(u64::from),
-            0xfd => self
-                .take(3)
-                .map(|s| u64::from(s[0]) | u64::from(s[1]) << 8 | u64::from(s[2]) << 16),
+            0xfd => self.take(3).map(|s| u24(s[0], s[1], s[2]) as u64),
             0xfe => self.take(8).map(|s| {
                 let mut b = [0u8; 8];
                 b.copy_from_slice(s);

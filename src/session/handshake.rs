@@ -88,7 +88,7 @@ async fn write_raw_packet(tcp: &mut ClientSock, seq: u8, payload: &[u8]) -> io::
 async fn read_raw_packet(tcp: &mut ClientSock) -> Result<(u8, Vec<u8>), HandshakeFailure> {
     let mut h = [0u8; 4];
     tcp.read_exact(&mut h).await?;
-    let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+    let len = crate::protocol::wire::u24(h[0], h[1], h[2]);
     if len > MAX_LOGIN_PACKET {
         let err = ErrorInfo::packet_too_large(MAX_LOGIN_PACKET).to_packet();
         let _ = write_raw_packet(tcp, h[3].wrapping_add(1), &err).await;
