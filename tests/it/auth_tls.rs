@@ -145,26 +145,26 @@ fn pooled_backend_connections_are_reset_before_reuse() {
 fn pool_reuse_is_clean(kind: Kind) {
     let backend = shared(kind);
     let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-    assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_pool"));
-    assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_pool_secret"));
+    admin.must("CREATE DATABASE IF NOT EXISTS obkv_pool");
+    admin.must("CREATE DATABASE IF NOT EXISTS obkv_pool_secret");
     for d in ["obkv_pool", "obkv_pool_secret"] {
-        assert!(admin.query_ok(&format!("CREATE TABLE IF NOT EXISTS {d}.t (x INT)")));
-        assert!(admin.query_ok(&format!("DELETE FROM {d}.t")));
+        admin.must(&format!("CREATE TABLE IF NOT EXISTS {d}.t (x INT)"));
+        admin.must(&format!("DELETE FROM {d}.t"));
     }
     let p = proxy::start(proxy_auth_config(&backend.addr));
     let db = Some("obkv_pool");
     let mut first = RawConn::connect(&p.addr, "app", "app-pass", db).expect("login");
     let first_id = first.scalar("SELECT CONNECTION_ID()");
-    assert!(first.query_ok("SET @secret = 'left behind'"));
+    first.must("SET @secret = 'left behind'");
     // the next user of this connection must not inherit the database chosen here
-    assert!(first.query_ok("USE obkv_pool_secret"));
+    first.must("USE obkv_pool_secret");
     if let Err(e) = first.exec("SET NAMES binary") {
         panic!("{}: {e:?}", kind.name());
     }
     // seekdb has no temporary tables (error 1235); MariaDB does
     let has_temp_table = first.query_ok("CREATE TEMPORARY TABLE tmp_left (x INT)");
     assert_eq!(has_temp_table, kind == Kind::MariaDb);
-    assert!(first.query_ok("SET SESSION sql_mode = 'ANSI_QUOTES'"));
+    first.must("SET SESSION sql_mode = 'ANSI_QUOTES'");
     first.quit();
     // sessions that did not get the released connection stay open, so the next login must
     // eventually be handed the pooled one (the reset happens in the background)
@@ -189,7 +189,7 @@ fn pool_reuse_is_clean(kind: Kind) {
         kind.name()
     );
     assert_eq!(reused.scalar("SELECT DATABASE()"), "obkv_pool");
-    assert!(reused.query_ok("INSERT INTO t VALUES (1)"));
+    reused.must("INSERT INTO t VALUES (1)");
     assert_eq!(admin.scalar("SELECT COUNT(*) FROM obkv_pool.t"), "1");
     assert_eq!(
         admin.scalar("SELECT COUNT(*) FROM obkv_pool_secret.t"),
@@ -219,7 +219,7 @@ fn proxy_auth_change_user() {
         let backend = shared(kind);
         let p = proxy::start(proxy_auth_config(&backend.addr));
         let mut c = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
-        assert!(c.query_ok("SET @v = 1"));
+        c.must("SET @v = 1");
         let ok = c.change_user("reporting", "rep-pass", "");
         assert_eq!(ok[0], 0, "{}: {:?}", kind.name(), err_of(&ok));
         assert_eq!(
@@ -345,8 +345,8 @@ fn require_ssl_accounts_log_in_through_a_tls_proxy_with_backend_tls() {
         &pki.mariadb_options(),
     );
     let mut direct = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-    assert!(direct.query_ok("CREATE USER sec@'%' IDENTIFIED BY 'pw' REQUIRE SSL"));
-    assert!(direct.query_ok("GRANT SELECT ON *.* TO sec@'%'"));
+    direct.must("CREATE USER sec@'%' IDENTIFIED BY 'pw' REQUIRE SSL");
+    direct.must("GRANT SELECT ON *.* TO sec@'%'");
     // the backend link's own cipher (SHOW STATUS describes the client's connection to the
     // proxy: issue 32)
     let cipher_sql = "SELECT VARIABLE_NAME, VARIABLE_VALUE FROM information_schema.SESSION_STATUS WHERE VARIABLE_NAME = 'SSL_CIPHER'";

@@ -32,17 +32,17 @@ fn root(addr: &str) -> RawConn {
 /// fallback without a catalog account, with rights on the catalog schema.
 fn accounts(backend: &str, dbs: &[&str]) {
     let mut d = root(backend);
-    assert!(d.query_ok("CREATE USER IF NOT EXISTS obkv_cat IDENTIFIED BY 'catpw'"));
-    assert!(d.query_ok("GRANT ALL ON obkv_meta.* TO obkv_cat"));
+    d.must("CREATE USER IF NOT EXISTS obkv_cat IDENTIFIED BY 'catpw'");
+    d.must("GRANT ALL ON obkv_meta.* TO obkv_cat");
     // to see every table when deciding whether a table group is empty
-    assert!(d.query_ok("GRANT SELECT ON *.* TO obkv_cat"));
-    assert!(d.query_ok("CREATE USER IF NOT EXISTS obkv_app IDENTIFIED BY 'apppw'"));
-    assert!(d.query_ok("CREATE USER IF NOT EXISTS obkv_fb IDENTIFIED BY 'fbpw'"));
-    assert!(d.query_ok("GRANT ALL ON obkv_meta.* TO obkv_fb"));
+    d.must("GRANT SELECT ON *.* TO obkv_cat");
+    d.must("CREATE USER IF NOT EXISTS obkv_app IDENTIFIED BY 'apppw'");
+    d.must("CREATE USER IF NOT EXISTS obkv_fb IDENTIFIED BY 'fbpw'");
+    d.must("GRANT ALL ON obkv_meta.* TO obkv_fb");
     for db in dbs {
-        assert!(d.query_ok(&format!("CREATE DATABASE IF NOT EXISTS {db}")));
-        assert!(d.query_ok(&format!("GRANT ALL ON {db}.* TO obkv_app")));
-        assert!(d.query_ok(&format!("GRANT ALL ON {db}.* TO obkv_fb")));
+        d.must(&format!("CREATE DATABASE IF NOT EXISTS {db}"));
+        d.must(&format!("GRANT ALL ON {db}.* TO obkv_app"));
+        d.must(&format!("GRANT ALL ON {db}.* TO obkv_fb"));
     }
 }
 
@@ -148,7 +148,7 @@ fn concurrent_ddl_through_two_proxies_never_drifts() {
                             // took longer than that once in a parallel run. The wait allowed
                             // here is past the proxy's group lock (ddl_lock_timeout_ms above),
                             // so a GET_LOCK that waits its whole 120 s answers 1205, not 1317.
-                            assert!(c.query_ok("SET SESSION ob_query_timeout = 300000000"));
+                            c.must("SET SESSION ob_query_timeout = 300000000");
                         }
                         let mut codes = Vec::new();
                         let end = Instant::now() + Duration::from_millis(1200);
@@ -247,8 +247,8 @@ fn drop_database_rename_and_direct_ddl_keep_groups_true() {
         let mut c = app(&p.addr, a);
         let mut d = root(&backend.addr);
         for db in [a, b] {
-            assert!(d.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
-            assert!(d.query_ok(&format!("CREATE DATABASE {db}")));
+            d.must(&format!("DROP DATABASE IF EXISTS {db}"));
+            d.must(&format!("CREATE DATABASE {db}"));
         }
         ok(&mut c, &format!("USE {a}"));
         let _ = run(&mut c, "DROP TABLEGROUP IF EXISTS mv");
@@ -261,7 +261,7 @@ fn drop_database_rename_and_direct_ddl_keep_groups_true() {
         assert_eq!(listing(&mut c, "mv"), BTreeSet::from([row(a, "mv$f")]));
         // the group's catalog row deleted by hand: the group still shows (its table says it
         // exists), and the proxy records it again
-        assert!(d.query_ok("DELETE FROM obkv_meta.table_groups WHERE name = 'mv'"));
+        d.must("DELETE FROM obkv_meta.table_groups WHERE name = 'mv'");
         assert_eq!(listing(&mut c, "mv"), BTreeSet::from([row(a, "mv$f")]));
         assert_eq!(
             d.scalar("SELECT COUNT(*) FROM obkv_meta.table_groups WHERE name = 'mv'"),
@@ -303,7 +303,7 @@ fn drop_database_rename_and_direct_ddl_keep_groups_true() {
         ok(&mut c, "DROP TABLEGROUP mv");
         assert!(listing(&mut c, "mv").is_empty());
         // DDL straight on the backend, behind the proxy's back
-        assert!(d.query_ok(&format!("CREATE DATABASE {b}")));
+        d.must(&format!("CREATE DATABASE {b}"));
         ok(&mut c, "CREATE TABLEGROUP mv");
         ok(
             &mut c,
@@ -311,14 +311,14 @@ fn drop_database_rename_and_direct_ddl_keep_groups_true() {
                 "CREATE TABLE {a}.mv$f {COLS} TABLEGROUP = mv PARTITION BY KEY(K) PARTITIONS 3"
             ),
         );
-        assert!(d.query_ok(&format!("RENAME TABLE {a}.`mv$f` TO {b}.`mv$g`")));
+        d.must(&format!("RENAME TABLE {a}.`mv$f` TO {b}.`mv$g`"));
         assert_eq!(
             listing(&mut c, "mv"),
             BTreeSet::from([row(b, "mv$g")]),
             "{}",
             kind.name()
         );
-        assert!(d.query_ok(&format!("DROP TABLE {b}.`mv$g`")));
+        d.must(&format!("DROP TABLE {b}.`mv$g`"));
         assert_eq!(
             listing(&mut c, "mv"),
             BTreeSet::from([("mv".to_string(), None, None)])
@@ -329,7 +329,7 @@ fn drop_database_rename_and_direct_ddl_keep_groups_true() {
                 "CREATE TABLE {a}.mv$f {COLS} TABLEGROUP = mv PARTITION BY KEY(K) PARTITIONS 3"
             ),
         );
-        assert!(d.query_ok(&format!("DROP DATABASE {a}")));
+        d.must(&format!("DROP DATABASE {a}"));
         assert_eq!(
             listing(&mut c, "mv"),
             BTreeSet::from([("mv".to_string(), None, None)])
@@ -612,7 +612,7 @@ fn catalog_entries_follow_the_backends_grants_and_cannot_be_forged() {
         accounts(&backend.addr, &[db]);
         let mut d = root(&backend.addr);
         let _ = d.query_ok("DROP USER obkv_nosy");
-        assert!(d.query_ok("CREATE USER obkv_nosy IDENTIFIED BY 'pw'"));
+        d.must("CREATE USER obkv_nosy IDENTIFIED BY 'pw'");
         let p = proxy::start(with_catalog_account(&backend.addr));
         let mut owner = app(&p.addr, db);
         let _ = run(&mut owner, "DROP TABLE IF EXISTS sg$f");
@@ -648,7 +648,7 @@ fn catalog_entries_follow_the_backends_grants_and_cannot_be_forged() {
         // forging the stored definition (as anyone with write access to the catalog schema
         // could; this table's only, other tests store theirs beside it): a fresh proxy does
         // not believe a text that does not hash to its id
-        assert!(d.query_ok("UPDATE obkv_meta.hbase_ddl SET ddl = REPLACE(ddl, 'MaxVersions\": 3', 'MaxVersions\": 7') WHERE ddl LIKE '%sg$f%'"));
+        d.must("UPDATE obkv_meta.hbase_ddl SET ddl = REPLACE(ddl, 'MaxVersions\": 3', 'MaxVersions\": 7') WHERE ddl LIKE '%sg$f%'");
         assert_eq!(
             d.scalar("SELECT COUNT(*) FROM obkv_meta.hbase_ddl WHERE ddl LIKE '%sg$f%' AND ddl LIKE '%MaxVersions\": 7%'"),
             "1",
@@ -664,7 +664,7 @@ fn catalog_entries_follow_the_backends_grants_and_cannot_be_forged() {
             kind.name()
         );
         // put right, the definition is believed again (by another fresh proxy)
-        assert!(d.query_ok("UPDATE obkv_meta.hbase_ddl SET ddl = REPLACE(ddl, 'MaxVersions\": 7', 'MaxVersions\": 3') WHERE ddl LIKE '%sg$f%'"));
+        d.must("UPDATE obkv_meta.hbase_ddl SET ddl = REPLACE(ddl, 'MaxVersions\": 7', 'MaxVersions\": 3') WHERE ddl LIKE '%sg$f%'");
         let third = proxy::start(with_catalog_account(&backend.addr));
         let mut o3 = app(&third.addr, db);
         let now = shown(&mut o3);
@@ -688,7 +688,7 @@ fn catalog_entries_follow_the_backends_grants_and_cannot_be_forged() {
         );
         ok(&mut o3, "DROP TABLE sg$f");
         ok(&mut o3, "DROP TABLEGROUP sg");
-        assert!(d.query_ok("DROP USER obkv_nosy"));
+        d.must("DROP USER obkv_nosy");
         drop::<Vec<InProcessProxy>>(vec![p, fresh, third]);
     }
 }

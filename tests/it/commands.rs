@@ -32,13 +32,13 @@ fn prepare(c: &mut RawConn, sql: &str) -> (Vec<Frame>, u32) {
 fn script(addr: &str, db: &str) -> Vec<Vec<Frame>> {
     let mut c = RawConn::connect(addr, "root", "", None).expect("connect");
     let mut out = Vec::new();
-    assert!(c.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
-    assert!(c.query_ok(&format!("CREATE DATABASE {db}")));
+    c.must(&format!("DROP DATABASE IF EXISTS {db}"));
+    c.must(&format!("CREATE DATABASE {db}"));
     out.push(
         c.command(&cmd(com::INIT_DB, db.as_bytes()), ResponseKind::Single)
             .expect("init db"),
     );
-    assert!(c.query_ok("CREATE TABLE t (id INT PRIMARY KEY, v VARBINARY(100), b LONGBLOB)"));
+    c.must("CREATE TABLE t (id INT PRIMARY KEY, v VARBINARY(100), b LONGBLOB)");
     assert!(c.query_ok(
         "INSERT INTO t VALUES (1, 'a', NULL), (2, 'b', NULL), (3, 'c', NULL), (4, 'd', NULL)"
     ));
@@ -117,7 +117,7 @@ fn script(addr: &str, db: &str) -> Vec<Vec<Frame>> {
     );
 
     // reset connection: user variables are gone afterwards (or the backend's error, as it is)
-    assert!(c.query_ok("SET @v = 5"));
+    c.must("SET @v = 5");
     out.push(
         c.command(&[com::RESET_CONNECTION], ResponseKind::Single)
             .expect("reset connection"),
@@ -242,7 +242,7 @@ fn change_user_is_relayed_to_the_backend() {
         let p = proxy::start(proxy::config_for(&backend.addr));
 
         let mut c = RawConn::connect(&p.addr, "root", "", None).expect("connect");
-        assert!(c.query_ok("SET @before_change = 1"));
+        c.must("SET @before_change = 1");
         let r = c.change_user("obkv_cu", "cu-pass", "obkv_cu_db");
         assert_eq!(
             r.first().copied(),

@@ -129,8 +129,8 @@ fn corpus() -> Vec<Vec<u8>> {
 /// names inside results (SHOW TABLES headers, error texts) match.
 fn fresh_db(addr: &str, db: &str) -> RawConn {
     let mut c = RawConn::connect(addr, "root", "", None).expect("direct connection");
-    assert!(c.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
-    assert!(c.query_ok(&format!("CREATE DATABASE {db}")));
+    c.must(&format!("DROP DATABASE IF EXISTS {db}"));
+    c.must(&format!("CREATE DATABASE {db}"));
     c.quit();
     let mut c = RawConn::connect(addr, "root", "", None).expect("connect");
     let mut cmd = vec![com::INIT_DB];

@@ -22,9 +22,9 @@ const STATEMENTS: &[&str] = &[
 
 fn run(addr: &str, db: &str) -> Vec<Vec<Frame>> {
     let mut c = RawConn::connect(addr, "root", "", None).expect("login");
-    assert!(c.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
-    assert!(c.query_ok(&format!("CREATE DATABASE {db}")));
-    assert!(c.query_ok(&format!("USE {db}")));
+    c.must(&format!("DROP DATABASE IF EXISTS {db}"));
+    c.must(&format!("CREATE DATABASE {db}"));
+    c.must(&format!("USE {db}"));
     STATEMENTS
         .iter()
         .map(|s| c.query(s.as_bytes()).expect("answered"))
@@ -59,11 +59,11 @@ fn hbase_rules_can_be_limited_to_configured_databases() {
     let p = proxy::start(cfg);
     let mut c = RawConn::connect(&p.addr, "root", "", None).expect("login");
     for db in ["obkv_hb_ns", "obkv_shop"] {
-        assert!(c.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
-        assert!(c.query_ok(&format!("CREATE DATABASE {db}")));
+        c.must(&format!("DROP DATABASE IF EXISTS {db}"));
+        c.must(&format!("CREATE DATABASE {db}"));
     }
     // a legacy `$` table outside the HBase databases is an ordinary table
-    assert!(c.query_ok("USE obkv_shop"));
+    c.must("USE obkv_shop");
     c.exec("CREATE TABLE order$items (id INT PRIMARY KEY, qty INT)")
         .expect("legacy table outside the HBase databases");
     c.exec("ALTER TABLE order$items ADD COLUMN note VARCHAR(10)")
@@ -73,7 +73,7 @@ fn hbase_rules_can_be_limited_to_configured_databases() {
         .exec("CREATE TABLE obkv_hb_ns.order$items (id INT PRIMARY KEY, qty INT)")
         .expect_err("an HBase namespace");
     assert!(refused.1.contains("OBKV-HBase rule"), "{refused:?}");
-    assert!(c.query_ok("USE obkv_hb_ns"));
+    c.must("USE obkv_hb_ns");
     let refused = c
         .exec("CREATE TABLE order$items (id INT PRIMARY KEY, qty INT)")
         .expect_err("current database is an HBase namespace");

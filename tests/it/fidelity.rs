@@ -14,13 +14,13 @@ fn a_refused_change_user_keeps_the_session() {
     let backend = shared(Kind::MariaDb);
     let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
     let _ = admin.query_ok("DROP USER fid");
-    assert!(admin.query_ok("CREATE USER fid IDENTIFIED BY 'right'"));
-    assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_fid"));
+    admin.must("CREATE USER fid IDENTIFIED BY 'right'");
+    admin.must("CREATE DATABASE IF NOT EXISTS obkv_fid");
     let p = proxy::start(proxy::config_for(&backend.addr));
     let mut seen = Vec::new();
     for addr in [&backend.addr, &p.addr] {
         let mut c = RawConn::connect(addr, "root", "", Some("obkv_fid")).expect("login");
-        assert!(c.query_ok("SET @kept = 'yes'"));
+        c.must("SET @kept = 'yes'");
         let refused = c.change_user("fid", "wrong", "");
         let code = err_of(&refused).map(|e| e.0);
         // the same connection answers, as the previous user, in the previous database
@@ -33,7 +33,7 @@ fn a_refused_change_user_keeps_the_session() {
     }
     assert_eq!(seen[0].0, Some(1045), "{seen:?}");
     assert_eq!(seen[0], seen[1], "direct vs through the proxy");
-    assert!(admin.query_ok("DROP USER fid"));
+    admin.must("DROP USER fid");
 }
 
 #[test]
@@ -41,7 +41,7 @@ fn a_refused_change_user_keeps_the_session_in_proxy_auth_mode() {
     let backend = shared(Kind::MariaDb);
     let p = proxy::start(crate::auth_tls::proxy_auth_config(&backend.addr));
     let mut c = RawConn::connect(&p.addr, "app", "app-pass", None).expect("login");
-    assert!(c.query_ok("SET @kept = 'yes'"));
+    c.must("SET @kept = 'yes'");
     let refused = c.change_user("reporting", "nope", "");
     assert_eq!(err_of(&refused).map(|e| e.0), Some(1045));
     assert_eq!(
@@ -61,7 +61,7 @@ fn a_killed_backend_session_closes_the_client_socket_at_once() {
     // the greeting is relayed, so this is the backend's own thread id
     let id = c.scalar("SELECT CONNECTION_ID()");
     let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-    assert!(admin.query_ok(&format!("KILL {id}")));
+    admin.must(&format!("KILL {id}"));
     let killed = Instant::now();
     let (closed, got) = read_until_closed(&mut c.stream, Duration::from_secs(5));
     let took = killed.elapsed();
@@ -99,7 +99,7 @@ fn a_command_racing_a_kill_meets_the_close_as_it_would_directly() {
         if stop {
             signal(libc::SIGSTOP);
         }
-        assert!(admin.query_ok(&format!("KILL {id}")));
+        admin.must(&format!("KILL {id}"));
         // the backend has closed that connection once its thread is gone
         let gone = Instant::now() + Duration::from_secs(10);
         while admin.scalar(&format!(

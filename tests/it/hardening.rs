@@ -375,7 +375,7 @@ fn show_create_table_and_tablegroups_respect_the_backends_grants() {
             kind.name()
         );
         // the catalog is readable (as it is today for every HBase user), the table is not
-        assert!(direct.query_ok("GRANT SELECT ON obkv_meta.* TO nosy"));
+        direct.must("GRANT SELECT ON obkv_meta.* TO nosy");
         let mut nosy = RawConn::connect(&p.addr, "nosy", "pw", None).expect("login");
         let direct_code = run(
             &mut RawConn::connect(&backend.addr, "nosy", "pw", None).expect("direct"),
@@ -400,7 +400,7 @@ fn show_create_table_and_tablegroups_respect_the_backends_grants() {
         assert_eq!(rows[0][1].as_deref(), Some(&b"secretg$f"[..]));
         ok(&mut admin, "DROP TABLE secretg$f");
         ok(&mut admin, "DROP TABLEGROUP secretg");
-        assert!(direct.query_ok("DROP USER nosy"));
+        direct.must("DROP USER nosy");
     }
 }
 

@@ -402,7 +402,7 @@ fn refused_by_the_backend_means_not_in_the_catalog_and_direct_drops_show_at_once
         );
         let mut direct =
             RawConn::connect(&backend.addr, "root", "", Some("hb_recon")).expect("direct");
-        assert!(direct.query_ok("DROP TABLE `gx$f`"));
+        direct.must("DROP TABLE `gx$f`");
         assert_eq!(
             c.rows("SHOW TABLEGROUPS LIKE 'gx'")[0][1],
             None,

@@ -70,8 +70,8 @@ fn bulk(id: u32, rows: &[Option<&[u8]>]) -> Vec<u8> {
 
 fn run(addr: &str, steps: &[Step]) -> Vec<Vec<Frame>> {
     let mut admin = RawConn::connect(addr, "root", "", None).expect("login");
-    assert!(admin.query_ok("DROP DATABASE IF EXISTS obkv_ext"));
-    assert!(admin.query_ok("CREATE DATABASE obkv_ext"));
+    admin.must("DROP DATABASE IF EXISTS obkv_ext");
+    admin.must("CREATE DATABASE obkv_ext");
     let mut c = connect(addr, Some("obkv_ext"));
     let mut stmt = 0u32;
     let mut out = Vec::new();
@@ -164,14 +164,14 @@ fn mariadb_extensions_are_byte_identical_through_the_proxy() {
 fn progress_reports_reach_the_client_before_the_answer() {
     let backend = shared(Kind::MariaDb);
     let mut admin = RawConn::connect(&backend.addr, "root", "", None).expect("login");
-    assert!(admin.query_ok("CREATE DATABASE IF NOT EXISTS obkv_progress"));
-    assert!(admin.query_ok("DROP TABLE IF EXISTS obkv_progress.big"));
-    assert!(admin.query_ok("CREATE TABLE obkv_progress.big (id INT PRIMARY KEY, pad CHAR(100))"));
+    admin.must("CREATE DATABASE IF NOT EXISTS obkv_progress");
+    admin.must("DROP TABLE IF EXISTS obkv_progress.big");
+    admin.must("CREATE TABLE obkv_progress.big (id INT PRIMARY KEY, pad CHAR(100))");
     assert!(admin.query_ok(
         "INSERT INTO obkv_progress.big SELECT seq, REPEAT('x', 100) FROM obkv_progress.seq_1_to_300000"
     ));
     // reports every second (the global value bounds the session's)
-    assert!(admin.query_ok("SET GLOBAL progress_report_time = 1"));
+    admin.must("SET GLOBAL progress_report_time = 1");
     let p = proxy::start(proxy::config_for(&backend.addr));
     let mut through = Vec::new();
     let mut answers = Vec::new();
@@ -208,7 +208,7 @@ fn progress_reports_reach_the_client_before_the_answer() {
     // the answer after the reports is the same bytes both ways (the reports themselves vary with
     // timing from run to run, directly as much as through the proxy)
     assert!(answers.windows(2).all(|w| w[0] == w[1]), "{answers:?}");
-    assert!(admin.query_ok("SET GLOBAL progress_report_time = 5"));
+    admin.must("SET GLOBAL progress_report_time = 5");
     assert!(
         through[0] > 0,
         "the backend sent no progress report directly"

@@ -17,9 +17,9 @@ fn one_gib_result_streams_in_bounded_memory() {
     for kind in BOTH {
         let backend = shared(kind);
         let mut setup = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-        assert!(setup.query_ok("CREATE DATABASE IF NOT EXISTS obkv_stream"));
-        assert!(setup.query_ok("DROP TABLE IF EXISTS obkv_stream.d10"));
-        assert!(setup.query_ok("CREATE TABLE obkv_stream.d10 (d INT PRIMARY KEY)"));
+        setup.must("CREATE DATABASE IF NOT EXISTS obkv_stream");
+        setup.must("DROP TABLE IF EXISTS obkv_stream.d10");
+        setup.must("CREATE TABLE obkv_stream.d10 (d INT PRIMARY KEY)");
         assert!(setup.query_ok(
             "INSERT INTO obkv_stream.d10 VALUES (0),(1),(2),(3),(4),(5),(6),(7),(8),(9)"
         ));

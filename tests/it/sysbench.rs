@@ -46,8 +46,8 @@ fn sysbench_oltp_through_proxy_has_no_errors() {
         let backend = shared(kind);
         let db = "obkv_sbtest";
         let mut c = RawConn::connect(&backend.addr, "root", "", None).expect("direct");
-        assert!(c.query_ok(&format!("DROP DATABASE IF EXISTS {db}")));
-        assert!(c.query_ok(&format!("CREATE DATABASE {db}")));
+        c.must(&format!("DROP DATABASE IF EXISTS {db}"));
+        c.must(&format!("CREATE DATABASE {db}"));
         let p = proxy::start(proxy::config_for(&backend.addr));
         sysbench(&p.addr, db, &["oltp_read_write", "prepare"]);
         // read_write single-threaded: with several threads, its transactions can deadlock each

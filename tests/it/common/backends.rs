@@ -319,10 +319,14 @@ pub fn shared(kind: Kind) -> &'static Backend {
             // takes it as a global variable. Set here, once, so no test depends on another
             // having set it first (sessions opened from now on get it).
             let mut root = RawConn::connect(&backend.addr, "root", "", None).expect("seekdb login");
-            assert!(
-                root.query_ok("SET GLOBAL max_allowed_packet = 67108864"),
-                "seekdb: max_allowed_packet"
-            );
+            root.must("SET GLOBAL max_allowed_packet = 67108864");
+            // seekdb ends any statement after ob_query_timeout (10 s by default), also a DDL
+            // still waiting behind other sessions' DDL: in parallel runs on a loaded machine a
+            // CREATE TABLE (catalog's test) failed so, and once in CI the sysbench test's DROP
+            // DATABASE failed, likely so (its error was not printed then; `RawConn::must`
+            // prints it now). Every test shares this instance, so its statements may wait longer;
+            // the proxy reads the timeout in force for its own lock waits (docs/RULES.md).
+            root.must("SET GLOBAL ob_query_timeout = 120000000");
         }
         backend
     })

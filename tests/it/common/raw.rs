@@ -230,6 +230,19 @@ impl RawConn {
         Ok(obkv_proxy::protocol::packets::parse_ok(first).map_or(0, |o| o.warnings))
     }
 
+    /// Runs a statement that must succeed; a failure panics with the backend's own error (code and
+    /// message) and the server's address, so a setup statement that fails says why.
+    #[track_caller]
+    pub fn must(&mut self, sql: &str) {
+        if let Err((code, msg)) = self.exec(sql) {
+            let peer = self
+                .stream
+                .peer_addr()
+                .map_or_else(|e| e.to_string(), |a| a.to_string());
+            panic!("{sql}: error {code} {msg} (server {peer})");
+        }
+    }
+
     /// True when the statement succeeded (no ERR anywhere in the answer).
     pub fn query_ok(&mut self, sql: &str) -> bool {
         self.query(sql.as_bytes())
