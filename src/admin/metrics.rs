@@ -405,27 +405,37 @@ pub fn refusal(label: usize) {
 
 /// An event on an HBase table `database.table`.
 pub fn table(database: &str, name: &str, event: TableEvent) {
+    table_at(table_slot(database, name), event);
+}
+
+/// The counters' slot of the HBase table `database.table` (its own while there is room, else
+/// the last, `_other`): a slot never changes, so a caller may keep it for the same table.
+pub fn table_slot(database: &str, name: &str) -> usize {
     use std::hash::BuildHasher;
-    with(|l| {
+    let cached = with(|l| {
         let key = foldhash::fast::FixedState::default().hash_one((database, name));
-        let slot = {
-            let cached = l.slots.borrow().get(&key).copied();
-            match cached {
-                Some(s) => s,
-                None => {
-                    let s = slot_of(&format!("{database}.{name}"));
-                    let mut slots = l.slots.borrow_mut();
-                    if slots.len() < 4 * registry().max_tables.max(16) {
-                        slots.insert(key, s);
-                    }
-                    s
+        let cached = l.slots.borrow().get(&key).copied();
+        match cached {
+            Some(s) => s,
+            None => {
+                let s = slot_of(&format!("{database}.{name}"));
+                let mut slots = l.slots.borrow_mut();
+                if slots.len() < 4 * registry().max_tables.max(16) {
+                    slots.insert(key, s);
                 }
+                s
             }
-        };
-        if let Some(row) = l.block.tables.get(slot) {
-            bump_by(&row[event as usize], 1);
         }
     });
+    cached.unwrap_or_else(|| slot_of(&format!("{database}.{name}")))
+}
+
+/// An event on the table of counters' slot `slot` (`table_slot`).
+#[inline]
+pub fn table_at(slot: usize, event: TableEvent) {
+    if let Some(row) = block().and_then(|b| b.tables.get(slot)) {
+        bump_by(&row[event as usize], 1);
+    }
 }
 
 /// The slot of a table: its own while there is room, else the last (`_other`).

@@ -10,6 +10,7 @@
 
 use crate::hbase::partition::ModelPartitioning;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -178,6 +179,17 @@ pub struct SchemaCache {
     entries: Mutex<Entries>,
     /// `max_age` in the clock's readings.
     max_age: u64,
+    /// Bumped, under the entries' lock, by every change of them (`put`, `clear`).
+    generation: AtomicU64,
+}
+
+/// What a caller keeps of one lookup it made (`get_seen`): while nothing was put into the
+/// cache or cleared from it since, and the entry is not too old, the same lookup would find
+/// the same entry (`still_seen`) — a check of one atomic and the clock, not of the map.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Seen {
+    generation: u64,
+    at: u64,
 }
 
 impl SchemaCache {
@@ -187,6 +199,7 @@ impl SchemaCache {
         SchemaCache {
             entries: Mutex::new(HashMap::default()),
             max_age: crate::clock::ticks(max_age),
+            generation: AtomicU64::new(0),
         }
     }
 
@@ -196,6 +209,23 @@ impl SchemaCache {
 
     /// `get(&key(db, table, names_ci))`, without allocating for names of usual length.
     pub fn get_named(&self, db: &[u8], table: &[u8], names_ci: bool) -> Lookup {
+        self.get_named_seen(db, table, names_ci).0
+    }
+
+    /// `get`, with what to keep to know later that the same lookup finds the same (None when
+    /// it found nothing to keep).
+    pub fn get_seen(&self, k: &SchemaKey) -> (Lookup, Option<Seen>) {
+        self.get_named_seen(&k.0, &k.1, false)
+    }
+
+    /// True while `get_seen`'s lookup would find what it found when it gave `seen`.
+    #[inline]
+    pub fn still_seen(&self, seen: Seen) -> bool {
+        self.generation.load(Ordering::Acquire) == seen.generation
+            && crate::clock::now().wrapping_sub(seen.at) < self.max_age
+    }
+
+    fn get_named_seen(&self, db: &[u8], table: &[u8], names_ci: bool) -> (Lookup, Option<Seen>) {
         let mut buf = [0u8; 256];
         let heap;
         let k: &[u8] = match joined_into(db, table, names_ci, &mut buf) {
@@ -209,9 +239,13 @@ impl SchemaCache {
         match entries.get(k) {
             // (a reading before the entry's, from a core whose counter lags, is a stale entry)
             Some((v, at)) if crate::clock::now().wrapping_sub(*at) < self.max_age => {
-                Lookup::Known(v.clone())
+                let seen = Seen {
+                    generation: self.generation.load(Ordering::Relaxed),
+                    at: *at,
+                };
+                (Lookup::Known(v.clone()), Some(seen))
             }
-            _ => Lookup::Unknown,
+            _ => (Lookup::Unknown, None),
         }
     }
 
@@ -225,14 +259,14 @@ impl SchemaCache {
             }
         }
         entries.insert(joined(&k.0, &k.1, false), (v, crate::clock::now()));
+        self.generation.fetch_add(1, Ordering::Release);
     }
 
     /// DDL through this proxy may have changed a table: every entry is read again.
     pub fn clear(&self) {
-        self.entries
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clear();
+        let mut entries = self.entries.lock().unwrap_or_else(|e| e.into_inner());
+        entries.clear();
+        self.generation.fetch_add(1, Ordering::Release);
     }
 }
 
@@ -310,5 +344,29 @@ mod tests {
             Lookup::Known(some_schema())
         );
         assert_eq!(c.get_named(&long, b"u", false), Lookup::Unknown);
+    }
+
+    #[test]
+    fn a_kept_lookup_holds_until_the_cache_changes_or_the_entry_ages() {
+        let c = SchemaCache::new(Duration::from_secs(60));
+        let k = key(b"db", b"t$f", false);
+        assert_eq!(c.get_seen(&k), (Lookup::Unknown, None));
+        c.put(k.clone(), some_schema());
+        let (found, seen) = c.get_seen(&k);
+        assert_eq!(found, Lookup::Known(some_schema()));
+        let seen = seen.expect("an entry to keep");
+        assert!(c.still_seen(seen));
+        // any put (another table's too) or a clear: looked up again
+        c.put(key(b"db", b"other", false), None);
+        assert!(!c.still_seen(seen));
+        let seen = c.get_seen(&k).1.expect("still there");
+        assert!(c.still_seen(seen));
+        c.clear();
+        assert!(!c.still_seen(seen));
+        assert_eq!(c.get_seen(&k), (Lookup::Unknown, None));
+        // an entry past its age is not kept
+        let young = SchemaCache::new(Duration::ZERO);
+        young.put(k.clone(), some_schema());
+        assert_eq!(young.get_seen(&k), (Lookup::Unknown, None));
     }
 }

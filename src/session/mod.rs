@@ -202,6 +202,9 @@ pub struct Session {
     /// when the transaction commits, dropped when it rolls back (`settle_observations`).
     txn_observed: Vec<crate::engine::decision::Observation>,
     statement: Option<(metrics::Class, metrics::Outcome)>,
+    /// The HBase table last counted and its counters' slot (`metrics::table_slot`): the
+    /// schema is held, so the same `Arc` is the same table.
+    table_slot: Option<(Arc<crate::hbase::schema::TableSchema>, usize)>,
     /// When the command being carried out was read (None: counted already, or counting off).
     started: Option<u64>,
     /// The client stream's traffic when the last command's metrics were counted.
@@ -324,6 +327,7 @@ impl Session {
             activity: Default::default(),
             txn_observed: Vec::new(),
             statement: None,
+            table_slot: None,
             started: None,
             traffic: (0, 0),
             user: Arc::from(""),

@@ -3,6 +3,8 @@
 //! touched, and every refusal (counted by rule, logged with the rule, the table, the client's
 //! address and user — never a value). Counting is per thread (`admin::metrics`).
 
+use std::sync::Arc;
+
 use tracing::{info, warn};
 
 use super::Session;
@@ -16,6 +18,24 @@ use crate::sql::classify::Class;
 /// Observations an open transaction may hold for the advisor (its rows counted by partition
 /// past them are in `Observed::Counts`, one a statement).
 const TXN_OBSERVED: usize = 4096;
+
+/// An event on an HBase table, counted in the slot kept for it when it is the table counted
+/// last (most statements of a session name the same table: no hashing of its names).
+fn count_table(
+    kept: &mut Option<(Arc<TableSchema>, usize)>,
+    t: &Arc<TableSchema>,
+    event: TableEvent,
+) {
+    let slot = match kept {
+        Some((k, slot)) if Arc::ptr_eq(k, t) => *slot,
+        _ => {
+            let slot = metrics::table_slot(&t.schema, &t.name);
+            *kept = Some((Arc::clone(t), slot));
+            slot
+        }
+    };
+    metrics::table_at(slot, event);
+}
 
 /// A table's label: `database.table`.
 fn label(t: &TableSchema) -> String {
@@ -51,7 +71,7 @@ impl Session {
                 TableUse::Write => TableEvent::Write,
                 TableUse::Rewrite => TableEvent::Rewrite,
             };
-            metrics::table(&t.schema, &t.name, event);
+            count_table(&mut self.table_slot, t, event);
         }
         if let Some(r) = refusal {
             self.count_refusal(r);
@@ -62,7 +82,7 @@ impl Session {
     /// plain) and outcome.
     pub(super) fn note_execution(
         &mut self,
-        table: Option<(&TableSchema, TableUse)>,
+        table: Option<(&Arc<TableSchema>, TableUse)>,
         outcome: Outcome,
     ) {
         let kind = match table {
@@ -77,7 +97,7 @@ impl Session {
                 TableUse::Read => TableEvent::Read,
                 TableUse::Rewrite => TableEvent::Rewrite,
             };
-            metrics::table(&t.schema, &t.name, event);
+            count_table(&mut self.table_slot, t, event);
         }
         self.statement = Some((kind, outcome));
     }
@@ -92,7 +112,7 @@ impl Session {
         }
         let last = self.activity.tables.last().map(|(t, _)| t.clone());
         if let Some(t) = &last {
-            metrics::table(&t.schema, &t.name, TableEvent::Refusal);
+            count_table(&mut self.table_slot, t, TableEvent::Refusal);
         }
         let table = last.as_deref().map(label);
         info!(

@@ -80,6 +80,9 @@ pub(super) struct Rewrite {
     long_data: bool,
     /// The backend statement of the last execution (a cursor it opened lives there).
     last_target: Option<u32>,
+    /// The schema cache's lookup that last found the table still as planned: while the cache
+    /// would find the same, the next execution need not look again.
+    seen: Option<crate::hbase::schema::Seen>,
 }
 
 /// The largest buffer a session keeps for its next rebuilt execution (`Statements::spare`).
@@ -267,6 +270,7 @@ impl Statements {
                     failed: false,
                     long_data: false,
                     last_target: None,
+                    seen: None,
                 }));
             }
         }
@@ -349,7 +353,7 @@ impl Session {
             match self.check_write_execution(id, bulk).await? {
                 Checked::Refused(e, long_data) => {
                     bump(&self.shared.stats.answered_locally);
-                    self.note_execution(table.as_ref().map(|(t, u)| (&**t, *u)), Outcome::Refused);
+                    self.note_execution(table.as_ref().map(|(t, u)| (t, *u)), Outcome::Refused);
                     let target = match (long_data, self.statements.carrying) {
                         (false, _) => None,
                         (true, false) => Some(id),
@@ -376,7 +380,7 @@ impl Session {
         } else {
             Outcome::Forwarded
         };
-        self.note_execution(table.as_ref().map(|(t, u)| (&**t, *u)), outcome);
+        self.note_execution(table.as_ref().map(|(t, u)| (t, *u)), outcome);
         let result = match (id, rewrite && !bulk) {
             (Some(id), true) => self.execute_with_rewrite(id).await,
             // a multiplexed session's: the statement of the connection held
@@ -800,7 +804,7 @@ impl Session {
     /// for, with where each parameter's value lies in the packet.
     async fn execution_prefixes(
         &mut self,
-        rw: &Rewrite,
+        rw: &mut Rewrite,
         e: &Execute<'_>,
         types: &[u8],
     ) -> Result<Option<(crate::hbase::prefix::Prefixes, Spans)>, End> {
@@ -831,16 +835,21 @@ impl Session {
         let Execution::Prefixes(prefixes) = decided else {
             return Ok(None);
         };
-        // the table must still be partitioned as when the statement was prepared
+        // the table must still be partitioned as when the statement was prepared (known
+        // without a lookup while the cache would find what it found last time)
+        if rw.seen.is_some_and(|s| self.shared.schemas.still_seen(s)) {
+            return Ok(Some((prefixes, spans)));
+        }
+        rw.seen = None;
         let key = &rw.plan.key;
-        let mut found = self.shared.schemas.get(key);
+        let (mut found, mut seen) = self.shared.schemas.get_seen(key);
         if found == crate::hbase::schema::Lookup::Unknown {
             let need = Need {
                 tables: vec![(Some(key.0.clone()), key.1.clone())],
                 ..Need::default()
             };
             self.read_facts(&need).await?;
-            found = self.shared.schemas.get(key);
+            (found, seen) = self.shared.schemas.get_seen(key);
         }
         let same = match found {
             crate::hbase::schema::Lookup::Known(Some(s)) => {
@@ -849,6 +858,9 @@ impl Session {
             }
             _ => false,
         };
+        if same {
+            rw.seen = seen;
+        }
         Ok(same.then_some((prefixes, spans)))
     }
 
