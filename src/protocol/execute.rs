@@ -80,9 +80,19 @@ pub fn sent_types(cmd: &[u8], params: usize) -> Option<Option<&[u8]>> {
     }
 }
 
-/// Where each parameter's value lies in an execution's values (None: NULL); inline for the
-/// few parameters of most statements.
-pub type Spans = smallvec::SmallVec<[Option<(usize, usize)>; 8]>;
+/// Where a parameter's value lies in an execution's values: (start, end), None for a NULL.
+/// 32 bits are enough (a command is at most `max_allowed_packet`, 1 GiB), and keep `Spans`
+/// small enough to move without a copy call.
+pub type Span = Option<(u32, u32)>;
+
+/// Each parameter's `Span`; inline for the few parameters of most statements.
+pub type Spans = smallvec::SmallVec<[Span; 4]>;
+
+/// A `Span`'s bounds as indexes of the values.
+#[inline]
+pub fn span_range((start, end): (u32, u32)) -> (usize, usize) {
+    (start as usize, end as usize)
+}
 
 /// Where each parameter's value lies in `values` (None: NULL), given the types in force.
 /// None when a type has no known binary size or a value runs past the packet.
@@ -96,9 +106,9 @@ pub fn value_spans(nulls: &[u8], types: &[u8], values: &[u8]) -> Option<Spans> {
             out.push(None);
             continue;
         }
-        let start = r.pos();
+        let start = u32::try_from(r.pos()).ok()?;
         skip_value(&mut r, *types.get(2 * i)?)?;
-        out.push(Some((start, r.pos())));
+        out.push(Some((start, u32::try_from(r.pos()).ok()?)));
     }
     Some(out)
 }
@@ -239,7 +249,7 @@ pub fn rebuild(
     e: &Execute<'_>,
     id: u32,
     types: &[u8],
-    spans: Option<&[Option<(usize, usize)>]>,
+    spans: Option<&[Span]>,
     at: usize,
     inserted: &[(u8, &[u8])],
 ) -> Option<Vec<u8>> {
@@ -282,7 +292,7 @@ pub fn rebuild(
             .get(..at)?
             .iter()
             .rev()
-            .find_map(|s| s.map(|(_, end)| end))
+            .find_map(|s| s.map(|(_, end)| end as usize))
             .unwrap_or(0),
         None => e.values.len(),
     };
@@ -367,7 +377,7 @@ mod tests {
         let spans = value_spans(e.nulls, e.types.unwrap(), e.values).unwrap();
         assert_eq!(spans.to_vec(), vec![Some((0, 3)), None, Some((3, 11))]);
         assert_eq!(
-            string_value(0xfd, e.values, spans[0].unwrap()),
+            string_value(0xfd, e.values, span_range(spans[0].unwrap())),
             Some((&b"ab"[..], false))
         );
         // insert one value after the second parameter: the NULL keeps its place
@@ -387,10 +397,13 @@ mod tests {
         assert_eq!(r.types.unwrap(), &[0xfd, 0, 0xfe, 0, TYPE_BLOB, 0, 0x08, 0]);
         let spans = value_spans(r.nulls, r.types.unwrap(), r.values).unwrap();
         assert_eq!(
-            string_value(TYPE_BLOB, r.values, spans[2].unwrap()),
+            string_value(TYPE_BLOB, r.values, span_range(spans[2].unwrap())),
             Some((&b"pq"[..], true))
         );
-        assert_eq!(&r.values[spans[3].unwrap().0..], &7u64.to_le_bytes());
+        assert_eq!(
+            &r.values[spans[3].unwrap().0 as usize..],
+            &7u64.to_le_bytes()
+        );
         // nothing inserted, types remembered: the same values, types now sent
         let bare = packet(5, &[0b010], None, &values);
         let e = parse(&bare, 3).unwrap();

@@ -509,7 +509,12 @@ impl Session {
                 let Some(span) = span else {
                     return WriteBound::Null;
                 };
-                bound_value(*ty, *flags & 0x80 != 0, e.values, *span)
+                bound_value(
+                    *ty,
+                    *flags & 0x80 != 0,
+                    e.values,
+                    execute::span_range(*span),
+                )
             };
             decide_execution(&plan, Some(&bound), &ctx)
         };
@@ -816,7 +821,7 @@ impl Session {
             let (Some(Some(span)), Some(ty)) = (spans.get(i), types.get(2 * i)) else {
                 return Bound::Other;
             };
-            match execute::string_value(*ty, e.values, *span) {
+            match execute::string_value(*ty, e.values, execute::span_range(*span)) {
                 Some((b, true)) => Bound::Binary(b),
                 Some((b, false)) => Bound::Text(b),
                 None => Bound::Other,
