@@ -232,7 +232,7 @@ impl PreparedPlan {
             key_preds(p, escape_known.unwrap_or(true), &mut value, &mut known);
         }
         match pin(&known, self.n) {
-            Some(Pinned::Any(l)) if l.iter().any(Vec::is_empty) => Execution::Original,
+            Some(Pinned::Any(l)) if l.iter().any(|p| p.is_empty()) => Execution::Original,
             Some(pinned) => Execution::Prefixes(pinned.into_prefixes()),
             None if need_charset => Execution::NeedCharset,
             None => Execution::Original,
@@ -405,7 +405,7 @@ pub fn plan_looked_up(
     // seekdb 1.4 loses the empty string in some IN lists (`IN (_binary'', X'…', X'…')` finds
     // nothing for an empty key, measured): a list with the empty prefix is not written
     if let Some(pinned) =
-        pin(&known, n).filter(|p| !matches!(p, Pinned::Any(l) if l.iter().any(Vec::is_empty)))
+        pin(&known, n).filter(|p| !matches!(p, Pinned::Any(l) if l.iter().any(|p| p.is_empty())))
     {
         let text = rewrite::predicate(column, &pinned.prefixes());
         return Step::Splice { text, pinned };
@@ -667,6 +667,13 @@ pub fn key_preds<'a>(
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
+
+    /// Pinned prefixes from literals.
+    fn prefixes(ps: &[&[u8]]) -> crate::hbase::prefix::Prefixes {
+        ps.iter()
+            .map(|p| crate::hbase::prefix::Prefix::from_slice(p))
+            .collect()
+    }
     use crate::hbase::schema::{key, Placement};
     use crate::sql::dml::{read, Read};
     use crate::sql::scan::Dialect;
@@ -743,7 +750,7 @@ pub(crate) mod tests {
         let utf8 = Some(ConnCharset::Utf8);
         assert_eq!(
             run(Bound::Text(b"abcdef%"), utf8, Some(true)),
-            Execution::Prefixes(vec![b"abcd".to_vec()].into())
+            Execution::Prefixes(prefixes(&[b"abcd"]))
         );
         // too short, not a string, NULL
         assert_eq!(
@@ -754,7 +761,7 @@ pub(crate) mod tests {
         // binary values are certain; non-UTF-8 text is not, an unknown character set is asked
         assert_eq!(
             run(Bound::Binary(b"\xff\x01ab%"), utf8, Some(true)),
-            Execution::Prefixes(vec![b"\xff\x01ab".to_vec()].into())
+            Execution::Prefixes(prefixes(&[b"\xff\x01ab"]))
         );
         assert_eq!(
             run(Bound::Text(b"\xff\x00ab%"), utf8, Some(true)),
@@ -767,7 +774,7 @@ pub(crate) mod tests {
         // the default escape only when the mode is known and unchanged since the prepare
         assert_eq!(
             run(Bound::Text(b"a\\%cd%"), utf8, Some(true)),
-            Execution::Prefixes(vec![b"a%cd".to_vec()].into())
+            Execution::Prefixes(prefixes(&[b"a%cd"]))
         );
         assert_eq!(
             run(Bound::Text(b"a\\%cd%"), utf8, Some(false)),
@@ -779,7 +786,7 @@ pub(crate) mod tests {
         );
         assert_eq!(
             run(Bound::Text(b"abcd%"), utf8, None),
-            Execution::Prefixes(vec![b"abcd".to_vec()].into())
+            Execution::Prefixes(prefixes(&[b"abcd"]))
         );
     }
 
@@ -810,10 +817,7 @@ pub(crate) mod tests {
         let p = prepared_on(sql, Placement::MySqlFamily);
         let vals: [&[u8]; 2] = [b"abcd1", b"abcd2"];
         let got = p.execution(&|i| Bound::Binary(vals[i as usize]), None, Some(true));
-        assert_eq!(
-            got,
-            Execution::Prefixes(vec![b"abcd".to_vec(), b"zzzz".to_vec()].into())
-        );
+        assert_eq!(got, Execution::Prefixes(prefixes(&[b"abcd", b"zzzz"])));
         assert_eq!(
             String::from_utf8(p.variant_text(sql.as_bytes(), 2).unwrap()).unwrap(),
             "DELETE FROM g$f WHERE K IN (?, ?, 'zzzz1') AND `K_PREFIX` IN (?, ?)"
@@ -828,7 +832,7 @@ pub(crate) mod tests {
         };
         assert_eq!(
             run(b"abcd", b"abce"),
-            Execution::Prefixes(vec![b"abcd".to_vec()].into())
+            Execution::Prefixes(prefixes(&[b"abcd"]))
         );
         assert_eq!(run(b"abcd", b"abcf"), Execution::Original);
     }

@@ -36,16 +36,20 @@ pub enum KeyPred<'a> {
 /// The predicates of one statement (most have one or two: no allocation for the list).
 pub type KeyPreds<'a> = smallvec::SmallVec<[KeyPred<'a>; 2]>;
 
+/// A pinned prefix: inline up to 32 bytes (a prefix column is a few bytes to a few dozen), so
+/// pinning one allocates nothing.
+pub type Prefix = smallvec::SmallVec<[u8; 32]>;
+
 /// Pinned prefixes, taken (one inline: a point get or a prefix scan allocates no list).
-pub type Prefixes = smallvec::SmallVec<[Vec<u8>; 1]>;
+pub type Prefixes = smallvec::SmallVec<[Prefix; 1]>;
 
 /// What the predicates pin, if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Pinned {
     /// Every accepted key has this prefix.
-    One(Vec<u8>),
+    One(Prefix),
     /// Every accepted key has one of these prefixes (distinct, in order of first mention).
-    Any(Vec<Vec<u8>>),
+    Any(Vec<Prefix>),
 }
 
 impl Pinned {
@@ -61,7 +65,7 @@ impl Pinned {
     pub fn prefixes(&self) -> smallvec::SmallVec<[&[u8]; 4]> {
         match self {
             Pinned::One(p) => smallvec::smallvec![p.as_slice()],
-            Pinned::Any(ps) => ps.iter().map(Vec::as_slice).collect(),
+            Pinned::Any(ps) => ps.iter().map(|p| p.as_slice()).collect(),
         }
     }
 }
@@ -86,23 +90,28 @@ pub fn upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {
 /// The literal bytes of a LIKE pattern before its first wildcard, and whether a wildcard
 /// follows. None when the pattern ends in a lone escape character (its meaning differs
 /// between servers).
-pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Vec<u8>, bool)> {
-    let mut out = Vec::with_capacity(pattern.len());
-    let mut i = 0;
-    while let Some(&c) = pattern.get(i) {
-        if Some(c) == escape {
-            let next = *pattern.get(i + 1)?;
-            out.push(next);
-            i += 2;
-            continue;
+pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Prefix, bool)> {
+    let special = |c: &u8| *c == b'%' || *c == b'_' || Some(*c) == escape;
+    // the bytes before the first wildcard or escape character are literal, copied at once
+    let at = pattern.iter().position(special).unwrap_or(pattern.len());
+    let (literal, mut from) = pattern.split_at(at);
+    let mut out = Prefix::from_slice(literal);
+    loop {
+        match from {
+            // an escape character that is also a wildcard escapes: the escape is read first
+            [c, next, tail @ ..] if Some(*c) == escape => {
+                out.push(*next);
+                let at = tail.iter().position(special).unwrap_or(tail.len());
+                let (literal, rest) = tail.split_at(at);
+                out.extend_from_slice(literal);
+                from = rest;
+            }
+            // a lone escape character at the end: its meaning differs between servers
+            [c] if Some(*c) == escape => return None,
+            [] => return Some((out, false)),
+            _ => return Some((out, true)),
         }
-        if c == b'%' || c == b'_' {
-            return Some((out, true));
-        }
-        out.push(c);
-        i += 1;
     }
-    Some((out, false))
 }
 
 /// What a read's K predicates (ANDed) tell of the keys it reads, for the advisor: a point
@@ -125,7 +134,7 @@ pub fn scan_literal(preds: &[KeyPred]) -> Option<(Vec<u8>, bool)> {
             KeyPred::Eq(v) => keep(v.to_vec(), true),
             KeyPred::Like { pattern, escape } => {
                 if let Some((lit, wildcard)) = like_literal(pattern, *escape) {
-                    keep(lit, !wildcard);
+                    keep(lit.into_vec(), !wildcard);
                 }
             }
             KeyPred::Left { value, .. } => keep(value.to_vec(), false),
@@ -150,13 +159,13 @@ pub fn scan_literal(preds: &[KeyPred]) -> Option<(Vec<u8>, bool)> {
 /// The prefix one predicate pins on its own.
 fn single(p: &KeyPred, n: usize) -> Option<Pinned> {
     match p {
-        KeyPred::Eq(v) => Some(Pinned::One(key_prefix(v, n).to_vec())),
+        KeyPred::Eq(v) => Some(Pinned::One(Prefix::from_slice(key_prefix(v, n)))),
         KeyPred::In(vs) if !vs.is_empty() => {
-            let mut out: Vec<Vec<u8>> = Vec::new();
+            let mut out: Vec<Prefix> = Vec::new();
             for v in vs {
                 let p = key_prefix(v, n);
-                if !out.iter().any(|o| o == p) {
-                    out.push(p.to_vec());
+                if !out.iter().any(|o| o.as_slice() == p) {
+                    out.push(Prefix::from_slice(p));
                 }
             }
             Some(if out.len() == 1 {
@@ -177,7 +186,7 @@ fn single(p: &KeyPred, n: usize) -> Option<Pinned> {
             }
         }
         KeyPred::Left { len, value } => {
-            (*len >= n as u64).then(|| Pinned::One(key_prefix(value, n).to_vec()))
+            (*len >= n as u64).then(|| Pinned::One(Prefix::from_slice(key_prefix(value, n))))
         }
         _ => None,
     }
@@ -249,14 +258,14 @@ pub fn why_unpinned(preds: &[KeyPred], n: usize) -> String {
 }
 
 /// Whether every key in the interval from `lower` up to `upper` has prefix `lower[..n]`.
-fn range_pins(lower: &[u8], upper: Option<(&[u8], bool)>, n: usize) -> Option<Vec<u8>> {
+fn range_pins(lower: &[u8], upper: Option<(&[u8], bool)>, n: usize) -> Option<Prefix> {
     if lower.len() < n || n == 0 {
         return None;
     }
     let p = &lower[..n];
     match upper_bound(p) {
         // all-0xFF prefix: nothing above it has another prefix
-        None => Some(p.to_vec()),
+        None => Some(Prefix::from_slice(p)),
         Some(succ) => {
             let (hi, inclusive) = upper?;
             let inside = if inclusive {
@@ -264,7 +273,7 @@ fn range_pins(lower: &[u8], upper: Option<(&[u8], bool)>, n: usize) -> Option<Ve
             } else {
                 hi <= succ.as_slice()
             };
-            inside.then(|| p.to_vec())
+            inside.then(|| Prefix::from_slice(p))
         }
     }
 }
@@ -311,6 +320,58 @@ pub fn pin(preds: &[KeyPred], n: usize) -> Option<Pinned> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `like_literal` read one byte at a time (the reading it must agree with).
+    fn like_literal_bytewise(pattern: &[u8], escape: Option<u8>) -> Option<(Vec<u8>, bool)> {
+        let mut out = Vec::new();
+        let mut i = 0;
+        while let Some(&c) = pattern.get(i) {
+            if Some(c) == escape {
+                out.push(*pattern.get(i + 1)?);
+                i += 2;
+                continue;
+            }
+            if c == b'%' || c == b'_' {
+                return Some((out, true));
+            }
+            out.push(c);
+            i += 1;
+        }
+        Some((out, false))
+    }
+
+    #[test]
+    fn like_literals_are_read_as_byte_by_byte() {
+        let alphabet = [b'a', b'%', b'_', b'\\', b'!', 0xff];
+        let escapes = [None, Some(b'\\'), Some(b'!'), Some(b'%'), Some(b'_')];
+        // every pattern of up to five bytes from the alphabet, under every escape
+        let mut pattern = Vec::new();
+        for len in 0..=5u32 {
+            for n in 0..alphabet.len().pow(len) {
+                pattern.clear();
+                let mut k = n;
+                for _ in 0..len {
+                    pattern.push(alphabet[k % alphabet.len()]);
+                    k /= alphabet.len();
+                }
+                for e in escapes {
+                    assert_eq!(
+                        like_literal(&pattern, e).map(|(l, w)| (l.into_vec(), w)),
+                        like_literal_bytewise(&pattern, e),
+                        "{pattern:?} {e:?}"
+                    );
+                }
+            }
+        }
+        // a literal longer than the inline room
+        let long = [b'k'; 40];
+        let mut p = long.to_vec();
+        p.push(b'%');
+        assert_eq!(
+            like_literal(&p, None),
+            Some((Prefix::from_slice(&long), true))
+        );
+    }
 
     #[test]
     fn why_a_prefix_is_not_pinned_is_said_in_bytes() {
@@ -374,7 +435,7 @@ mod tests {
     }
 
     fn one(p: &[u8]) -> Option<Pinned> {
-        Some(Pinned::One(p.to_vec()))
+        Some(Pinned::One(Prefix::from_slice(p)))
     }
 
     #[test]
@@ -450,7 +511,10 @@ mod tests {
         let list = KeyPred::In(vec![&b"abcd1"[..], b"abcd2", b"xy"]);
         assert_eq!(
             pin(&[list], 4),
-            Some(Pinned::Any(vec![b"abcd".to_vec(), b"xy".to_vec()]))
+            Some(Pinned::Any(vec![
+                Prefix::from_slice(b"abcd"),
+                Prefix::from_slice(b"xy")
+            ]))
         );
         let same = KeyPred::In(vec![&b"abcd1"[..], b"abcd2"]);
         assert_eq!(pin(&[same], 4), one(b"abcd"));

@@ -261,25 +261,27 @@ pub fn rebuild(
     let extra: usize = inserted.iter().map(|(_, v)| v.len() + 9).sum();
     out.clear();
     out.reserve(12 + total.div_ceil(8) + 2 * total + e.values.len() + extra);
-    out.push(com::STMT_EXECUTE);
-    out.extend_from_slice(&id.to_le_bytes());
-    out.push(e.flags);
-    out.extend_from_slice(&e.iterations.to_le_bytes());
+    // (the fixed header in one piece: one capacity check, no copy call)
+    let [i0, i1, i2, i3] = id.to_le_bytes();
+    let [n0, n1, n2, n3] = e.iterations.to_le_bytes();
+    out.extend_from_slice(&[com::STMT_EXECUTE, i0, i1, i2, i3, e.flags, n0, n1, n2, n3]);
     let old_null = |i: usize| e.nulls.get(i / 8).is_some_and(|b| b & (1 << (i % 8)) != 0);
-    let mut nulls: smallvec::SmallVec<[u8; 16]> = smallvec::smallvec![0u8; total.div_ceil(8)];
-    for j in 0..total {
-        let null = match j {
-            j if j < at => old_null(j),
-            j if j < at + inserted.len() => false,
-            j => old_null(j - inserted.len()),
-        };
-        if null {
-            if let Some(b) = nulls.get_mut(j / 8) {
-                *b |= 1 << (j % 8);
+    let start = out.len();
+    out.resize(start + total.div_ceil(8), 0);
+    if let Some(nulls) = out.get_mut(start..) {
+        for j in 0..total {
+            let null = match j {
+                j if j < at => old_null(j),
+                j if j < at + inserted.len() => false,
+                j => old_null(j - inserted.len()),
+            };
+            if null {
+                if let Some(b) = nulls.get_mut(j / 8) {
+                    *b |= 1 << (j % 8);
+                }
             }
         }
     }
-    out.extend_from_slice(&nulls);
     out.push(1);
     out.extend_from_slice(types.get(..2 * at)?);
     for (ty, _) in inserted {

@@ -745,7 +745,6 @@ impl Session {
             (Some(types), false) => self.execution_prefixes(rw, e, types).await?,
             _ => None,
         };
-        let counters = self.shared.rewrite_counters.clone();
         // the rowkey advisor: a scan of each prefix, in the one partition that holds it
         if let Some((prefixes, _)) = &prefixes {
             let schema = &rw.plan.schema;
@@ -780,7 +779,7 @@ impl Session {
                 let spare = std::mem::take(&mut self.statements.spare);
                 let packet = execute::rebuild(spare, e, variant, types, Some(&spans), at, &refs);
                 if let Some(packet) = packet {
-                    counters.rewritten.fetch_add(1, Relaxed);
+                    self.shared.rewrite_counters.rewritten.fetch_add(1, Relaxed);
                     rw.last_target = Some(variant);
                     if e.types.is_some() {
                         rw.original_has_types = false;
@@ -789,7 +788,7 @@ impl Session {
                 }
             }
         }
-        counters.declined.fetch_add(1, Relaxed);
+        self.shared.rewrite_counters.declined.fetch_add(1, Relaxed);
         rw.last_target = Some(id);
         // the client's statement: with the types in force if it has not seen them
         if e.types.is_some() {
