@@ -37,6 +37,15 @@ fn count_table(
     metrics::table_at(slot, event);
 }
 
+/// The metrics' event for what a statement did to a table.
+fn event_of(how: TableUse) -> TableEvent {
+    match how {
+        TableUse::Read => TableEvent::Read,
+        TableUse::Write => TableEvent::Write,
+        TableUse::Rewrite => TableEvent::Rewrite,
+    }
+}
+
 /// A table's label: `database.table`.
 fn label(t: &TableSchema) -> String {
     format!("{}.{}", t.schema, t.name)
@@ -66,12 +75,7 @@ impl Session {
         };
         self.statement = Some((kind, outcome));
         for (t, how) in &self.activity.tables {
-            let event = match how {
-                TableUse::Read => TableEvent::Read,
-                TableUse::Write => TableEvent::Write,
-                TableUse::Rewrite => TableEvent::Rewrite,
-            };
-            count_table(&mut self.table_slot, t, event);
+            count_table(&mut self.table_slot, t, event_of(*how));
         }
         if let Some(r) = refusal {
             self.count_refusal(r);
@@ -92,12 +96,7 @@ impl Session {
         };
         // (a refusal was counted, with its table, where it was decided)
         if let (Some((t, how)), false) = (table, outcome == Outcome::Refused) {
-            let event = match how {
-                TableUse::Write => TableEvent::Write,
-                TableUse::Read => TableEvent::Read,
-                TableUse::Rewrite => TableEvent::Rewrite,
-            };
-            count_table(&mut self.table_slot, t, event);
+            count_table(&mut self.table_slot, t, event_of(how));
         }
         self.statement = Some((kind, outcome));
     }
