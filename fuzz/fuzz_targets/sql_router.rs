@@ -218,18 +218,33 @@ fuzz_target!(|data: &[u8]| {
             );
         }
     }
+    // a text the lexer refuses is refused by the settled loop too
+    {
+        let (mut a, mut b) = (Kept::new(dml::MAX_TOKENS + 1), Kept::new(dml::MAX_TOKENS + 1));
+        assert_eq!(
+            statements_keeping(sql, dialect, &mut a).is_ok(),
+            statements_keeping_unsettled(sql, dialect, &mut b).is_ok(),
+            "the settled loop lexes otherwise"
+        );
+    }
     if let Ok((pieces, _)) = statements(sql, dialect) {
         for p in &pieces {
             assert!(p.start <= p.end && p.end <= sql.len());
         }
         // the tokens the split keeps read each statement as lexing it alone does
         let mut kept = Kept::new(dml::MAX_TOKENS + 1);
-        let again = statements_keeping(sql, dialect, &mut kept).map(|(p, _)| p);
-        assert_eq!(again.as_ref().ok(), Some(&pieces));
-        // the tighter loop after a settled statement keeps and splits as the full one does
+        let again = statements_keeping(sql, dialect, &mut kept);
+        assert_eq!(again.as_ref().ok().map(|(p, _)| p), Some(&pieces));
+        // the tighter loop after a settled statement keeps, splits and finds the same
+        // ambiguities as the full one does
         let mut full = Kept::new(dml::MAX_TOKENS + 1);
-        let unsettled = statements_keeping_unsettled(sql, dialect, &mut full).map(|(p, _)| p);
-        assert_eq!(unsettled.as_ref().ok(), Some(&pieces));
+        let unsettled = statements_keeping_unsettled(sql, dialect, &mut full);
+        assert_eq!(unsettled.as_ref().ok().map(|(p, _)| p), Some(&pieces));
+        assert_eq!(
+            again.as_ref().ok().map(|(_, a)| a),
+            unsettled.as_ref().ok().map(|(_, a)| a),
+            "the settled loop found other ambiguities"
+        );
         for p in &pieces {
             assert_eq!(kept.of(p), full.of(p), "kept tokens differ");
         }
@@ -243,6 +258,12 @@ fuzz_target!(|data: &[u8]| {
                     continue;
                 }
                 let Some(toks) = kept.of(p) else { continue };
+                // (`engine::read` takes a statement's first token from them)
+                assert_eq!(
+                    toks.first().copied(),
+                    Scanner::new(piece, dialect).next().and_then(Result::ok),
+                    "a kept first token differs"
+                );
                 assert_eq!(
                     dml::read_lexed(piece, dialect, Some(&toks)),
                     dml::read(piece, dialect),

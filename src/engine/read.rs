@@ -186,14 +186,19 @@ pub(super) fn read_piece(
     kept: Option<&scan::Kept>,
 ) -> Read {
     let piece = &sql[p.start..p.end];
-    let mut tokens = Scanner::new(piece, d);
-    let Some(Ok(first)) = tokens.next() else {
+    // the first token: the split's when it kept them (they are the piece's own lexing), else
+    // lexed here
+    let lexed = kept.and_then(|k| k.of(&p));
+    let first = match lexed.as_deref() {
+        Some(toks) => toks.first().copied(),
+        None => Scanner::new(piece, d).next().and_then(Result::ok),
+    };
+    let Some(first) = first else {
         return Read::Plain;
     };
     if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
     {
         // the head is enough here (the rows are read once the table's schema is known)
-        let lexed = kept.and_then(|k| k.of(&p));
         return match crate::sql::insert::read_head_resumable(piece, d, lexed.as_deref()) {
             Ok(Some(head))
                 if memchr::memchr(b'$', head.insert.table.raw_name.as_slice()).is_some()
@@ -219,7 +224,6 @@ pub(super) fn read_piece(
         };
     }
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
-        let lexed = kept.and_then(|k| k.of(&p));
         return match dml::read_lexed(piece, d, lexed.as_deref()) {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
             dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
@@ -257,6 +261,9 @@ pub(super) fn read_piece(
     if first.kind != Tok::Word || !DDL_VERBS.contains(&verb.as_str()) {
         return Read::Plain;
     }
+    // the tokens after the first
+    let mut tokens = Scanner::new(piece, d);
+    let _ = tokens.next();
     // the object of the DDL, and whether any identifier names an HBase table or a group
     let mut object: Option<String> = None;
     let mut names_hbase = false;

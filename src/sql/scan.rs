@@ -785,6 +785,60 @@ impl<'a> Scanner<'a> {
     }
 }
 
+impl Scanner<'_> {
+    /// The rest of the text's tokens, into `kept`: what iterating gives, in one loop that
+    /// takes the common tokens (a word, punctuation, a `'…'` string) without the iterator's
+    /// wrapping of each (`split`'s settled loop: a VALUES list is most of an INSERT's tokens).
+    fn keep_rest(&mut self, kept: &mut Kept) -> Result<(), LexError> {
+        if self.failed {
+            return Ok(());
+        }
+        loop {
+            self.skip_noise();
+            let i = self.pos;
+            let Some(c) = self.at(i) else {
+                return Ok(());
+            };
+            let t = match LEAD[usize::from(c)] {
+                LEAD_WORD => Token {
+                    kind: Tok::Word,
+                    start: i,
+                    end: self.word_end(i),
+                    plain: false,
+                },
+                LEAD_PUNCT => Token {
+                    kind: Tok::Punct(c),
+                    start: i,
+                    end: i + 1,
+                    plain: false,
+                },
+                LEAD_QUOTE => {
+                    let escapes = !self.d.no_backslash_escapes;
+                    let (end, plain) = self.quoted_plain(i, b'\'', escapes).inspect_err(|_| {
+                        self.failed = true;
+                    })?;
+                    Token {
+                        kind: Tok::Str,
+                        start: i,
+                        end,
+                        plain,
+                    }
+                }
+                _ => match self.next_token() {
+                    Ok(Some(t)) => t,
+                    Ok(None) => return Ok(()),
+                    Err(e) => {
+                        self.failed = true;
+                        return Err(e);
+                    }
+                },
+            };
+            self.pos = t.end;
+            kept.push(t);
+        }
+    }
+}
+
 impl Iterator for Scanner<'_> {
     type Item = Result<Token, LexError>;
 
@@ -1152,9 +1206,7 @@ fn split<const SETTLE: bool>(
             && settled
             && (program || memchr::memchr(b';', sql.get(t.end..).unwrap_or_default()).is_none())
         {
-            for t in sc.by_ref() {
-                kept.push(t?);
-            }
+            sc.keep_rest(kept)?;
             break;
         }
     }
@@ -1740,8 +1792,13 @@ mod tests {
 
     #[test]
     fn a_settled_statement_splits_and_keeps_as_the_full_loop_does() {
-        let texts: [&[u8]; 14] = [
+        let texts: [&[u8]; 18] = [
             b"SELECT K, Q FROM t$f WHERE K LIKE 'a;%'",
+            // the settled loop's own paths and what it hands back to the full lexer
+            b"INSERT INTO t VALUES (X'0a', 0x1f, 12e3, -1, .5, \"a\\\"b\", `c`, @v, @@x)",
+            b"SELECT 1 /*! , 2 */ /*M!100000 , 3 */ # c\n , 'x' -- y",
+            b"SELECT 'unterminated",
+            b"SELECT a\x81` , 'b\x81\\' , `c` FROM t",
             b"INSERT INTO t$f VALUES ('a', 'b', 1, 'c'); SELECT 1",
             b"BEGIN",
             b"BEGIN WORK",
