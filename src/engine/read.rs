@@ -186,11 +186,12 @@ pub(super) fn read_piece(
     kept: Option<&scan::Kept>,
 ) -> Read {
     let piece = &sql[p.start..p.end];
-    // the first token: the split's when it kept them (they are the piece's own lexing), else
-    // lexed here
-    let lexed = kept.and_then(|k| k.of(&p));
-    let first = match lexed.as_deref() {
-        Some(toks) => toks.first().copied(),
+    // the first token: the split's when it kept them, else lexed here. Kept tokens are the
+    // piece's own lexing because a text with an executable comment keeps none (the router's
+    // `Kept::new(0)`): such a comment's state would carry across a `;`, and a later piece
+    // lexed alone would begin otherwise.
+    let first = match kept.and_then(|k| k.first_of(&p)) {
+        Some(first) => first,
         None => Scanner::new(piece, d).next().and_then(Result::ok),
     };
     let Some(first) = first else {
@@ -199,6 +200,7 @@ pub(super) fn read_piece(
     if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
     {
         // the head is enough here (the rows are read once the table's schema is known)
+        let lexed = kept.and_then(|k| k.of(&p));
         return match crate::sql::insert::read_head_resumable(piece, d, lexed.as_deref()) {
             Ok(Some(head))
                 if memchr::memchr(b'$', head.insert.table.raw_name.as_slice()).is_some()
@@ -224,6 +226,7 @@ pub(super) fn read_piece(
         };
     }
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
+        let lexed = kept.and_then(|k| k.of(&p));
         return match dml::read_lexed(piece, d, lexed.as_deref()) {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
             dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,

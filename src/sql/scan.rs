@@ -1058,6 +1058,33 @@ impl Kept {
         self.tokens = Vec::new();
     }
 
+    /// The index of statement `p`'s first kept token (the first statement's: no search).
+    fn start_of(&self, p: &Piece) -> usize {
+        if p.start == 0 {
+            0
+        } else {
+            self.tokens.partition_point(|t| t.start < p.start)
+        }
+    }
+
+    /// The first token of statement `p` (as `of` gives it), if all were kept: nothing copied.
+    pub fn first_of(&self, p: &Piece) -> Option<Option<Token>> {
+        if self.max == 0 {
+            return None;
+        }
+        let a = self.start_of(p);
+        Some(
+            self.tokens
+                .get(a)
+                .filter(|t| t.start < p.end)
+                .map(|t| Token {
+                    start: t.start.saturating_sub(p.start),
+                    end: t.end.saturating_sub(p.start),
+                    ..*t
+                }),
+        )
+    }
+
     /// The tokens of statement `p` of the text, with offsets relative to the statement (as
     /// lexing it alone gives them), if all were kept. Borrowed for a statement at the start of
     /// the text, copied for a later one.
@@ -1065,8 +1092,12 @@ impl Kept {
         if self.max == 0 {
             return None;
         }
-        let a = self.tokens.partition_point(|t| t.start < p.start);
-        let b = self.tokens.partition_point(|t| t.start < p.end);
+        let a = self.start_of(p);
+        // (the last statement, most often the only one, takes the rest: no search)
+        let b = match self.tokens.last() {
+            Some(last) if last.start >= p.end => self.tokens.partition_point(|t| t.start < p.end),
+            _ => self.tokens.len(),
+        };
         let toks = self.tokens.get(a..b)?;
         Some(if p.start == 0 {
             std::borrow::Cow::Borrowed(toks)
@@ -1820,6 +1851,12 @@ mod tests {
                 let full = statements_keeping_unsettled(sql, d, &mut b);
                 assert_eq!(fast, full, "text {i}");
                 assert_eq!(a.tokens, b.tokens, "text {i}");
+                // a statement's first token, read without copying its tokens
+                for p in fast.iter().flat_map(|(pieces, _)| pieces.iter()) {
+                    let first = a.of(p).map(|t| t.first().copied());
+                    assert_eq!(a.first_of(p), first, "text {i}");
+                    assert!(matches!(first, Some(Some(_))), "text {i}");
+                }
             }
         }
     }
