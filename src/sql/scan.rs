@@ -193,6 +193,15 @@ pub fn punct_at(t: &[Token], i: usize, c: u8) -> bool {
 }
 
 impl Token {
+    /// This token with its offsets counted from `start` (a statement's, in its text).
+    fn relative_to(&self, start: usize) -> Token {
+        Token {
+            start: self.start.saturating_sub(start),
+            end: self.end.saturating_sub(start),
+            ..*self
+        }
+    }
+
     #[inline]
     pub fn text<'a>(&self, sql: &'a [u8]) -> &'a [u8] {
         sql.get(self.start..self.end).unwrap_or_default()
@@ -661,6 +670,27 @@ impl<'a> Scanner<'a> {
         }
     }
 
+    /// The common tokens, looked for before the full match: a word (not X'…', 0x…),
+    /// punctuation that opens nothing and a `'…'` string, at `i` (its byte `c`, after the
+    /// noise). None: another token. (`pos` is left for the caller to move.)
+    #[inline(always)]
+    fn common_token(&mut self, i: usize, c: u8) -> Option<Result<Token, LexError>> {
+        let tok = |kind, end, plain| Token {
+            kind,
+            start: i,
+            end,
+            plain,
+        };
+        Some(match LEAD[usize::from(c)] {
+            LEAD_WORD => Ok(tok(Tok::Word, self.word_end(i), false)),
+            LEAD_PUNCT => Ok(tok(Tok::Punct(c), i + 1, false)),
+            LEAD_QUOTE => self
+                .quoted_plain(i, b'\'', !self.d.no_backslash_escapes)
+                .map(|(end, plain)| tok(Tok::Str, end, plain)),
+            _ => return None,
+        })
+    }
+
     fn next_token(&mut self) -> Result<Option<Token>, LexError> {
         self.skip_noise();
         let i = self.pos;
@@ -673,26 +703,10 @@ impl<'a> Scanner<'a> {
             end,
             plain: false,
         };
-        // the common tokens first: a word (not X'…', 0x…) and punctuation that opens nothing
-        match LEAD[usize::from(c)] {
-            LEAD_WORD => {
-                let end = self.word_end(i);
-                self.pos = end;
-                return Ok(Some(tok(Tok::Word, end)));
-            }
-            LEAD_PUNCT => {
-                self.pos = i + 1;
-                return Ok(Some(tok(Tok::Punct(c), i + 1)));
-            }
-            LEAD_QUOTE => {
-                let (end, plain) = self.quoted_plain(i, b'\'', !self.d.no_backslash_escapes)?;
-                self.pos = end;
-                return Ok(Some(Token {
-                    plain,
-                    ..tok(Tok::Str, end)
-                }));
-            }
-            _ => {}
+        if let Some(t) = self.common_token(i, c) {
+            let t = t?;
+            self.pos = t.end;
+            return Ok(Some(t));
         }
         let escapes = !self.d.no_backslash_escapes;
         let t = match c {
@@ -786,9 +800,9 @@ impl<'a> Scanner<'a> {
 }
 
 impl Scanner<'_> {
-    /// The rest of the text's tokens, into `kept`: what iterating gives, in one loop that
-    /// takes the common tokens (a word, punctuation, a `'…'` string) without the iterator's
-    /// wrapping of each (`split`'s settled loop: a VALUES list is most of an INSERT's tokens).
+    /// The rest of the text's tokens, into `kept`: what iterating gives, the common tokens
+    /// taken in this loop without the iterator's wrapping of each (`split`'s settled loop: a
+    /// VALUES list is most of an INSERT's tokens).
     fn keep_rest(&mut self, kept: &mut Kept) -> Result<(), LexError> {
         if self.failed {
             return Ok(());
@@ -799,42 +813,21 @@ impl Scanner<'_> {
             let Some(c) = self.at(i) else {
                 return Ok(());
             };
-            let t = match LEAD[usize::from(c)] {
-                LEAD_WORD => Token {
-                    kind: Tok::Word,
-                    start: i,
-                    end: self.word_end(i),
-                    plain: false,
-                },
-                LEAD_PUNCT => Token {
-                    kind: Tok::Punct(c),
-                    start: i,
-                    end: i + 1,
-                    plain: false,
-                },
-                LEAD_QUOTE => {
-                    let escapes = !self.d.no_backslash_escapes;
-                    let (end, plain) = self.quoted_plain(i, b'\'', escapes).inspect_err(|_| {
-                        self.failed = true;
-                    })?;
-                    Token {
-                        kind: Tok::Str,
-                        start: i,
-                        end,
-                        plain,
-                    }
-                }
-                _ => match self.next_token() {
-                    Ok(Some(t)) => t,
-                    Ok(None) => return Ok(()),
-                    Err(e) => {
-                        self.failed = true;
-                        return Err(e);
-                    }
-                },
+            let t = match self.common_token(i, c) {
+                Some(t) => t.map(Some),
+                None => self.next_token(),
             };
-            self.pos = t.end;
-            kept.push(t);
+            match t {
+                Ok(Some(t)) => {
+                    self.pos = t.end;
+                    kept.push(t);
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => {
+                    self.failed = true;
+                    return Err(e);
+                }
+            }
         }
     }
 }
@@ -1077,11 +1070,7 @@ impl Kept {
             self.tokens
                 .get(a)
                 .filter(|t| t.start < p.end)
-                .map(|t| Token {
-                    start: t.start.saturating_sub(p.start),
-                    end: t.end.saturating_sub(p.start),
-                    ..*t
-                }),
+                .map(|t| t.relative_to(p.start)),
         )
     }
 
@@ -1102,14 +1091,7 @@ impl Kept {
         Some(if p.start == 0 {
             std::borrow::Cow::Borrowed(toks)
         } else {
-            let shift = |o: usize| o.saturating_sub(p.start);
-            toks.iter()
-                .map(|t| Token {
-                    start: shift(t.start),
-                    end: shift(t.end),
-                    ..*t
-                })
-                .collect()
+            toks.iter().map(|t| t.relative_to(p.start)).collect()
         })
     }
 }
