@@ -271,6 +271,11 @@ impl DirectIo for TcpStream {
     }
 
     #[inline]
+    fn try_write_vectored_now(&mut self, bufs: &[io::IoSlice<'_>]) -> Option<io::Result<usize>> {
+        Some(self.try_write_vectored(bufs))
+    }
+
+    #[inline]
     fn poll_read_ready(&self, cx: &mut Context<'_>) -> Option<Poll<io::Result<()>>> {
         Some(TcpStream::poll_read_ready(self, cx))
     }
@@ -295,6 +300,17 @@ impl DirectIo for ClientSock {
     }
 
     #[inline]
+    fn try_write_vectored_now(&mut self, bufs: &[io::IoSlice<'_>]) -> Option<io::Result<usize>> {
+        if self.stall.since.is_some() {
+            return None;
+        }
+        Some(match &self.sock {
+            Sock::Tcp(s) => s.try_write_vectored(bufs),
+            Sock::Unix(s) => s.try_write_vectored(bufs),
+        })
+    }
+
+    #[inline]
     fn flush_needed(&self) -> bool {
         self.stall.since.is_some()
     }
@@ -313,6 +329,14 @@ impl<P: DirectIo, T> DirectIo for MaybeTls<P, T> {
     fn try_write_now(&mut self, buf: &[u8]) -> Option<io::Result<usize>> {
         match self {
             MaybeTls::Plain(p) => p.try_write_now(buf),
+            MaybeTls::Tls(_) => None,
+        }
+    }
+
+    #[inline]
+    fn try_write_vectored_now(&mut self, bufs: &[io::IoSlice<'_>]) -> Option<io::Result<usize>> {
+        match self {
+            MaybeTls::Plain(p) => p.try_write_vectored_now(bufs),
             MaybeTls::Tls(_) => None,
         }
     }
