@@ -575,12 +575,15 @@ impl<'a> Reader<'a> {
         if !t.is_some_and(|t| t.is_punct(b'(')) {
             return Err("a VALUES row the reader does not follow");
         }
-        // `()`: a row of defaults
-        if let Some(t) = self.peek()? {
-            if t.is_punct(b')') {
-                self.tok()?;
-                return Ok(t.start);
-            }
+        // `()`: a row of defaults (over kept tokens looked at in place, not read ahead: the
+        // row's first value is then read by `short_value` too)
+        let close = match (&self.peeked, &self.toks) {
+            (None, Toks::Kept(it)) => it.as_slice().first().copied(),
+            _ => self.peek()?,
+        };
+        if let Some(t) = close.filter(|t| t.is_punct(b')')) {
+            self.tok()?;
+            return Ok(t.start);
         }
         loop {
             if out.len() >= MAX_ROW_VALUES {
