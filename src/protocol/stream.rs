@@ -810,7 +810,11 @@ impl<S: AsyncRead + AsyncWrite + DirectIo + Unpin> PacketStream<S> {
             {
                 0
             }
-            Some(Err(e)) => return Err(e),
+            Some(Err(e)) => {
+                // nothing went: the header without its payload is not left queued
+                self.wbuf.truncate(queued);
+                return Err(e);
+            }
         };
         let head = self.wbuf.len();
         if sent < head {
