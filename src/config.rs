@@ -7,6 +7,10 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 
+/// The most `proxy.max_packet_bytes` may be: 1 GiB, MySQL's and MariaDB's own ceiling for
+/// `max_allowed_packet`.
+pub const MAX_PACKET_CEILING: usize = 1 << 30;
+
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
     #[error("cannot read config file {path}: {source}")]
@@ -325,6 +329,7 @@ pub struct ProxySection {
     /// A logged-in client that sends nothing for this long is disconnected; 0 = never (the
     /// backend's own wait_timeout still applies to its connection).
     pub idle_timeout_ms: u64,
+    /// The largest command a client may send (1 KiB to 1 GiB); a longer one gets 1153.
     pub max_packet_bytes: usize,
     pub shutdown_grace_ms: u64,
     /// Single-threaded runtimes serving sessions; 0 = auto (one per CPU core).
@@ -648,8 +653,12 @@ impl Config {
                 "proxy.handshake_timeout_ms and proxy.net_read_timeout_ms must be above 0".into(),
             );
         }
-        if self.proxy.max_packet_bytes < 1024 {
-            return bad("proxy.max_packet_bytes must be at least 1024".into());
+        // (MySQL's own ceiling for max_allowed_packet: no client can send a longer command to
+        // any backend, and the readers' positions assume it)
+        if !(1024..=MAX_PACKET_CEILING).contains(&self.proxy.max_packet_bytes) {
+            return bad(format!(
+                "proxy.max_packet_bytes must be between 1024 and {MAX_PACKET_CEILING} (1 GiB)"
+            ));
         }
         if !self.admin.listen.is_empty() && self.admin.listen.parse::<SocketAddr>().is_err() {
             return bad(format!(
@@ -750,5 +759,14 @@ mod tests {
         assert!(Config::from_toml("[auth]\nmode = \"proxy\"").is_err());
         let bad_hash = "[auth]\nmode = \"proxy\"\n[[auth.users]]\nname = \"a\"\npassword_hash = \"secret\"\nbackend_user = \"root\"";
         assert!(Config::from_toml(bad_hash).is_err());
+        for (bytes, ok) in [
+            (1023, false),
+            (1024, true),
+            (MAX_PACKET_CEILING, true),
+            (MAX_PACKET_CEILING + 1, false),
+        ] {
+            let cfg = Config::from_toml(&format!("[proxy]\nmax_packet_bytes = {bytes}"));
+            assert_eq!(cfg.is_ok(), ok, "max_packet_bytes = {bytes}");
+        }
     }
 }
