@@ -730,7 +730,11 @@ impl Session {
         routed
     }
 
-    /// `route_execution` with the parameter types in force (None: not sent yet).
+    /// `route_execution` with the parameter types in force (None: not sent yet). What the
+    /// decision needs from the backend (the session's character set, the table's schema, a
+    /// variant prepared) is fetched between attempts of `route_now`, which decides without
+    /// waiting: an execution that needs nothing fetched, most of them, decides in one attempt,
+    /// and nothing it computes is carried across a wait.
     async fn route_typed(
         &mut self,
         id: u32,
@@ -741,14 +745,69 @@ impl Session {
         types: Option<&[u8]>,
     ) -> Result<Option<Vec<u8>>, End> {
         let long_data = std::mem::take(&mut rw.long_data);
-        let prefixes = match (types, long_data || rw.failed) {
-            (Some(types), false) => self.execution_prefixes(rw, e, types).await?,
+        let mut fetched = Fetched::default();
+        // (each kind is fetched at most once: at most four attempts)
+        loop {
+            let fetch = match self.route_now(id, rw, e, types, long_data, fetched) {
+                Route::Ready(packet) => return Ok(packet),
+                Route::Fetch(f) => f,
+            };
+            match fetch {
+                Fetch::Charset => {
+                    let need = Need {
+                        charset: true,
+                        ..Need::default()
+                    };
+                    self.read_facts(&need).await?;
+                    fetched.charset = true;
+                }
+                Fetch::Schema => {
+                    let key = &rw.plan.key;
+                    let need = Need {
+                        tables: vec![(Some(key.0.clone()), key.1.clone())],
+                        ..Need::default()
+                    };
+                    self.read_facts(&need).await?;
+                    fetched.schema = true;
+                }
+                Fetch::Variant(k) => {
+                    self.variant(rw, k, params, columns).await?;
+                    fetched.variant = true;
+                }
+            }
+        }
+    }
+
+    /// One attempt at routing an execution (`route_typed`): the packet to send (or None: the
+    /// client's, to the client's statement), or what must be fetched first (never what
+    /// `fetched` says was fetched already).
+    fn route_now(
+        &mut self,
+        id: u32,
+        rw: &mut Rewrite,
+        e: &Execute<'_>,
+        types: Option<&[u8]>,
+        long_data: bool,
+        fetched: Fetched,
+    ) -> Route {
+        let found = match (types, long_data || rw.failed) {
+            (Some(types), false) => match self.execution_prefixes(rw, e, types, fetched) {
+                Ok(found) => found,
+                Err(fetch) => return Route::Fetch(fetch),
+            },
             _ => None,
         };
-        // the rowkey advisor: a scan of each prefix, in the one partition that holds it
-        if let Some((prefixes, _)) = &prefixes {
+        if let (Some((prefixes, spans)), Some(types)) = (found, types) {
+            let k = prefixes.len();
+            let variant = match rw.variants.iter().find(|(n, _)| *n == k) {
+                Some((_, v)) => Some(*v),
+                None if rw.failed || rw.variants.len() >= MAX_VARIANTS || fetched.variant => None,
+                None => return Route::Fetch(Fetch::Variant(k)),
+            };
+            // the rowkey advisor: a scan of each prefix, in the one partition that holds it
+            // (once: no attempt follows this one)
             let schema = &rw.plan.schema;
-            for p in prefixes {
+            for p in &prefixes {
                 self.activity.observe(crate::engine::decision::Observation {
                     table: schema.clone(),
                     what: crate::engine::decision::Observed::Scan {
@@ -757,9 +816,7 @@ impl Session {
                     },
                 });
             }
-        }
-        if let (Some((prefixes, spans)), Some(types)) = (prefixes, types) {
-            if let Some(variant) = self.variant(rw, prefixes.len(), params, columns).await? {
+            if let Some(variant) = variant {
                 // a string where its bytes are certainly the prefix's (OceanBase prunes with
                 // it), else a BLOB (binary everywhere, pruned on MariaDB)
                 let charset = self.charset_fact;
@@ -784,7 +841,7 @@ impl Session {
                     if e.types.is_some() {
                         rw.original_has_types = false;
                     }
-                    return Ok(Some(packet));
+                    return Route::Ready(Some(packet));
                 }
             }
         }
@@ -793,25 +850,27 @@ impl Session {
         // the client's statement: with the types in force if it has not seen them
         if e.types.is_some() {
             rw.original_has_types = true;
-            return Ok(None);
+            return Route::Ready(None);
         }
-        match (types, rw.original_has_types) {
+        Route::Ready(match (types, rw.original_has_types) {
             (Some(types), false) => {
                 rw.original_has_types = true;
-                Ok(execute::rebuild(Vec::new(), e, id, types, None, 0, &[]))
+                execute::rebuild(Vec::new(), e, id, types, None, 0, &[])
             }
-            _ => Ok(None),
-        }
+            _ => None,
+        })
     }
 
     /// The prefixes an execution's values pin, if the table is still what the plan was made
-    /// for, with where each parameter's value lies in the packet.
-    async fn execution_prefixes(
+    /// for, with where each parameter's value lies in the packet; or what must be fetched
+    /// before that is known.
+    fn execution_prefixes(
         &mut self,
         rw: &mut Rewrite,
         e: &Execute<'_>,
         types: &[u8],
-    ) -> Result<Option<(crate::hbase::prefix::Prefixes, Spans)>, End> {
+        fetched: Fetched,
+    ) -> Result<Option<(crate::hbase::prefix::Prefixes, Spans)>, Fetch> {
         let Some(spans) = execute::value_spans(e.nulls, types, e.values) else {
             return Ok(None);
         };
@@ -827,14 +886,9 @@ impl Session {
             }
         };
         let escape = self.reading().reported_backslash_escape();
-        let mut decided = rw.plan.execution(&bound, self.charset_fact, escape);
-        if decided == Execution::NeedCharset {
-            let need = Need {
-                charset: true,
-                ..Need::default()
-            };
-            self.read_facts(&need).await?;
-            decided = rw.plan.execution(&bound, self.charset_fact, escape);
+        let decided = rw.plan.execution(&bound, self.charset_fact, escape);
+        if decided == Execution::NeedCharset && !fetched.charset {
+            return Err(Fetch::Charset);
         }
         let Execution::Prefixes(prefixes) = decided else {
             return Ok(None);
@@ -845,15 +899,9 @@ impl Session {
             return Ok(Some((prefixes, spans)));
         }
         rw.seen = None;
-        let key = &rw.plan.key;
-        let (mut found, mut seen) = self.shared.schemas.get_seen(key);
-        if found == crate::hbase::schema::Lookup::Unknown {
-            let need = Need {
-                tables: vec![(Some(key.0.clone()), key.1.clone())],
-                ..Need::default()
-            };
-            self.read_facts(&need).await?;
-            (found, seen) = self.shared.schemas.get_seen(key);
+        let (found, seen) = self.shared.schemas.get_seen(&rw.plan.key);
+        if found == crate::hbase::schema::Lookup::Unknown && !fetched.schema {
+            return Err(Fetch::Schema);
         }
         let same = match found {
             crate::hbase::schema::Lookup::Known(Some(s)) => {
@@ -868,22 +916,23 @@ impl Session {
         Ok(same.then_some((prefixes, spans)))
     }
 
-    /// The backend statement for `k` prefixes, prepared on first use.
+    /// Prepares the backend statement for `k` prefixes (into `rw.variants`), or marks the
+    /// rewrite failed when the backend's statement is not the one expected.
     async fn variant(
         &mut self,
         rw: &mut Rewrite,
         k: usize,
         params: usize,
         columns: u16,
-    ) -> Result<Option<u32>, End> {
-        if let Some((_, v)) = rw.variants.iter().find(|(n, _)| *n == k) {
-            return Ok(Some(*v));
-        }
-        if rw.failed || rw.variants.len() >= MAX_VARIANTS {
-            return Ok(None);
+    ) -> Result<(), End> {
+        if rw.failed
+            || rw.variants.len() >= MAX_VARIANTS
+            || rw.variants.iter().any(|(n, _)| *n == k)
+        {
+            return Ok(());
         }
         let Some(text) = rw.plan.variant_text(&rw.text, k) else {
-            return Ok(None);
+            return Ok(());
         };
         self.statements.ours_prepared_last = true;
         let prepared = match backend::prepare(be!(self), self.client_caps, &text).await {
@@ -893,7 +942,7 @@ impl Session {
         match prepared {
             Ok((v, cols, n)) if cols == columns && usize::from(n) == params + k => {
                 rw.variants.push((k, v));
-                Ok(Some(v))
+                Ok(())
             }
             Ok((v, _, _)) => {
                 // not the statement the client prepared plus k parameters: never used
@@ -902,7 +951,7 @@ impl Session {
                 cmd.extend_from_slice(&v.to_le_bytes());
                 be!(self).queue_command(&cmd);
                 rw.failed = true;
-                Ok(None)
+                Ok(())
             }
             Err(err) => {
                 tracing::debug!(
@@ -910,7 +959,7 @@ impl Session {
                     String::from_utf8_lossy(err.get(9..).unwrap_or_default())
                 );
                 rw.failed = true;
-                Ok(None)
+                Ok(())
             }
         }
     }
@@ -922,6 +971,31 @@ impl Session {
             Err(e) => Err(self.own_command_failed(e).await),
         }
     }
+}
+
+/// What `route_typed` fetched for an execution so far.
+#[derive(Default, Clone, Copy)]
+struct Fetched {
+    charset: bool,
+    schema: bool,
+    variant: bool,
+}
+
+/// What an attempt at routing an execution needs fetched before it can decide.
+enum Fetch {
+    /// The session's character set (whether a bound string's bytes are the key's).
+    Charset,
+    /// The table's schema (the cache does not know it).
+    Schema,
+    /// The backend statement for this many prefixes (not prepared yet).
+    Variant(usize),
+}
+
+/// One attempt's outcome (`Session::route_now`).
+enum Route {
+    /// The packet to send instead of the client's (None: the client's, as it is).
+    Ready(Option<Vec<u8>>),
+    Fetch(Fetch),
 }
 
 /// The write rules' verdict on one execution.
