@@ -76,7 +76,7 @@ pub(super) enum Read {
     DmlUnreadable(&'static str),
     /// INSERT / REPLACE into an HBase-style table (in scope).
     /// (Its head, read: the checks go on after it.)
-    Insert(Box<crate::sql::insert::Head>),
+    Insert(crate::sql::insert::Head),
     /// LOAD DATA into an HBase-style table (in scope).
     Load(Box<crate::sql::load::Load>),
     /// LOAD DATA naming an HBase-style name, in a form the reader does not follow.
@@ -206,7 +206,7 @@ pub(super) fn read_piece(
                 if memchr::memchr(b'$', head.insert.table.raw_name.as_slice()).is_some()
                     && scope.covers(head.insert.table.schema.as_deref()) =>
             {
-                Read::Insert(Box::new(head))
+                Read::Insert(head)
             }
             Ok(_) => Read::Plain,
             // a head it cannot read: the write stage reports it (C9) on an HBase table

@@ -152,7 +152,7 @@ impl<'a> Text<'a> {
                 Read::Plain => self.hidden_locking_read(&at),
                 Read::Dml(x) => self.dml(&at, &x),
                 Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
-                Read::Insert(head) => self.insert(&at, *head),
+                Read::Insert(head) => self.insert(&at, head),
                 Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),
                 Read::Load(l) => self.load(&at, &l),
                 Read::LoadUnreadable(why) => self.unreadable_load(why),

@@ -190,7 +190,7 @@ pub fn read_lexed_after(
         None => {
             let mut r = Reader::new(sql, d, lexed);
             match r.head() {
-                Ok(Some(h)) => (r, h),
+                Ok(Some(h)) => (r, Box::new(h)),
                 Ok(None) => return Read::NotInsert,
                 Err(why) => return Read::Unreadable(why),
             }
@@ -263,10 +263,7 @@ pub fn read_lexed_after(
             Err(why) => return Read::Unreadable(why),
         }
     }
-    Read::Insert {
-        head: Box::new(head),
-        rows,
-    }
+    Read::Insert { head, rows }
 }
 
 /// The table an INSERT / REPLACE writes, when its head is read (its rows may not be).
@@ -288,7 +285,9 @@ pub fn read_head(
 /// goes on from there).
 #[derive(Debug, Clone)]
 pub struct Head {
-    pub insert: Insert,
+    /// (boxed once where it is read: the head goes on to the row reading and into
+    /// `Read::Insert` without being copied again)
+    pub insert: Box<Insert>,
     resume: Option<Resume>,
 }
 
@@ -340,7 +339,10 @@ pub fn read_head_resumable(
         }
         _ => None,
     };
-    Ok(Some(Head { insert, resume }))
+    Ok(Some(Head {
+        insert: Box::new(insert),
+        resume,
+    }))
 }
 
 /// Where the reader's tokens come from: the scanner, or the tokens a split kept.
