@@ -372,8 +372,13 @@ impl Session {
     /// per process, OceanBase's greeting does not say), the enforcement mode, and where `$` names
     /// are HBase tables (the current database is asked only when `hbase.databases` is set).
     async fn context(&mut self) -> Result<Context, End> {
-        let databases = self.shared.hbase_databases.clone();
-        let scoped = !databases.is_empty();
+        self.context_facts().await?;
+        Ok(self.context_now())
+    }
+
+    /// What `context_now` needs from the backend, asked when the session does not know it.
+    async fn context_facts(&mut self) -> Result<(), End> {
+        let scoped = !self.shared.hbase_databases.is_empty();
         if scoped || self.dialect.flavor == SqlFlavor::MySqlOrOceanBase {
             self.flavor().await?;
         }
@@ -384,13 +389,22 @@ impl Session {
         if (scoped || ob) && self.db_fact.is_none() {
             self.read_facts(&Default::default()).await?;
         }
+        Ok(())
+    }
+
+    /// `context` once `context_facts` has run: made in place, where an async function's result
+    /// would be copied out of its future (the context is a few hundred bytes; every flagged
+    /// text makes one).
+    fn context_now(&self) -> Context {
+        let databases = self.shared.hbase_databases.clone();
+        let scoped = !databases.is_empty();
         let current = match (scoped, &self.db_fact) {
             (true, Some(Some(db))) => Some(String::from_utf8_lossy(db).into_owned()),
             _ => None,
         };
         let rewrite = self.cfg.hbase.rewrite == crate::config::Switch::On;
         let writes = self.write_rules();
-        Ok(Context {
+        Context {
             dialect: self.reading(),
             strict: self.strict(),
             scope: Scope {
@@ -412,7 +426,7 @@ impl Session {
                 blind: self.blind.clone(),
             }),
             writes,
-        })
+        }
     }
 
     /// What the engine's execution-time decisions know of the session (`engine::execute`).
@@ -533,7 +547,8 @@ impl Session {
             return Ok((class, decision));
         }
         self.blind.clear();
-        let mut ctx = self.context().await?;
+        self.context_facts().await?;
+        let mut ctx = self.context_now();
         // facts are read at most twice (a reading may need a table's schema, then the
         // character set); the third decision is made with what is known (settled)
         for round in 0..3 {
