@@ -190,7 +190,7 @@ pub fn read_lexed_after(
         None => {
             let mut r = Reader::new(sql, d, lexed);
             match r.head() {
-                Ok(Some(h)) => (r, Box::new(h)),
+                Ok(Some(h)) => (r, h),
                 Ok(None) => return Read::NotInsert,
                 Err(why) => return Read::Unreadable(why),
             }
@@ -277,7 +277,7 @@ pub fn read_head(
     sql: &[u8],
     d: Dialect,
     lexed: Option<&[Token]>,
-) -> Result<Option<Insert>, &'static str> {
+) -> Result<Option<Box<Insert>>, &'static str> {
     Reader::new(sql, d, lexed).head()
 }
 
@@ -339,10 +339,7 @@ pub fn read_head_resumable(
         }
         _ => None,
     };
-    Ok(Some(Head {
-        insert: Box::new(insert),
-        resume,
-    }))
+    Ok(Some(Head { insert, resume }))
 }
 
 /// Where the reader's tokens come from: the scanner, or the tokens a split kept.
@@ -420,7 +417,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Everything up to the rows. None: not an INSERT / REPLACE.
-    fn head(&mut self) -> Step<Option<Insert>> {
+    fn head(&mut self) -> Step<Option<Box<Insert>>> {
         let first = self.tok()?;
         let replace = if self.word_is(&first, "INSERT") {
             false
@@ -442,7 +439,8 @@ impl<'a> Reader<'a> {
             t = self.tok()?;
         }
         let table = self.table_name(t)?;
-        let mut head = Insert {
+        // (boxed as it is made: it is handed on, not copied, from here)
+        let mut head = Box::new(Insert {
             replace,
             ignore,
             table,
@@ -452,7 +450,7 @@ impl<'a> Reader<'a> {
             on_duplicate: Vec::new(),
             on_duplicate_values: Vec::new(),
             partition_selection: false,
-        };
+        });
         let mut t = self.tok()?;
         if self.word_is(&t, "PARTITION") {
             head.partition_selection = true;
