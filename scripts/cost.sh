@@ -16,8 +16,9 @@
 #   older commit's, for a before/after comparison in one run.
 #   COST_PROXY_ARGS: more arguments for the counted proxy, e.g. `--config off.toml` with
 #   `[admin] metrics = false` to count what the metrics cost (docs/PERFORMANCE.md).
-#   COST_KEEP: a directory to keep each N-query callgrind dump in (`callgrind_annotate` them
-#   to see where the instructions went).
+#   COST_KEEP: a directory to keep each N-query callgrind dump in, to see where the
+#   instructions went (`callgrind_annotate --inclusive=yes`; scripts/cg-self.py for each
+#   function's and each source line's own count).
 # Workloads: sysbench oltp_point_select and oltp_read_only (prepared, sysbench's default),
 # the natural prefix scan `K LIKE 'p%'` of examples/prefix_bench.rs as text and prepared
 # (HAProxy relays the hand-written `AND K_PREFIX = 'p'` statement: the same rows), and the

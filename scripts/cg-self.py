@@ -1,0 +1,141 @@
+#!/usr/bin/env python3
+"""Exclusive (self) instruction counts from a callgrind dump that scripts/cost.sh kept
+(COST_KEEP): per function, per source line, or the difference per function between two dumps.
+
+callgrind_annotate's inclusive view reads these dumps well, but its exclusive view puts nearly
+everything on the thread's entry (`clone`), so this reads the format itself: every cost line
+belongs to the function of the `fn=` above it and to the source file of the nearest `fl=`,
+`fi=` or `fe=` (inlined code keeps its own file and line), and the line after `calls=` is the
+callee's inclusive cost, which is not the caller's own.
+
+  scripts/cg-self.py fn   DUMP [PATTERN] [--per N] [--top K]   own cost per function
+  scripts/cg-self.py line DUMP [PATTERN] [--per N] [--top K]   own cost per source line
+  scripts/cg-self.py diff DUMP_A DUMP_B [--per N] [--top K]    B - A per function
+  scripts/cg-self.py callers DUMP PATTERN [--per N] [--top K]  who calls the functions whose
+                                                               name contains PATTERN, and what
+                                                               those calls cost (inclusive)
+
+PATTERN keeps functions (fn, line) or files (line) whose name contains it; --per divides the
+counts (the queries counted, 2000 by default in cost.sh).
+"""
+import argparse
+import collections
+import re
+import sys
+
+ID = re.compile(r"\((\d+)\)(?:\s+(.*))?")
+
+
+def read(path):
+    """(own cost per function, own cost per (file, line, function))."""
+    names = {"fn": {}, "fl": {}}
+
+    def name(space, value):
+        m = ID.match(value)
+        if not m:
+            return value
+        key, text = m.group(1), m.group(2)
+        if text:
+            names[space][key] = text
+        return names[space].get(key, "?" + key)
+
+    per_fn = collections.Counter()
+    per_line = collections.Counter()
+    calls = collections.Counter()
+    callee = None
+    fn = fl = here = None
+    line = 0
+    callee_cost_next = False
+    with open(path, errors="replace") as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            if not s:
+                continue
+            c = s[0]
+            if c.isdigit() or c in "+-*":
+                fields = s.split()
+                pos = fields[0]
+                if pos.startswith("+"):
+                    line += int(pos[1:])
+                elif pos.startswith("-"):
+                    line -= int(pos[1:])
+                elif pos != "*":
+                    line = int(pos)
+                if callee_cost_next:
+                    callee_cost_next = False
+                    calls[(fn, callee)] += int(fields[1]) if len(fields) > 1 else 0
+                    continue
+                cost = int(fields[1]) if len(fields) > 1 else 0
+                per_fn[fn] += cost
+                per_line[(here, line, fn)] += cost
+                continue
+            key, _, value = s.partition("=")
+            if key == "fn":
+                fn = name("fn", value)
+                here = fl
+            elif key == "fl":
+                fl = here = name("fl", value)
+            elif key in ("fi", "fe"):
+                here = name("fl", value)
+            elif key == "cfn":
+                callee = name("fn", value)
+            elif key in ("cfl", "cfi"):
+                name("fl", value)
+            elif key == "calls":
+                callee_cost_next = True
+    return per_fn, per_line, calls
+
+
+def short(path):
+    return (path or "?").rsplit("/", 1)[-1]
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("mode", choices=["fn", "line", "diff", "callers"])
+    ap.add_argument("dump")
+    ap.add_argument("other", nargs="?", default="")
+    ap.add_argument("--per", type=float, default=1.0)
+    ap.add_argument("--top", type=int, default=40)
+    a = ap.parse_args()
+    per_fn, per_line, calls = read(a.dump)
+    total = sum(per_fn.values())
+    if a.mode == "diff":
+        if not a.other:
+            sys.exit("diff needs two dumps")
+        other, _, _ = read(a.other)
+        keys = sorted(set(per_fn) | set(other), key=lambda k: -abs(other[k] - per_fn[k]))
+        print(f"{'B-A':>10} {'A':>10} {'B':>10}  function")
+        for k in keys[: a.top]:
+            print(
+                f"{(other[k] - per_fn[k]) / a.per:>10.1f} {per_fn[k] / a.per:>10.1f} "
+                f"{other[k] / a.per:>10.1f}  {k}"
+            )
+        print(f"total {total / a.per:.1f} -> {sum(other.values()) / a.per:.1f}")
+        return
+    pattern = a.other
+    shown = 0
+    if a.mode == "callers":
+        found = collections.Counter()
+        for (caller, callee), v in calls.items():
+            if pattern in (callee or ""):
+                found[caller] += v
+        for k, v in found.most_common(a.top):
+            print(f"{v / a.per:>12.1f}  {k}")
+        print(f"total {total / a.per:.1f}")
+        return
+    if a.mode == "fn":
+        for k, v in per_fn.most_common():
+            if pattern in (k or "") and shown < a.top:
+                print(f"{v / a.per:>12.1f} {100 * v / total:6.2f}%  {k}")
+                shown += 1
+    else:
+        for (path, line, fn), v in per_line.most_common():
+            if (pattern in (path or "") or pattern in (fn or "")) and shown < a.top:
+                print(f"{v / a.per:>12.1f}  {short(path)}:{line}  {fn}")
+                shown += 1
+    print(f"total {total / a.per:.1f}")
+
+
+if __name__ == "__main__":
+    main()
