@@ -752,29 +752,29 @@ impl Session {
                 Route::Ready(packet) => return Ok(packet),
                 Route::Fetch(f) => f,
             };
-            match fetch {
+            let need = match fetch {
                 Fetch::Charset => {
-                    let need = Need {
+                    fetched.charset = true;
+                    Need {
                         charset: true,
                         ..Need::default()
-                    };
-                    self.read_facts(&need).await?;
-                    fetched.charset = true;
+                    }
                 }
                 Fetch::Schema => {
+                    fetched.schema = true;
                     let key = &rw.plan.key;
-                    let need = Need {
+                    Need {
                         tables: vec![(Some(key.0.clone()), key.1.clone())],
                         ..Need::default()
-                    };
-                    self.read_facts(&need).await?;
-                    fetched.schema = true;
+                    }
                 }
                 Fetch::Variant(k) => {
-                    self.variant(rw, k, params, columns).await?;
                     fetched.variant = true;
+                    self.variant(rw, k, params, columns).await?;
+                    continue;
                 }
-            }
+            };
+            self.read_facts(&need).await?;
         }
     }
 
@@ -917,7 +917,8 @@ impl Session {
     }
 
     /// Prepares the backend statement for `k` prefixes (into `rw.variants`), or marks the
-    /// rewrite failed when the backend's statement is not the one expected.
+    /// rewrite failed when the backend's statement is not the one expected. (`route_now` asks
+    /// for it only when there is none for `k`, the rewrite has not failed and there is room.)
     async fn variant(
         &mut self,
         rw: &mut Rewrite,
@@ -925,12 +926,6 @@ impl Session {
         params: usize,
         columns: u16,
     ) -> Result<(), End> {
-        if rw.failed
-            || rw.variants.len() >= MAX_VARIANTS
-            || rw.variants.iter().any(|(n, _)| *n == k)
-        {
-            return Ok(());
-        }
         let Some(text) = rw.plan.variant_text(&rw.text, k) else {
             return Ok(());
         };

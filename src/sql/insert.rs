@@ -266,11 +266,6 @@ pub fn read_lexed_after(
     Read::Insert { head, rows }
 }
 
-/// The table an INSERT / REPLACE writes, when its head is read (its rows may not be).
-pub fn head_table(sql: &[u8], d: Dialect) -> Result<Option<TableName>, &'static str> {
-    read_head(sql, d, None).map(|h| h.map(|h| h.table))
-}
-
 /// The head of an INSERT / REPLACE (everything before its rows; None: not one), over kept
 /// tokens as `read_lexed`.
 pub fn read_head(
