@@ -1242,6 +1242,7 @@ impl Session {
                         plan: plan.into(),
                         types: None,
                         long: Vec::new(),
+                        long_lost: false,
                     }),
                     carried,
                 };

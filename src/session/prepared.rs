@@ -23,7 +23,7 @@ use crate::engine::decision::TableUse;
 use crate::engine::prefix_scan::{certain, Bound, Execution, Need, PreparedPlan};
 use crate::engine::write::{self, Bound as WriteBound, WritePlan};
 use crate::engine::{decide_execution, BulkExecution, ExecContext};
-use crate::protocol::constants::{com, status};
+use crate::protocol::constants::{com, er, status};
 use crate::protocol::execute::{self, Execute};
 use crate::protocol::packets::ErrorInfo;
 use crate::protocol::response::ResponseKind;
@@ -62,6 +62,8 @@ pub(super) struct WriteChecks {
     pub types: Option<Vec<u8>>,
     /// Bytes sent with COM_STMT_SEND_LONG_DATA per parameter since the last execution.
     pub long: Vec<(u16, u64)>,
+    /// Pieces came for more parameters than `long` keeps: the next execution cannot be read.
+    pub long_lost: bool,
 }
 
 /// The prefix-scan rewrite of one prepared statement.
@@ -428,8 +430,39 @@ impl Session {
         let Some(w) = p.write.as_mut() else {
             return Ok(Checked::Runs(None));
         };
+        // The pieces sent with SEND_LONG_DATA and the parameter types this execution is read
+        // with. What the proxy keeps of them changes only as the backend's does: the pieces
+        // are dropped on both sides when the execution runs or is refused (a refusal resets
+        // them on the backend), and types the execution sends are kept only once it runs (a
+        // refused execution never reaches the backend, which keeps the types before it).
         let long = std::mem::take(&mut w.long);
         let plan = w.plan.clone();
+        let unreadable = |long: &Vec<(u16, u64)>| {
+            Ok(Checked::Refused(
+                ErrorInfo::new(
+                    er::MALFORMED_PACKET,
+                    "08S01",
+                    "Malformed communication packet (obkv-proxy: an execution of a prepared \
+                     write to an HBase table whose values it cannot read)",
+                ),
+                !long.is_empty(),
+            ))
+        };
+        let untyped = |long: &Vec<(u16, u64)>| {
+            Ok(Checked::Refused(
+                ErrorInfo::new(
+                    er::WRONG_ARGUMENTS,
+                    "HY000",
+                    "Incorrect arguments to mysqld_stmt_execute (obkv-proxy: no parameter \
+                     types were bound)",
+                ),
+                !long.is_empty(),
+            ))
+        };
+        let mut sent_types: Option<Vec<u8>> = None;
+        if std::mem::take(&mut w.long_lost) {
+            return unreadable(&long);
+        }
         let conn = self.charset_fact;
         let ctx = ExecContext {
             rules: &rules,
@@ -440,13 +473,11 @@ impl Session {
         let out = if bulk {
             // MariaDB's bulk execute: every row checked, the partitions of all gathered
             let Some(b) = execute::parse_bulk(&self.command, params) else {
-                return Ok(Checked::Runs(None)); // the backend answers a malformed execute
+                return unreadable(&long);
             };
-            if let Some(t) = b.types {
-                w.types = Some(t.to_vec());
-            }
-            let Some(types) = w.types.clone() else {
-                return Ok(Checked::Runs(None));
+            sent_types = b.types.map(<[u8]>::to_vec);
+            let Some(types) = sent_types.clone().or_else(|| w.types.clone()) else {
+                return untyped(&long);
             };
             let mut judged = BulkExecution::new(&plan);
             let mut rows = execute::BulkRows::new(&types, b.rows);
@@ -478,13 +509,11 @@ impl Session {
             decide_execution(&plan, None, &ctx)
         } else {
             let Some(e) = execute::parse(&self.command, params) else {
-                return Ok(Checked::Runs(None)); // the backend answers a malformed execute
+                return unreadable(&long);
             };
-            if let Some(t) = e.types {
-                w.types = Some(t.to_vec());
-            }
-            let Some(mut types) = w.types.clone() else {
-                return Ok(Checked::Runs(None));
+            sent_types = e.types.map(<[u8]>::to_vec);
+            let Some(mut types) = sent_types.clone().or_else(|| w.types.clone()) else {
+                return untyped(&long);
             };
             // a value sent in pieces is not in the packet: read as a NULL-typed placeholder
             for (i, _) in &long {
@@ -522,6 +551,16 @@ impl Session {
             self.count_refusal(&e);
             return Ok(Checked::Refused(e.to_error(), !long.is_empty()));
         }
+        // it runs: the types it sends are the statement's on the backend from now on
+        if let (Some(t), Some(w)) = (
+            sent_types,
+            self.statements
+                .by_id
+                .get_mut(&id)
+                .and_then(|p| p.write.as_mut()),
+        ) {
+            w.types = Some(t);
+        }
         self.keep_findings(out.notes);
         // an INSERT's rowkeys are its rows'; an UPDATE's or DELETE's only placed them (shown
         // to the advisor once the execution ran: `settle_observations`)
@@ -553,6 +592,8 @@ impl Session {
                 *n = n.saturating_add(len);
             } else if w.long.len() < 4096 {
                 w.long.push((param, len));
+            } else {
+                w.long_lost = true;
             }
         }
         if self.statements.carrying {
@@ -602,6 +643,7 @@ impl Session {
         let mut variant = None;
         if let Some(w) = self.write_of_command() {
             w.long.clear();
+            w.long_lost = false;
         }
         if let Some(rw) = self.rewrite_of_command() {
             rw.long_data = false;

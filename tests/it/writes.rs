@@ -920,6 +920,103 @@ fn execute(c: &mut RawConn, packet: &[u8]) -> Result<(), (u16, String)> {
     }
 }
 
+/// What the proxy keeps of a prepared write's execution state changes only as the backend's
+/// does: types sent with a refused execution are not the statement's (the backend never saw
+/// them), and pieces sent with SEND_LONG_DATA before an execution the proxy cannot read are
+/// not forgotten on one side only (found by a review: either let a later execution be read
+/// one way by the proxy and another by the backend).
+#[test]
+fn a_refused_or_unreadable_execution_leaves_the_proxy_and_the_backend_agreeing() {
+    for kind in BOTH {
+        let tag = format!("q{}", kind.name());
+        let f = fixture(kind, &tag);
+        let t = &f.table;
+        let now = -now_ms();
+        let mut c = f.via();
+        let (id, _) = prepare(
+            &mut c,
+            format!("INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)").as_bytes(),
+        )
+        .expect("prepared");
+        let cell = |k: &[u8], t: P| {
+            vec![
+                P::Str(k.to_vec()),
+                P::Str(b"q".to_vec()),
+                t,
+                P::Blob(b"v".to_vec()),
+            ]
+        };
+        // bound with T an integer
+        execute(
+            &mut c,
+            &execute_packet(id, false, &cell(b"t1", P::Int(now)), true, &[]),
+        )
+        .expect("a good cell");
+        // refused, with T a string this time: the backend keeps the integer type
+        let (code, _) = execute(
+            &mut c,
+            &execute_packet(
+                id,
+                false,
+                &cell(b"t2", P::Str((-now).to_string().into_bytes())),
+                true,
+                &[],
+            ),
+        )
+        .expect_err("T of the wrong sign");
+        assert_eq!(code, 1292, "{}", kind.name());
+        // no types sent: read with the integer type, as the backend reads it
+        let before = f.cells(t);
+        let (code, msg) = execute(
+            &mut c,
+            &execute_packet(id, false, &cell(b"t3", P::Int(-now)), false, &[]),
+        )
+        .expect_err("T of the wrong sign, read with the types in force");
+        assert_eq!(code, 1292, "{}: {msg}", kind.name());
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+        execute(
+            &mut c,
+            &execute_packet(id, false, &cell(b"t4", P::Int(now)), false, &[]),
+        )
+        .expect("a good cell, read with the types in force");
+
+        // pieces of V, then an execution the proxy cannot read: refused, the pieces dropped
+        // on both sides
+        let (lid, _) = prepare(
+            &mut c,
+            format!("INSERT INTO {} (K, Q, T, V) VALUES (?, ?, ?, ?)", f.blob).as_bytes(),
+        )
+        .expect("prepared");
+        send_long_data(&mut c, lid, 3, &vec![9; CELL_LIMIT as usize + 1]);
+        let mut short = vec![0x17];
+        short.extend_from_slice(&lid.to_le_bytes());
+        let (code, _) = execute(&mut c, &short).expect_err("a malformed execution");
+        assert_eq!(code, 1835, "{}", kind.name());
+        execute(
+            &mut c,
+            &execute_packet(lid, false, &cell(b"l1", P::Int(now)), true, &[]),
+        )
+        .expect("V from the packet, no piece left");
+        let rows = f.cells(&f.blob);
+        assert_eq!(rows.len(), 1, "{}", kind.name());
+        assert_eq!(rows[0][3].as_deref(), Some(&b"v"[..]), "{}", kind.name());
+        // a statement never bound: refused as the backend refuses it, nothing written
+        let (nid, _) = prepare(
+            &mut c,
+            format!("INSERT INTO {t} (K, Q, T, V) VALUES (?, ?, ?, ?)").as_bytes(),
+        )
+        .expect("prepared");
+        let before = f.cells(t);
+        let (code, _) = execute(
+            &mut c,
+            &execute_packet(nid, false, &cell(b"n1", P::Int(now)), false, &[]),
+        )
+        .expect_err("no types bound");
+        assert_eq!(code, 1210, "{}", kind.name());
+        assert_eq!(f.cells(t), before, "{}", kind.name());
+    }
+}
+
 #[test]
 fn prepared_writes_are_checked_with_their_values() {
     let (a, b, _) = keys();
