@@ -313,7 +313,16 @@ impl Reader<'_> {
             t.kind == Tok::Word
                 && (3..=9).contains(&t.text(self.sql).len())
                 && CLAUSE_WORDS.iter().any(|w| t.is_word(self.sql, w))
-        })
+        }) && !self.sequence_value_for(i)
+    }
+
+    /// The FOR of `NEXT VALUE FOR seq` / `PREVIOUS VALUE FOR seq` (MariaDB's sequences): part
+    /// of an expression, not a locking clause.
+    fn sequence_value_for(&self, i: usize) -> bool {
+        i >= 2
+            && self.word(i, "FOR")
+            && self.word(i - 1, "VALUE")
+            && (self.word(i - 2, "NEXT") || self.word(i - 2, "PREVIOUS"))
     }
 
     fn statement(&self) -> Read {
@@ -680,6 +689,7 @@ impl Reader<'_> {
             let mut between = false;
             let mut start = a;
             let base = work.len();
+            let mut opaque = false;
             for k in a..b {
                 let t = &self.t[k];
                 if t.is_punct(b'(') {
@@ -692,6 +702,14 @@ impl Reader<'_> {
                 }
                 if depth != 0 {
                     continue;
+                }
+                // an AND inside CASE … END is not one of this range's (and END may also name
+                // a column): the range is read as one term the reader does not follow, so no
+                // predicate comes from it (every term of a conjunction holds for its rows, so
+                // leaving one out only reads less)
+                if self.word(k, "CASE") {
+                    opaque = true;
+                    break;
                 }
                 if ["OR", "XOR"].iter().any(|w| self.word(k, w))
                     || (t.is_punct(b'|') && self.punct(k + 1, b'|'))
@@ -711,7 +729,9 @@ impl Reader<'_> {
                     }
                 }
             }
-            if base == work.len() {
+            if opaque {
+                work.truncate(base);
+            } else if base == work.len() {
                 out.push((a, b));
             } else {
                 work.push((start, b));
@@ -1075,6 +1095,26 @@ mod tests {
         assert!(dml("SELECT * FROM g$f WHERE K = 'a' COLLATE binary")
             .preds
             .is_empty());
+        // an AND inside CASE … END is the CASE's: no term of such a clause is read
+        for sql in [
+            "DELETE FROM g$f WHERE T = 1 AND CASE WHEN 0 AND K = 'a' AND 1 THEN 1 ELSE 1 END",
+            "SELECT K FROM g$f WHERE CASE WHEN Q = 'z' AND K LIKE 'abc%' AND T < 0 THEN 0 ELSE 1 END",
+            "SELECT K FROM g$f WHERE (CASE WHEN K = 'a' AND 1 THEN 1 END)",
+        ] {
+            assert!(dml(sql).preds.is_empty(), "{sql}");
+        }
+        // one inside parentheses is a term of its own: the others are read
+        let d = dml("SELECT K FROM g$f WHERE K LIKE 'a%' AND (CASE WHEN x AND y THEN 1 END)");
+        assert_eq!(d.preds.len(), 1);
+        // the FOR of a sequence's NEXT VALUE FOR does not end the clause
+        let sql = "SELECT K FROM g$f WHERE K LIKE 'abc%' AND T < NEXT VALUE FOR s1";
+        let d = dml(sql);
+        assert_eq!(d.where_end, Some(sql.len()));
+        assert!(!d.locking);
+        let sql = "SELECT K FROM g$f WHERE T < PREVIOUS VALUE FOR s1 FOR UPDATE";
+        let d = dml(sql);
+        assert_eq!(d.where_end, sql.find(" FOR UPDATE"));
+        assert!(d.locking);
     }
 
     #[test]

@@ -385,6 +385,38 @@ pub struct Scanner<'a> {
     failed: bool,
 }
 
+/// What a `/*` opens, to the backend.
+enum Comment {
+    /// An executable comment it runs: its code starts here.
+    Code(usize),
+    /// A version comment it does not run (one nested comment allowed inside).
+    SkippedVersion,
+    /// A comment.
+    Plain,
+}
+
+/// Where a version comment the backend does not run ends, its body starting at `body`: as
+/// MariaDB's and MySQL's `consume_comment(lip, 1)` reads it, a `/*` inside opens a comment
+/// that ends at the first `*/` after it, and the version comment ends at the next `*/` (the
+/// text's end when there is none). One pass, no recursion.
+fn skipped_version_end(sql: &[u8], body: usize) -> usize {
+    let mut j = body;
+    while let Some(&c) = sql.get(j) {
+        j += 1;
+        if c == b'/' && sql.get(j) == Some(&b'*') {
+            // the nested comment: to the first `*/` after its `/*`
+            j += 1;
+            j = memchr::memmem::find(sql.get(j..).unwrap_or_default(), b"*/")
+                .map_or(sql.len(), |k| j + k + 2);
+            continue;
+        }
+        if c == b'*' && sql.get(j) == Some(&b'/') {
+            return j + 1;
+        }
+    }
+    sql.len()
+}
+
 impl<'a> Scanner<'a> {
     pub fn new(sql: &'a [u8], d: Dialect) -> Self {
         Scanner {
@@ -465,15 +497,24 @@ impl<'a> Scanner<'a> {
             }
             if c == b'/' && self.at(self.pos + 1) == Some(b'*') {
                 let body = self.pos + 2;
+                let mut nested = false;
                 if !self.in_code_comment {
-                    if let Some(code_at) = self.executable_comment(body) {
-                        self.in_code_comment = true;
-                        self.pos = code_at;
-                        continue;
+                    match self.executable_comment(body) {
+                        Comment::Code(code_at) => {
+                            self.in_code_comment = true;
+                            self.pos = code_at;
+                            continue;
+                        }
+                        Comment::SkippedVersion => nested = true,
+                        Comment::Plain => {}
                     }
                 }
-                self.pos = memchr::memmem::find(&self.sql[body..], b"*/")
-                    .map_or(self.sql.len(), |j| body + j + 2);
+                self.pos = if nested {
+                    skipped_version_end(self.sql, body)
+                } else {
+                    memchr::memmem::find(self.sql.get(body..).unwrap_or_default(), b"*/")
+                        .map_or(self.sql.len(), |j| body + j + 2)
+                };
                 continue;
             }
             return;
@@ -503,24 +544,28 @@ impl<'a> Scanner<'a> {
     ///   `9 - -5`); fewer than five are code (`/*!123 */` is 123). Where the text does not parse
     ///   so, it is read again with every executable comment a plain comment
     ///   (`Dialect::plain_comments`). `/*M!` is a comment.
-    fn executable_comment(&mut self, body: usize) -> Option<usize> {
+    ///
+    /// A version comment MariaDB or MySQL does not run is skipped with one level of `/* … */`
+    /// allowed inside it (their `consume_comment(lip, 1)`): it ends at the `*/` after such a
+    /// nested comment, not at the nested comment's own (`Comment::SkippedVersion`).
+    fn executable_comment(&mut self, body: usize) -> Comment {
         let (start, maria_only) = match (self.at(body), self.at(body + 1)) {
             (Some(b'!'), _) => (body + 1, false),
             (Some(b'M'), Some(b'!')) => (body + 2, true),
-            _ => return None,
+            _ => return Comment::Plain,
         };
         if !maria_only {
             self.ambiguity.comment = true;
         }
         if self.d.plain_comments {
-            return None;
+            return Comment::Plain;
         }
         let flavor = match self.d.flavor {
             Flavor::MySqlOrOceanBase => Flavor::MySql,
             f => f,
         };
         if maria_only && flavor != Flavor::MariaDb {
-            return None;
+            return Comment::Plain;
         }
         let digits = self.sql[start..]
             .iter()
@@ -533,23 +578,41 @@ impl<'a> Scanner<'a> {
                 .unwrap_or(u32::MAX)
         };
         let server = self.d.version;
+        let run = |runs: bool, at: usize| {
+            if runs {
+                Comment::Code(at)
+            } else {
+                Comment::SkippedVersion
+            }
+        };
         match flavor {
             Flavor::OceanBase => match digits {
-                0..=4 => Some(start),
-                _ => Some(start + 5),
+                0..=4 => Comment::Code(start),
+                _ => Comment::Code(start + 5),
             },
+            // MariaDB's own test, for five digits and six alike: MySQL 5.7 and later
+            // (50700 to 99999, `/*!050700` included) are left alone
             Flavor::MariaDb => match digits {
-                0..=4 => Some(start),
-                5 => {
-                    let v = version(5);
-                    (v <= server && (maria_only || v < 50700)).then_some(start + 5)
+                0..=4 => Comment::Code(start),
+                5 | 6 => {
+                    let v = version(digits);
+                    run(
+                        v <= server && (maria_only || !(50700..=99999).contains(&v)),
+                        start + digits,
+                    )
                 }
-                _ => (version(6) <= server).then_some(start + 6),
+                _ => {
+                    let v = version(6);
+                    run(
+                        v <= server && (maria_only || !(50700..=99999).contains(&v)),
+                        start + 6,
+                    )
+                }
             },
             _ => match digits {
-                0..=4 => Some(start),
-                5 => (version(5) <= server).then_some(start + 5),
-                _ => (version(6) <= server).then_some(start + 6),
+                0..=4 => Comment::Code(start),
+                5 => run(version(5) <= server, start + 5),
+                _ => run(version(6) <= server, start + 6),
             },
         }
     }
@@ -1593,6 +1656,10 @@ mod tests {
             ("/*!50800 +1 */", false, true, false),
             ("/*!99999 +1 */", false, true, false),
             ("/*!101119 +1 */", true, true, false),
+            // six digits that are a MySQL 5.7 version: left alone by MariaDB as five are
+            ("/*!050700 +1 */", false, true, true),
+            ("/*!099999 +1 */", false, true, false),
+            ("/*!050699 +1 */", true, true, true),
             ("/*!101120 +1 */", false, true, false),
             ("/*!12345+1 */", true, true, true),
             ("/*M! +1 */", true, false, false),
@@ -1637,6 +1704,31 @@ mod tests {
         assert_eq!(mysql.readings(a).len(), 1);
         // a `*/` inside a string of the code does not end the comment
         assert_eq!(words("/*! 'x*/y' */ Z", maria()), ["'x*/y'", "Z"]);
+        // a version comment the backend skips may hold one comment: it ends at the `*/`
+        // after that one (MariaDB's and MySQL's `consume_comment(lip, 1)`); one it runs, or
+        // a plain comment, ends at the first
+        let nested = "SELECT 1 /*!99999 /* */ -- */ +1";
+        assert_eq!(words(nested, maria()), ["SELECT", "1", "+", "1"]);
+        assert_eq!(words(nested, mysql), ["SELECT", "1", "+", "1"]);
+        assert_eq!(words(nested, ob), ["SELECT", "1"]);
+        assert_eq!(
+            words("SELECT 1 /*!99999 /* */ /*/ */ x */ +1", maria()),
+            ["SELECT", "1", "+", "1"]
+        );
+        assert_eq!(
+            words("SELECT 1 /*M!999999 /* */ -- */ +1", maria()),
+            ["SELECT", "1", "+", "1"]
+        );
+        assert_eq!(
+            words("SELECT 1 /* /* */ +1", maria()),
+            ["SELECT", "1", "+", "1"]
+        );
+        assert_eq!(
+            words("SELECT 1 /*!50100 /* */ +1 */ +2", maria()),
+            ["SELECT", "1", "+", "1", "+", "2"]
+        );
+        assert_eq!(words("SELECT 1 /*!99999 /* */", maria()), ["SELECT", "1"]);
+        assert_eq!(words("SELECT 1 /*!99999 /*", maria()), ["SELECT", "1"]);
         assert_eq!(words("/*!", maria()), Vec::<String>::new());
     }
 
