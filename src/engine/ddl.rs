@@ -85,6 +85,29 @@ pub fn rename_into_hbase_names<'a>(
     judge(mode, findings)
 }
 
+/// ALTER TABLE of a table that is not an HBase table, exchanging or converting a partition
+/// with an HBase table (`EXCHANGE PARTITION p WITH TABLE g$f`, `CONVERT PARTITION p TO TABLE
+/// g$f`, `CONVERT TABLE g$f TO PARTITION p`): rows would enter or leave the HBase table
+/// unchecked, or a table take an HBase name without CREATE TABLE.
+pub fn exchange_with_hbase_tables<'a>(
+    pairs: impl IntoIterator<Item = (&'a TableName, &'a TableName)>,
+    mode: Enforcement,
+) -> DdlVerdict {
+    let findings = pairs
+        .into_iter()
+        .filter(|(table, other)| other.is_hbase_name() && !table.is_hbase_name())
+        .map(|(table, other)| {
+            Finding::error(
+                Rule::R5,
+                rules::ER_NOT_SUPPORTED,
+                "42000",
+                format!("exchanging or converting partitions of '{table}' with the HBase table '{other}' moves rows the rules never checked; copy them with INSERT … SELECT instead"),
+            )
+        })
+        .collect();
+    judge(mode, findings)
+}
+
 /// CREATE INDEX on an HBase table.
 pub fn create_index(table: &TableName, kind: &str, mode: Enforcement) -> DdlVerdict {
     judge(mode, rules::check_create_index(table, kind))

@@ -60,6 +60,9 @@ pub(super) enum Read {
     ProgramWithHbaseDdl,
     /// A stored program or compound statement that writes HBase tables.
     ProgramWritesHbase,
+    /// A stored program or compound statement that runs dynamic SQL whose text is not a
+    /// literal (it may write HBase tables; no one reads that text before it runs).
+    ProgramDynamic,
     /// CREATE TRIGGER of a trigger the proxy keeps on an HBase table (in a restored dump): the
     /// table.
     ProxyTrigger(TableName),
@@ -242,6 +245,7 @@ pub(super) fn read_piece(
             match program_body(piece, d, scope) {
                 ProgramBody::Ddl => Read::ProgramWithHbaseDdl,
                 ProgramBody::Writes => Read::ProgramWritesHbase,
+                ProgramBody::Dynamic => Read::ProgramDynamic,
                 ProgramBody::Nothing => Read::Plain,
             }
         };
@@ -516,6 +520,10 @@ pub(super) enum ProgramBody {
     /// INSERT / REPLACE / UPDATE / DELETE / LOAD DATA into an HBase table: rows the proxy
     /// never sees (the body runs inside the backend).
     Writes,
+    /// `PREPARE … FROM` / `EXECUTE IMMEDIATE` of a text that is not one string literal (a
+    /// variable, an expression, adjacent literals, an introducer): what it runs is known only
+    /// when it runs.
+    Dynamic,
 }
 
 /// One pass over a program's tokens. A write's target is an HBase name between its verb and
@@ -530,32 +538,74 @@ pub(super) fn program_body(piece: &[u8], d: Dialect, scope: &Scope) -> ProgramBo
 /// '…'` literal in the body is read too (one level: not the literals inside it).
 fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> ProgramBody {
     let mut in_ddl = false;
-    let mut in_write = false;
+    // a write's verb, while its target may follow (`(` ends an INSERT's; an UPDATE's or a
+    // DELETE's table references go on after a derived table, whose inside is skipped)
+    let mut in_write: Option<bool> = None;
+    let mut depth = 0u32;
     let mut writes = false;
+    let mut dynamic = false;
     // the program's own leading word is not one of its statements; a literal's first word is
     let mut first = literals;
     let mut before: [Option<scan::Token>; 2] = [None, None];
-    for t in Scanner::new(piece, d).map_while(Result::ok) {
+    // `SET STATEMENT …` seen: its FOR begins the statement it runs, not a locking clause
+    let mut statement_for = false;
+    let mut after_statement_for = false;
+    // where a dynamic text must follow: a PREPARE (its name, then FROM), an EXECUTE IMMEDIATE
+    let mut prepare_at: Option<usize> = None;
+    let mut text_next = false;
+    let mut text_read = false;
+    for (i, t) in Scanner::new(piece, d).map_while(Result::ok).enumerate() {
         let two_back = before;
         before = [before[1], Some(t)];
         if t.is_punct(b';') {
             in_ddl = false;
-            in_write = false;
+            in_write = None;
+            depth = 0;
+            statement_for = false;
+            prepare_at = None;
+            text_next = false;
+            text_read = false;
             continue;
         }
         let is_first = std::mem::replace(&mut first, false);
-        // dynamic SQL the body runs, when its text is a literal
-        if literals
-            && t.kind == Tok::Str
-            && two_back[1]
-                .is_some_and(|p| p.is_word(piece, "FROM") || p.is_word(piece, "IMMEDIATE"))
-        {
-            let text = scan::string_value(piece, &t, d);
-            match program_body_at(&text, d, scope, false) {
-                ProgramBody::Ddl => return ProgramBody::Ddl,
-                ProgramBody::Writes => writes = true,
-                ProgramBody::Nothing => {}
+        let was_statement_for = std::mem::replace(&mut after_statement_for, false);
+        // dynamic SQL the body runs: one string literal is read; anything else (a variable,
+        // an expression, a literal followed by another, which the backend joins) is not known
+        // before it runs
+        if literals {
+            if std::mem::replace(&mut text_read, false) && t.kind == Tok::Str {
+                dynamic = true;
             }
+            if std::mem::replace(&mut text_next, false) {
+                if t.kind != Tok::Str {
+                    dynamic = true;
+                    continue;
+                }
+                text_read = true;
+                let text = scan::string_value(piece, &t, d);
+                match program_body_at(&text, d, scope, false) {
+                    ProgramBody::Ddl => return ProgramBody::Ddl,
+                    ProgramBody::Writes => writes = true,
+                    ProgramBody::Dynamic => dynamic = true,
+                    ProgramBody::Nothing => {}
+                }
+                continue;
+            }
+            if t.is_word(piece, "PREPARE") {
+                prepare_at = Some(i);
+            } else if (t.is_word(piece, "FROM") && prepare_at.is_some_and(|p| p + 2 == i))
+                || (t.is_word(piece, "IMMEDIATE")
+                    && two_back[1].is_some_and(|p| p.is_word(piece, "EXECUTE")))
+            {
+                text_next = true;
+                continue;
+            }
+        }
+        if t.is_word(piece, "STATEMENT") && two_back[1].is_some_and(|p| p.is_word(piece, "SET")) {
+            statement_for = true;
+        } else if t.is_word(piece, "FOR") && statement_for {
+            statement_for = false;
+            after_statement_for = true;
             continue;
         }
         if t.kind == Tok::Word
@@ -572,26 +622,42 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
                 .iter()
                 .any(|v| t.is_word(piece, v))
         {
-            let event = two_back[1].is_some_and(|p| {
-                ["BEFORE", "AFTER", "ON", "FOR", "KEY"]
-                    .iter()
-                    .any(|w| p.is_word(piece, w))
-            });
-            in_write = !event;
+            // a trigger's event, a referential action, an upsert's clause, a locking read
+            // (`FOR UPDATE`; the FOR of `SET STATEMENT … FOR` begins a statement)
+            let event = !was_statement_for
+                && two_back[1].is_some_and(|p| {
+                    ["BEFORE", "AFTER", "ON", "KEY"]
+                        .iter()
+                        .any(|w| p.is_word(piece, w))
+                        || (p.is_word(piece, "FOR") && t.is_word(piece, "UPDATE"))
+                });
+            let rows_after_paren = t.is_word(piece, "UPDATE") || t.is_word(piece, "DELETE");
+            in_write = (!event).then_some(rows_after_paren);
+            depth = 0;
             continue;
         }
-        if in_write
-            && (t.is_punct(b'(')
-                || ["SET", "VALUES", "VALUE", "SELECT", "WHERE", "WITH"]
+        if let Some(refs_go_on) = in_write {
+            if t.is_punct(b'(') {
+                if refs_go_on {
+                    depth += 1;
+                } else {
+                    in_write = None;
+                }
+            } else if t.is_punct(b')') {
+                depth = depth.saturating_sub(1);
+            } else if depth == 0
+                && ["SET", "VALUES", "VALUE", "SELECT", "WHERE", "WITH"]
                     .iter()
-                    .any(|w| t.is_word(piece, w)))
-        {
-            in_write = false;
+                    .any(|w| t.is_word(piece, w))
+            {
+                in_write = None;
+            }
         }
         if in_ddl && names_hbase_table(piece, &t, two_back, scope) {
             return ProgramBody::Ddl;
         }
-        if in_write
+        if in_write.is_some()
+            && depth == 0
             && memchr::memchr(b'$', t.text(piece)).is_some()
             && names_hbase_table(piece, &t, two_back, scope)
         {
@@ -600,6 +666,8 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
     }
     if writes {
         ProgramBody::Writes
+    } else if dynamic {
+        ProgramBody::Dynamic
     } else {
         ProgramBody::Nothing
     }
@@ -631,7 +699,7 @@ pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
             hbase(t)
                 || actions
                     .iter()
-                    .any(|a| matches!(a, crate::sql::ddl::AlterAction::Rename(n) if hbase(n)))
+                    .any(|a| matches!(a, crate::sql::ddl::AlterAction::Rename(n) | crate::sql::ddl::AlterAction::Exchange(n) if hbase(n)))
         }
         Statement::RenameTable(pairs) => pairs.iter().any(|(a, b)| hbase(a) || hbase(b)),
     }
@@ -642,7 +710,9 @@ pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
 /// MODE.
 /// Whether a statement of a text, before its last, changes how the backend reads the ones
 /// after it: `SET sql_mode …`, `SET NAMES …`, `SET CHARACTER SET …`, a `character_set_*` or
-/// `collation_connection` variable (not `SET STATEMENT … FOR`, which holds for its statement).
+/// `collation_connection` variable (not `SET STATEMENT … FOR`, which holds for its statement);
+/// or may, by running a text or program the proxy does not read here (`EXECUTE`, `EXECUTE
+/// IMMEDIATE`, `CALL`: their SET would hold for the rest of the text too).
 pub(super) fn changes_reading_state(sql: &[u8], pieces: &[Piece], d: Dialect) -> bool {
     let Some((_, before_last)) = pieces.split_last() else {
         return false;
@@ -653,6 +723,9 @@ pub(super) fn changes_reading_state(sql: &[u8], pieces: &[Piece], d: Dialect) ->
         let (Some(first), second) = (toks.next(), toks.next()) else {
             return false;
         };
+        if first.is_word(piece, "EXECUTE") || first.is_word(piece, "CALL") {
+            return true;
+        }
         if !first.is_word(piece, "SET") || second.is_some_and(|t| t.is_word(piece, "STATEMENT")) {
             return false;
         }
@@ -672,8 +745,9 @@ pub(super) fn changes_reading_state(sql: &[u8], pieces: &[Piece], d: Dialect) ->
 }
 
 /// Whether a text the scanner cannot split mentions the reading state anywhere (`sql_mode`,
-/// `NAMES`, `CHARACTER SET`, `character_set_…`, `collation_connection`): then it is read under
-/// every state, as a split text with such a SET is.
+/// `NAMES`, `CHARACTER SET`, `character_set_…`, `collation_connection`), or what may change it
+/// unseen (`EXECUTE`, `CALL`): then it is read under every state, as a split text with such a
+/// statement is.
 pub(super) fn mentions_reading_state(sql: &[u8]) -> bool {
     [
         &b"sql_mode"[..],
@@ -681,6 +755,8 @@ pub(super) fn mentions_reading_state(sql: &[u8]) -> bool {
         b"character",
         b"charset",
         b"collation_connection",
+        b"execute",
+        b"call",
     ]
     .iter()
     .any(|w| crate::sql::classify::contains_ci(sql, w))

@@ -87,6 +87,8 @@ pub enum Unreadable {
 pub enum Unchecked {
     /// The cells a stored program, trigger, event or compound statement writes.
     ProgramWrites,
+    /// Dynamic SQL in a stored program or compound statement whose text is not a literal.
+    ProgramDynamic,
     /// HBase DDL inside a stored program or compound statement.
     ProgramDdl,
     /// A trigger on an HBase table (not one of the proxy's own).
@@ -267,6 +269,12 @@ impl Refusal {
                     "obkv-proxy cannot check the cells a stored program, trigger, event or compound \
                      statement writes to an HBase table, nor place them in a transaction; write them \
                      from the client (plain or prepared statements are checked)"
+                }
+                Unchecked::ProgramDynamic => {
+                    "obkv-proxy cannot see what a stored program, event or compound statement runs \
+                     with PREPARE … FROM or EXECUTE IMMEDIATE of a variable or an expression (it may \
+                     write an HBase table unchecked); give the text as one string literal, or run it \
+                     from the client (SQL-level PREPARE of a variable is checked there)"
                 }
                 Unchecked::ProxyTrigger => {
                     "obkv-proxy keeps this trigger: it fills the prefix column of an HBase table \

@@ -484,6 +484,7 @@ fn dynamic_refusal(r: &Read, ctx: &Context) -> Option<Refusal> {
         | Read::LoadUnreadable(_)
         | Read::InsertUnreadable(_)
         | Read::ProgramWritesHbase
+        | Read::ProgramDynamic
         | Read::TriggerOnHbase
         | Read::DmlUnreadable(_) => None,
         Read::DropProxyTrigger => ctx
@@ -1273,8 +1274,23 @@ mod tests {
             // anonymous blocks of MariaDB's sql_mode=ORACLE
             "BEGIN INSERT INTO g$f (K, Q, T, V) VALUES ('k', 'q', 5, 'v'); END",
             "DECLARE x INT; BEGIN UPDATE g$f SET V = 'x' WHERE K = 'k'; END",
+            // found by a review: the statement SET STATEMENT … FOR runs, and an UPDATE's
+            // table references after a derived table
+            "CREATE PROCEDURE p() SET STATEMENT max_statement_time = 10 FOR INSERT INTO g$f VALUES ('k', 'q', 5, 'v')",
+            "BEGIN NOT ATOMIC SET STATEMENT max_statement_time = 10 FOR UPDATE g$f SET T = 5; END",
+            "CREATE PROCEDURE p() UPDATE plain JOIN (SELECT 1 AS z) d ON 1 JOIN g$f ON g$f.K = 'k' SET g$f.T = 9",
         ] {
             assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramWrites)), "{sql}: {:?}", d(sql));
+        }
+        // dynamic SQL whose text is not one literal: what it runs is not known before it runs
+        for sql in [
+            "CREATE PROCEDURE p() BEGIN SET @s = CONCAT('INSERT INTO g', CHAR(36), 'f VALUES (1)'); PREPARE st FROM @s; EXECUTE st; END",
+            "CREATE PROCEDURE p() EXECUTE IMMEDIATE CONCAT('UPDATE g', CHAR(36), 'f SET T = 5')",
+            "CREATE PROCEDURE p(s TEXT) EXECUTE IMMEDIATE s",
+            "CREATE PROCEDURE p() EXECUTE IMMEDIATE 'UPDATE g' '$f SET T = 5'",
+            "CREATE PROCEDURE p() PREPARE st FROM _latin1'UPDATE g$f SET T = 5'",
+        ] {
+            assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramDynamic)), "{sql}: {:?}", d(sql));
         }
         for sql in [
             // reads of HBase tables
@@ -1283,6 +1299,10 @@ mod tests {
             "CREATE PROCEDURE p() DELETE FROM plain WHERE x IN (SELECT K FROM g$f)",
             "CREATE PROCEDURE p() UPDATE plain SET x = (SELECT COUNT(*) FROM g$f)",
             "CREATE PROCEDURE p() INSERT INTO plain VALUES (1) ON DUPLICATE KEY UPDATE x = 2",
+            "CREATE PROCEDURE p() BEGIN SELECT x FROM plain FOR UPDATE; UPDATE plain SET x = 1; END",
+            "CREATE PROCEDURE p() UPDATE plain JOIN (SELECT K FROM g$f) d ON 1 SET plain.x = d.K",
+            "CREATE PROCEDURE p() BEGIN PREPARE st FROM 'SELECT K FROM g$f'; EXECUTE st; END",
+            "CREATE PROCEDURE p() SET STATEMENT max_statement_time = 10 FOR SELECT * FROM g$f",
         ] {
             assert_eq!(d(sql), Decision::forward(), "{sql}");
         }
@@ -1863,6 +1883,10 @@ mod tests {
             "SET sql_mode = 'NO_BACKSLASH_ESCAPES'",
             "SET SESSION sql_mode = CONCAT(@@sql_mode, ',NO_BACKSLASH_ESCAPES')",
             "SET @@session.sql_mode = 'ANSI_QUOTES,NO_BACKSLASH_ESCAPES', @x = 1",
+            // through a text or a program it runs (found by a review)
+            "EXECUTE IMMEDIATE 'SET sql_mode = ''NO_BACKSLASH_ESCAPES'''",
+            "PREPARE s FROM 'SET sql_mode = ''NO_BACKSLASH_ESCAPES'''; EXECUTE s",
+            "CALL sets_the_mode()",
         ] {
             let got = d(&format!("{set}; {smuggle}"));
             assert!(

@@ -166,6 +166,7 @@ impl<'a> Text<'a> {
                 | Read::Unreadable(_)
                 | Read::ProgramWithHbaseDdl
                 | Read::ProgramWritesHbase
+                | Read::ProgramDynamic
                 | Read::ProxyTrigger(_)
                 | Read::TriggerOnHbase
                 | Read::DropProxyTrigger
@@ -726,6 +727,9 @@ impl<'a> Text<'a> {
             }
             Read::ProgramWritesHbase if ctx.strict && ctx.writes.is_some() => {
                 refused(Refusal::Unchecked(Unchecked::ProgramWrites))
+            }
+            Read::ProgramDynamic if ctx.strict && ctx.writes.is_some() => {
+                refused(Refusal::Unchecked(Unchecked::ProgramDynamic))
             }
             Read::ProgramWithHbaseDdl if ctx.strict => {
                 refused(Refusal::Unchecked(Unchecked::ProgramDdl))

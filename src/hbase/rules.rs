@@ -683,6 +683,10 @@ pub fn check_alter(
                 Rule::R5,
                 format!("{what} changes the partitioning piecemeal; use ALTER TABLE ... PARTITION BY KEY(...) PARTITIONS n so the result can be checked"),
             )),
+            AlterAction::Exchange(other) => out.push(Finding::unsupported(
+                Rule::R5,
+                format!("exchanging or converting partitions of '{}' with table '{other}' moves rows the rules never checked (and changes the partitioning piecemeal); copy them with INSERT … SELECT instead", current.name),
+            )),
             AlterAction::Rename(to) => out.extend(check_rename(&current.name, to)),
             AlterAction::Option(o) if o.name == "TABLEGROUP" => {
                 let g = current.name.hbase_parts().map(|(g, _)| g).unwrap_or_default();
@@ -1004,6 +1008,41 @@ mod tests {
             "ALTER TABLE h$f PARTITION BY KEY(K) PARTITIONS 193"
         )));
         assert!(has_errors(&alter("ALTER TABLE h$f RENAME TO x$f")));
+        // rows moved in or out of an HBase table by an exchange or a conversion: R5, the
+        // other table named (a plain table's ALTER naming an HBase one is refused as well:
+        // `engine::ddl::exchange_with_hbase_tables`)
+        for sql in [
+            "ALTER TABLE h$f EXCHANGE PARTITION p0 WITH TABLE plain WITHOUT VALIDATION",
+            "ALTER TABLE h$f CONVERT PARTITION p0 TO TABLE plain",
+            "ALTER TABLE h$f CONVERT TABLE plain TO PARTITION p9 VALUES LESS THAN (9)",
+        ] {
+            let f = alter(sql);
+            assert!(
+                has_errors(&f) && f.iter().any(|f| f.rule == Rule::R5),
+                "{sql}: {f:?}"
+            );
+        }
+        for (sql, other) in [
+            (
+                "ALTER TABLE plain EXCHANGE PARTITION p0 WITH TABLE db.`n$f`",
+                "n$f",
+            ),
+            ("ALTER TABLE plain CONVERT TABLE n$f TO PARTITION p9", "n$f"),
+            (
+                "ALTER TABLE plain ENGINE = InnoDB, CONVERT PARTITION p0 TO TABLE n$f",
+                "n$f",
+            ),
+        ] {
+            match parse(sql.as_bytes()).expect("parses") {
+                Some(Statement::AlterTable { actions, .. }) => assert!(
+                    actions
+                        .iter()
+                        .any(|a| matches!(a, AlterAction::Exchange(t) if t.name == other)),
+                    "{sql}: {actions:?}"
+                ),
+                o => panic!("{o:?}"),
+            }
+        }
         let n = |s: &str| TableName::new(None, s);
         assert!(check_rename(&n("h$f"), &n("h$g")).is_empty());
         assert!(!check_rename(&n("h$f"), &n("hf")).is_empty());

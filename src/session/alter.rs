@@ -30,6 +30,14 @@ impl Session {
         if let Some(e) = self.carry(v) {
             return self.answer_error(e).await;
         }
+        let exchanged = actions.iter().filter_map(|a| match a {
+            AlterAction::Exchange(other) => Some((table, other)),
+            _ => None,
+        });
+        let v = ddl_policy::exchange_with_hbase_tables(exchanged, self.enforcement());
+        if let Some(e) = self.carry(v) {
+            return self.answer_error(e).await;
+        }
         let Some(entry) = self.catalog_entry(table).await? else {
             let tablegroup = actions.iter().find_map(|a| match a {
                 AlterAction::Option(o) if o.name == "TABLEGROUP" => Some(o.value.clone()),

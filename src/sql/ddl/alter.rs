@@ -76,6 +76,29 @@ pub(super) fn alter_actions(c: &mut Cursor) -> Result<Vec<AlterAction>, ParseErr
                 }
             }
             "REMOVE" if c.kw("PARTITIONING") => AlterAction::RemovePartitioning,
+            // the other table of an exchange or a conversion: the table it names follows
+            // `WITH TABLE` / `TO TABLE`, or comes right after CONVERT TABLE
+            "EXCHANGE" | "CONVERT"
+                if c.peek()
+                    .is_some_and(|t| t.is_keyword("PARTITION") || t.is_keyword("TABLE")) =>
+            {
+                if c.kw("TABLE") {
+                    AlterAction::Exchange(c.table_name()?)
+                } else {
+                    loop {
+                        match c.next() {
+                            Some(t) if t.is_keyword("TABLE") => break,
+                            Some(_) => {}
+                            None => {
+                                return Err(ParseError(format!(
+                                    "{w} PARTITION without the other table"
+                                )))
+                            }
+                        }
+                    }
+                    AlterAction::Exchange(c.table_name()?)
+                }
+            }
             "TRUNCATE" | "COALESCE" | "REORGANIZE" | "EXCHANGE" | "ANALYZE" | "CHECK"
             | "OPTIMIZE" | "REBUILD" | "REPAIR"
                 if c.peek().is_some_and(|t| t.is_keyword("PARTITION")) =>

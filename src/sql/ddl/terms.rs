@@ -180,6 +180,9 @@ pub enum AlterAction {
     Partition(PartitionClause),
     RemovePartitioning,
     PartitionMaintenance(String),
+    /// EXCHANGE PARTITION … WITH TABLE x, CONVERT PARTITION … TO TABLE x, CONVERT TABLE x TO
+    /// PARTITION …: rows move between the table and `x` (named here).
+    Exchange(TableName),
     Option(TableOption),
     Other(String),
 }
