@@ -24,11 +24,18 @@ pub enum ConnCharset {
     Latin1,
     /// Another one, or client and connection character sets differ.
     Other,
+    /// A connection character set that does not keep ASCII as it is (ucs2, utf16, utf16le,
+    /// utf32: a literal's characters become two or four bytes each).
+    Wide,
 }
 
 impl ConnCharset {
     /// From `@@character_set_client` and `@@character_set_connection`.
     pub fn from_names(client: &[u8], connection: &[u8]) -> ConnCharset {
+        let wide = [&b"ucs2"[..], b"utf16", b"utf16le", b"utf32", b"filename"];
+        if wide.iter().any(|w| connection.eq_ignore_ascii_case(w)) {
+            return ConnCharset::Wide;
+        }
         if !client.eq_ignore_ascii_case(connection) {
             return ConnCharset::Other;
         }
@@ -586,11 +593,15 @@ pub fn certain(bytes: &[u8], cs: LitCharset, conn: Option<ConnCharset>) -> Optio
         LitCharset::Binary => true,
         LitCharset::Utf8 => std::str::from_utf8(bytes).is_ok(),
         LitCharset::Other => bytes.is_ascii(),
-        LitCharset::Connection if bytes.is_ascii() => true,
+        LitCharset::Wide => false,
+        // ASCII is itself in every character set a session can begin with (a client's
+        // cannot be a wide one); after a change the session reads the character set before
+        // it decides (`Session::charset_changed`)
+        LitCharset::Connection if bytes.is_ascii() => conn != Some(ConnCharset::Wide),
         LitCharset::Connection => match conn? {
             ConnCharset::Binary | ConnCharset::Latin1 => true,
             ConnCharset::Utf8 => std::str::from_utf8(bytes).is_ok(),
-            ConnCharset::Other => false,
+            ConnCharset::Other | ConnCharset::Wide => false,
         },
     })
 }
@@ -677,6 +688,51 @@ pub(crate) mod tests {
     use crate::hbase::schema::{key, Placement};
     use crate::sql::dml::{read, Read};
     use crate::sql::scan::Dialect;
+
+    /// A wide character set (utf16, utf32, ucs2) keeps no byte of a literal as it is: neither
+    /// as the connection's nor as an introducer's (found by a review).
+    #[test]
+    fn wide_character_sets_make_no_literal_certain() {
+        let wide = ConnCharset::from_names(b"utf8mb4", b"UTF16");
+        assert_eq!(wide, ConnCharset::Wide);
+        assert_eq!(
+            ConnCharset::from_names(b"utf32", b"utf32"),
+            ConnCharset::Wide
+        );
+        assert_eq!(
+            ConnCharset::from_names(b"utf8", b"latin1"),
+            ConnCharset::Other
+        );
+        assert_eq!(
+            certain(b"abcd", LitCharset::Connection, Some(wide)),
+            Some(false)
+        );
+        assert_eq!(certain(b"abcd", LitCharset::Connection, None), Some(true));
+        assert_eq!(
+            certain(b"ab\xc3\xa9", LitCharset::Connection, Some(wide)),
+            Some(false)
+        );
+        for intro in ["_utf16", "_UTF32", "_ucs2", "_utf16le", "_filename"] {
+            let lower = intro.to_ascii_lowercase();
+            for hex in [false, true] {
+                let cs = crate::sql::insert::introduced(lower.as_bytes(), hex);
+                assert_eq!(cs, LitCharset::Wide, "{intro} {hex}");
+                assert_eq!(certain(b"a", cs, Some(ConnCharset::Utf8)), Some(false));
+            }
+        }
+        // read so by the DML reader
+        let Read::Dml(x) = read(b"SELECT * FROM g$f WHERE K = _utf32'a'", Dialect::default())
+        else {
+            panic!("read")
+        };
+        assert!(matches!(
+            &x.preds[0],
+            crate::sql::dml::Pred::Eq(Operand::Lit {
+                charset: LitCharset::Wide,
+                ..
+            })
+        ));
+    }
 
     /// A view with `hb.g$f`: KEY(K_PREFIX), n = 4, 13 partitions; current database `hb`.
     pub(crate) fn view() -> TableView {

@@ -46,7 +46,10 @@ impl Session {
             if let Ok(rows) = self.rows(sql).await? {
                 if let Some(r) = rows.first() {
                     self.db_fact = Some(r.first().cloned().flatten().map(Into::into));
-                    self.charset_fact = Some(ConnCharset::from_names(cell(r, 1), cell(r, 2)));
+                    let charset = ConnCharset::from_names(cell(r, 1), cell(r, 2));
+                    self.charset_fact = Some(charset);
+                    // not a wide one now: only a later change could make it one
+                    self.charset_changed = charset == ConnCharset::Wide;
                     let mode = cell(r, 3).to_ascii_uppercase();
                     let has = |w: &[u8]| mode.split(|c| *c == b',').any(|m| m == w);
                     self.mode_fact = Some(has(b"NO_BACKSLASH_ESCAPES"));
@@ -346,6 +349,9 @@ impl Session {
         }
         if session {
             self.forget_session_facts();
+            if may_change_charset(self.command.get(1..).unwrap_or_default()) {
+                self.charset_changed = true;
+            }
         }
         ddl
     }
@@ -519,10 +525,12 @@ impl Session {
                 self.mode_fact = None;
             } else if crate::sql::session_state::is_charset_var(name) {
                 self.charset_fact = None;
+                self.charset_changed = true;
             }
         }
         if r.unknown {
             self.charset_fact = None;
+            self.charset_changed = true;
             self.mode_fact = None;
         }
         if let Some(m) = self.mux.as_mut() {
@@ -543,6 +551,22 @@ impl Session {
         self.charset_fact = None;
         self.mode_fact = None;
     }
+}
+
+/// Whether a text with session effects may change the connection's character set (into a
+/// wide one): it names one of its variables or statements, or runs a text or program the
+/// proxy does not read here. Cheap and lexical; a literal mentioning them counts too.
+fn may_change_charset(sql: &[u8]) -> bool {
+    [
+        &b"names"[..],
+        b"character",
+        b"charset",
+        b"collation",
+        b"execute",
+        b"call",
+    ]
+    .iter()
+    .any(|w| crate::sql::classify::contains_ci(sql, w))
 }
 
 /// What running a text may change, by its first word (cheap and lexical): (DDL: tables'

@@ -189,6 +189,10 @@ pub struct Session {
     db_fact: Option<Option<std::sync::Arc<[u8]>>>,
     /// The connection's character set as last read (None: not known).
     charset_fact: Option<ConnCharset>,
+    /// The connection's character set may not be the login's, and may be a wide one (utf16,
+    /// utf32, ucs2: a session can only begin in one that keeps ASCII as it is): while it is not
+    /// known, it is read before a statement on an HBase table is decided.
+    charset_changed: bool,
     /// Whether `@@sql_mode` as last read holds NO_BACKSLASH_ESCAPES, on OceanBase (which
     /// reports it in no status flag). None: not known.
     mode_fact: Option<bool>,
@@ -316,6 +320,7 @@ impl Session {
             names_ci: false,
             db_fact: None,
             charset_fact: None,
+            charset_changed: false,
             mode_fact: None,
             blind: Vec::new(),
             pending_notes: Vec::new(),
@@ -388,6 +393,19 @@ impl Session {
         let ob = self.dialect.flavor == SqlFlavor::OceanBase;
         if (scoped || ob) && self.db_fact.is_none() {
             self.read_facts(&Default::default()).await?;
+        }
+        self.charset_if_changed().await
+    }
+
+    /// The connection's character set read, when it may have changed to a wide one since it
+    /// was last known (`charset_changed`).
+    async fn charset_if_changed(&mut self) -> Result<(), End> {
+        if self.charset_changed && self.charset_fact.is_none() {
+            let need = crate::engine::prefix_scan::Need {
+                charset: true,
+                ..Default::default()
+            };
+            self.read_facts(&need).await?;
         }
         Ok(())
     }
@@ -1027,6 +1045,8 @@ impl Session {
                     // the reset rolls the transaction back, and its rows with it
                     self.txn_observed.clear();
                     self.forget_variable_facts();
+                    // (the login's character set again)
+                    self.charset_changed = false;
                     self.forward(ResponseKind::Single).await.map(drop)
                 }
                 Some(com::INIT_DB) => {
@@ -1261,6 +1281,8 @@ impl Session {
         self.hbase_reads = false;
         self.txn_observed.clear();
         self.forget_session_facts();
+        // (the new login's character set: never a wide one)
+        self.charset_changed = false;
         if self.cfg.auth.mode == AuthMode::Proxy {
             let Some(request) =
                 handshake::parse_change_user(&self.command[1..], self.client_caps.base)

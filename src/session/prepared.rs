@@ -349,6 +349,11 @@ impl Session {
             self.forget_session_facts();
         }
         let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
+        // its string values are converted to the connection's character set: read it again
+        // if it may have become a wide one
+        if writes || rewrite {
+            self.charset_if_changed().await?;
+        }
         let mut pin = None;
         // (a read, most executions, needs no rules, nor the clock they read)
         if let (Some(id), true) = (id, writes) {

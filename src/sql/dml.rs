@@ -821,12 +821,7 @@ impl Reader<'_> {
                     Tok::Hex => hex_value(self.sql, v)?,
                     _ => return None,
                 };
-                let charset = match intro.as_slice() {
-                    b"_binary" => LitCharset::Binary,
-                    _ if v.kind == Tok::Hex => LitCharset::Binary,
-                    b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
-                    _ => LitCharset::Other,
-                };
+                let charset = super::insert::introduced(&intro, v.kind == Tok::Hex);
                 Some((Operand::Lit { bytes, charset }, i + 2))
             }
             _ => None,

@@ -28,6 +28,21 @@ pub enum LitCharset {
     Connection,
     /// Another introducer: certain only for ASCII.
     Other,
+    /// An introducer of a character set that does not keep ASCII as it is (ucs2, utf16,
+    /// utf16le, utf32: two or four bytes a character; filename): never certain.
+    Wide,
+}
+
+/// The character set an introducer (`_latin1`, lower-cased) gives the literal after it (a
+/// `X'…'` one when `hex`: its bytes as written, but in a wide set padded to whole characters).
+pub fn introduced(intro: &[u8], hex: bool) -> LitCharset {
+    match intro {
+        b"_ucs2" | b"_utf16" | b"_utf16le" | b"_utf32" | b"_filename" => LitCharset::Wide,
+        b"_binary" => LitCharset::Binary,
+        _ if hex => LitCharset::Binary,
+        b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
+        _ => LitCharset::Other,
+    }
 }
 
 /// One value of a VALUES row. `'a` is the statement's text: a string literal without escapes
@@ -916,12 +931,7 @@ pub(crate) fn literal<'a>(
                 },
                 _ => return Value::Unknown,
             };
-            let charset = match intro.text(sql).to_ascii_lowercase().as_slice() {
-                b"_binary" => LitCharset::Binary,
-                _ if v.kind == Tok::Hex => LitCharset::Binary,
-                b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
-                _ => LitCharset::Other,
-            };
+            let charset = introduced(&intro.text(sql).to_ascii_lowercase(), v.kind == Tok::Hex);
             Value::Bytes { bytes, charset }
         }
         _ => Value::Unknown,
