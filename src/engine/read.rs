@@ -302,16 +302,83 @@ pub(super) fn read_piece(
     match ddl::parse_with(piece, d) {
         Ok(Some(stmt)) if touches_hbase(&stmt, scope) => Read::Hbase(Box::new(stmt)),
         Ok(Some(_)) => Read::Plain,
-        Ok(None) if names_hbase && object.as_deref().is_some_and(|o| TABLE_LIKE.contains(&o)) => {
+        // a form the parser does not read: refused when it may name an HBase table or a group
+        // as a table (a `$` in a column's or an index's name is no such name)
+        Ok(None)
+            if names_hbase
+                && object.as_deref().is_some_and(|o| TABLE_LIKE.contains(&o))
+                && hbase_name_as_table(piece, d, scope) =>
+        {
             Read::Unreadable(format!(
                 "{verb} {} is not a form obkv-proxy reads",
                 object.unwrap_or_default()
             ))
         }
         Ok(None) => Read::Plain,
-        Err(e) if names_hbase => Read::Unreadable(e.0),
+        Err(e) if names_hbase && hbase_name_as_table(piece, d, scope) => Read::Unreadable(e.0),
         Err(_) => Read::Plain,
     }
+}
+
+/// Words after which a name in DDL is a table's (`TABLE g$f`, `FROM`, `ON`, `TO`, `LIKE`,
+/// `REFERENCES`, `IF [NOT] EXISTS g$f`, `TRUNCATE g$f`, `SHOW INDEX IN g$f`, a verb itself, …).
+const TABLE_POSITION: [&str; 17] = [
+    "TABLE",
+    "TABLES",
+    "INTO",
+    "FROM",
+    "JOIN",
+    "ON",
+    "TO",
+    "AS",
+    "LIKE",
+    "REFERENCES",
+    "EXISTS",
+    "TRUNCATE",
+    "RENAME",
+    "IN",
+    "DROP",
+    "CREATE",
+    "ALTER",
+];
+
+/// Whether a DDL statement the parser cannot read names a table group, or an HBase table
+/// where a table's name stands (after a word of `TABLE_POSITION`, or after a `,` outside
+/// parentheses: a list of tables), rather than as a column's or an index's name (found by a
+/// review: `CREATE TEMPORARY TABLE t (`c$1` int)` was refused).
+fn hbase_name_as_table(piece: &[u8], d: Dialect, scope: &Scope) -> bool {
+    let mut depth = 0u32;
+    // the last three tokens before the current one (the oldest first)
+    let mut back: [Option<scan::Token>; 3] = [None, None, None];
+    let table_position = |p: Option<scan::Token>, depth: u32| {
+        p.is_some_and(|p| {
+            (p.is_punct(b',') && depth == 0)
+                || (p.kind == Tok::Word && TABLE_POSITION.iter().any(|w| p.is_word(piece, w)))
+        })
+    };
+    for t in Scanner::new(piece, d).map_while(Result::ok) {
+        if names_hbase_table(piece, &t, [back[1], back[2]], scope) {
+            if t.kind == Tok::Word && memchr::memchr(b'$', t.text(piece)).is_none() {
+                return true; // TABLEGROUP(S)
+            }
+            // `db.g$f`: the position of `db`
+            let before = if back[2].is_some_and(|p| p.is_punct(b'.')) {
+                back[0]
+            } else {
+                back[2]
+            };
+            if table_position(before, depth) {
+                return true;
+            }
+        }
+        if t.is_punct(b'(') {
+            depth += 1;
+        } else if t.is_punct(b')') {
+            depth = depth.saturating_sub(1);
+        }
+        back = [back[1], back[2], Some(t)];
+    }
+    false
 }
 
 /// Words that begin a statement the prefix-scan rewriter reads.
