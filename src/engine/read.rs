@@ -606,9 +606,14 @@ pub(super) fn program_body(piece: &[u8], d: Dialect, scope: &Scope) -> ProgramBo
 fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> ProgramBody {
     let mut in_ddl = false;
     // a write's verb, while its target may follow (`(` ends an INSERT's; an UPDATE's or a
-    // DELETE's table references go on after a derived table, whose inside is skipped)
+    // DELETE's table references go on after a derived table, whose inside is skipped, and
+    // into parentheses that hold tables: `UPDATE (g$f JOIN t ON …) SET …`)
     let mut in_write: Option<bool> = None;
+    // inside a derived table (`(SELECT …)`, `(WITH …`, `(VALUES …`, `(TABLE …`): its depth;
+    // parentheses not yet known to open one; those known to hold tables
     let mut depth = 0u32;
+    let mut undecided = 0u32;
+    let mut around = 0u32;
     let mut writes = false;
     let mut dynamic = false;
     // the program's own leading word is not one of its statements; a literal's first word is
@@ -628,6 +633,8 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
             in_ddl = false;
             in_write = None;
             depth = 0;
+            undecided = 0;
+            around = 0;
             statement_for = false;
             prepare_at = None;
             text_next = false;
@@ -640,7 +647,10 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
         // an expression, a literal followed by another, which the backend joins) is not known
         // before it runs
         if literals {
-            if std::mem::replace(&mut text_read, false) && t.kind == Tok::Str {
+            // after the literal only its statement's end or EXECUTE IMMEDIATE's USING: another
+            // literal (joined to it), `||` (PIPES_AS_CONCAT) or any operator makes the text
+            // one the backend computes
+            if std::mem::replace(&mut text_read, false) && !t.is_word(piece, "USING") {
                 dynamic = true;
             }
             if std::mem::replace(&mut text_next, false) {
@@ -701,17 +711,39 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
             let rows_after_paren = t.is_word(piece, "UPDATE") || t.is_word(piece, "DELETE");
             in_write = (!event).then_some(rows_after_paren);
             depth = 0;
+            undecided = 0;
+            around = 0;
             continue;
         }
         if let Some(refs_go_on) = in_write {
+            if depth == 0 && undecided > 0 && !t.is_punct(b'(') {
+                // what follows the parentheses tells a derived table from tables
+                if ["SELECT", "WITH", "VALUES", "TABLE"]
+                    .iter()
+                    .any(|w| t.is_word(piece, w))
+                {
+                    // (only the innermost: `((SELECT …) d JOIN g$f …)`)
+                    depth = 1;
+                    around += undecided - 1;
+                } else {
+                    around += undecided;
+                }
+                undecided = 0;
+            }
             if t.is_punct(b'(') {
-                if refs_go_on {
+                if !refs_go_on {
+                    in_write = None;
+                } else if depth > 0 {
                     depth += 1;
                 } else {
-                    in_write = None;
+                    undecided += 1;
                 }
             } else if t.is_punct(b')') {
-                depth = depth.saturating_sub(1);
+                if depth > 0 {
+                    depth -= 1;
+                } else {
+                    around = around.saturating_sub(1);
+                }
             } else if depth == 0
                 && ["SET", "VALUES", "VALUE", "SELECT", "WHERE", "WITH"]
                     .iter()

@@ -1279,6 +1279,9 @@ mod tests {
             "CREATE PROCEDURE p() SET STATEMENT max_statement_time = 10 FOR INSERT INTO g$f VALUES ('k', 'q', 5, 'v')",
             "BEGIN NOT ATOMIC SET STATEMENT max_statement_time = 10 FOR UPDATE g$f SET T = 5; END",
             "CREATE PROCEDURE p() UPDATE plain JOIN (SELECT 1 AS z) d ON 1 JOIN g$f ON g$f.K = 'k' SET g$f.T = 9",
+            // (and by the review of those fixes) tables inside parentheses
+            "CREATE PROCEDURE p() UPDATE (`g$f`) SET T = 9 WHERE K = 'a'",
+            "CREATE PROCEDURE p() UPDATE ((SELECT 1 AS z) d JOIN g$f ON 1) SET g$f.T = 9",
         ] {
             assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramWrites)), "{sql}: {:?}", d(sql));
         }
@@ -1289,6 +1292,7 @@ mod tests {
             "CREATE PROCEDURE p(s TEXT) EXECUTE IMMEDIATE s",
             "CREATE PROCEDURE p() EXECUTE IMMEDIATE 'UPDATE g' '$f SET T = 5'",
             "CREATE PROCEDURE p() PREPARE st FROM _latin1'UPDATE g$f SET T = 5'",
+            "CREATE PROCEDURE p() BEGIN PREPARE s FROM 'UPDATE d.g' || '$f SET T = 8'; EXECUTE s; END",
         ] {
             assert!(refused!(&d(sql), Refusal::Unchecked(Unchecked::ProgramDynamic)), "{sql}: {:?}", d(sql));
         }
@@ -1303,6 +1307,7 @@ mod tests {
             "CREATE PROCEDURE p() UPDATE plain JOIN (SELECT K FROM g$f) d ON 1 SET plain.x = d.K",
             "CREATE PROCEDURE p() BEGIN PREPARE st FROM 'SELECT K FROM g$f'; EXECUTE st; END",
             "CREATE PROCEDURE p() SET STATEMENT max_statement_time = 10 FOR SELECT * FROM g$f",
+            "CREATE PROCEDURE p() EXECUTE IMMEDIATE 'SELECT ?' USING 1",
         ] {
             assert_eq!(d(sql), Decision::forward(), "{sql}");
         }

@@ -340,20 +340,32 @@ impl Session {
     /// Forgets the session facts a text may change (USE, SET NAMES, a stored procedure, …);
     /// DDL makes every session re-read the schemas it uses. The test is lexical and cheap; a
     /// false alarm costs one re-read before the next HBase statement.
-    /// Returns whether the text may be DDL (the caller drops the schemas again once it ran, so
-    /// no session caches what it read while the DDL was running).
-    pub(super) fn forget_facts_after_query(&mut self) -> bool {
-        let (ddl, session) = text_effects(self.command.get(1..).unwrap_or_default());
-        if ddl {
+    /// Returns what the text may change (the caller forgets it again once the text ran:
+    /// deciding it may read the facts the text is about to change, and another session may
+    /// read a schema while the DDL runs).
+    pub(super) fn forget_facts_after_query(&mut self) -> TextEffects {
+        let sql = self.command.get(1..).unwrap_or_default();
+        let (ddl, session) = text_effects(sql);
+        let effects = TextEffects {
+            ddl,
+            session,
+            charset: session && may_change_charset(sql),
+        };
+        self.forget_effects(effects);
+        effects
+    }
+
+    /// Forgets what a text's `effects` may have changed (before it runs, and again after).
+    pub(super) fn forget_effects(&mut self, effects: TextEffects) {
+        if effects.ddl {
             self.shared.schemas.clear();
         }
-        if session {
+        if effects.session {
             self.forget_session_facts();
-            if may_change_charset(self.command.get(1..).unwrap_or_default()) {
-                self.charset_changed = true;
-            }
         }
-        ddl
+        if effects.charset {
+            self.charset_changed = true;
+        }
     }
 
     /// `EXPLAIN OBKV <statement>`: what the proxy would do with the statement, not run.
@@ -551,6 +563,17 @@ impl Session {
         self.charset_fact = None;
         self.mode_fact = None;
     }
+}
+
+/// What running a text may change (`forget_facts_after_query`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(super) struct TextEffects {
+    /// Tables' schemas (DDL).
+    pub ddl: bool,
+    /// The session's current database, character set, sql_mode.
+    pub session: bool,
+    /// The character set into a wide one (`Session::charset_changed`).
+    pub charset: bool,
 }
 
 /// Whether a text with session effects may change the connection's character set (into a

@@ -1136,7 +1136,7 @@ impl Session {
                 return self.answer_ssl_status(q).await.map(|()| None);
             }
         }
-        let ddl = self.forget_facts_after_query();
+        let effects = self.forget_facts_after_query();
         // `EXECUTE name USING …` of a statement whose executions are checked: carried out here
         let forget = match self.on_sql_executions().await? {
             dynamic::SqlExecutions::Answered => return Ok(None),
@@ -1152,7 +1152,7 @@ impl Session {
         // carry out
         let result = self.apply(decision, ResponseKind::Query).await;
         // after
-        self.after_query(class, &result, whole, &forget, ddl);
+        self.after_query(class, &result, whole, &forget, effects);
         result
     }
 
@@ -1166,7 +1166,7 @@ impl Session {
         result: &Result<Option<Summary>, End>,
         whole: bool,
         forget: &[Vec<u8>],
-        ddl: bool,
+        effects: facts::TextEffects,
     ) {
         if class != Class::Plain {
             bump(&self.shared.stats.statements_flagged);
@@ -1178,9 +1178,10 @@ impl Session {
                 }
             }
         }
-        if ddl {
-            self.shared.schemas.clear();
-        }
+        // what the text changed, forgotten again: deciding it may have read the facts it was
+        // about to change (a multi-statement `SET NAMES …; SELECT … FROM g$f` read the old
+        // character set, found by a review)
+        self.forget_effects(effects);
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {

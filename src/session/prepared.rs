@@ -347,6 +347,9 @@ impl Session {
         }
         if changes_session {
             self.forget_session_facts();
+            // (it may set the character set: read again before the next statement on an
+            // HBase table is decided)
+            self.charset_changed = true;
         }
         let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
         // its string values are converted to the connection's character set: read it again

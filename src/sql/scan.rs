@@ -498,7 +498,10 @@ impl<'a> Scanner<'a> {
             if c == b'/' && self.at(self.pos + 1) == Some(b'*') {
                 let body = self.pos + 2;
                 let mut nested = false;
-                if !self.in_code_comment {
+                // inside code, MariaDB reads a `/*!` as a version comment too (measured: in
+                // `/*! -5 /*!100000 +10 */ …` the +10 runs, and that `*/` ends the code; one it
+                // skips leaves the code going on); elsewhere it is a comment there
+                if !self.in_code_comment || self.d.flavor == Flavor::MariaDb {
                     match self.executable_comment(body) {
                         Comment::Code(code_at) => {
                             self.in_code_comment = true;
@@ -1728,6 +1731,20 @@ mod tests {
             ["SELECT", "1", "+", "1", "+", "2"]
         );
         assert_eq!(words("SELECT 1 /*!99999 /* */", maria()), ["SELECT", "1"]);
+        // a version comment inside code, on MariaDB: run (its `*/` ends the code) or skipped
+        // (the code goes on to the next `*/`) — found by a review, measured there
+        assert_eq!(
+            words("SELECT /*! -5 /*!100000 +10 */ , 1", maria()),
+            ["SELECT", "-", "5", "+", "10", ",", "1"]
+        );
+        assert_eq!(
+            words("SELECT /*! -5 /*!99999 /* */ */ +10 */ , 1", maria()),
+            ["SELECT", "-", "5", "+", "10", ",", "1"]
+        );
+        assert_eq!(
+            words("SELECT /*! -5 /* x */ +10 */ , 1", maria()),
+            ["SELECT", "-", "5", "+", "10", ",", "1"]
+        );
         assert_eq!(words("SELECT 1 /*!99999 /*", maria()), ["SELECT", "1"]);
         assert_eq!(words("/*!", maria()), Vec::<String>::new());
     }

@@ -136,7 +136,7 @@ fn read_only(sql: &[u8], q: &[Token]) -> bool {
             .any(|w| t.is_word(sql, w))
             && q.get(i + 1).is_some_and(|n| {
                 n.is_punct(b'(')
-                    || ["SELECT", "ALL", "DISTINCT", "VALUES", "TABLE", "WITH"]
+                    || ["SELECT", "ALL", "DISTINCT", "VALUES", "TABLE"]
                         .iter()
                         .any(|w| n.is_word(sql, w))
             });
@@ -202,6 +202,7 @@ mod tests {
             // (found by a review: both views take writes)
             "CREATE VIEW v AS SELECT K, Q, T, V FROM g$f minus",
             "CREATE VIEW v AS SELECT K, Q, T, V FROM g$f minus WHERE T < 0",
+            "CREATE VIEW v AS SELECT K, Q, T, V FROM g$f minus WITH CHECK OPTION",
             "CREATE VIEW v AS SELECT t1.K FROM g$f t1 WHERE db.sum(1) = 1",
         ] {
             assert_eq!(view(sql), Some(false), "{sql}");

@@ -545,6 +545,41 @@ fn a_wide_connection_character_set_is_not_taken_for_ascii() {
             "{}",
             kind.name()
         );
+        // the change made in a text that also reads the table (deciding it read the old
+        // character set), or by a prepared statement: the next scan is not pinned either
+        // (found by the review of the fix above)
+        let qualified = format!(
+            "SELECT K FROM {}.{table} WHERE K LIKE 'abcd%' ORDER BY K",
+            f.db
+        );
+        for how in ["text", "prepared"] {
+            let mut c = RawConn::connect(&f.proxy.addr, "root", "", Some(&f.db)).expect("proxy");
+            // (DDL through the proxy drops the schemas it keeps: the text below reads the
+            // table's again, and the session's facts with it, before it runs)
+            ok(
+                &mut c,
+                &format!("CREATE TABLE IF NOT EXISTS {}.wide_{how} (a int)", f.db),
+            );
+            if how == "text" {
+                let text = format!("{set}; SELECT K FROM {}.{table} WHERE K = 'zz'", f.db);
+                let frames = c.query(text.as_bytes()).expect("answered");
+                assert!(
+                    frames.iter().all(|(_, p)| err_of(p).is_none()),
+                    "{frames:?}"
+                );
+            } else {
+                let (id, _) = prepare(&mut c, set.as_bytes()).expect("prepared");
+                run_execute(&mut c, id, &execute_packet(id, false, &[], false, &[]))
+                    .expect("executed");
+            }
+            let got = result_of(&c.query(qualified.as_bytes()).expect("answered"));
+            assert_eq!(
+                got,
+                result_of(&direct.query(qualified.as_bytes()).expect("answered")),
+                "{}: {how}",
+                kind.name()
+            );
+        }
     }
 }
 
