@@ -1188,9 +1188,22 @@ pub(super) fn answers_nothing(cmd: &[u8]) -> bool {
 pub(super) fn kill_command(cmd: &[u8]) -> bool {
     match cmd.split_first() {
         Some((&com::PROCESS_KILL, _)) => true,
+        // any text with the word in it: `on_kill` reads it as the backend does (`--<TAB>`,
+        // a vertical tab, a skipped version comment holding a comment before the KILL are
+        // noise there too; found by a review), and runs any other text as usual
         Some((&com::QUERY, sql)) => {
-            let s = crate::sql::classify::skip_noise(sql);
-            s.get(..4).is_some_and(|w| w.eq_ignore_ascii_case(b"KILL")) || s.starts_with(b"/*")
+            let mut rest = sql;
+            while let Some(at) = memchr::memchr2(b'k', b'K', rest) {
+                let tail = rest.get(at..).unwrap_or_default();
+                if tail
+                    .get(..4)
+                    .is_some_and(|w| w.eq_ignore_ascii_case(b"KILL"))
+                {
+                    return true;
+                }
+                rest = rest.get(at + 1..).unwrap_or_default();
+            }
+            false
         }
         _ => false,
     }
