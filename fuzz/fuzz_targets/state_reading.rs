@@ -108,8 +108,11 @@ impl Reference<'_> {
         match self.d.flavor {
             Flavor::MariaDb => match digits {
                 0..=4 => Some(start),
-                5 => (number(5) <= 101119 && (maria_only || number(5) < 50700)).then_some(start + 5),
-                _ => (number(6) <= 101119).then_some(start + 6),
+                n => {
+                    let n = n.min(6);
+                    let v = number(n);
+                    (v <= 101119 && (maria_only || v < 50700 || v > 99999)).then_some(start + n)
+                }
             },
             _ if maria_only => None,
             Flavor::OceanBase => Some(if digits < 5 { start } else { start + 5 }),
@@ -119,6 +122,45 @@ impl Reference<'_> {
                 _ => (number(6) <= 50725).then_some(start + 6),
             },
         }
+    }
+
+    /// Whether the comment whose body starts at `body` is a version comment (five or more
+    /// digits) the server skips: MariaDB and MySQL skip it with one level of comment allowed
+    /// inside (their `consume_comment(lip, 1)`).
+    fn skipped_version(&self, body: usize) -> bool {
+        let start = match (self.at(body), self.at(body + 1)) {
+            (Some(b'!'), _) => body + 1,
+            (Some(b'M'), Some(b'!')) if self.d.flavor == Flavor::MariaDb => body + 2,
+            _ => return false,
+        };
+        let five = (start..start + 5).all(|k| self.at(k).is_some_and(|c| c.is_ascii_digit()));
+        !self.d.plain_comments
+            && self.d.flavor != Flavor::OceanBase
+            && five
+            && self.code_at(body).is_none()
+    }
+
+    /// The end of a skipped version comment from `from` (after its `/*`): a `/*` inside opens
+    /// a comment that the next `*/` closes; the first `*/` outside one closes it.
+    fn skipped_end(&self, from: usize) -> usize {
+        let mut inner = false;
+        let mut k = from;
+        while k < self.sql.len() {
+            let pair = (self.at(k), self.at(k + 1));
+            if pair == (Some(b'*'), Some(b'/')) {
+                if !inner {
+                    return k + 2;
+                }
+                inner = false;
+                k += 2;
+            } else if !inner && pair == (Some(b'/'), Some(b'*')) {
+                inner = true;
+                k += 2;
+            } else {
+                k += 1;
+            }
+        }
+        self.sql.len()
     }
 
     fn dash_comment(&self, c: Option<u8>) -> bool {
@@ -164,10 +206,15 @@ impl Reference<'_> {
                 in_code = false;
                 i += 2;
             } else if c == b'/' && next == Some(b'*') {
-                match (!in_code).then(|| self.code_at(i + 2)).flatten() {
+                // inside code MariaDB takes a `/*!` for a version comment again
+                let versioned = !in_code || self.d.flavor == Flavor::MariaDb;
+                match versioned.then(|| self.code_at(i + 2)).flatten() {
                     Some(code) => {
                         in_code = true;
                         i = code;
+                    }
+                    None if versioned && self.skipped_version(i + 2) => {
+                        i = self.skipped_end(i + 2);
                     }
                     None => {
                         i = self.sql[i + 2..]
