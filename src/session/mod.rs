@@ -394,7 +394,10 @@ impl Session {
         if (scoped || ob) && self.db_fact.is_none() {
             self.read_facts(&Default::default()).await?;
         }
-        self.charset_if_changed().await
+        if self.charset_changed && self.charset_fact.is_none() {
+            self.charset_if_changed().await?;
+        }
+        Ok(())
     }
 
     /// The connection's character set read, when it may have changed to a wide one since it

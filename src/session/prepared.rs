@@ -354,7 +354,8 @@ impl Session {
         let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
         // its string values are converted to the connection's character set: read it again
         // if it may have become a wide one
-        if writes || rewrite {
+        // (tested here: an await that does nothing still costs a future)
+        if (writes || rewrite) && self.charset_changed && self.charset_fact.is_none() {
             self.charset_if_changed().await?;
         }
         let mut pin = None;
