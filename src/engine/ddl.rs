@@ -70,15 +70,28 @@ pub fn rename_into_hbase_names<'a>(
     pairs: impl IntoIterator<Item = (&'a TableName, &'a TableName)>,
     mode: Enforcement,
 ) -> DdlVerdict {
+    plain_to_hbase(pairs, mode, Rule::R1, |from, to| {
+        format!("'{from}' cannot be renamed to the HBase name '{to}': a table takes an HBase name only through CREATE TABLE {to} (checked against the rules); a rename would skip them, and a temporary table renamed so would hide the HBase table '{to}'")
+    })
+}
+
+/// The pairs (a plain-named table, an HBase-named one) of a DDL statement that moves a name or
+/// rows from the first to the second, each refused under `rule` with `message`.
+fn plain_to_hbase<'a>(
+    pairs: impl IntoIterator<Item = (&'a TableName, &'a TableName)>,
+    mode: Enforcement,
+    rule: Rule,
+    message: impl Fn(&TableName, &TableName) -> String,
+) -> DdlVerdict {
     let findings = pairs
         .into_iter()
-        .filter(|(from, to)| to.is_hbase_name() && !from.is_hbase_name())
-        .map(|(from, to)| {
+        .filter(|(plain, hbase)| hbase.is_hbase_name() && !plain.is_hbase_name())
+        .map(|(plain, hbase)| {
             Finding::error(
-                Rule::R1,
+                rule,
                 rules::ER_NOT_SUPPORTED,
                 "42000",
-                format!("'{from}' cannot be renamed to the HBase name '{to}': a table takes an HBase name only through CREATE TABLE {to} (checked against the rules); a rename would skip them, and a temporary table renamed so would hide the HBase table '{to}'"),
+                message(plain, hbase),
             )
         })
         .collect();
@@ -93,19 +106,9 @@ pub fn exchange_with_hbase_tables<'a>(
     pairs: impl IntoIterator<Item = (&'a TableName, &'a TableName)>,
     mode: Enforcement,
 ) -> DdlVerdict {
-    let findings = pairs
-        .into_iter()
-        .filter(|(table, other)| other.is_hbase_name() && !table.is_hbase_name())
-        .map(|(table, other)| {
-            Finding::error(
-                Rule::R5,
-                rules::ER_NOT_SUPPORTED,
-                "42000",
-                format!("exchanging or converting partitions of '{table}' with the HBase table '{other}' moves rows the rules never checked; copy them with INSERT … SELECT instead"),
-            )
-        })
-        .collect();
-    judge(mode, findings)
+    plain_to_hbase(pairs, mode, Rule::R5, |table, other| {
+        format!("exchanging or converting partitions of '{table}' with the HBase table '{other}' moves rows the rules never checked; copy them with INSERT … SELECT instead")
+    })
 }
 
 /// CREATE INDEX on an HBase table.

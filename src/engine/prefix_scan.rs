@@ -32,8 +32,7 @@ pub enum ConnCharset {
 impl ConnCharset {
     /// From `@@character_set_client` and `@@character_set_connection`.
     pub fn from_names(client: &[u8], connection: &[u8]) -> ConnCharset {
-        let wide = [&b"ucs2"[..], b"utf16", b"utf16le", b"utf32", b"filename"];
-        if wide.iter().any(|w| connection.eq_ignore_ascii_case(w)) {
+        if crate::sql::insert::is_wide_charset(connection) {
             return ConnCharset::Wide;
         }
         if !client.eq_ignore_ascii_case(connection) {

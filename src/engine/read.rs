@@ -610,10 +610,9 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
     // into parentheses that hold tables: `UPDATE (g$f JOIN t ON …) SET …`)
     let mut in_write: Option<bool> = None;
     // inside a derived table (`(SELECT …)`, `(WITH …`, `(VALUES …`, `(TABLE …`): its depth;
-    // parentheses not yet known to open one; those known to hold tables
+    // parentheses not yet known to open one (those that hold tables are read through)
     let mut depth = 0u32;
     let mut undecided = 0u32;
-    let mut around = 0u32;
     let mut writes = false;
     let mut dynamic = false;
     // the program's own leading word is not one of its statements; a literal's first word is
@@ -634,7 +633,6 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
             in_write = None;
             depth = 0;
             undecided = 0;
-            around = 0;
             statement_for = false;
             prepare_at = None;
             text_next = false;
@@ -712,21 +710,17 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
             in_write = (!event).then_some(rows_after_paren);
             depth = 0;
             undecided = 0;
-            around = 0;
             continue;
         }
         if let Some(refs_go_on) = in_write {
             if depth == 0 && undecided > 0 && !t.is_punct(b'(') {
                 // what follows the parentheses tells a derived table from tables
+                // (only the innermost: `((SELECT …) d JOIN g$f …)`)
                 if ["SELECT", "WITH", "VALUES", "TABLE"]
                     .iter()
                     .any(|w| t.is_word(piece, w))
                 {
-                    // (only the innermost: `((SELECT …) d JOIN g$f …)`)
                     depth = 1;
-                    around += undecided - 1;
-                } else {
-                    around += undecided;
                 }
                 undecided = 0;
             }
@@ -739,11 +733,7 @@ fn program_body_at(piece: &[u8], d: Dialect, scope: &Scope, literals: bool) -> P
                     undecided += 1;
                 }
             } else if t.is_punct(b')') {
-                if depth > 0 {
-                    depth -= 1;
-                } else {
-                    around = around.saturating_sub(1);
-                }
+                depth = depth.saturating_sub(1);
             } else if depth == 0
                 && ["SET", "VALUES", "VALUE", "SELECT", "WHERE", "WITH"]
                     .iter()

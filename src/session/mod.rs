@@ -394,22 +394,25 @@ impl Session {
         if (scoped || ob) && self.db_fact.is_none() {
             self.read_facts(&Default::default()).await?;
         }
-        if self.charset_changed && self.charset_fact.is_none() {
-            self.charset_if_changed().await?;
+        if self.charset_stale() {
+            self.read_charset().await?;
         }
         Ok(())
     }
 
-    /// The connection's character set read, when it may have changed to a wide one since it
-    /// was last known (`charset_changed`).
-    async fn charset_if_changed(&mut self) -> Result<(), End> {
-        if self.charset_changed && self.charset_fact.is_none() {
-            let need = crate::engine::prefix_scan::Need {
-                charset: true,
-                ..Default::default()
-            };
-            self.read_facts(&need).await?;
-        }
+    /// Whether the connection's character set may have changed to a wide one since it was
+    /// last known (`charset_changed`): read it (`read_charset`) before deciding. Tested before
+    /// the await (an await that does nothing still costs a future).
+    fn charset_stale(&self) -> bool {
+        self.charset_changed && self.charset_fact.is_none()
+    }
+
+    async fn read_charset(&mut self) -> Result<(), End> {
+        let need = crate::engine::prefix_scan::Need {
+            charset: true,
+            ..Default::default()
+        };
+        self.read_facts(&need).await?;
         Ok(())
     }
 

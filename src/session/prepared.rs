@@ -354,9 +354,8 @@ impl Session {
         let bulk = self.command.first() == Some(&com::STMT_BULK_EXECUTE);
         // its string values are converted to the connection's character set: read it again
         // if it may have become a wide one
-        // (tested here: an await that does nothing still costs a future)
-        if (writes || rewrite) && self.charset_changed && self.charset_fact.is_none() {
-            self.charset_if_changed().await?;
+        if (writes || rewrite) && self.charset_stale() {
+            self.read_charset().await?;
         }
         let mut pin = None;
         // (a read, most executions, needs no rules, nor the clock they read)

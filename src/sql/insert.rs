@@ -33,11 +33,19 @@ pub enum LitCharset {
     Wide,
 }
 
+/// Whether a character set (its name, any case) does not keep ASCII as it is: two or four
+/// bytes a character (ucs2, utf16, utf16le, utf32), or `filename`'s encoding.
+pub fn is_wide_charset(name: &[u8]) -> bool {
+    [&b"ucs2"[..], b"utf16", b"utf16le", b"utf32", b"filename"]
+        .iter()
+        .any(|w| name.eq_ignore_ascii_case(w))
+}
+
 /// The character set an introducer (`_latin1`, lower-cased) gives the literal after it (a
 /// `X'…'` one when `hex`: its bytes as written, but in a wide set padded to whole characters).
 pub fn introduced(intro: &[u8], hex: bool) -> LitCharset {
     match intro {
-        b"_ucs2" | b"_utf16" | b"_utf16le" | b"_utf32" | b"_filename" => LitCharset::Wide,
+        _ if is_wide_charset(intro.strip_prefix(b"_").unwrap_or(intro)) => LitCharset::Wide,
         b"_binary" => LitCharset::Binary,
         _ if hex => LitCharset::Binary,
         b"_utf8mb4" | b"_utf8" | b"_utf8mb3" => LitCharset::Utf8,
