@@ -1191,6 +1191,17 @@ impl Session {
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
+        // with multiplexing, a prepared KILL of a connection id would reach a backend thread
+        // other sessions share: refused, as in a text (`Session::on_kill`)
+        if self.kill_slot.is_some() {
+            let text = self.command.get(1..).unwrap_or_default();
+            if mux::mentions_kill(text)
+                && crate::sql::session_state::unmapped_kill(text, self.reading())
+            {
+                bump(&self.shared.stats.answered_locally);
+                return self.answer_error(mux::unmapped_kill_error()).await;
+            }
+        }
         let carrying = self.statements.carrying;
         let text_len = self.command.len().saturating_sub(1);
         if carrying && self.statements.carried_full(text_len) {

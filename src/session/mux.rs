@@ -1191,22 +1191,25 @@ pub(super) fn kill_command(cmd: &[u8]) -> bool {
         // any text with the word in it: `on_kill` reads it as the backend does (`--<TAB>`,
         // a vertical tab, a skipped version comment holding a comment before the KILL are
         // noise there too; found by a review), and runs any other text as usual
-        Some((&com::QUERY, sql)) => {
-            let mut rest = sql;
-            while let Some(at) = memchr::memchr2(b'k', b'K', rest) {
-                let tail = rest.get(at..).unwrap_or_default();
-                if tail
-                    .get(..4)
-                    .is_some_and(|w| w.eq_ignore_ascii_case(b"KILL"))
-                {
-                    return true;
-                }
-                rest = rest.get(at + 1..).unwrap_or_default();
-            }
-            false
-        }
+        Some((&com::QUERY, sql)) => mentions_kill(sql),
         _ => false,
     }
+}
+
+/// The letters KILL anywhere in a text (any case): the cheap look before a reading.
+pub(super) fn mentions_kill(sql: &[u8]) -> bool {
+    let mut rest = sql;
+    while let Some(at) = memchr::memchr2(b'k', b'K', rest) {
+        let tail = rest.get(at..).unwrap_or_default();
+        if tail
+            .get(..4)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"KILL"))
+        {
+            return true;
+        }
+        rest = rest.get(at + 1..).unwrap_or_default();
+    }
+    false
 }
 
 impl Session {
@@ -1226,8 +1229,30 @@ impl Session {
             let sql = self.command.get(1..).unwrap_or_default();
             session_state::kill_target(sql, self.reading()).map(|k| (k.id, k.query, Some(k.at)))
         };
-        let found = target.and_then(|(id, q, at)| Some((self.shared.lending.slot(id)?, q, at)));
+        let found = target
+            .as_ref()
+            .and_then(|&(id, q, ref at)| Some((self.shared.lending.slot(id)?, q, at.clone())));
         let Some((slot, query, at)) = found else {
+            if let Some((id, _, _)) = target {
+                // A connection id no session of this proxy's goes by: the backend would read
+                // it as its own thread's, which may be a connection this proxy lends to other
+                // sessions (a session that ended leaves its login's connection in the set).
+                // Answered as MariaDB answers an id it does not know.
+                bump(&self.shared.stats.answered_locally);
+                let e = ErrorInfo::new(
+                    er::NO_SUCH_THREAD,
+                    "HY000",
+                    format!("Unknown thread id: {id}"),
+                );
+                return self.answer_error(e).await;
+            }
+            if self.command.first() == Some(&com::QUERY) {
+                let sql = self.command.get(1..).unwrap_or_default();
+                if session_state::unmapped_kill(sql, self.reading()) {
+                    bump(&self.shared.stats.answered_locally);
+                    return self.answer_error(unmapped_kill_error()).await;
+                }
+            }
             return match self.command.first().copied() {
                 Some(com::QUERY) if self.held.is_none() => self.on_query_text().await.map(drop),
                 Some(com::QUERY) => self.on_query_held().await,
@@ -1280,6 +1305,19 @@ impl Session {
         drop(kill);
         r
     }
+}
+
+/// The answer to a KILL the proxy cannot map with multiplexing on
+/// (`session_state::unmapped_kill`): one in a text of several statements, in dynamic SQL,
+/// in a program's body, of an expression or a user's connections.
+pub(super) fn unmapped_kill_error() -> ErrorInfo {
+    ErrorInfo::new(
+        er::NOT_SUPPORTED_YET,
+        "42000",
+        "obkv-proxy: with multiplexing on, a KILL must be the only statement of its text and \
+         name a connection id as a number (KILL [QUERY | CONNECTION] n) or a query id (KILL \
+         QUERY ID n); this KILL would reach a backend connection other sessions share",
+    )
 }
 
 /// The whole seconds an assignment's value gives (`@@SESSION.wait_timeout = 3`, `= '3'`).

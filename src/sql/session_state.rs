@@ -1104,6 +1104,104 @@ pub fn kill_target(sql: &[u8], d: Dialect) -> Option<Kill> {
     })
 }
 
+/// Whether a text holds a KILL the proxy does not map, as the backend may read it: a KILL
+/// statement anywhere in the text (after a `;`, in an executable comment's code, in a stored
+/// program's body) other than `KILL [HARD | SOFT] QUERY ID n` (a query id means the same
+/// through the proxy), or a KILL in the string literal a PREPARE or EXECUTE IMMEDIATE runs.
+/// With multiplexing such a text is refused (`session::mux`): the id it names is a backend
+/// thread, which may now serve another session. `kill_target`'s whole-text form is mapped
+/// before this is asked. Every reading of an ambiguous text is looked at (as the router does);
+/// a text longer than `MAX_READ` is judged by its bytes: the word KILL standing alone
+/// anywhere in it. KILL is a reserved word: as a word token it begins a statement (or is a
+/// syntax error), unless a `.` qualifies it (`t.kill`).
+pub fn unmapped_kill(sql: &[u8], d: Dialect) -> bool {
+    if sql.len() > MAX_READ {
+        return has_kill_word(sql);
+    }
+    let mut first = Scanner::new(sql, d);
+    first.by_ref().for_each(drop);
+    let mut ambiguity = first.ambiguity;
+    // a statement before the KILL may change how the backend reads it
+    ambiguity.state = [&b"set"[..], b"execute", b"call"]
+        .iter()
+        .any(|w| super::classify::contains_ci(sql, w));
+    d.readings(ambiguity)
+        .into_iter()
+        .any(|r| kill_in(sql, r, true))
+}
+
+/// `unmapped_kill` under one reading; `strings`: a PREPARE's or EXECUTE IMMEDIATE's string
+/// literal is read too (one level: what it runs cannot prepare again).
+fn kill_in(sql: &[u8], d: Dialect, strings: bool) -> bool {
+    // after a KILL: 1 its HARD / SOFT may come, 2 QUERY was read, 3 QUERY ID was read
+    let mut after_kill = 0u8;
+    let mut dot_before = false;
+    let mut statement_first: Option<Token> = None;
+    let mut dynamic = false;
+    for t in Scanner::new(sql, d) {
+        // (a reading the backend cannot lex runs nothing after the failure)
+        let Ok(t) = t else { break };
+        match after_kill {
+            0 => {}
+            1 if t.is_word(sql, "HARD") || t.is_word(sql, "SOFT") => {
+                after_kill = 2;
+                continue;
+            }
+            1 | 2 if t.is_word(sql, "QUERY") => {
+                after_kill = 3;
+                continue;
+            }
+            3 if t.is_word(sql, "ID") => {
+                after_kill = 0;
+                continue;
+            }
+            _ => return true,
+        }
+        if t.is_punct(b';') {
+            statement_first = None;
+            dynamic = false;
+            dot_before = false;
+            continue;
+        }
+        if statement_first.is_none() {
+            statement_first = Some(t);
+            dynamic = t.is_word(sql, "PREPARE") || t.is_word(sql, "EXECUTE");
+        }
+        if t.is_word(sql, "KILL") && !dot_before {
+            after_kill = 1;
+        } else if strings && dynamic && t.kind == Tok::Str {
+            let text = super::scan::string_value_cow(sql, &t, d);
+            if kill_in(&text, d, false) {
+                return true;
+            }
+        }
+        dot_before = t.is_punct(b'.');
+    }
+    // a text that ends right after KILL (or KILL QUERY) names nothing the backend runs
+    false
+}
+
+/// The word KILL standing alone somewhere in `sql` (neither a word byte nor a `.` before it,
+/// no word byte after it), whatever quotes or comments hold it.
+fn has_kill_word(sql: &[u8]) -> bool {
+    let word = |b: Option<&u8>| {
+        b.is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80)
+    };
+    let mut from = 0;
+    while let Some(k) = memchr::memchr2(b'k', b'K', sql.get(from..).unwrap_or_default()) {
+        let at = from + k;
+        from = at + 1;
+        let is_kill = sql
+            .get(at..at + 4)
+            .is_some_and(|w| w.eq_ignore_ascii_case(b"KILL"));
+        let before = at.checked_sub(1).and_then(|i| sql.get(i));
+        if is_kill && !word(before) && before != Some(&b'.') && !word(sql.get(at + 4)) {
+            return true;
+        }
+    }
+    false
+}
+
 /// A `KILL` of a connection id (`kill_target`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Kill {
@@ -1115,6 +1213,64 @@ pub struct Kill {
 #[cfg(test)]
 mod kill_tests {
     use super::*;
+
+    #[test]
+    fn a_kill_the_proxy_does_not_map_is_found_wherever_the_backend_reads_one() {
+        let d = Dialect::default();
+        for kill in [
+            "SELECT 1; KILL 5",
+            "KILL 5; SELECT 1",
+            "DO 1;KILL QUERY 5",
+            "kill hard connection 5 ;",
+            "KILL (5)",
+            "KILL 5 + 0",
+            "KILL @x",
+            "KILL USER root",
+            "/*!32312 SELECT 1; */ KILL 5",
+            "SELECT 1 /*! ; KILL 5 */",
+            "EXECUTE IMMEDIATE 'KILL 5'",
+            "PREPARE s FROM 'SELECT 1' 'KILL 5'",
+            "PREPARE s FROM \"KILL 5\"",
+            "EXECUTE IMMEDIATE 'KILL QUERY ID 5; KILL 6'",
+            "CREATE PROCEDURE p() KILL 5",
+            "KILL ?",
+            // a backslash that ends the string only without NO_BACKSLASH_ESCAPES, which the
+            // text's first statement sets: the KILL runs
+            "SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; KILL 5; -- '",
+        ] {
+            assert!(unmapped_kill(kill.as_bytes(), d), "{kill}");
+        }
+        for plain in [
+            "SELECT 'KILL 5'",
+            "SELECT 1 -- ; KILL 5",
+            "SELECT 1 /* ; KILL 5 */",
+            "SELECT `kill` FROM t",
+            "SELECT t.kill FROM t",
+            "SELECT @kill",
+            "KILL QUERY ID 5",
+            "KILL HARD QUERY ID 5; SELECT 1",
+            "INSERT INTO log VALUES ('KILL 5')",
+            "SELECT skill, killer FROM t",
+        ] {
+            assert!(!unmapped_kill(plain.as_bytes(), d), "{plain}");
+        }
+        // a version comment MariaDB skips (MySQL 5.7 and later), which OceanBase runs
+        let skipped = b"SELECT 1 /*!99999 ; KILL 5 */";
+        let maria = Dialect {
+            flavor: Flavor::MariaDb,
+            version: 101119,
+            ..d
+        };
+        assert!(!unmapped_kill(skipped, maria));
+        assert!(unmapped_kill(skipped, d));
+        // a text too long to read is judged by the word standing alone
+        let mut long = vec![b' '; MAX_READ + 1];
+        assert!(!unmapped_kill(&long, d));
+        long.extend_from_slice(b"'killer'");
+        assert!(!unmapped_kill(&long, d));
+        long.extend_from_slice(b" 'kill'");
+        assert!(unmapped_kill(&long, d));
+    }
 
     #[test]
     fn a_kill_of_a_connection_id_is_read_and_nothing_else() {

@@ -667,6 +667,95 @@ fn a_kill_reaches_the_session_it_names_and_never_another() {
     }
 }
 
+/// A KILL the proxy cannot map to the session it names never reaches the backend: its id is a
+/// backend thread's, which may serve another session now (found by a review: `SELECT 1;
+/// KILL n` ended the statement of a third session that had been lent the connection n was).
+#[test]
+fn a_kill_the_proxy_cannot_map_is_refused_and_ends_nothing() {
+    use obkv_proxy::protocol::response::ResponseKind;
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut b = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("b");
+        let mut c = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("c");
+        let a_id = a.greeting.connection_id;
+        for s in [&mut a, &mut b, &mut c] {
+            assert_eq!(s.scalar("SELECT 1"), "1");
+        }
+        // every one of these would name a backend thread: the one connection all three share
+        for sql in [
+            format!("SELECT 1; KILL {a_id}"),
+            format!("KILL {a_id}; SELECT 1"),
+            format!("DO 1; KILL QUERY {a_id}"),
+            format!("/*!32312 SELECT 1; */ KILL {a_id}"),
+            format!("KILL ({a_id})"),
+            format!("KILL {a_id} + 0"),
+            "KILL USER root".to_string(),
+        ] {
+            let got = b.exec(&sql);
+            assert_eq!(
+                got.map_err(|(code, _)| code),
+                Err(1235),
+                "{}: {sql}",
+                kind.name()
+            );
+        }
+        // dynamic SQL pins its session to the connection it holds (a session of its own,
+        // which gives the connection back as it ends)
+        let mut d = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("d");
+        for sql in [
+            format!("EXECUTE IMMEDIATE 'KILL {a_id}'"),
+            format!("PREPARE s FROM 'KILL CONNECTION {a_id}'"),
+        ] {
+            let got = d.exec(&sql);
+            assert_eq!(
+                got.map_err(|(code, _)| code),
+                Err(1235),
+                "{}: {sql}",
+                kind.name()
+            );
+        }
+        d.quit();
+        // a prepared KILL of a connection id, as COM_STMT_PREPARE
+        let frames = b
+            .command(b"\x16KILL ?", ResponseKind::Prepare)
+            .expect("prepare");
+        assert_eq!(
+            crate::common::raw::err_of(&frames[0].1).map(|e| e.0),
+            Some(1235),
+            "{}",
+            kind.name()
+        );
+        // an id no session goes by: answered as the backend answers one it does not know
+        assert_eq!(
+            b.exec("KILL 4000000000").map_err(|(code, _)| code),
+            Err(1094),
+            "{}",
+            kind.name()
+        );
+        // a query id means the same through the proxy: the backend's own answer
+        assert_eq!(
+            b.exec("KILL QUERY ID 4000000000").map_err(|(code, _)| code),
+            Err(if kind == Kind::MariaDb { 1957 } else { 1064 }),
+            "{}",
+            kind.name()
+        );
+        // nothing was ended: the three go on, on the one connection
+        assert_eq!(a.scalar("SELECT 2"), "2", "{}", kind.name());
+        assert_eq!(b.scalar("SELECT 3"), "3", "{}", kind.name());
+        assert_eq!(c.scalar("SELECT 4"), "4", "{}", kind.name());
+        // a text that only mentions the word runs as usual
+        assert_eq!(
+            b.scalar("SELECT 'KILL 1; KILL 2'"),
+            "KILL 1; KILL 2",
+            "{}",
+            kind.name()
+        );
+    }
+}
+
 #[test]
 fn a_session_that_set_wait_timeout_is_closed_when_idle_that_long() {
     for kind in BOTH {
