@@ -97,13 +97,19 @@ for s in sorted(sql):
         for flags in (0, 1, 2, 8):
             put("sql_insert", bytes([flags]) + s)
 
+# a text split after the thread's last shape: a text A, 0xFF, bytes B (other literals)
+for s in sorted(sql):
+    for flags in (0x00, 0x01, 0x10, 0x40, 0x84, 0xC2):
+        put("shape_apply", bytes([flags]) + s + b"\xff" + b"xyz'\\123;\xe9 ")
+        put("shape_apply", bytes([flags]) + s + b"\xff" + s)
+
 # what a text does to the session (multiplexing)
 for s in sorted(sql) + [
     b"SET sql_mode = 'ANSI_QUOTES', @@session.time_zone = '+00:00', LOCAL wait_timeout = -1",
     b"/*!40101 SET NAMES utf8mb4 COLLATE utf8mb4_bin */",
     b"SET @@sql_mode := DEFAULT; SELECT 1",
     b"SET @a = 1", b"SELECT LAST_INSERT_ID()", b"CREATE TEMPORARY TABLE t (a int)",
-    b"KILL 42", b"kill hard query 7;", b"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
+    b"KILL 42", b"kill hard query 7;", b"SELECT 1; KILL 5", b"EXECUTE IMMEDIATE 'KILL 5'", b"SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED",
     b"SET character_set_results = NULL, GLOBAL max_connections = 10",
     # (reported variables, one name=value a line)
     b"time_zone=+04:00\nsql_select_limit=9223372036854775807\nsql_mode=\nlc_time_names=de_DE",

@@ -52,7 +52,8 @@ fuzz_target!(|data: &[u8]| {
     let kind = kinds[usize::from(flags & 7) % kinds.len()];
     // DEPRECATE_EOF, and MariaDB's PROGRESS / CACHE_METADATA (CLIENT_MYSQL clear)
     // (and CLIENT_SESSION_TRACK: OK packets' reports are read)
-    let base = if flags & 0x80 != 0 { 1 << 24 } else { 0 } | if flags & 0x20 != 0 { 1 << 23 } else { 0 };
+    let base =
+        if flags & 0x80 != 0 { 1 << 24 } else { 0 } | if flags & 0x20 != 0 { 1 << 23 } else { 0 };
     let ext = u32::from(flags & 0x08 != 0) | (u32::from(flags & 0x10 != 0) << 4);
     let caps = Caps::new(base, ext);
     let mut t = ResponseTracker::with_caps(kind, caps);
@@ -135,7 +136,10 @@ fn bulk_agrees(
                     while at < n {
                         let h = &after[at..at + 4];
                         last = Some(h[3]);
-                        at += 4 + (usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16);
+                        at += 4
+                            + (usize::from(h[0])
+                                | usize::from(h[1]) << 8
+                                | usize::from(h[2]) << 16);
                         more += 1;
                     }
                     assert_eq!((at, last), (n, seq));

@@ -99,7 +99,12 @@ fuzz_target!(|data: &[u8]| {
         let _ = attrs.applies();
     }
     for (rank, t) in [(1u64, i64::MIN), (3, 0), (u64::MAX, i64::MAX)] {
-        let _ = attrs.verdict(obkv_proxy::hbase::cells::Convention::NegatedMs, rank, t, i64::MAX);
+        let _ = attrs.verdict(
+            obkv_proxy::hbase::cells::Convention::NegatedMs,
+            rank,
+            t,
+            i64::MAX,
+        );
         let _ = attrs.verdict(obkv_proxy::hbase::cells::Convention::Ms, rank, t, i64::MIN);
     }
     if let Ok(Some(w)) = obkv_proxy::hbase::ttl::DutyWindow::parse(&text) {

@@ -33,7 +33,14 @@ fuzz_target!(|data: &[u8]| {
     let stmt = read(sql, d);
     let _ = keeps_diagnostics(sql, d);
     let own = (0..usize::from(flags >> 6))
-        .map(|i| Condition::new(Level::Note, 1000 + i as u16, "HY000", sql.get(..i * 7).unwrap_or(sql)))
+        .map(|i| {
+            Condition::new(
+                Level::Note,
+                1000 + i as u16,
+                "HY000",
+                sql.get(..i * 7).unwrap_or(sql),
+            )
+        })
         .collect();
     let held = Held {
         own,
@@ -70,7 +77,10 @@ fuzz_target!(|data: &[u8]| {
         }
     }
     let _ = obkv_proxy::server::admin_http::basic_credentials(sql);
-    let packets: Vec<Vec<u8>> = sql.chunks(usize::from(flags % 7) + 1).map(<[u8]>::to_vec).collect();
+    let packets: Vec<Vec<u8>> = sql
+        .chunks(usize::from(flags % 7) + 1)
+        .map(<[u8]>::to_vec)
+        .collect();
     if let Some(r) = obkv_proxy::backend::row_range(&packets, Caps::classic(u32::from(flags))) {
         assert!(r.end < packets.len() && r.start <= r.end);
     }

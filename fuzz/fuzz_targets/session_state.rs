@@ -1,18 +1,19 @@
 //! What a text does to its session's state, for multiplexing (`sql::session_state`): any
 //! bytes, under the dialect bits of the first byte. Never a panic; an assignment it carries
 //! reads back, alone, as itself (the proxy replays it on another connection); a KILL's id lies
-//! where it says; the cheap look never says "nothing" where the reading finds something; a
-//! ROW_COUNT() splice leaves no call to splice in the text it makes, and the text before it as
-//! it was; a variable the backend reports, written back, reads as an assignment of itself
-//! under any sql_mode.
+//! where it says; a KILL the proxy cannot map is found only where its letters (or a backslash
+//! that may make them) are; the cheap look never says "nothing" where the reading finds
+//! something; a ROW_COUNT() splice leaves no call to splice in the text it makes, and the text
+//! before it as it was; a variable the backend reports, written back, reads as an assignment
+//! of itself under any sql_mode.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::sql::scan::{Dialect, Flavor};
 use obkv_proxy::sql::session_state::{
-    effect, effect_read, kill_target, plainly_nothing, reported, row_count_spliced, Assignment,
-    Effect, Pin,
+    effect, effect_read, kill_target, plainly_nothing, reported, row_count_spliced, unmapped_kill,
+    Assignment, Effect, Pin,
 };
 
 fuzz_target!(|data: &[u8]| {
@@ -52,6 +53,12 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(back.text, a.text);
             assert_eq!(back.to_default, a.to_default);
         }
+    }
+    // a KILL the reading finds is in the bytes: the letters, or a backslash escape that makes
+    // them in a literal
+    if unmapped_kill(sql, d) {
+        let letters = sql.windows(4).any(|w| w.eq_ignore_ascii_case(b"KILL"));
+        assert!(letters || sql.contains(&b'\\') || sql.len() > 256 * 1024);
     }
     if let Some(k) = kill_target(sql, d) {
         let digits = sql.get(k.at.clone()).expect("inside the text");

@@ -47,7 +47,11 @@ fuzz_target!(|data: &[u8]| {
     type Rows = Vec<(Vec<Value<'static>>, Vec<(usize, usize)>, usize)>;
     let mut lexing: Rows = Vec::new();
     let r = read(sql, d, |head, row| {
-        lexing.push((row.values.iter().cloned().map(Value::into_owned).collect(), row.spans.to_vec(), row.close));
+        lexing.push((
+            row.values.iter().cloned().map(Value::into_owned).collect(),
+            row.spans.to_vec(),
+            row.close,
+        ));
         assert!(row.close <= sql.len());
         // every value's span lies before the row's close, in order, one per value
         assert!(row.spans.is_empty() || row.spans.len() == row.values.len());
@@ -105,7 +109,11 @@ fuzz_target!(|data: &[u8]| {
     };
     let mut kept: Rows = Vec::new();
     let again = read_lexed(sql, d, Some(&tokens), |_, row| {
-        kept.push((row.values.iter().cloned().map(Value::into_owned).collect(), row.spans.to_vec(), row.close));
+        kept.push((
+            row.values.iter().cloned().map(Value::into_owned).collect(),
+            row.spans.to_vec(),
+            row.close,
+        ));
         ControlFlow::Continue(())
     });
     assert_eq!(again, r);

@@ -177,13 +177,20 @@ fuzz_target!(|data: &[u8]| {
     let _ = obkv_proxy::sql::view::read(sql, dialect);
     // what the slow-statement log and the TLS status probe read of a client's text
     let digest = obkv_proxy::sql::digest::digest(sql, dialect);
-    assert!(digest.len() <= obkv_proxy::sql::digest::MAX + 8, "digest past its bound");
+    assert!(
+        digest.len() <= obkv_proxy::sql::digest::MAX + 8,
+        "digest past its bound"
+    );
     let _ = obkv_proxy::sql::probe::ssl_status(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::deallocated(sql, dialect);
     let _ = obkv_proxy::sql::dynamic::placeholders(sql, dialect);
     let _ = obkv_proxy::engine::explain::explain_obkv(sql, &ctx);
     // the lexer's word-at-a-time search finds what a byte-by-byte one finds
-    for (a, b, high) in [(b'\'', b'\\', true), (b'\\', b'"', false), (0u8, 0x80u8, false)] {
+    for (a, b, high) in [
+        (b'\'', b'\\', true),
+        (b'\\', b'"', false),
+        (0u8, 0x80u8, false),
+    ] {
         assert_eq!(
             obkv_proxy::sql::scan::find_stop(sql, a, b, high),
             sql.iter()
@@ -209,7 +216,10 @@ fuzz_target!(|data: &[u8]| {
             }
             // the lexer's mark of a plain body is right: only an ASCII body without escapes is
             // marked, and the value read without the mark is the same
-            assert!(!t.plain || (unescaped && body.is_ascii()), "a string marked plain wrongly");
+            assert!(
+                !t.plain || (unescaped && body.is_ascii()),
+                "a string marked plain wrongly"
+            );
             let unmarked = obkv_proxy::sql::scan::Token { plain: false, ..t };
             assert_eq!(
                 v,
@@ -220,7 +230,10 @@ fuzz_target!(|data: &[u8]| {
     }
     // a text the lexer refuses is refused by the settled loop too
     {
-        let (mut a, mut b) = (Kept::new(dml::MAX_TOKENS + 1), Kept::new(dml::MAX_TOKENS + 1));
+        let (mut a, mut b) = (
+            Kept::new(dml::MAX_TOKENS + 1),
+            Kept::new(dml::MAX_TOKENS + 1),
+        );
         assert_eq!(
             statements_keeping(sql, dialect, &mut a).err(),
             statements_keeping_unsettled(sql, dialect, &mut b).err(),

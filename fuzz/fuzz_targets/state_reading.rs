@@ -27,7 +27,6 @@ use obkv_proxy::engine::write::{Txn, WriteRules};
 use obkv_proxy::sql::classify::Class;
 use obkv_proxy::sql::scan::{Dialect, Flavor, Scanner, Tok};
 
-
 /// What the reading of a text must agree on: where statements may end and what is quoted.
 #[derive(Debug, PartialEq, Eq)]
 enum Mark {
@@ -98,7 +97,10 @@ impl Reference<'_> {
         if self.d.plain_comments {
             return None;
         }
-        let digits = self.sql[start..].iter().take_while(|c| c.is_ascii_digit()).count();
+        let digits = self.sql[start..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
         let number = |n: usize| -> u32 {
             std::str::from_utf8(&self.sql[start..start + n])
                 .ok()
@@ -248,7 +250,9 @@ impl Reference<'_> {
                         i = end;
                     }
                     _ => {
-                        i = self.run(j, |c| c.is_ascii_alphanumeric() || b"_$.".contains(&c) || c >= 0x80)
+                        i = self.run(j, |c| {
+                            c.is_ascii_alphanumeric() || b"_$.".contains(&c) || c >= 0x80
+                        })
                     }
                 }
             } else if c == b';' {
@@ -263,7 +267,9 @@ impl Reference<'_> {
                     i += 1;
                 }
                 if matches!(self.at(i), Some(b'e' | b'E'))
-                    && self.at(i + 1).is_some_and(|c| c.is_ascii_digit() || c == b'+' || c == b'-')
+                    && self
+                        .at(i + 1)
+                        .is_some_and(|c| c.is_ascii_digit() || c == b'+' || c == b'-')
                 {
                     i += 2;
                     while self.at(i).is_some_and(|c| c.is_ascii_digit()) {
@@ -402,5 +408,9 @@ fuzz_target!(|data: &[u8]| {
     if matches!(got, Decision::Need(_)) || matches!(truly, Decision::Need(_)) {
         return;
     }
-    assert_eq!(effect(&got), effect(&truly), "{truth:?}: {got:?} / {truly:?}");
+    assert_eq!(
+        effect(&got),
+        effect(&truly),
+        "{truth:?}: {got:?} / {truly:?}"
+    );
 });
