@@ -712,6 +712,8 @@ pub struct Slot {
     /// The session's task while it waits between commands (one waiter: a few atomic
     /// operations a wait, where a `Notify` takes a lock).
     waker: atomic_waker::AtomicWaker,
+    /// The backend user the session's connections log in as.
+    pub user: Vec<u8>,
 }
 
 /// A KILL under way: the connection it read, which stays the session's until it drops.
@@ -844,13 +846,14 @@ impl Lending {
     }
 
     /// Registers a session under the id its client was given; None when another holds it.
-    pub fn register(&self, visible: u32, current: u32) -> Option<Arc<Slot>> {
+    pub fn register(&self, visible: u32, current: u32, user: &[u8]) -> Option<Arc<Slot>> {
         let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
         if visible == 0 || slots.contains_key(&visible) {
             return None;
         }
         let slot = Arc::new(Slot {
             current: AtomicU32::new(current),
+            user: user.to_vec(),
             ..Default::default()
         });
         slots.insert(visible, slot.clone());
@@ -1077,7 +1080,7 @@ mod tests {
         use std::future::Future;
         use std::task::Poll;
         let lending = Lending::default();
-        let slot = lending.register(7, 41).expect("registered");
+        let slot = lending.register(7, 41, b"app").expect("registered");
         let kill = slot.begin_kill();
         assert_eq!(kill.current, 41);
         let detach = slot.detach();

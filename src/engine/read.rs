@@ -802,7 +802,7 @@ pub(super) fn names_hbase_object(stmt: &Statement, scope: &Scope) -> bool {
 /// `collation_connection` variable (not `SET STATEMENT … FOR`, which holds for its statement);
 /// or may, by running a text or program the proxy does not read here (`EXECUTE`, `EXECUTE
 /// IMMEDIATE`, `CALL`: their SET would hold for the rest of the text too).
-pub(super) fn changes_reading_state(sql: &[u8], pieces: &[Piece], d: Dialect) -> bool {
+pub(crate) fn changes_reading_state(sql: &[u8], pieces: &[Piece], d: Dialect) -> bool {
     let Some((_, before_last)) = pieces.split_last() else {
         return false;
     };

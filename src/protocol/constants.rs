@@ -185,6 +185,8 @@ pub mod er {
     pub const OUT_OF_RESOURCES: u16 = 1041;
     /// `KILL` of a connection id nothing goes by (ER_NO_SUCH_THREAD).
     pub const NO_SUCH_THREAD: u16 = 1094;
+    /// `KILL` of another user's thread (ER_KILL_DENIED_ERROR).
+    pub const KILL_DENIED: u16 = 1095;
     /// A session's own `KILL CONNECTION` (MariaDB's ER_CONNECTION_KILLED).
     pub const CONNECTION_KILLED: u16 = 1927;
     pub const HANDSHAKE_ERROR: u16 = 1043;

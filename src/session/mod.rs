@@ -236,6 +236,9 @@ pub struct Session {
     pinned_set: Option<Arc<crate::backend::lend::Set>>,
     /// With multiplexing on: the session as a KILL finds it, by the id its client was given.
     kill_slot: Option<(u32, Arc<crate::backend::lend::Slot>)>,
+    /// With multiplexing configured: the backend user the session's set logs in as (its
+    /// KILLs are read by `on_kill` even once it is pinned, or when it could not register).
+    mux_user: Option<Arc<[u8]>>,
     /// The `wait_timeout` a multiplexed session set: the backend closes no connection of its
     /// for idling, so the proxy ends the session after that long without a command.
     client_wait_timeout: Option<std::time::Duration>,
@@ -344,6 +347,7 @@ impl Session {
             mux: None,
             pinned_set: None,
             kill_slot: None,
+            mux_user: None,
             client_wait_timeout: None,
         }
     }
@@ -1017,7 +1021,7 @@ impl Session {
             }
             let result = match self.command.first().copied() {
                 // a KILL of a session of this proxy's reaches the connection that serves it
-                _ if self.kill_slot.is_some() && mux::kill_command(&self.command) => {
+                _ if self.mux_user.is_some() && mux::kill_command(&self.command) => {
                     Box::pin(self.on_kill()).await
                 }
                 None => {
@@ -1193,14 +1197,12 @@ impl Session {
     async fn on_prepare(&mut self) -> Result<(), End> {
         // with multiplexing, a prepared KILL of a connection id would reach a backend thread
         // other sessions share: refused, as in a text (`Session::on_kill`)
-        if self.kill_slot.is_some() {
-            let text = self.command.get(1..).unwrap_or_default();
-            if mux::mentions_kill(text)
-                && crate::sql::session_state::unmapped_kill(text, self.reading())
-            {
-                bump(&self.shared.stats.answered_locally);
-                return self.answer_error(mux::unmapped_kill_error()).await;
-            }
+        if self.mux_user.is_some()
+            && mux::mentions_kill(self.command.get(1..).unwrap_or_default())
+            && self.kill_unmapped().await
+        {
+            bump(&self.shared.stats.answered_locally);
+            return self.answer_error(mux::unmapped_kill_error()).await;
         }
         let carrying = self.statements.carrying;
         let text_len = self.command.len().saturating_sub(1);

@@ -163,9 +163,10 @@ impl Session {
         if self.cfg.multiplex.mode != crate::config::MultiplexMode::Transaction {
             return self;
         }
+        self.mux_user = Some(Arc::from(key.user.as_slice()));
         let lending = &self.shared.lending;
         self.kill_slot = lending
-            .register(visible, self.backend_id)
+            .register(visible, self.backend_id, &key.user)
             .map(|s| (visible, s));
         match lending.set(key) {
             Some(set) => {
@@ -1227,12 +1228,12 @@ impl Session {
                 .map(|b| (u32::from_le_bytes(b), false, None))
         } else {
             let sql = self.command.get(1..).unwrap_or_default();
-            session_state::kill_target(sql, self.reading()).map(|k| (k.id, k.query, Some(k.at)))
+            session_state::kill_target(sql, self.reading()).map(|k| (k.id, k.query, Some(k)))
         };
         let found = target
             .as_ref()
-            .and_then(|&(id, q, ref at)| Some((self.shared.lending.slot(id)?, q, at.clone())));
-        let Some((slot, query, at)) = found else {
+            .and_then(|&(id, q, ref k)| Some((self.shared.lending.slot(id)?, q, k.clone())));
+        let Some((slot, query, kill_text)) = found else {
             if let Some((id, _, _)) = target {
                 // A connection id no session of this proxy's goes by: the backend would read
                 // it as its own thread's, which may be a connection this proxy lends to other
@@ -1246,12 +1247,9 @@ impl Session {
                 );
                 return self.answer_error(e).await;
             }
-            if self.command.first() == Some(&com::QUERY) {
-                let sql = self.command.get(1..).unwrap_or_default();
-                if session_state::unmapped_kill(sql, self.reading()) {
-                    bump(&self.shared.stats.answered_locally);
-                    return self.answer_error(unmapped_kill_error()).await;
-                }
+            if self.command.first() == Some(&com::QUERY) && self.kill_unmapped().await {
+                bump(&self.shared.stats.answered_locally);
+                return self.answer_error(unmapped_kill_error()).await;
             }
             return match self.command.first().copied() {
                 Some(com::QUERY) if self.held.is_none() => self.on_query_text().await.map(drop),
@@ -1259,6 +1257,20 @@ impl Session {
                 _ => self.forward(ResponseKind::Single).await.map(drop),
             };
         };
+        // Another backend user's session: the backend would answer whether this user may
+        // end it (its grants), but with multiplexing the session's connection is one a set of
+        // that user shares, or none. Answered as the backend answers a thread that is not the
+        // user's own (found by a review: such a KILL ended the other user's session).
+        if self.mux_user.as_deref() != Some(slot.user.as_slice()) {
+            bump(&self.shared.stats.answered_locally);
+            let id = target.map_or(0, |(id, _, _)| id);
+            let e = ErrorInfo::new(
+                er::KILL_DENIED,
+                "HY000",
+                format!("You are not owner of thread {id}"),
+            );
+            return self.answer_error(e).await;
+        }
         if !query {
             slot.kill();
             // the session's own: it ends (told as MariaDB tells it), and the connection it
@@ -1279,15 +1291,12 @@ impl Session {
             drop(kill);
             return self.answer_ok(0, 0).await;
         }
-        let id = current.to_string();
-        match at {
-            Some(at) => {
-                let sql = self.command.get(1..).unwrap_or_default();
-                let mut text = Vec::with_capacity(sql.len() + 10);
-                text.push(com::QUERY);
-                text.extend_from_slice(sql.get(..at.start).unwrap_or_default());
-                text.extend_from_slice(id.as_bytes());
-                text.extend_from_slice(sql.get(at.end..).unwrap_or_default());
+        match kill_text {
+            // a text of the proxy's own: nothing of the client's bytes goes with it (found by
+            // a review: a comment MySQL's reading skips and OceanBase runs rode along)
+            Some(k) => {
+                let mut text = vec![com::QUERY];
+                text.extend_from_slice(&k.text_for(current));
                 self.command = text;
             }
             None => {
@@ -1304,6 +1313,25 @@ impl Session {
         let r = self.forward(kind).await.map(drop);
         drop(kill);
         r
+    }
+}
+
+impl Session {
+    /// Whether the text being run holds a KILL the proxy cannot map
+    /// (`session_state::unmapped_kill`), read under every state a statement of it may set; a
+    /// text over `MAX_READ` is read off the event loop (one that cannot be read is taken to).
+    pub(super) async fn kill_unmapped(&mut self) -> bool {
+        let d = self.reading();
+        let read = move |sql: &[u8]| {
+            let state = crate::sql::scan::statements(sql, d)
+                .is_ok_and(|(p, _)| crate::engine::read::changes_reading_state(sql, &p, d));
+            session_state::unmapped_kill(sql, d, state)
+        };
+        if self.command.len() > session_state::MAX_READ {
+            self.off_loop(read).await.unwrap_or(true)
+        } else {
+            read(self.command.get(1..).unwrap_or_default())
+        }
     }
 }
 

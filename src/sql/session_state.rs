@@ -1073,11 +1073,16 @@ pub fn kill_target(sql: &[u8], d: Dialect) -> Option<Kill> {
         return None;
     }
     rest = tail;
-    if rest
-        .first()
-        .is_some_and(|t| t.is_word(sql, "HARD") || t.is_word(sql, "SOFT"))
-    {
-        rest = rest.get(1..)?;
+    let mut modifier = None;
+    if let Some(t) = rest.first() {
+        if t.is_word(sql, "HARD") {
+            modifier = Some("HARD");
+        } else if t.is_word(sql, "SOFT") {
+            modifier = Some("SOFT");
+        }
+        if modifier.is_some() {
+            rest = rest.get(1..)?;
+        }
     }
     let mut query = false;
     if let Some(t) = rest.first() {
@@ -1101,6 +1106,7 @@ pub fn kill_target(sql: &[u8], d: Dialect) -> Option<Kill> {
         at: id.start..id.end,
         id: u32::try_from(n).ok()?,
         query,
+        modifier,
     })
 }
 
@@ -1110,32 +1116,31 @@ pub fn kill_target(sql: &[u8], d: Dialect) -> Option<Kill> {
 /// through the proxy), or a KILL in the string literal a PREPARE or EXECUTE IMMEDIATE runs.
 /// With multiplexing such a text is refused (`session::mux`): the id it names is a backend
 /// thread, which may now serve another session. `kill_target`'s whole-text form is mapped
-/// before this is asked. Every reading of an ambiguous text is looked at (as the router does);
-/// a text longer than `MAX_READ` is judged by its bytes: the word KILL standing alone
-/// anywhere in it. KILL is a reserved word: as a word token it begins a statement (or is a
-/// syntax error), unless a `.` qualifies it (`t.kill`).
-pub fn unmapped_kill(sql: &[u8], d: Dialect) -> bool {
-    if sql.len() > MAX_READ {
-        return has_kill_word(sql);
-    }
+/// before this is asked. `state`: a statement of the text may change how the backend reads
+/// the ones after it (`engine::read::changes_reading_state`). KILL is a reserved word: as a
+/// word token of the session's own reading it begins a statement (or is a syntax error),
+/// unless a `.` qualifies it (`t.kill`); the other readings of an ambiguous text count one
+/// only where a statement begins, so that data read wrongly there (`'don\'t kill'` without
+/// backslash escapes) is not taken for one. Linear in the text for each reading; the caller
+/// reads a text over `MAX_READ` off the event loop.
+pub fn unmapped_kill(sql: &[u8], d: Dialect, state: bool) -> bool {
     let mut first = Scanner::new(sql, d);
     first.by_ref().for_each(drop);
     let mut ambiguity = first.ambiguity;
-    // a statement before the KILL may change how the backend reads it
-    ambiguity.state = [&b"set"[..], b"execute", b"call"]
-        .iter()
-        .any(|w| super::classify::contains_ci(sql, w));
+    ambiguity.state = state;
     d.readings(ambiguity)
         .into_iter()
-        .any(|r| kill_in(sql, r, true))
+        .enumerate()
+        .any(|(i, r)| kill_in(sql, r, true, i == 0))
 }
 
 /// `unmapped_kill` under one reading; `strings`: a PREPARE's or EXECUTE IMMEDIATE's string
-/// literal is read too (one level: what it runs cannot prepare again).
-fn kill_in(sql: &[u8], d: Dialect, strings: bool) -> bool {
+/// literal is read too (one level: what it runs cannot prepare again); `anywhere`: a KILL
+/// counts wherever it stands, not only where a statement begins.
+fn kill_in(sql: &[u8], d: Dialect, strings: bool, anywhere: bool) -> bool {
     // after a KILL: 1 its HARD / SOFT may come, 2 QUERY was read, 3 QUERY ID was read
     let mut after_kill = 0u8;
-    let mut dot_before = false;
+    let mut prev: Option<Token> = None;
     let mut statement_first: Option<Token> = None;
     let mut dynamic = false;
     for t in Scanner::new(sql, d) {
@@ -1160,45 +1165,36 @@ fn kill_in(sql: &[u8], d: Dialect, strings: bool) -> bool {
         if t.is_punct(b';') {
             statement_first = None;
             dynamic = false;
-            dot_before = false;
+            prev = Some(t);
             continue;
         }
-        if statement_first.is_none() {
+        let starts = statement_first.is_none();
+        if starts {
             statement_first = Some(t);
             dynamic = t.is_word(sql, "PREPARE") || t.is_word(sql, "EXECUTE");
         }
-        if t.is_word(sql, "KILL") && !dot_before {
+        let qualified = prev.is_some_and(|p| p.is_punct(b'.'));
+        // (where a statement begins inside another: a program's body, SET STATEMENT … FOR)
+        let begins = starts
+            || prev.is_some_and(|p| {
+                p.is_punct(b':')
+                    || [
+                        "THEN", "ELSE", "DO", "BEGIN", "ATOMIC", "LOOP", "REPEAT", "FOR",
+                    ]
+                    .iter()
+                    .any(|w| p.is_word(sql, w))
+            });
+        if t.is_word(sql, "KILL") && !qualified && (anywhere || begins) {
             after_kill = 1;
         } else if strings && dynamic && t.kind == Tok::Str {
             let text = super::scan::string_value_cow(sql, &t, d);
-            if kill_in(&text, d, false) {
+            if kill_in(&text, d, false, anywhere) {
                 return true;
             }
         }
-        dot_before = t.is_punct(b'.');
+        prev = Some(t);
     }
     // a text that ends right after KILL (or KILL QUERY) names nothing the backend runs
-    false
-}
-
-/// The word KILL standing alone somewhere in `sql` (neither a word byte nor a `.` before it,
-/// no word byte after it), whatever quotes or comments hold it.
-fn has_kill_word(sql: &[u8]) -> bool {
-    let word = |b: Option<&u8>| {
-        b.is_some_and(|&c| c.is_ascii_alphanumeric() || c == b'_' || c == b'$' || c >= 0x80)
-    };
-    let mut from = 0;
-    while let Some(k) = memchr::memchr2(b'k', b'K', sql.get(from..).unwrap_or_default()) {
-        let at = from + k;
-        from = at + 1;
-        let is_kill = sql
-            .get(at..at + 4)
-            .is_some_and(|w| w.eq_ignore_ascii_case(b"KILL"));
-        let before = at.checked_sub(1).and_then(|i| sql.get(i));
-        if is_kill && !word(before) && before != Some(&b'.') && !word(sql.get(at + 4)) {
-            return true;
-        }
-    }
     false
 }
 
@@ -1208,6 +1204,27 @@ pub struct Kill {
     pub at: std::ops::Range<usize>,
     pub id: u32,
     pub query: bool,
+    /// MariaDB's HARD or SOFT, as written.
+    pub modifier: Option<&'static str>,
+}
+
+impl Kill {
+    /// The KILL of connection `id` this one is, as a text of its own: nothing of the
+    /// client's bytes (a comment one reading skips and another runs) goes with it.
+    pub fn text_for(&self, id: u32) -> Vec<u8> {
+        let mut text = b"KILL ".to_vec();
+        if let Some(m) = self.modifier {
+            text.extend_from_slice(m.as_bytes());
+            text.push(b' ');
+        }
+        text.extend_from_slice(if self.query {
+            b"QUERY "
+        } else {
+            b"CONNECTION "
+        });
+        text.extend_from_slice(id.to_string().as_bytes());
+        text
+    }
 }
 
 #[cfg(test)]
@@ -1233,13 +1250,17 @@ mod kill_tests {
             "PREPARE s FROM \"KILL 5\"",
             "EXECUTE IMMEDIATE 'KILL QUERY ID 5; KILL 6'",
             "CREATE PROCEDURE p() KILL 5",
+            "BEGIN NOT ATOMIC KILL 5; END",
+            "IF 1 THEN KILL 5; END IF",
             "KILL ?",
-            // a backslash that ends the string only without NO_BACKSLASH_ESCAPES, which the
-            // text's first statement sets: the KILL runs
-            "SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; KILL 5; -- '",
         ] {
-            assert!(unmapped_kill(kill.as_bytes(), d), "{kill}");
+            assert!(unmapped_kill(kill.as_bytes(), d, false), "{kill}");
         }
+        // a backslash that ends the string only without NO_BACKSLASH_ESCAPES, which the
+        // text's first statement sets: the KILL runs (the caller finds the change)
+        let hidden = b"SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; KILL 5; -- '";
+        assert!(unmapped_kill(hidden, d, true));
+        assert!(!unmapped_kill(hidden, d, false));
         for plain in [
             "SELECT 'KILL 5'",
             "SELECT 1 -- ; KILL 5",
@@ -1251,8 +1272,12 @@ mod kill_tests {
             "KILL HARD QUERY ID 5; SELECT 1",
             "INSERT INTO log VALUES ('KILL 5')",
             "SELECT skill, killer FROM t",
+            // data the other readings misread is no statement there (found by a review: both
+            // were refused)
+            "UPDATE posts SET body = 'don\\'t kill it' WHERE id = 1",
+            "INSERT INTO log VALUES (\"{\\\"op\\\":\\\"kill\\\"}\")",
         ] {
-            assert!(!unmapped_kill(plain.as_bytes(), d), "{plain}");
+            assert!(!unmapped_kill(plain.as_bytes(), d, true), "{plain}");
         }
         // a version comment MariaDB skips (MySQL 5.7 and later), which OceanBase runs
         let skipped = b"SELECT 1 /*!99999 ; KILL 5 */";
@@ -1261,24 +1286,22 @@ mod kill_tests {
             version: 101119,
             ..d
         };
-        assert!(!unmapped_kill(skipped, maria));
-        assert!(unmapped_kill(skipped, d));
-        // a text too long to read is judged by the word standing alone
-        let mut long = vec![b' '; MAX_READ + 1];
-        assert!(!unmapped_kill(&long, d));
-        long.extend_from_slice(b"'killer'");
-        assert!(!unmapped_kill(&long, d));
-        long.extend_from_slice(b" 'kill'");
-        assert!(unmapped_kill(&long, d));
+        assert!(!unmapped_kill(skipped, maria, false));
+        assert!(unmapped_kill(skipped, d, false));
     }
 
     #[test]
     fn a_kill_of_a_connection_id_is_read_and_nothing_else() {
         let d = Dialect::default();
         let k = kill_target(b"KILL 42", d).unwrap();
-        assert_eq!((k.at, k.id, k.query), (5..7, 42, false));
+        assert_eq!((k.at.clone(), k.id, k.query), (5..7, 42, false));
+        assert_eq!(k.text_for(9), b"KILL CONNECTION 9");
         let k = kill_target(b"kill hard query 7;", d).unwrap();
         assert_eq!((k.id, k.query), (7, true));
+        assert_eq!(k.text_for(11), b"KILL HARD QUERY 11");
+        // what the proxy sends is its own text: a comment of the client's does not go with it
+        let k = kill_target(b"KILL QUERY 7 /*!99999 ; KILL 5 */", d).unwrap();
+        assert_eq!(k.text_for(8), b"KILL QUERY 8");
         let k = kill_target(b"/*!32312 KILL */ CONNECTION 9", d);
         // (executable comment read as code: KILL CONNECTION 9)
         assert_eq!(k.map(|k| k.id), Some(9));
