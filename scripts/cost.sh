@@ -54,7 +54,7 @@ mport=$(free_port)
 scripts/backend.sh start "$backend" "$work/$backend" "$mport" >/dev/null
 # the tables, made through a proxy that is not counted
 pport=$(free_port)
-target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" >"$work/setup-proxy.log" 2>&1 &
+target/release/obkv-proxy --listen "127.0.0.1:$pport" --backend "127.0.0.1:$mport" --admin-listen "" >"$work/setup-proxy.log" 2>&1 &
 setup_pid=$!; pids+=($setup_pid)
 wait_port "$pport"
 cells=20000
@@ -97,10 +97,13 @@ counted() {
   port=$(free_port)
   out="$work/cg.$hop.$w"
   if [[ $hop == proxy ]]; then
-    # COST_PROXY_ARGS is a list of arguments: split on purpose
+    # COST_PROXY_ARGS is a list of arguments: split on purpose. (The admin listener on a
+    # port of its own: another proxy on this machine may hold the default one; it stays on,
+    # as by default.)
     # shellcheck disable=SC2086
     valgrind --tool=callgrind ${COST_VALGRIND_ARGS:-} --callgrind-out-file="$out.%p" \
-      "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" ${COST_PROXY_ARGS:-} >"$work/$hop.log" 2>&1 &
+      "$bin" --listen "127.0.0.1:$port" --backend "127.0.0.1:$mport" \
+        --admin-listen "127.0.0.1:$(free_port)" ${COST_PROXY_ARGS:-} >"$work/$hop.log" 2>&1 &
   else
     haproxy_config "$port" "$mport" >"$work/haproxy.$port.cfg"
     valgrind --tool=callgrind --callgrind-out-file="$out.%p" haproxy -f "$work/haproxy.$port.cfg" -db >"$work/$hop.log" 2>&1 &
