@@ -336,6 +336,8 @@ impl Workers {
                 std::thread::Builder::new()
                     .name(format!("obkv-worker-{i}"))
                     .spawn(move || {
+                        // (a worker keeps the shapes of the texts it splits: sql::scan)
+                        obkv_proxy::sql::scan::keep_shapes_on_this_thread();
                         rt.block_on(async {
                             let _ = stop_rx.await;
                         });

@@ -1262,6 +1262,18 @@ thread_local! {
         const { std::cell::Cell::new([None, None]) };
 }
 
+thread_local! {
+    /// This thread keeps shapes (`keep_shapes_on_this_thread`).
+    static SHAPES_ON: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Lets this thread keep shapes: the proxy's worker threads, a fixed few. Other threads (a
+/// blocking pool's, which may be hundreds) keep none, so what shapes hold stays bounded by
+/// the workers' count.
+pub fn keep_shapes_on_this_thread() {
+    SHAPES_ON.set(true);
+}
+
 /// Puts a shape back as the thread's most recently used: in place of one of its dialect, or
 /// of the least recently used.
 fn keep_shape(shape: Box<Shape>) {
@@ -1473,6 +1485,7 @@ pub fn statements_keeping(
     if kept.max == 0
         || sql.len() > SHAPE_BYTES
         || !kept.tokens.is_empty()
+        || !SHAPES_ON.get()
         || has_executable_comment(sql)
     {
         // (a Kept read twice is no shape)
@@ -1522,6 +1535,7 @@ pub fn statements_after_shape(
     d: Dialect,
     max: usize,
 ) -> (Result<(Pieces, Ambiguity), LexError>, Vec<Token>, bool) {
+    keep_shapes_on_this_thread();
     SHAPE.take();
     for text in earlier {
         let mut kept = Kept::new(max);
@@ -2389,6 +2403,7 @@ mod tests {
             no_backslash_escapes: true,
             ..mysql
         };
+        keep_shapes_on_this_thread();
         SHAPE.take();
         assert!(!split_from_shape("SELECT 'a'", mysql));
         assert!(!split_from_shape("SELECT 'a'", ob));
