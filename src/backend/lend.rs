@@ -712,8 +712,8 @@ pub struct Slot {
     /// The session's task while it waits between commands (one waiter: a few atomic
     /// operations a wait, where a `Notify` takes a lock).
     waker: atomic_waker::AtomicWaker,
-    /// The backend user the session's connections log in as.
-    pub user: Vec<u8>,
+    /// The backend user the session's connections log in as (a change of user changes it).
+    user: std::sync::Mutex<Arc<[u8]>>,
 }
 
 /// A KILL under way: the connection it read, which stays the session's until it drops.
@@ -731,6 +731,16 @@ impl Drop for KillGuard {
 }
 
 impl Slot {
+    /// The backend user the session logs in as.
+    pub fn user(&self) -> Arc<[u8]> {
+        self.user.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The session changed its user (COM_CHANGE_USER).
+    pub fn set_user(&self, user: Arc<[u8]>) {
+        *self.user.lock().unwrap_or_else(|e| e.into_inner()) = user;
+    }
+
     /// The session holds connection `id` now.
     pub fn attach(&self, id: u32) {
         self.current.store(id, SeqCst);
@@ -853,7 +863,7 @@ impl Lending {
         }
         let slot = Arc::new(Slot {
             current: AtomicU32::new(current),
-            user: user.to_vec(),
+            user: std::sync::Mutex::new(Arc::from(user)),
             ..Default::default()
         });
         slots.insert(visible, slot.clone());

@@ -1294,6 +1294,19 @@ impl Session {
         Ok(())
     }
 
+    /// With multiplexing configured, a session whose user changed is that user's for KILL
+    /// (`Session::on_kill`), its own and others'.
+    fn user_changed(&mut self, user: Option<impl AsRef<[u8]>>) {
+        let (Some(_), Some(user)) = (&self.mux_user, user) else {
+            return;
+        };
+        let user: Arc<[u8]> = Arc::from(user.as_ref());
+        if let Some((_, slot)) = &self.kill_slot {
+            slot.set_user(user.clone());
+        }
+        self.mux_user = Some(user);
+    }
+
     async fn on_change_user(&mut self) -> Result<(), End> {
         self.close_all_carried(true);
         self.statements.clear();
@@ -1311,7 +1324,13 @@ impl Session {
             };
             // refused: the session goes on as the previous user, as MariaDB's does
             return match handshake::proxy_change_user(self, request).await {
-                Ok(_) => Ok(()),
+                Ok(changed) => {
+                    if changed {
+                        let user = self.pooled.as_ref().map(|p| p.spec.user.clone());
+                        self.user_changed(user);
+                    }
+                    Ok(())
+                }
                 Err(_) => Err(End::ClientGone),
             };
         }
@@ -1324,6 +1343,12 @@ impl Session {
         match handshake::relay_auth(&mut self.client, be!(self), 0, 1, &addr, wait).await {
             Ok(Some(st)) => {
                 self.last_status = st;
+                let user = handshake::parse_change_user(
+                    self.command.get(1..).unwrap_or_default(),
+                    self.client_caps.base,
+                )
+                .map(|r| r.user);
+                self.user_changed(user);
                 Ok(())
             }
             // Refused: MariaDB keeps the connection with the previous user, database and

@@ -1261,7 +1261,7 @@ impl Session {
         // end it (its grants), but with multiplexing the session's connection is one a set of
         // that user shares, or none. Answered as the backend answers a thread that is not the
         // user's own (found by a review: such a KILL ended the other user's session).
-        if self.mux_user.as_deref() != Some(slot.user.as_slice()) {
+        if self.mux_user.as_deref() != Some(&*slot.user()) {
             bump(&self.shared.stats.answered_locally);
             let id = target.map_or(0, |(id, _, _)| id);
             let e = ErrorInfo::new(
@@ -1323,8 +1323,11 @@ impl Session {
     pub(super) async fn kill_unmapped(&mut self) -> bool {
         let d = self.reading();
         let read = move |sql: &[u8]| {
-            let state = crate::sql::scan::statements(sql, d)
-                .is_ok_and(|(p, _)| crate::engine::read::changes_reading_state(sql, &p, d));
+            // (a text this reading cannot split may be split by another: read under every
+            // state, as the router reads it; found by a review)
+            let state = crate::sql::scan::statements(sql, d).map_or(true, |(p, _)| {
+                crate::engine::read::changes_reading_state(sql, &p, d)
+            });
             session_state::unmapped_kill(sql, d, state)
         };
         if self.command.len() > session_state::MAX_READ {

@@ -1174,12 +1174,31 @@ fn kill_in(sql: &[u8], d: Dialect, strings: bool, anywhere: bool) -> bool {
             dynamic = t.is_word(sql, "PREPARE") || t.is_word(sql, "EXECUTE");
         }
         let qualified = prev.is_some_and(|p| p.is_punct(b'.'));
-        // (where a statement begins inside another: a program's body, SET STATEMENT … FOR)
+        // (where a statement begins inside another: a program's body after its head, its
+        // characteristics or a label, a handler's condition, a trigger's FOR EACH ROW, SET
+        // STATEMENT … FOR)
         let begins = starts
             || prev.is_some_and(|p| {
                 p.is_punct(b':')
+                    || p.is_punct(b')')
                     || [
-                        "THEN", "ELSE", "DO", "BEGIN", "ATOMIC", "LOOP", "REPEAT", "FOR",
+                        "THEN",
+                        "ELSE",
+                        "DO",
+                        "BEGIN",
+                        "ATOMIC",
+                        "LOOP",
+                        "REPEAT",
+                        "FOR",
+                        "ROW",
+                        "SQLEXCEPTION",
+                        "SQLWARNING",
+                        "FOUND",
+                        "DETERMINISTIC",
+                        "SQL",
+                        "DATA",
+                        "DEFINER",
+                        "INVOKER",
                     ]
                     .iter()
                     .any(|w| p.is_word(sql, w))
@@ -1261,6 +1280,18 @@ mod kill_tests {
         let hidden = b"SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; KILL 5; -- '";
         assert!(unmapped_kill(hidden, d, true));
         assert!(!unmapped_kill(hidden, d, false));
+        // in a program's body after its head, a handler's condition or a trigger's row
+        // (found by a review: the other readings missed these)
+        for body in [
+            "BEGIN NOT ATOMIC DECLARE CONTINUE HANDLER FOR SQLEXCEPTION KILL 5; END",
+            "CREATE PROCEDURE p() KILL 5",
+            "CREATE PROCEDURE p() DETERMINISTIC KILL 5",
+            "CREATE TRIGGER t BEFORE INSERT ON x FOR EACH ROW KILL 5",
+        ] {
+            let hidden =
+                format!("SET sql_mode = 'NO_BACKSLASH_ESCAPES'; SELECT 'a\\'; {body}; -- '");
+            assert!(unmapped_kill(hidden.as_bytes(), d, true), "{body}");
+        }
         for plain in [
             "SELECT 'KILL 5'",
             "SELECT 1 -- ; KILL 5",

@@ -776,6 +776,25 @@ fn a_kill_the_proxy_cannot_map_is_refused_and_ends_nothing() {
             kind.name()
         );
         assert_eq!(other.scalar("SELECT 9"), "9", "{}", kind.name());
+        // a session that changed its user is that user's: the other user's KILL of it is
+        // answered 1095, its own user's reaches it (found by a review: the login's user was
+        // kept)
+        if kind == Kind::MariaDb {
+            let mut e = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("e");
+            let e_id = e.greeting.connection_id;
+            let changed = e.change_user("kill_other", "pw", "");
+            assert_eq!(changed.first(), Some(&0), "{changed:?}");
+            assert_eq!(e.scalar("SELECT 10"), "10");
+            assert_eq!(
+                b.exec(&format!("KILL {e_id}")).map_err(|(code, _)| code),
+                Err(1095)
+            );
+            assert_eq!(e.scalar("SELECT 11"), "11");
+            other
+                .exec(&format!("KILL QUERY {e_id}"))
+                .expect("its own user's KILL QUERY");
+            assert_eq!(e.scalar("SELECT 12"), "12");
+        }
         other.quit();
         b.exec("DROP USER kill_other@'%'").expect("drop user");
     }
