@@ -877,6 +877,20 @@ impl Lending {
         }
     }
 
+    /// The session that holds backend connection `id` now (the id `CONNECTION_ID()` gave a
+    /// pinned session), if one does: one pass over the sessions, for a KILL only.
+    pub fn slot_holding(&self, id: u32) -> Option<Arc<Slot>> {
+        if id == 0 {
+            return None;
+        }
+        self.slots
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .values()
+            .find(|s| s.current.load(SeqCst) == id)
+            .cloned()
+    }
+
     /// The session its client knows as `visible`.
     pub fn slot(&self, visible: u32) -> Option<Arc<Slot>> {
         self.slots

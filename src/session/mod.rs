@@ -1195,15 +1195,6 @@ impl Session {
     }
 
     async fn on_prepare(&mut self) -> Result<(), End> {
-        // with multiplexing, a prepared KILL of a connection id would reach a backend thread
-        // other sessions share: refused, as in a text (`Session::on_kill`)
-        if self.mux_user.is_some()
-            && mux::mentions_kill(self.command.get(1..).unwrap_or_default())
-            && self.kill_unmapped().await
-        {
-            bump(&self.shared.stats.answered_locally);
-            return self.answer_error(mux::unmapped_kill_error()).await;
-        }
         let carrying = self.statements.carrying;
         let text_len = self.command.len().saturating_sub(1);
         if carrying && self.statements.carried_full(text_len) {

@@ -1230,9 +1230,13 @@ impl Session {
             let sql = self.command.get(1..).unwrap_or_default();
             session_state::kill_target(sql, self.reading()).map(|k| (k.id, k.query, Some(k)))
         };
-        let found = target
-            .as_ref()
-            .and_then(|&(id, q, ref k)| Some((self.shared.lending.slot(id)?, q, k.clone())));
+        // (by the id its client was given, else by the connection it holds: the id
+        // CONNECTION_ID() answers a pinned session, which a pool's own test KILLs)
+        let lending = &self.shared.lending;
+        let found = target.as_ref().and_then(|&(id, q, ref k)| {
+            let slot = lending.slot(id).or_else(|| lending.slot_holding(id))?;
+            Some((slot, q, k.clone()))
+        });
         let Some((slot, query, kill_text)) = found else {
             if let Some((id, _, _)) = target {
                 // A connection id no session of this proxy's goes by: the backend would read
