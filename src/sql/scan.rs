@@ -1379,11 +1379,18 @@ impl Shape {
             let t = toks.get(i)?;
             ((if by_end { t.start } else { t.end }) == x).then_some(i as u32)
         };
-        self.bounds = self
-            .pieces
-            .iter()
-            .map(|p| Some((bound(p.start, false)?, bound(p.end, true)?)))
-            .collect();
+        // An executable comment's extent depends on how many digits follow its `/*!`: a run
+        // of digits there is no literal another text may differ in, so such a text is no
+        // shape (found by a review). A text of a shape has the shape's bytes outside its
+        // literals, so it has none either: looked at once, here, not for every text.
+        self.bounds = if has_executable_comment(text) {
+            None
+        } else {
+            self.pieces
+                .iter()
+                .map(|p| Some((bound(p.start, false)?, bound(p.end, true)?)))
+                .collect()
+        };
         self.indexed = true;
     }
 
@@ -1480,14 +1487,7 @@ pub fn statements_keeping(
     d: Dialect,
     kept: &mut Kept,
 ) -> Result<(Pieces, Ambiguity), LexError> {
-    // (an executable comment's extent depends on how many digits follow its `/*!`: a run of
-    // digits there is no literal another text may differ in)
-    if kept.max == 0
-        || sql.len() > SHAPE_BYTES
-        || !kept.tokens.is_empty()
-        || !SHAPES_ON.get()
-        || has_executable_comment(sql)
-    {
+    if kept.max == 0 || sql.len() > SHAPE_BYTES || !kept.tokens.is_empty() || !SHAPES_ON.get() {
         // (a Kept read twice is no shape)
         kept.shape = None;
         return split::<true>(sql, d, kept);
