@@ -102,6 +102,8 @@ for s in sorted(sql):
     for flags in (0x00, 0x01, 0x10, 0x40, 0x84, 0xC2):
         put("shape_apply", bytes([flags]) + s + b"\xff" + b"xyz'\\123;\xe9 ")
         put("shape_apply", bytes([flags]) + s + b"\xff" + s)
+        put("shape_reading", bytes([flags]) + s + b"\xff" + b"xyz'\\123;\xe9 ")
+        put("shape_reading", bytes([flags]) + s + b"\xff" + s)
 
 # what a text does to the session (multiplexing)
 for s in sorted(sql) + [

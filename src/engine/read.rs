@@ -203,8 +203,11 @@ pub(super) fn read_piece(
     if dml_too && !p.program && (first.is_word(piece, "INSERT") || first.is_word(piece, "REPLACE"))
     {
         // the head is enough here (the rows are read once the table's schema is known)
-        let lexed = kept.and_then(|k| k.of(&p));
-        return match crate::sql::insert::read_head_resumable(piece, d, lexed.as_deref()) {
+        // (from the kept tokens, and the shape's frame of the head when it has one)
+        let head = kept
+            .and_then(|k| k.read_insert_head(piece, &p, d))
+            .unwrap_or_else(|| crate::sql::insert::read_head_resumable(piece, d, None));
+        return match head {
             Ok(Some(head))
                 if memchr::memchr(b'$', head.insert.table.raw_name.as_slice()).is_some()
                     && scope.covers(head.insert.table.schema.as_deref()) =>
@@ -229,8 +232,11 @@ pub(super) fn read_piece(
         };
     }
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
-        let lexed = kept.and_then(|k| k.of(&p));
-        return match dml::read_lexed(piece, d, lexed.as_deref()) {
+        // (from the kept tokens, and the shape's frame of the statement when it has one)
+        let read = kept
+            .and_then(|k| k.read_dml(piece, &p, d))
+            .unwrap_or_else(|| dml::read_lexed(piece, d, None));
+        return match read {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
             dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
             dml::Read::Unreadable(why) => Read::DmlUnreadable(why),

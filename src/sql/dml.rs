@@ -263,7 +263,19 @@ pub fn read_lexed(sql: &[u8], d: Dialect, lexed: Option<&[Token]>) -> Read {
             &own
         }
     };
-    // each token's placeholder ordinal (how many `?` come before it), counted once
+    let ords = ordinals(toks);
+    let r = Reader {
+        sql,
+        d,
+        t: toks,
+        ords: &ords,
+    };
+    r.statement(None)
+}
+
+/// Each token's placeholder ordinal (how many `?` come before it; one more for the end),
+/// counted once; empty without a placeholder.
+fn ordinals(toks: &[Token]) -> Vec<u32> {
     let mut ords = Vec::new();
     if toks.iter().any(|t| t.is_punct(b'?')) {
         let mut n = 0u32;
@@ -274,13 +286,105 @@ pub fn read_lexed(sql: &[u8], d: Dialect, lexed: Option<&[Token]>) -> Read {
         }
         ords.push(n);
     }
+    ords
+}
+
+/// What reading a statement found that none of its literals changes, for another statement
+/// of the same tokens with other literals in them: one that `scan::Shape` matched (the same
+/// bytes outside its literals, and each literal a `'…'` string whose body is its value or a
+/// run of digits, as in this one). Which tokens are the table's, the alias, the WHERE clause
+/// and its AND terms depends only on words, names and punctuation; what the K terms compare
+/// with, the literals' bytes and the positions are read again from the new tokens
+/// (`read_framed`). The `shape_reading` fuzz target holds the two readings equal.
+#[derive(Debug, Clone)]
+pub enum Frame {
+    /// A reading no literal takes part in (not a DML statement on an HBase table, or one the
+    /// reader does not follow): it is the reading.
+    Whole(Read),
+    /// A SELECT or DELETE, read: its reading without the K terms and positions, and the
+    /// tokens they are read from.
+    Dml(Box<DmlFrame>),
+}
+
+#[derive(Debug, Clone)]
+pub struct DmlFrame {
+    /// The reading: `preds`, `pred_spans`, `backslash_literal` empty, positions to be set.
+    dml: Dml,
+    /// The table reference's first and last tokens.
+    table: Option<(usize, usize)>,
+    alias: Option<usize>,
+    /// The WHERE expression's tokens (`[start, end)`, not empty) and its AND terms, if it is
+    /// a conjunction.
+    body: Option<(usize, usize, Option<Conjuncts>)>,
+}
+
+/// `read_lexed` from kept tokens, and the reading's frame (None: a reading literals take part
+/// in, an UPDATE's SET list or a statement too long to read).
+pub(crate) fn read_framing(sql: &[u8], d: Dialect, toks: &[Token]) -> (Read, Option<Frame>) {
+    if toks.len() > MAX_TOKENS {
+        return (read_lexed(sql, d, Some(toks)), None);
+    }
+    let ords = ordinals(toks);
     let r = Reader {
         sql,
         d,
         t: toks,
         ords: &ords,
     };
-    r.statement()
+    let mut frame = Framing::default();
+    let read = r.statement(Some(&mut frame));
+    let frame = match (&read, frame.update, frame.dml) {
+        (_, true, _) => None,
+        (Read::Dml(_), false, Some(f)) => Some(Frame::Dml(f)),
+        (Read::Dml(_), false, None) => None,
+        (read, false, _) => Some(Frame::Whole(read.clone())),
+    };
+    (read, frame)
+}
+
+/// The reading of the statement `sql` whose tokens `toks` are those of the statement `frame`
+/// was made from, with other literals in them (`Frame`): what `read_lexed` gives for it.
+pub(crate) fn read_framed(sql: &[u8], d: Dialect, toks: &[Token], frame: &Frame) -> Read {
+    let f = match frame {
+        Frame::Whole(read) => return read.clone(),
+        Frame::Dml(f) => f,
+    };
+    let span = |(a, b): (usize, usize)| Some((toks.get(a)?.start, toks.get(b)?.end));
+    let mut dml = f.dml.clone();
+    dml.table_span = f.table.and_then(span).unwrap_or((0, 0));
+    dml.alias = f.alias.and_then(|i| toks.get(i)).map(|t| (t.start, t.end));
+    let Some((start, end, conjuncts)) = &f.body else {
+        return Read::Dml(Box::new(dml));
+    };
+    let body = toks.get(*start..*end).unwrap_or_default();
+    dml.where_end = body.last().map(|t| t.end);
+    dml.backslash_literal = body
+        .iter()
+        .any(|t| t.kind == Tok::Str && memchr::memchr(b'\\', t.text(sql)).is_some());
+    if let Some(conjuncts) = conjuncts {
+        // (a placeholder among the K terms comes before the WHERE clause's end)
+        let ords = if dml.params_before_where_end > 0 {
+            ordinals(toks)
+        } else {
+            Vec::new()
+        };
+        let r = Reader {
+            sql,
+            d,
+            t: toks,
+            ords: &ords,
+        };
+        r.predicates(conjuncts, &mut dml);
+    }
+    Read::Dml(Box::new(dml))
+}
+
+/// What `Reader::statement` leaves for a frame.
+#[derive(Default)]
+struct Framing {
+    /// An UPDATE (its SET list's literals take part in the reading: no frame).
+    update: bool,
+    dml: Option<Box<DmlFrame>>,
 }
 
 /// After an assignment's target at `at`: `=`, or `:=` (one operator to the backend when its
@@ -357,7 +461,8 @@ impl Reader<'_> {
             && (self.word(i - 2, "NEXT") || self.word(i - 2, "PREVIOUS"))
     }
 
-    fn statement(&self) -> Read {
+    /// The statement's reading; with `framing`, also what a frame of it needs.
+    fn statement(&self, mut framing: Option<&mut Framing>) -> Read {
         let mut i = 0;
         let mut explain = false;
         if ["EXPLAIN", "DESCRIBE", "DESC", "ANALYZE"]
@@ -403,6 +508,9 @@ impl Reader<'_> {
                 Read::NotDml
             };
         };
+        if let Some(f) = framing.as_deref_mut() {
+            f.update = verb == Verb::Update;
+        }
         let survey = self.survey(i + 1);
         if !survey.dollar {
             return Read::NotDml;
@@ -447,8 +555,10 @@ impl Reader<'_> {
         let mut j = after;
         let mut alias = None;
         // [AS] alias
+        let mut alias_at = None;
         if self.word(j, "AS") {
             alias = self.t.get(j + 1).map(|t| (t.start, t.end));
+            alias_at = Some(j + 1);
             if !self
                 .t
                 .get(j + 1)
@@ -463,6 +573,7 @@ impl Reader<'_> {
                 && !TABLE_FOLLOWERS.iter().any(|w| self.word(j, w));
             if plain_word || t.kind == Tok::QuotedIdent {
                 alias = Some((t.start, t.end));
+                alias_at = Some(j);
                 j += 1;
             }
         }
@@ -504,7 +615,23 @@ impl Reader<'_> {
             pred_spans: Default::default(),
             three_part_name: survey.three_part_name,
         };
+        let frame = |dml: &Dml, body: Option<(usize, usize, Option<Conjuncts>)>| {
+            Box::new(DmlFrame {
+                dml: Dml {
+                    preds: Preds::new(),
+                    pred_spans: Default::default(),
+                    backslash_literal: false,
+                    ..dml.clone()
+                },
+                table: (after > at_table).then(|| (at_table, after - 1)),
+                alias: alias.and(alias_at),
+                body,
+            })
+        };
         let Some(w) = where_kw else {
+            if let Some(f) = framing {
+                f.dml = Some(frame(&dml, None));
+            }
             return Read::Dml(Box::new(dml));
         };
         // the WHERE expression: up to the first clause word at depth 0
@@ -548,19 +675,28 @@ impl Reader<'_> {
                 _ => {}
             }
         }
-        if let Some(conjuncts) = self.conjuncts(start, end) {
-            for (a, b) in conjuncts {
-                if let Some(p) = self.predicate(a, b) {
-                    dml.preds.push(p);
-                    let span = match (self.t.get(a), self.t.get(b.wrapping_sub(1))) {
-                        (Some(x), Some(y)) => (x.start, y.end),
-                        _ => (0, 0),
-                    };
-                    dml.pred_spans.push(span);
-                }
-            }
+        let conjuncts = self.conjuncts(start, end);
+        if let Some(conjuncts) = &conjuncts {
+            self.predicates(conjuncts, &mut dml);
+        }
+        if let Some(f) = framing {
+            f.dml = Some(frame(&dml, Some((start, end, conjuncts))));
         }
         Read::Dml(Box::new(dml))
+    }
+
+    /// The K terms among the AND terms `conjuncts`, and where each stands.
+    fn predicates(&self, conjuncts: &Conjuncts, dml: &mut Dml) {
+        for &(a, b) in conjuncts {
+            if let Some(p) = self.predicate(a, b) {
+                dml.preds.push(p);
+                let span = match (self.t.get(a), self.t.get(b.wrapping_sub(1))) {
+                    (Some(x), Some(y)) => (x.start, y.end),
+                    _ => (0, 0),
+                };
+                dml.pred_spans.push(span);
+            }
+        }
     }
 
     /// UPDATE's SET list from token `from`: `[t.]col = value, …` up to the first clause word at
@@ -1024,6 +1160,147 @@ impl Reader<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// A statement of the thread's shape is read from the frame its first text left (only
+    /// what its literals decide read again), and the reading is the full one: the K terms,
+    /// an ESCAPE, a LEFT's length, the positions after literals that grew or shrank, several
+    /// statements, a wrapper's part; an UPDATE (its SET list's literals) is read in full.
+    #[test]
+    fn a_repeated_shape_is_read_from_its_frame() {
+        use crate::sql::scan::{reads_after_shape, AfterShape, Dialect};
+        let d = Dialect::default();
+        let cases: [(&str, &str, bool); 8] = [
+            (
+                "SELECT K, Q, T, V FROM t$f WHERE K LIKE 'p%'",
+                "SELECT K, Q, T, V FROM t$f WHERE K LIKE 'a_much_longer_prefix%'",
+                true,
+            ),
+            (
+                "SELECT * FROM t$f AS x WHERE K LIKE 'ab%' ESCAPE '!' AND 1 = 1 ORDER BY K LIMIT 10",
+                "SELECT * FROM t$f AS x WHERE K LIKE 'ab%' ESCAPE 'xy' AND 1 = 1 ORDER BY K LIMIT 2000",
+                true,
+            ),
+            (
+                "DELETE FROM db.t$f WHERE LEFT(K, 3) = 'abc' AND Q = 'q'",
+                "DELETE FROM db.t$f WHERE LEFT(K, 99999999999999999999999) = '' AND Q = 'q1'",
+                true,
+            ),
+            (
+                "SELECT * FROM t$f WHERE K IN ('a', 'b') AND K >= '1'; SELECT 1 FROM t$f y WHERE '7' = K",
+                "SELECT * FROM t$f WHERE K IN ('a', 'bbbbbbb') AND K >= ''; SELECT 1 FROM t$f y WHERE '' = K",
+                true,
+            ),
+            (
+                "SET STATEMENT max_statement_time = 5 FOR SELECT * FROM t$f WHERE K = 'k'",
+                "SET STATEMENT max_statement_time = 50000 FOR SELECT * FROM t$f WHERE K = 'kkkk'",
+                true,
+            ),
+            (
+                "SELECT * FROM t$f WHERE K BETWEEN 'a' AND 'b' OR K = 'c'",
+                "SELECT * FROM t$f WHERE K BETWEEN 'aa' AND 'bb' OR K = ''",
+                true,
+            ),
+            (
+                "SELECT * FROM plain WHERE K = 'a'",
+                "SELECT * FROM plain WHERE K = 'abc'",
+                true,
+            ),
+            (
+                "UPDATE t$f SET V = 'v' WHERE K = 'a'",
+                "UPDATE t$f SET V = 'longer' WHERE K = 'b'",
+                false,
+            ),
+        ];
+        for (first, then, framed) in cases {
+            let (reads, from_shape) =
+                reads_after_shape(&[first.as_bytes()], then.as_bytes(), d, 4097);
+            assert!(from_shape, "{then}");
+            let dml: Vec<_> = reads
+                .iter()
+                .filter_map(|r| match r {
+                    AfterShape::Dml {
+                        framed,
+                        full,
+                        from_frame,
+                    } => Some((framed, full, *from_frame)),
+                    AfterShape::Head { .. } => None,
+                })
+                .collect();
+            assert!(!dml.is_empty(), "{then}");
+            for (via_frame, full, from_frame) in &dml {
+                assert_eq!(via_frame, full, "{then}");
+                assert_eq!(*from_frame, framed, "{then}");
+            }
+            // the text itself read on its own gives the same (its literals differ from the
+            // frame's first text's)
+            let own = super::read(then.split(';').next().unwrap_or_default().as_bytes(), d);
+            assert_eq!(&own, dml[0].1, "{then}");
+        }
+        // the K terms were read again: the new prefix, not the first text's
+        let (reads, _) = reads_after_shape(
+            &[b"SELECT * FROM t$f WHERE K LIKE 'p%'"],
+            b"SELECT * FROM t$f WHERE K LIKE 'qq%'",
+            d,
+            4097,
+        );
+        let Some(AfterShape::Dml {
+            framed: super::Read::Dml(x),
+            from_frame: true,
+            ..
+        }) = reads.first()
+        else {
+            panic!("{reads:?}")
+        };
+        assert!(matches!(
+            &x.preds[0],
+            super::Pred::Like { pattern: super::Operand::Lit { bytes, .. }, .. } if bytes == b"qq%"
+        ));
+        assert_eq!(x.where_end, Some(36));
+    }
+
+    /// An INSERT's head is read from its frame too: the column list's end and where the rows
+    /// begin moved with the literals before them.
+    #[test]
+    fn a_repeated_insert_head_is_read_from_its_frame() {
+        use crate::sql::scan::{reads_after_shape, AfterShape, Dialect};
+        let d = Dialect::default();
+        for (first, then) in [
+            (
+                "INSERT INTO t$f (K, Q, T, V) VALUES ('k', 'q', -1, 'v')",
+                "INSERT INTO t$f (K, Q, T, V) VALUES ('kkkkk', '', -17, 'vvvvvvv')",
+            ),
+            (
+                "SELECT 'a'; REPLACE LOW_PRIORITY db.t$f PARTITION (p0) (K, V) VALUE ('k', 'v')",
+                "SELECT 'aaaa'; REPLACE LOW_PRIORITY db.t$f PARTITION (p0) (K, V) VALUE ('', 'v')",
+            ),
+            (
+                "INSERT INTO t$f SET K = 'k', Q = 'q'",
+                "INSERT INTO t$f SET K = 'kk', Q = ''",
+            ),
+        ] {
+            let (reads, from_shape) =
+                reads_after_shape(&[first.as_bytes()], then.as_bytes(), d, 4097);
+            assert!(from_shape, "{then}");
+            let mut heads = 0;
+            for r in &reads {
+                assert!(r.same(), "{r:?}");
+                if let AfterShape::Head {
+                    framed: Ok(Some(h)),
+                    from_frame,
+                    ..
+                } = r
+                {
+                    assert!(from_frame, "{then}");
+                    // (the first statement's column list ends where the text says)
+                    if let (Some(c), Some(e)) = (h.insert.columns_close, then.find(") VALUES")) {
+                        assert_eq!(c, e, "{then}");
+                    }
+                    heads += 1;
+                }
+            }
+            assert_eq!(heads, 1, "{then}");
+        }
+    }
+
     #[test]
     fn a_clause_word_is_one_of_the_list() {
         // every word of the list, in any case, and none else of the words read around them

@@ -360,6 +360,62 @@ pub fn read_head_resumable(
     Ok(Some(Head { insert, resume }))
 }
 
+/// What reading an INSERT's head found that none of its literals changes, for another
+/// statement of the same tokens with other literals (`dml::Frame` says when that is): the
+/// head is read from words, names and punctuation only, so it is this one but for the
+/// offsets, which are read again from the new tokens (`read_head_framed`). The
+/// `shape_reading` fuzz target holds the two readings equal.
+#[derive(Debug, Clone)]
+pub struct HeadFrame {
+    head: Result<Option<Head>, &'static str>,
+    /// The token of the column list's closing parenthesis.
+    close: Option<usize>,
+}
+
+/// `read_head_resumable` over kept tokens, and the reading's frame (None: an offset that
+/// is no token's, which a head read over kept tokens does not have).
+pub(crate) fn read_head_framing(
+    sql: &[u8],
+    d: Dialect,
+    toks: &[Token],
+) -> (Result<Option<Head>, &'static str>, Option<HeadFrame>) {
+    let head = read_head_resumable(sql, d, Some(toks));
+    let close = match &head {
+        Ok(Some(h)) => match h.insert.columns_close {
+            Some(c) => {
+                let i = toks.partition_point(|t| t.start < c);
+                if toks.get(i).map(|t| t.start) != Some(c) {
+                    return (head, None);
+                }
+                Some(i)
+            }
+            None => None,
+        },
+        _ => None,
+    };
+    let frame = HeadFrame {
+        head: head.clone(),
+        close,
+    };
+    (head, Some(frame))
+}
+
+/// The head of the statement whose tokens `toks` are those of the statement `frame` was made
+/// from, with other literals in them: what `read_head_resumable` gives for it.
+pub(crate) fn read_head_framed(
+    toks: &[Token],
+    frame: &HeadFrame,
+) -> Result<Option<Head>, &'static str> {
+    let mut head = frame.head.clone();
+    if let Ok(Some(h)) = &mut head {
+        h.insert.columns_close = frame.close.and_then(|i| toks.get(i)).map(|t| t.start);
+        if let Some(r) = &mut h.resume {
+            r.next_start = toks.get(r.taken).map(|t| t.start);
+        }
+    }
+    head
+}
+
 /// Where the reader's tokens come from: the scanner, or the tokens a split kept.
 enum Toks<'a> {
     Lex(Scanner<'a>),

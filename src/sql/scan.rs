@@ -1175,6 +1175,11 @@ impl Kept {
     /// lexing it alone gives them), if all were kept. Borrowed for a statement at the start of
     /// the text, copied for a later one.
     pub fn of(&self, p: &Piece) -> Option<std::borrow::Cow<'_, [Token]>> {
+        self.of_indexed(p).map(|(toks, _)| toks)
+    }
+
+    /// `of`, and where the statement's tokens stand among the text's (first, count).
+    fn of_indexed(&self, p: &Piece) -> Option<(std::borrow::Cow<'_, [Token]>, TokenRange)> {
         if self.max == 0 {
             return None;
         }
@@ -1185,11 +1190,92 @@ impl Kept {
             _ => self.tokens.len(),
         };
         let toks = self.tokens.get(a..b)?;
-        Some(if p.start == 0 {
-            std::borrow::Cow::Borrowed(toks)
-        } else {
-            toks.iter().map(|t| t.relative_to(p.start)).collect()
-        })
+        // (at most `max` tokens: the indexes fit)
+        let at = (a as u32, (b - a) as u32);
+        Some((
+            if p.start == 0 {
+                std::borrow::Cow::Borrowed(toks)
+            } else {
+                toks.iter().map(|t| t.relative_to(p.start)).collect()
+            },
+            at,
+        ))
+    }
+
+    /// Statement `p` (its bytes `piece`) read by the DML reader from the kept tokens, if all
+    /// were kept. A statement of a text of the thread's shape whose reading the shape keeps
+    /// (`dml::Frame`: what the reading found that no literal changes) is read from that: only
+    /// what its literals decide is read again. A statement read in full leaves its frame with
+    /// the shape for the texts of the shape that follow.
+    pub(crate) fn read_dml(&self, piece: &[u8], p: &Piece, d: Dialect) -> Option<super::dml::Read> {
+        self.read_dml_framed(piece, p, d).map(|(read, _)| read)
+    }
+
+    /// `read_dml`, and whether it was read from a frame.
+    fn read_dml_framed(
+        &self,
+        piece: &[u8],
+        p: &Piece,
+        d: Dialect,
+    ) -> Option<(super::dml::Read, bool)> {
+        let (toks, at) = self.of_indexed(p)?;
+        let Some(shape) = self.shape.as_deref() else {
+            return Some((super::dml::read_lexed(piece, d, Some(&toks)), false));
+        };
+        let mut frames = shape.frames.borrow_mut();
+        let found = frames.iter().find_map(|(fd, fat, frame)| match frame {
+            Frame::Dml(frame) if *fat == at && *fd == d => Some(frame),
+            _ => None,
+        });
+        if let Some(frame) = found {
+            return Some((super::dml::read_framed(piece, d, &toks, frame), true));
+        }
+        let (read, frame) = super::dml::read_framing(piece, d, &toks);
+        if let (Some(frame), true) = (frame, frames.len() < SHAPE_FRAMES) {
+            frames.push((d, at, Frame::Dml(frame)));
+        }
+        Some((read, false))
+    }
+
+    /// Statement `p`'s INSERT head (`insert::read_head_resumable`) read from the kept tokens,
+    /// if all were kept: from the shape's frame of it, as `read_dml` reads.
+    pub(crate) fn read_insert_head(
+        &self,
+        piece: &[u8],
+        p: &Piece,
+        d: Dialect,
+    ) -> Option<InsertHead> {
+        self.read_insert_head_framed(piece, p, d)
+            .map(|(head, _)| head)
+    }
+
+    /// `read_insert_head`, and whether it was read from a frame.
+    fn read_insert_head_framed(
+        &self,
+        piece: &[u8],
+        p: &Piece,
+        d: Dialect,
+    ) -> Option<(InsertHead, bool)> {
+        let (toks, at) = self.of_indexed(p)?;
+        let Some(shape) = self.shape.as_deref() else {
+            return Some((
+                super::insert::read_head_resumable(piece, d, Some(&toks)),
+                false,
+            ));
+        };
+        let mut frames = shape.frames.borrow_mut();
+        let found = frames.iter().find_map(|(fd, fat, frame)| match frame {
+            Frame::Head(frame) if *fat == at && *fd == d => Some(frame),
+            _ => None,
+        });
+        if let Some(frame) = found {
+            return Some((super::insert::read_head_framed(&toks, frame), true));
+        }
+        let (head, frame) = super::insert::read_head_framing(piece, d, &toks);
+        if let (Some(frame), true) = (frame, frames.len() < SHAPE_FRAMES) {
+            frames.push((d, at, Frame::Head(Box::new(frame))));
+        }
+        Some((head, false))
     }
 }
 
@@ -1239,7 +1325,28 @@ struct Shape {
     /// `;` after it (its start is the end); `u32::MAX`: the text's start or end. None: a bound
     /// that is no token's (then the shape is not used).
     bounds: Option<smallvec::SmallVec<[(u32, u32); 2]>>,
+    /// What the DML reader found in the shape's statements that no literal changes, by the
+    /// reading's dialect and where the statement's tokens stand (`Kept::read_dml`): emptied
+    /// whenever the shape is made again.
+    frames: std::cell::RefCell<Vec<(Dialect, TokenRange, Frame)>>,
 }
+
+/// A statement's reading a shape keeps (`Kept::read_dml`, `Kept::read_insert_head`).
+#[derive(Debug)]
+enum Frame {
+    Dml(super::dml::Frame),
+    Head(Box<super::insert::HeadFrame>),
+}
+
+/// An INSERT's head, read (`insert::read_head_resumable`).
+pub type InsertHead = Result<Option<super::insert::Head>, &'static str>;
+
+/// Where a statement's tokens stand among its text's: the first one's index, and how many.
+type TokenRange = (u32, u32);
+
+/// Most statement readings a shape keeps (a statement may be read in part as well as whole:
+/// twice its statements).
+const SHAPE_FRAMES: usize = 2 * SHAPE_PIECES;
 
 /// Most bytes of a text kept as a shape: longer ones are lexed each time.
 const SHAPE_BYTES: usize = 16 * 1024;
@@ -1515,6 +1622,7 @@ pub fn statements_keeping(
             shape.pieces = pieces.clone();
             shape.ambiguity = *ambiguity;
             shape.indexed = false;
+            shape.frames.get_mut().clear();
             kept.shape = Some(shape);
         }
         // (a shape that may be half moved is not kept)
@@ -1551,6 +1659,106 @@ pub fn statements_after_shape(
     // (a text split in full leaves a shape to index)
     let from_shape = split.is_ok() && kept.shape.as_ref().is_some_and(|s| s.indexed);
     (split, tokens, from_shape)
+}
+
+/// A statement read after its text was taken from the thread's shape, from the shape's frame
+/// of it where it keeps one (`from_frame`) and in full from the same tokens: by the DML reader
+/// and as an INSERT's head.
+#[doc(hidden)]
+#[derive(Debug)]
+pub enum AfterShape {
+    Dml {
+        framed: super::dml::Read,
+        full: super::dml::Read,
+        from_frame: bool,
+    },
+    Head {
+        framed: InsertHead,
+        full: InsertHead,
+        from_frame: bool,
+    },
+}
+
+impl AfterShape {
+    /// The two readings are the same (a head's where its rows begin included).
+    pub fn same(&self) -> bool {
+        match self {
+            AfterShape::Dml { framed, full, .. } => framed == full,
+            AfterShape::Head { framed, full, .. } => format!("{framed:?}") == format!("{full:?}"),
+        }
+    }
+
+    pub fn from_frame(&self) -> bool {
+        match self {
+            AfterShape::Dml { from_frame, .. } | AfterShape::Head { from_frame, .. } => *from_frame,
+        }
+    }
+}
+
+/// Each statement of `sql` (and the part of it a wrapper runs, `executed_part`) read after
+/// the thread split and read each of `earlier` in turn (`AfterShape`), and whether the text
+/// was taken from the shape. What the `shape_reading` fuzz target compares.
+#[doc(hidden)]
+pub fn reads_after_shape(
+    earlier: &[&[u8]],
+    sql: &[u8],
+    d: Dialect,
+    max: usize,
+) -> (Vec<AfterShape>, bool) {
+    keep_shapes_on_this_thread();
+    SHAPE.take();
+    // every statement, and the part of it a wrapper runs
+    let parts = |sql: &[u8], pieces: &Pieces| -> Vec<Piece> {
+        let mut out = Vec::new();
+        for p in pieces {
+            out.push(*p);
+            let ex = executed_part(sql.get(p.start..p.end).unwrap_or_default(), d);
+            if ex.offset > 0 {
+                out.push(Piece {
+                    start: p.start + ex.offset,
+                    ..*p
+                });
+            }
+        }
+        out
+    };
+    for text in earlier {
+        let mut kept = Kept::new(max);
+        if let Ok((pieces, _)) = statements_keeping(text, d, &mut kept) {
+            for p in parts(text, &pieces) {
+                let piece = text.get(p.start..p.end).unwrap_or_default();
+                let _ = kept.read_dml(piece, &p, d);
+                let _ = kept.read_insert_head(piece, &p, d);
+            }
+        }
+    }
+    let mut kept = Kept::new(max);
+    let mut reads = Vec::new();
+    let Ok((pieces, _)) = statements_keeping(sql, d, &mut kept) else {
+        return (reads, false);
+    };
+    let from_shape = kept.shape.as_ref().is_some_and(|s| s.indexed);
+    for p in parts(sql, &pieces) {
+        let piece = sql.get(p.start..p.end).unwrap_or_default();
+        let Some(toks) = kept.of(&p).map(std::borrow::Cow::into_owned) else {
+            continue;
+        };
+        if let Some((framed, from_frame)) = kept.read_dml_framed(piece, &p, d) {
+            reads.push(AfterShape::Dml {
+                framed,
+                full: super::dml::read_lexed(piece, d, Some(&toks)),
+                from_frame,
+            });
+        }
+        if let Some((framed, from_frame)) = kept.read_insert_head_framed(piece, &p, d) {
+            reads.push(AfterShape::Head {
+                framed,
+                full: super::insert::read_head_resumable(piece, d, Some(&toks)),
+                from_frame,
+            });
+        }
+    }
+    (reads, from_shape)
 }
 
 /// `statements_keeping` without its tighter loop for the tokens after a statement is settled:
