@@ -106,8 +106,15 @@ pub struct Dml {
 /// A list of identifiers kept in one buffer (each as a 4-byte length and its bytes): inline
 /// for a WHERE clause's few short names (`K`, `Q`: no allocation), else one allocation for
 /// the whole clause instead of one per identifier.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Default, PartialEq, Eq)]
 pub struct Idents(smallvec::SmallVec<[u8; 32]>);
+
+/// (by hand: the bytes copied at once, not one by one as the small vector's own `clone` does)
+impl Clone for Idents {
+    fn clone(&self) -> Idents {
+        Idents(smallvec::SmallVec::from_slice(&self.0))
+    }
+}
 
 impl Idents {
     pub fn push(&mut self, ident: &[u8]) {
@@ -349,6 +356,8 @@ pub(crate) fn read_framed(sql: &[u8], d: Dialect, toks: &[Token], frame: &Frame)
         Frame::Whole(read) => return read.clone(),
         Frame::Dml(f) => f,
     };
+    // (the frame's tokens are these: the key it was found by holds their count)
+    debug_assert!(f.body.as_ref().is_none_or(|(_, end, _)| *end <= toks.len()));
     let span = |(a, b): (usize, usize)| Some((toks.get(a)?.start, toks.get(b)?.end));
     let mut dml = f.dml.clone();
     dml.table_span = f.table.and_then(span).unwrap_or((0, 0));

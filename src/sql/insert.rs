@@ -114,7 +114,8 @@ pub struct Insert {
     pub ignore: bool,
     pub table: TableName,
     /// The column list as written (unquoted), None without one (all columns in table order).
-    pub columns: Option<Vec<Name>>,
+    /// (shared: a head read from a shape's frame is a copy of the frame's, `HeadFrame`)
+    pub columns: Option<std::sync::Arc<[Name]>>,
     /// Offset of the column list's closing parenthesis (where a column is added).
     pub columns_close: Option<usize>,
     pub source: Source,
@@ -234,7 +235,7 @@ pub fn read_lexed_after(
                 Ok(c) => c,
                 Err(why) => return Read::Unreadable(why),
             };
-            head.columns = Some(columns);
+            head.columns = Some(columns.into());
             rows = 1;
             let row = Row {
                 index: 0,
@@ -407,6 +408,8 @@ pub(crate) fn read_head_framed(
     frame: &HeadFrame,
 ) -> Result<Option<Head>, &'static str> {
     let mut head = frame.head.clone();
+    // (the frame's tokens are these: the key it was found by holds their count)
+    debug_assert!(frame.close.is_none_or(|i| i < toks.len()));
     if let Ok(Some(h)) = &mut head {
         h.insert.columns_close = frame.close.and_then(|i| toks.get(i)).map(|t| t.start);
         if let Some(r) = &mut h.resume {
@@ -540,7 +543,7 @@ impl<'a> Reader<'a> {
                 return Ok(Some(head));
             }
             let (cols, close) = self.column_list()?;
-            head.columns = Some(cols);
+            head.columns = Some(cols.into());
             head.columns_close = Some(close);
             t = self.tok()?;
         }
@@ -1287,7 +1290,7 @@ mod tests {
         let (r, got) = rows("INSERT g$f SET K = 'a', Q = 'b', T = -1, V = LOWER('x') ON DUPLICATE KEY UPDATE V = 'y', g$f.T = 2");
         let h = head(&r);
         assert_eq!(h.source, Source::Set);
-        assert_eq!(h.columns.as_ref().map(Vec::len), Some(4));
+        assert_eq!(h.columns.as_deref().map(<[_]>::len), Some(4));
         assert_eq!(
             got,
             vec![vec![b(b"a"), b(b"b"), Value::Int(-1), Value::Unknown]]

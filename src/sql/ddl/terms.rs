@@ -10,7 +10,7 @@ pub enum RangeBound {
     MaxValue,
 }
 
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[derive(Debug, PartialEq, Eq, Hash)]
 pub struct TableName {
     pub schema: Option<String>,
     /// (names of up to 24 bytes, most, are kept inline: reading a statement's table costs no
@@ -20,6 +20,19 @@ pub struct TableName {
     /// `schema` are their lossy UTF-8 readings, for messages and rules).
     pub raw_schema: Option<Vec<u8>>,
     pub raw_name: crate::sql::scan::Ident,
+}
+
+/// (by hand: the raw name's bytes copied at once, not one by one as the small vector's own
+/// `clone` does; a statement read from a shape's frame copies its table's name)
+impl Clone for TableName {
+    fn clone(&self) -> TableName {
+        TableName {
+            schema: self.schema.clone(),
+            name: self.name.clone(),
+            raw_schema: self.raw_schema.clone(),
+            raw_name: crate::sql::scan::Ident::from_slice(&self.raw_name),
+        }
+    }
 }
 
 impl TableName {
