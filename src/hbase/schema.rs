@@ -102,9 +102,14 @@ impl TableSchema {
         if !self.grouped {
             return &self.name;
         }
-        self.name
-            .split_once('$')
-            .map_or(self.name.as_str(), |(g, _)| g)
+        // (a byte search: a name is short, and `split_once` sets up a searcher for it; every
+        // checked write asks this for its place)
+        let end = self
+            .name
+            .bytes()
+            .position(|b| b == b'$')
+            .unwrap_or(self.name.len());
+        self.name.get(..end).unwrap_or(&self.name)
     }
 
     /// The partition a rowkey (or prefix) is placed in on this backend.
