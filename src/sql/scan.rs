@@ -1231,7 +1231,7 @@ impl Kept {
             return Some((super::dml::read_framed(piece, d, &toks, frame), true));
         }
         let (read, frame) = super::dml::read_framing(piece, d, &toks);
-        if let (Some(frame), true) = (frame, frames.len() < SHAPE_FRAMES) {
+        if let (Some(frame), true) = (frame, room_for_frame(&frames, at)) {
             frames.push((d, at, Frame::Dml(frame)));
         }
         Some((read, false))
@@ -1272,7 +1272,7 @@ impl Kept {
             return Some((super::insert::read_head_framed(&toks, frame), true));
         }
         let (head, frame) = super::insert::read_head_framing(piece, d, &toks);
-        if let (Some(frame), true) = (frame, frames.len() < SHAPE_FRAMES) {
+        if let (Some(frame), true) = (frame, room_for_frame(&frames, at)) {
             frames.push((d, at, Frame::Head(Box::new(frame))));
         }
         Some((head, false))
@@ -1347,6 +1347,15 @@ type TokenRange = (u32, u32);
 /// Most statement readings a shape keeps (a statement may be read in part as well as whole:
 /// twice its statements).
 const SHAPE_FRAMES: usize = 2 * SHAPE_PIECES;
+
+/// Whether a shape with `frames` keeps one more, of the statement whose tokens stand at `at`:
+/// at most `SHAPE_FRAMES` of them, over at most `SHAPE_TOKEN_ROOM` tokens in all. What a
+/// frame holds beyond its fixed part grows with its statement's tokens (its column names,
+/// AND terms and identifiers): so bounded, a shape's frames hold at most about 200 KiB.
+fn room_for_frame(frames: &[(Dialect, TokenRange, Frame)], at: TokenRange) -> bool {
+    let framed: usize = frames.iter().map(|(_, (_, n), _)| *n as usize).sum();
+    frames.len() < SHAPE_FRAMES && framed + at.1 as usize <= SHAPE_TOKEN_ROOM
+}
 
 /// Most bytes of a text kept as a shape: longer ones are lexed each time.
 const SHAPE_BYTES: usize = 16 * 1024;
@@ -1688,6 +1697,17 @@ impl AfterShape {
         }
     }
 
+    /// Whether a reading of this statement leaves a frame: an INSERT's head always, a DML
+    /// reading of a SELECT or DELETE (an UPDATE's SET list holds literals).
+    pub fn framed_kind(&self) -> bool {
+        match self {
+            AfterShape::Dml { full, .. } => {
+                matches!(full, super::dml::Read::Dml(x) if x.verb != super::dml::Verb::Update)
+            }
+            AfterShape::Head { .. } => true,
+        }
+    }
+
     pub fn from_frame(&self) -> bool {
         match self {
             AfterShape::Dml { from_frame, .. } | AfterShape::Head { from_frame, .. } => *from_frame,
@@ -1722,13 +1742,25 @@ pub fn reads_after_shape(
         }
         out
     };
+    // (as `engine::read::read_piece` reads a statement: by its first word, one reader; it
+    // reads a wrapped statement's inner part only, this reads both, which the frames have
+    // room for; and it shapes no text with an executable comment, this may)
+    let is_insert = |piece: &[u8]| {
+        Scanner::new(piece, d)
+            .next()
+            .and_then(Result::ok)
+            .is_some_and(|t| t.is_word(piece, "INSERT") || t.is_word(piece, "REPLACE"))
+    };
     for text in earlier {
         let mut kept = Kept::new(max);
         if let Ok((pieces, _)) = statements_keeping(text, d, &mut kept) {
             for p in parts(text, &pieces) {
                 let piece = text.get(p.start..p.end).unwrap_or_default();
-                let _ = kept.read_dml(piece, &p, d);
-                let _ = kept.read_insert_head(piece, &p, d);
+                if is_insert(piece) {
+                    let _ = kept.read_insert_head(piece, &p, d);
+                } else {
+                    let _ = kept.read_dml(piece, &p, d);
+                }
             }
         }
     }
@@ -1743,17 +1775,18 @@ pub fn reads_after_shape(
         let Some(toks) = kept.of(&p).map(std::borrow::Cow::into_owned) else {
             continue;
         };
-        if let Some((framed, from_frame)) = kept.read_dml_framed(piece, &p, d) {
+        if is_insert(piece) {
+            if let Some((framed, from_frame)) = kept.read_insert_head_framed(piece, &p, d) {
+                reads.push(AfterShape::Head {
+                    framed,
+                    full: super::insert::read_head_resumable(piece, d, Some(&toks)),
+                    from_frame,
+                });
+            }
+        } else if let Some((framed, from_frame)) = kept.read_dml_framed(piece, &p, d) {
             reads.push(AfterShape::Dml {
                 framed,
                 full: super::dml::read_lexed(piece, d, Some(&toks)),
-                from_frame,
-            });
-        }
-        if let Some((framed, from_frame)) = kept.read_insert_head_framed(piece, &p, d) {
-            reads.push(AfterShape::Head {
-                framed,
-                full: super::insert::read_head_resumable(piece, d, Some(&toks)),
                 from_frame,
             });
         }
@@ -1990,6 +2023,27 @@ pub fn has_executable_comment(sql: &[u8]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A shape keeps at most `SHAPE_FRAMES` frames, over at most `SHAPE_TOKEN_ROOM` tokens.
+    #[test]
+    fn a_shape_keeps_frames_within_its_bounds() {
+        let d = Dialect::default();
+        let frame = || {
+            Frame::Dml(super::super::dml::Frame::Whole(
+                super::super::dml::Read::NotDml,
+            ))
+        };
+        let mut frames = vec![(d, (0, 4600), frame())];
+        assert!(room_for_frame(&frames, (4600, 8)));
+        assert!(!room_for_frame(&frames, (4600, 9)));
+        frames.clear();
+        for i in 0..SHAPE_FRAMES as u32 - 1 {
+            frames.push((d, (i, 1), frame()));
+        }
+        assert!(room_for_frame(&frames, (100, 1)));
+        frames.push((d, (99, 1), frame()));
+        assert!(!room_for_frame(&frames, (100, 1)));
+    }
 
     /// An executable comment is `/*!` or `/*M!` anywhere in the bytes, as the naive search
     /// over every position finds it.
