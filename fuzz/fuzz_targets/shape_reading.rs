@@ -12,9 +12,8 @@
 
 use libfuzzer_sys::fuzz_target;
 
-use obkv_proxy::sql::scan::{
-    reads_after_shape, statements_keeping_unsettled, Dialect, Flavor, Kept, Tok,
-};
+use obkv_proxy::sql::framed::reads_after_shape;
+use obkv_proxy::sql::scan::{statements_keeping_unsettled, Dialect, Flavor, Kept, Tok};
 
 const MAX: usize = 4097;
 

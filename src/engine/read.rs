@@ -205,7 +205,7 @@ pub(super) fn read_piece(
         // the head is enough here (the rows are read once the table's schema is known)
         // (from the kept tokens, and the shape's frame of the head when it has one)
         let head = kept
-            .and_then(|k| k.read_insert_head(piece, &p, d))
+            .and_then(|k| crate::sql::framed::read_insert_head(k, piece, &p, d))
             .unwrap_or_else(|| crate::sql::insert::read_head_resumable(piece, d, None));
         return match head {
             Ok(Some(head))
@@ -234,7 +234,7 @@ pub(super) fn read_piece(
     if dml_too && !p.program && DML_WORDS.iter().any(|w| first.is_word(piece, w)) {
         // (from the kept tokens, and the shape's frame of the statement when it has one)
         let read = kept
-            .and_then(|k| k.read_dml(piece, &p, d))
+            .and_then(|k| crate::sql::framed::read_dml(k, piece, &p, d))
             .unwrap_or_else(|| dml::read_lexed(piece, d, None));
         return match read {
             dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),

@@ -10,6 +10,7 @@ pub mod diagnostics;
 pub mod digest;
 pub mod dml;
 pub mod dynamic;
+pub mod framed;
 pub mod insert;
 pub mod lexer;
 pub mod load;

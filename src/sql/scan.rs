@@ -1202,80 +1202,17 @@ impl Kept {
         ))
     }
 
-    /// Statement `p` (its bytes `piece`) read by the DML reader from the kept tokens, if all
-    /// were kept. A statement of a text of the thread's shape whose reading the shape keeps
-    /// (`dml::Frame`: what the reading found that no literal changes) is read from that: only
-    /// what its literals decide is read again. A statement read in full leaves its frame with
-    /// the shape for the texts of the shape that follow.
-    pub(crate) fn read_dml(&self, piece: &[u8], p: &Piece, d: Dialect) -> Option<super::dml::Read> {
-        self.read_dml_framed(piece, p, d).map(|(read, _)| read)
-    }
-
-    /// `read_dml`, and whether it was read from a frame.
-    fn read_dml_framed(
-        &self,
-        piece: &[u8],
-        p: &Piece,
-        d: Dialect,
-    ) -> Option<(super::dml::Read, bool)> {
+    /// Statement `p`'s tokens (as `of` gives them), where they stand among the text's, and
+    /// the frames of the shape this text is or becomes, if all tokens were kept (`framed`
+    /// reads with them).
+    pub(crate) fn framing(&self, p: &Piece) -> Option<Framing<'_>> {
         let (toks, at) = self.of_indexed(p)?;
-        let Some(shape) = self.shape.as_deref() else {
-            return Some((super::dml::read_lexed(piece, d, Some(&toks)), false));
-        };
-        let mut frames = shape.frames.borrow_mut();
-        let found = frames.iter().find_map(|(fd, fat, frame)| match frame {
-            Frame::Dml(frame) if *fat == at && *fd == d => Some(frame),
-            _ => None,
-        });
-        if let Some(frame) = found {
-            return Some((super::dml::read_framed(piece, d, &toks, frame), true));
-        }
-        let (read, frame) = super::dml::read_framing(piece, d, &toks);
-        if let (Some(frame), true) = (frame, room_for_frame(&frames, at)) {
-            frames.push((d, at, Frame::Dml(frame)));
-        }
-        Some((read, false))
+        Some((toks, at, self.shape.as_deref().map(|s| &s.frames)))
     }
 
-    /// Statement `p`'s INSERT head (`insert::read_head_resumable`) read from the kept tokens,
-    /// if all were kept: from the shape's frame of it, as `read_dml` reads.
-    pub(crate) fn read_insert_head(
-        &self,
-        piece: &[u8],
-        p: &Piece,
-        d: Dialect,
-    ) -> Option<InsertHead> {
-        self.read_insert_head_framed(piece, p, d)
-            .map(|(head, _)| head)
-    }
-
-    /// `read_insert_head`, and whether it was read from a frame.
-    fn read_insert_head_framed(
-        &self,
-        piece: &[u8],
-        p: &Piece,
-        d: Dialect,
-    ) -> Option<(InsertHead, bool)> {
-        let (toks, at) = self.of_indexed(p)?;
-        let Some(shape) = self.shape.as_deref() else {
-            return Some((
-                super::insert::read_head_resumable(piece, d, Some(&toks)),
-                false,
-            ));
-        };
-        let mut frames = shape.frames.borrow_mut();
-        let found = frames.iter().find_map(|(fd, fat, frame)| match frame {
-            Frame::Head(frame) if *fat == at && *fd == d => Some(frame),
-            _ => None,
-        });
-        if let Some(frame) = found {
-            return Some((super::insert::read_head_framed(&toks, frame), true));
-        }
-        let (head, frame) = super::insert::read_head_framing(piece, d, &toks);
-        if let (Some(frame), true) = (frame, room_for_frame(&frames, at)) {
-            frames.push((d, at, Frame::Head(Box::new(frame))));
-        }
-        Some((head, false))
+    /// Whether this text's tokens were taken from the thread's shape.
+    pub(crate) fn taken_from_shape(&self) -> bool {
+        self.shape.as_ref().is_some_and(|s| s.indexed)
     }
 }
 
@@ -1325,34 +1262,66 @@ struct Shape {
     /// `;` after it (its start is the end); `u32::MAX`: the text's start or end. None: a bound
     /// that is no token's (then the shape is not used).
     bounds: Option<smallvec::SmallVec<[(u32, u32); 2]>>,
-    /// What the DML reader found in the shape's statements that no literal changes, by the
-    /// reading's dialect and where the statement's tokens stand (`Kept::read_dml`): emptied
-    /// whenever the shape is made again.
-    frames: std::cell::RefCell<Vec<(Dialect, TokenRange, Frame)>>,
+    /// What the readers found in the shape's statements that no literal changes
+    /// (`framed`): emptied whenever the shape is made again.
+    frames: Frames,
 }
-
-/// A statement's reading a shape keeps (`Kept::read_dml`, `Kept::read_insert_head`).
-#[derive(Debug)]
-enum Frame {
-    Dml(super::dml::Frame),
-    Head(Box<super::insert::HeadFrame>),
-}
-
-/// An INSERT's head, read (`insert::read_head_resumable`).
-pub type InsertHead = Result<Option<super::insert::Head>, &'static str>;
 
 /// Where a statement's tokens stand among its text's: the first one's index, and how many.
-type TokenRange = (u32, u32);
+pub(crate) type TokenRange = (u32, u32);
+
+/// A frame of one of the readers (`Frames`).
+type AnyFrame = Box<dyn std::any::Any + Send>;
+
+/// A statement's kept tokens, where they stand, and its shape's frames (`Kept::framing`).
+pub(crate) type Framing<'a> = (
+    std::borrow::Cow<'a, [Token]>,
+    TokenRange,
+    Option<&'a Frames>,
+);
 
 /// Most statement readings a shape keeps (a statement may be read in part as well as whole:
 /// twice its statements).
 const SHAPE_FRAMES: usize = 2 * SHAPE_PIECES;
 
+/// The readings a shape keeps of its statements (`framed`), each by the reading's dialect,
+/// where the statement's tokens stand, and its kind (the reader's frame type): kept here
+/// without knowing the readers, which read with `scan`'s tokens (so `scan` imports none of
+/// them).
+#[derive(Debug, Default)]
+pub(crate) struct Frames(std::cell::RefCell<Vec<(Dialect, TokenRange, AnyFrame)>>);
+
+impl Frames {
+    /// `f` of the frame of type `T` kept for a statement at `at` read under `d`, if one is.
+    pub(crate) fn find<T: std::any::Any, R>(
+        &self,
+        d: Dialect,
+        at: TokenRange,
+        f: impl FnOnce(&T) -> R,
+    ) -> Option<R> {
+        let frames = self.0.borrow();
+        frames
+            .iter()
+            .filter(|(fd, fat, _)| *fat == at && *fd == d)
+            .find_map(|(_, _, frame)| frame.downcast_ref::<T>())
+            .map(f)
+    }
+
+    /// Keeps `frame` for a statement at `at` read under `d`, if there is room
+    /// (`room_for_frame`).
+    pub(crate) fn keep<T: std::any::Any + Send>(&self, d: Dialect, at: TokenRange, frame: T) {
+        let mut frames = self.0.borrow_mut();
+        if room_for_frame(&frames, at) {
+            frames.push((d, at, Box::new(frame)));
+        }
+    }
+}
+
 /// Whether a shape with `frames` keeps one more, of the statement whose tokens stand at `at`:
 /// at most `SHAPE_FRAMES` of them, over at most `SHAPE_TOKEN_ROOM` tokens in all. What a
 /// frame holds beyond its fixed part grows with its statement's tokens (its column names,
 /// AND terms and identifiers): so bounded, a shape's frames hold at most about 200 KiB.
-fn room_for_frame(frames: &[(Dialect, TokenRange, Frame)], at: TokenRange) -> bool {
+fn room_for_frame<F>(frames: &[(Dialect, TokenRange, F)], at: TokenRange) -> bool {
     let framed: usize = frames.iter().map(|(_, (_, n), _)| *n as usize).sum();
     frames.len() < SHAPE_FRAMES && framed + at.1 as usize <= SHAPE_TOKEN_ROOM
 }
@@ -1631,7 +1600,7 @@ pub fn statements_keeping(
             shape.pieces = pieces.clone();
             shape.ambiguity = *ambiguity;
             shape.indexed = false;
-            shape.frames.get_mut().clear();
+            shape.frames.0.get_mut().clear();
             kept.shape = Some(shape);
         }
         // (a shape that may be half moved is not kept)
@@ -1670,128 +1639,12 @@ pub fn statements_after_shape(
     (split, tokens, from_shape)
 }
 
-/// A statement read after its text was taken from the thread's shape, from the shape's frame
-/// of it where it keeps one (`from_frame`) and in full from the same tokens: by the DML reader
-/// and as an INSERT's head.
+/// Forgets this thread's shapes (and lets it keep them): the next text is lexed in full. For
+/// the test hooks that start from no shape (`framed::reads_after_shape`).
 #[doc(hidden)]
-#[derive(Debug)]
-pub enum AfterShape {
-    Dml {
-        framed: super::dml::Read,
-        full: super::dml::Read,
-        from_frame: bool,
-    },
-    Head {
-        framed: InsertHead,
-        full: InsertHead,
-        from_frame: bool,
-    },
-}
-
-impl AfterShape {
-    /// The two readings are the same (a head's where its rows begin included).
-    pub fn same(&self) -> bool {
-        match self {
-            AfterShape::Dml { framed, full, .. } => framed == full,
-            AfterShape::Head { framed, full, .. } => format!("{framed:?}") == format!("{full:?}"),
-        }
-    }
-
-    /// Whether a reading of this statement leaves a frame: an INSERT's head always, a DML
-    /// reading of a SELECT or DELETE (an UPDATE's SET list holds literals).
-    pub fn framed_kind(&self) -> bool {
-        match self {
-            AfterShape::Dml { full, .. } => {
-                matches!(full, super::dml::Read::Dml(x) if x.verb != super::dml::Verb::Update)
-            }
-            AfterShape::Head { .. } => true,
-        }
-    }
-
-    pub fn from_frame(&self) -> bool {
-        match self {
-            AfterShape::Dml { from_frame, .. } | AfterShape::Head { from_frame, .. } => *from_frame,
-        }
-    }
-}
-
-/// Each statement of `sql` (and the part of it a wrapper runs, `executed_part`) read after
-/// the thread split and read each of `earlier` in turn (`AfterShape`), and whether the text
-/// was taken from the shape. What the `shape_reading` fuzz target compares.
-#[doc(hidden)]
-pub fn reads_after_shape(
-    earlier: &[&[u8]],
-    sql: &[u8],
-    d: Dialect,
-    max: usize,
-) -> (Vec<AfterShape>, bool) {
+pub fn forget_shapes() {
     keep_shapes_on_this_thread();
     SHAPE.take();
-    // every statement, and the part of it a wrapper runs
-    let parts = |sql: &[u8], pieces: &Pieces| -> Vec<Piece> {
-        let mut out = Vec::new();
-        for p in pieces {
-            out.push(*p);
-            let ex = executed_part(sql.get(p.start..p.end).unwrap_or_default(), d);
-            if ex.offset > 0 {
-                out.push(Piece {
-                    start: p.start + ex.offset,
-                    ..*p
-                });
-            }
-        }
-        out
-    };
-    // (as `engine::read::read_piece` reads a statement: by its first word, one reader; it
-    // reads a wrapped statement's inner part only, this reads both, which the frames have
-    // room for; and it shapes no text with an executable comment, this may)
-    let is_insert = |piece: &[u8]| {
-        Scanner::new(piece, d)
-            .next()
-            .and_then(Result::ok)
-            .is_some_and(|t| t.is_word(piece, "INSERT") || t.is_word(piece, "REPLACE"))
-    };
-    for text in earlier {
-        let mut kept = Kept::new(max);
-        if let Ok((pieces, _)) = statements_keeping(text, d, &mut kept) {
-            for p in parts(text, &pieces) {
-                let piece = text.get(p.start..p.end).unwrap_or_default();
-                if is_insert(piece) {
-                    let _ = kept.read_insert_head(piece, &p, d);
-                } else {
-                    let _ = kept.read_dml(piece, &p, d);
-                }
-            }
-        }
-    }
-    let mut kept = Kept::new(max);
-    let mut reads = Vec::new();
-    let Ok((pieces, _)) = statements_keeping(sql, d, &mut kept) else {
-        return (reads, false);
-    };
-    let from_shape = kept.shape.as_ref().is_some_and(|s| s.indexed);
-    for p in parts(sql, &pieces) {
-        let piece = sql.get(p.start..p.end).unwrap_or_default();
-        let Some(toks) = kept.of(&p).map(std::borrow::Cow::into_owned) else {
-            continue;
-        };
-        if is_insert(piece) {
-            if let Some((framed, from_frame)) = kept.read_insert_head_framed(piece, &p, d) {
-                reads.push(AfterShape::Head {
-                    framed,
-                    full: super::insert::read_head_resumable(piece, d, Some(&toks)),
-                    from_frame,
-                });
-            }
-        } else if let Some((framed, from_frame)) = kept.read_dml_framed(piece, &p, d) {
-            reads.push(AfterShape::Dml {
-                framed,
-                full: super::dml::read_lexed(piece, d, Some(&toks)),
-                from_frame,
-            });
-        }
-    }
-    (reads, from_shape)
 }
 
 /// `statements_keeping` without its tighter loop for the tokens after a statement is settled:
@@ -2028,11 +1881,7 @@ mod tests {
     #[test]
     fn a_shape_keeps_frames_within_its_bounds() {
         let d = Dialect::default();
-        let frame = || {
-            Frame::Dml(super::super::dml::Frame::Whole(
-                super::super::dml::Read::NotDml,
-            ))
-        };
+        let frame = || 0u8;
         let mut frames = vec![(d, (0, 4600), frame())];
         assert!(room_for_frame(&frames, (4600, 8)));
         assert!(!room_for_frame(&frames, (4600, 9)));
