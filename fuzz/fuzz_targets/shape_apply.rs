@@ -3,22 +3,17 @@
 //! reference the other targets hold the split to): the same statements, ambiguity and tokens,
 //! or the same error.
 //!
-//! First byte: the dialect (NO_BACKSLASH_ESCAPES, ANSI_QUOTES, a multibyte character set,
-//! plain comments; the top two bits: MariaDB, OceanBase, MySQL, MySQL or OceanBase) and
-//! whether the replacements below are kept to what a shape takes. Then a text A up to the first 0xFF byte, and bytes B after it. A is split (it
-//! becomes the shape); then A with the body of each of its `'…'` strings and runs of digits
-//! replaced by bytes of B (any bytes: quotes, backslashes, bytes >= 0x80, an empty run, so
-//! that the shape must also refuse), a second such text after that one (the tokens moved
-//! twice), A after both, and B itself are split after it and compared with their own split.
+//! Input (`shape_input`): a dialect byte, a text A, 0xFF, bytes B. A is split (it becomes
+//! the shape); then the texts made of A with B's bytes in its literals, A again and B are
+//! split after it and compared with their own split.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-use obkv_proxy::sql::scan::{
-    statements_after_shape, statements_keeping_unsettled, Dialect, Flavor, Kept, Tok,
-};
+use obkv_proxy::sql::scan::{statements_after_shape, statements_keeping_unsettled, Dialect, Kept};
 
-const MAX: usize = 4097;
+mod shape_input;
+use shape_input::MAX;
 
 fn check(earlier: &[&[u8]], sql: &[u8], d: Dialect) {
     let (via, via_tokens, _) = statements_after_shape(earlier, sql, d, MAX);
@@ -48,93 +43,4 @@ fn check(earlier: &[&[u8]], sql: &[u8], d: Dialect) {
     }
 }
 
-fuzz_target!(|data: &[u8]| {
-    let Some((&flags, rest)) = data.split_first() else {
-        return;
-    };
-    let (flavor, version) = match flags >> 6 {
-        0 => (Flavor::MariaDb, 101119),
-        1 => (Flavor::OceanBase, 50725),
-        2 => (Flavor::MySql, 80030),
-        _ => (Flavor::MySqlOrOceanBase, 50725),
-    };
-    let d = Dialect {
-        flavor,
-        version,
-        no_backslash_escapes: flags & 1 != 0,
-        ansi_quotes: flags & 2 != 0,
-        multibyte_backslash: flags & 4 != 0,
-        plain_comments: flags & 8 != 0,
-    };
-    let cut = rest.iter().position(|&b| b == 0xFF).unwrap_or(rest.len());
-    let a = &rest[..cut];
-    let b = rest.get(cut + 1..).unwrap_or_default();
-    // A's literals, from its own split
-    let mut kept = Kept::new(MAX);
-    if statements_keeping_unsettled(a, d, &mut kept).is_err() {
-        check(&[a], b, d);
-        return;
-    }
-    let whole = obkv_proxy::sql::scan::Piece {
-        start: 0,
-        end: a.len(),
-        program: false,
-    };
-    let Some(tokens) = kept.of(&whole).map(|t| t.into_owned()) else {
-        return;
-    };
-    // A with its literals' bodies replaced by bytes of B, a few at a time (and again, a
-    // different few)
-    let made = refill(a, &tokens, b, 3, flags);
-    let again = refill(a, &tokens, b, 7, flags);
-    check(&[a], &made, d);
-    check(&[a, &made], &again, d);
-    check(&[a, &made, &again], a, d);
-    check(&[a], b, d);
-    check(&[a], a, d);
-});
-
-fn refill(
-    a: &[u8],
-    tokens: &[obkv_proxy::sql::scan::Token],
-    b: &[u8],
-    n: usize,
-    flags: u8,
-) -> Vec<u8> {
-    let mut made = Vec::with_capacity(a.len() + b.len());
-    let mut from = 0;
-    let mut fill = b.chunks(n).cycle();
-    for t in tokens {
-        let (s, e) = match t.kind {
-            Tok::Str if t.end >= t.start + 2 => (t.start + 1, t.end - 1),
-            Tok::Number => (t.start, t.end),
-            _ => continue,
-        };
-        made.extend_from_slice(&a[from..s]);
-        let body = if b.is_empty() {
-            &b"7"[..]
-        } else {
-            fill.next().unwrap_or_default()
-        };
-        // mostly what the shape takes: digits for digits, a string body without its quote
-        let body: Vec<u8> = if flags & 16 == 0 {
-            body.iter()
-                .map(|&c| {
-                    if t.kind == Tok::Number {
-                        b'0' + c % 10
-                    } else if c == b'\'' || c == b'\\' || c >= 0x80 {
-                        b'a' + c % 26
-                    } else {
-                        c
-                    }
-                })
-                .collect()
-        } else {
-            body.to_vec()
-        };
-        made.extend_from_slice(&body);
-        from = e;
-    }
-    made.extend_from_slice(&a[from..]);
-    made
-}
+fuzz_target!(|data: &[u8]| shape_input::run(data, check));

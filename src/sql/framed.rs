@@ -34,14 +34,35 @@ fn read_dml_framed(
     p: &Piece,
     d: Dialect,
 ) -> Option<(dml::Read, bool)> {
+    read_with_frames(
+        kept,
+        p,
+        d,
+        |t| dml::read_lexed(piece, d, Some(t)),
+        |t| dml::read_framing(piece, d, t),
+        |t, f| dml::read_framed(piece, d, t, f),
+    )
+}
+
+/// Statement `p` read from the kept tokens, if all were kept: `full` without a shape,
+/// `framed` from the shape's frame of type `F` of it, else `framing`, whose frame the shape
+/// keeps; and whether it was read from a frame.
+fn read_with_frames<R, F: std::any::Any + Send>(
+    kept: &scan::Kept,
+    p: &Piece,
+    d: Dialect,
+    full: impl FnOnce(&[scan::Token]) -> R,
+    framing: impl FnOnce(&[scan::Token]) -> (R, Option<F>),
+    framed: impl FnOnce(&[scan::Token], &F) -> R,
+) -> Option<(R, bool)> {
     let (toks, at, frames) = kept.framing(p)?;
     let Some(frames) = frames else {
-        return Some((dml::read_lexed(piece, d, Some(&toks)), false));
+        return Some((full(&toks), false));
     };
-    if let Some(read) = frames.find(d, at, |f: &dml::Frame| dml::read_framed(piece, d, &toks, f)) {
+    if let Some(read) = frames.find(d, at, |f: &F| framed(&toks, f)) {
         return Some((read, true));
     }
-    let (read, frame) = dml::read_framing(piece, d, &toks);
+    let (read, frame) = framing(&toks);
     if let Some(frame) = frame {
         frames.keep(d, at, frame);
     }
@@ -66,20 +87,14 @@ fn read_insert_head_framed(
     p: &Piece,
     d: Dialect,
 ) -> Option<(InsertHead, bool)> {
-    let (toks, at, frames) = kept.framing(p)?;
-    let Some(frames) = frames else {
-        return Some((insert::read_head_resumable(piece, d, Some(&toks)), false));
-    };
-    if let Some(head) = frames.find(d, at, |f: &insert::HeadFrame| {
-        insert::read_head_framed(&toks, f)
-    }) {
-        return Some((head, true));
-    }
-    let (head, frame) = insert::read_head_framing(piece, d, &toks);
-    if let Some(frame) = frame {
-        frames.keep(d, at, frame);
-    }
-    Some((head, false))
+    read_with_frames(
+        kept,
+        p,
+        d,
+        |t| insert::read_head_resumable(piece, d, Some(t)),
+        |t| insert::read_head_framing(piece, d, t),
+        insert::read_head_framed,
+    )
 }
 
 /// A statement read after its text was taken from the thread's shape, from the shape's frame
