@@ -10,6 +10,7 @@
 
 use std::borrow::Cow;
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use super::ddl::TableName;
 use super::scan::{
@@ -115,7 +116,7 @@ pub struct Insert {
     pub table: TableName,
     /// The column list as written (unquoted), None without one (all columns in table order).
     /// (shared: a head read from a shape's frame is a copy of the frame's, `HeadFrame`)
-    pub columns: Option<std::sync::Arc<[Name]>>,
+    pub columns: Option<Arc<[Name]>>,
     /// Offset of the column list's closing parenthesis (where a column is added).
     pub columns_close: Option<usize>,
     pub source: Source,
@@ -146,9 +147,25 @@ pub enum Read {
     Unreadable(&'static str),
     /// Read; `rows` rows were handed to the callback (all of them unless it stopped early).
     Insert {
-        head: Box<Insert>,
+        head: Arc<Insert>,
         rows: usize,
     },
+}
+
+/// A row's values as they are read.
+type RowValues<'a> = Vec<Value<'a>>;
+
+/// Most values (and spans) of a row whose room a thread keeps for the next statement's rows.
+const ROW_ROOM: usize = 16;
+
+/// A row's value and span buffers, empty.
+type RowBufs = (Vec<Value<'static>>, Vec<(usize, usize)>);
+
+thread_local! {
+    /// The row buffers of `read_lexed_after`, empty, kept between statements (a statement
+    /// costs no allocation for them): at most `ROW_ROOM` values' room.
+    static ROW_BUFS: std::cell::Cell<RowBufs> =
+        const { std::cell::Cell::new((Vec::new(), Vec::new())) };
 }
 
 /// Most values a row may have before the reader gives up (a table has at most 4,096 columns).
@@ -192,7 +209,7 @@ pub fn read_lexed_after(
     d: Dialect,
     lexed: Option<&[Token]>,
     head: Option<Head>,
-    mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+    on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
 ) -> Read {
     let resumed = match (head, lexed) {
         (Some(h), Some(all)) => h.resume.and_then(|at| {
@@ -220,26 +237,45 @@ pub fn read_lexed_after(
             }
         }
     };
-    let mut head = head;
+    // reused row to row, and kept for the thread's next statement; made for four values at
+    // once (an HBase row's K, Q, T, V): a one-row INSERT goes through no growth
+    let (mut values, mut spans): (RowValues, _) = ROW_BUFS.take();
+    values.reserve(4);
+    spans.reserve(4);
+    let read = read_rows(&mut r, head, &mut values, &mut spans, on_row);
+    values.clear();
+    spans.clear();
+    if values.capacity() <= ROW_ROOM && spans.capacity() <= ROW_ROOM {
+        // (emptied, it holds no borrowed bytes: collected in place, as `Value<'static>`)
+        let values = values.into_iter().map(Value::into_owned).collect();
+        ROW_BUFS.set((values, spans));
+    }
+    read
+}
+
+/// `read_lexed_after`'s rows and tail, after the head, over the buffers `values` and `spans`.
+fn read_rows<'a>(
+    r: &mut Reader<'a>,
+    mut head: Arc<Insert>,
+    values: &mut RowValues<'a>,
+    spans: &mut Vec<(usize, usize)>,
+    mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+) -> Read {
     let mut rows = 0usize;
     let mut stopped = false;
-    // reused row to row; made for four values at once (an HBase row's K, Q, T, V): a one-row
-    // INSERT goes through no growth
-    let mut values: Vec<Value> = Vec::with_capacity(4);
-    let mut spans: Vec<(usize, usize)> = Vec::with_capacity(4);
     match head.source {
         Source::Query => {}
         Source::Set => {
             let mut columns = Vec::new();
-            let close = match r.set_list(&mut columns, &mut values) {
+            let close = match r.set_list(&mut columns, values) {
                 Ok(c) => c,
                 Err(why) => return Read::Unreadable(why),
             };
-            head.columns = Some(columns.into());
+            Arc::make_mut(&mut head).columns = Some(columns.into());
             rows = 1;
             let row = Row {
                 index: 0,
-                values: &values,
+                values,
                 spans: &[],
                 close,
             };
@@ -248,14 +284,14 @@ pub fn read_lexed_after(
         Source::Values => loop {
             values.clear();
             spans.clear();
-            let close = match r.row(&mut values, &mut spans) {
+            let close = match r.row(values, spans) {
                 Ok(c) => c,
                 Err(why) => return Read::Unreadable(why),
             };
             let row = Row {
                 index: rows,
-                values: &values,
-                spans: &spans,
+                values,
+                spans,
                 close,
             };
             rows += 1;
@@ -280,9 +316,13 @@ pub fn read_lexed_after(
             _ => r.tail(),
         };
         match tail {
+            // (a head read from a frame is shared with it: copied only when there is
+            // something to add)
+            Ok((cols, values)) if cols.is_empty() && values.is_empty() => {}
             Ok((cols, values)) => {
-                head.on_duplicate = cols;
-                head.on_duplicate_values = values;
+                let h = Arc::make_mut(&mut head);
+                h.on_duplicate = cols;
+                h.on_duplicate_values = values;
             }
             Err(why) => return Read::Unreadable(why),
         }
@@ -296,7 +336,7 @@ pub fn read_head(
     sql: &[u8],
     d: Dialect,
     lexed: Option<&[Token]>,
-) -> Result<Option<Box<Insert>>, &'static str> {
+) -> Result<Option<Arc<Insert>>, &'static str> {
     Reader::new(sql, d, lexed).head()
 }
 
@@ -304,9 +344,10 @@ pub fn read_head(
 /// goes on from there).
 #[derive(Debug, Clone)]
 pub struct Head {
-    /// (boxed once where it is read: the head goes on to the row reading and into
-    /// `Read::Insert` without being copied again)
-    pub insert: Box<Insert>,
+    /// (shared where it is read: the head goes on to the row reading and into `Read::Insert`
+    /// without being copied again, and a head read from a frame is the frame's, `HeadFrame`,
+    /// copied only when an offset in it moved)
+    pub insert: Arc<Insert>,
     resume: Option<Resume>,
 }
 
@@ -411,7 +452,10 @@ pub(crate) fn read_head_framed(
     // (the frame's tokens are these: the key it was found by holds their count)
     debug_assert!(frame.close.is_none_or(|i| i < toks.len()));
     if let Ok(Some(h)) = &mut head {
-        h.insert.columns_close = frame.close.and_then(|i| toks.get(i)).map(|t| t.start);
+        let close = frame.close.and_then(|i| toks.get(i)).map(|t| t.start);
+        if h.insert.columns_close != close {
+            Arc::make_mut(&mut h.insert).columns_close = close;
+        }
         if let Some(r) = &mut h.resume {
             r.next_start = toks.get(r.taken).map(|t| t.start);
         }
@@ -494,7 +538,7 @@ impl<'a> Reader<'a> {
     }
 
     /// Everything up to the rows. None: not an INSERT / REPLACE.
-    fn head(&mut self) -> Step<Option<Box<Insert>>> {
+    fn head(&mut self) -> Step<Option<Arc<Insert>>> {
         let first = self.tok()?;
         let replace = if self.word_is(&first, "INSERT") {
             false
@@ -516,8 +560,7 @@ impl<'a> Reader<'a> {
             t = self.tok()?;
         }
         let table = self.table_name(t)?;
-        // (boxed as it is made: it is handed on, not copied, from here)
-        let mut head = Box::new(Insert {
+        let mut head = Insert {
             replace,
             ignore,
             table,
@@ -527,7 +570,7 @@ impl<'a> Reader<'a> {
             on_duplicate: Vec::new(),
             on_duplicate_values: Vec::new(),
             partition_selection: false,
-        });
+        };
         let mut t = self.tok()?;
         if self.word_is(&t, "PARTITION") {
             head.partition_selection = true;
@@ -540,7 +583,7 @@ impl<'a> Reader<'a> {
             let after = self.peek()?;
             if self.word_is(&after, "SELECT") || self.word_is(&after, "WITH") {
                 head.source = Source::Query;
-                return Ok(Some(head));
+                return Ok(Some(Arc::new(head)));
             }
             let (cols, close) = self.column_list()?;
             head.columns = Some(cols.into());
@@ -563,7 +606,7 @@ impl<'a> Reader<'a> {
         } else {
             return Err("an INSERT shape the reader does not follow");
         }
-        Ok(Some(head))
+        Ok(Some(Arc::new(head)))
     }
 
     fn table_name(&mut self, first: Option<Token>) -> Step<TableName> {
@@ -644,7 +687,7 @@ impl<'a> Reader<'a> {
     }
 
     /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
-    fn row(&mut self, out: &mut Vec<Value<'a>>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
+    fn row(&mut self, out: &mut RowValues<'a>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
         let mut t = self.tok()?;
         if self.word_is(&t, "ROW") {
             t = self.tok()?;
@@ -710,7 +753,7 @@ impl<'a> Reader<'a> {
 
     /// `SET a = v, b = v` up to the end of the list: columns and values; returns the offset
     /// just after the last value (where an assignment is added).
-    fn set_list(&mut self, cols: &mut Vec<Name>, out: &mut Vec<Value<'a>>) -> Step<usize> {
+    fn set_list(&mut self, cols: &mut Vec<Name>, out: &mut RowValues<'a>) -> Step<usize> {
         loop {
             let first = self.tok()?;
             self.assignment_target(first, cols, "a SET list the reader does not follow")?;
@@ -1050,16 +1093,24 @@ fn int_value<'a>(sql: &[u8], t: &Token, negative: bool) -> Value<'a> {
 }
 
 /// The value of a run of decimal digits, if it is one within i128. Up to 18 digits cannot
-/// overflow a u64: summed without checks (a timestamp is 13), longer runs with them.
+/// overflow a u64: summed without checks (a timestamp is 13), eight at a time, longer runs
+/// with checks.
 fn integer(text: &[u8]) -> Option<i128> {
     if text.len() <= 18 {
         let mut n: u64 = 0;
-        for &c in text {
-            let digit = c.wrapping_sub(b'0');
-            if digit > 9 {
-                return None;
-            }
-            n = n * 10 + u64::from(digit);
+        let mut eights = text.chunks_exact(8);
+        for chunk in eights.by_ref() {
+            let mut bytes = [0u8; 8];
+            bytes.copy_from_slice(chunk);
+            n = n * 100_000_000 + eight_digits(u64::from_le_bytes(bytes))?;
+        }
+        // the rest as the low digits of a word led by zeros
+        let rest = eights.remainder();
+        let slot = 8usize.checked_sub(rest.len()).filter(|_| !rest.is_empty());
+        if let (Some(slot), Some(&scale)) = (slot, POW10.get(rest.len())) {
+            let mut bytes = [b'0'; 8];
+            bytes.get_mut(slot..)?.copy_from_slice(rest);
+            n = n * scale + eight_digits(u64::from_le_bytes(bytes))?;
         }
         return Some(i128::from(n));
     }
@@ -1073,9 +1124,84 @@ fn integer(text: &[u8]) -> Option<i128> {
     Some(n)
 }
 
+/// Powers of ten below 10^8 (a run's last digits, fewer than eight).
+const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
+
+/// The value of eight ASCII digits read as a little-endian word (the first digit in the low
+/// byte), None when a byte is no digit (`scan::digit_run`'s test: `c ^ 0x30` below 10): pairs,
+/// then fours, then the eight combined, each step in every lane at once.
+#[inline]
+fn eight_digits(w: u64) -> Option<u64> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (LO * 0x30);
+    if (x.wrapping_add(LO * 0x76) | x) & (LO * 0x80) != 0 {
+        return None;
+    }
+    let v = (x.wrapping_mul(10) + (x >> 8)) & 0x00ff_00ff_00ff_00ff;
+    let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
+    Some((v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A statement's row buffers are kept, emptied, for the thread's next one (the next
+    /// statement allocates none), and not beyond `ROW_ROOM` values: a wide row's are dropped.
+    #[test]
+    fn row_buffers_are_kept_for_the_next_statement_within_their_room() {
+        let each = |_: &Insert, _: Row<'_>| ControlFlow::Continue(());
+        let sql = b"INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c')";
+        assert!(matches!(
+            read(sql, Dialect::default(), each),
+            Read::Insert { .. }
+        ));
+        let (values, spans) = ROW_BUFS.take();
+        assert!(values.is_empty() && spans.is_empty());
+        assert!(values.capacity() >= 4 && spans.capacity() >= 4);
+        ROW_BUFS.set((values, spans));
+        let wide = format!(
+            "INSERT INTO g$f VALUES ({})",
+            vec!["'x'"; ROW_ROOM + 1].join(", ")
+        );
+        assert!(matches!(
+            read(wide.as_bytes(), Dialect::default(), each),
+            Read::Insert { .. }
+        ));
+        let (values, spans) = ROW_BUFS.take();
+        assert!(values.capacity() <= ROW_ROOM && spans.capacity() <= ROW_ROOM);
+    }
+
+    /// A run of digits of every length up to 40, of every digit in every place, reads as the
+    /// standard library parses it; anything but digits is no integer.
+    #[test]
+    fn integers_read_eight_digits_at_a_time_as_parsed() {
+        for len in 1..=40usize {
+            for d in 0..10u8 {
+                for at in 0..len {
+                    let t: Vec<u8> = (0..len)
+                        .map(|i| {
+                            if i == at {
+                                b'0' + d
+                            } else {
+                                b'0' + (i * 7 % 10) as u8
+                            }
+                        })
+                        .collect();
+                    let parsed = std::str::from_utf8(&t).unwrap().parse::<i128>().ok();
+                    assert_eq!(integer(&t), parsed, "{t:?}");
+                    let mut bad = t.clone();
+                    bad[at] = [b'/', b':', b'a', b'.', 0x80][usize::from(d) % 5];
+                    assert_eq!(integer(&bad), None, "{bad:?}");
+                }
+            }
+        }
+        assert_eq!(
+            integer(b"999999999999999999"),
+            Some(999_999_999_999_999_999)
+        );
+        assert_eq!(integer(b""), Some(0));
+    }
 
     #[test]
     fn rows_read_after_a_kept_head_are_the_rows_read_whole() {

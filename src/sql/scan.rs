@@ -1419,6 +1419,44 @@ fn plain_string_end(sql: &[u8], s: usize) -> Option<usize> {
     (body.get(k) == Some(&b'\'')).then_some(s + k + 2)
 }
 
+/// Whether a gap of a text is the shape's: most gaps are a few bytes, compared in place rather
+/// than by a call.
+#[inline]
+fn same_gap(gap: &[u8], new: &[u8]) -> bool {
+    if gap.len() <= 16 {
+        gap.len() == new.len() && gap.iter().zip(new).all(|(a, b)| a == b)
+    } else {
+        gap == new
+    }
+}
+
+/// How many ASCII digits `b` begins with: eight bytes a step (a byte `c` is a digit when
+/// `c ^ 0x30` is below 10: adding 0x76 sets its high bit otherwise, or it was set; a carry out
+/// of a byte with its high bit set only reaches bytes above the first marked one), then byte
+/// by byte.
+#[inline]
+pub(crate) fn digit_run(b: &[u8]) -> usize {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let mut words = b.chunks_exact(8);
+    let mut k = 0;
+    for chunk in words.by_ref() {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let x = u64::from_le_bytes(bytes) ^ (LO * 0x30);
+        let m = (x.wrapping_add(LO * 0x76) | x) & HI;
+        if m != 0 {
+            return k + (m.trailing_zeros() / 8) as usize;
+        }
+        k += 8;
+    }
+    k + words
+        .remainder()
+        .iter()
+        .position(|c| !c.is_ascii_digit())
+        .unwrap_or(words.remainder().len())
+}
+
 impl Shape {
     /// Finds the tokens' `slots` and `bounds`.
     fn index(&mut self) {
@@ -1486,64 +1524,53 @@ impl Shape {
     /// after it (a plain string changes no ambiguity, and both its first byte and the byte
     /// after it are as before); so every token is the shape's, moved by what the literals
     /// before it grew or shrank by (the `shape_apply` fuzz target compares the two). The
-    /// tokens are moved in place, and `sql`'s split returned. None: not of the shape (the tokens may be half moved: the shape is to be
-    /// made again).
+    /// tokens are moved in place, and `sql`'s split returned. None: not of the shape (the
+    /// tokens may be half moved: the shape is to be made again).
     fn apply(&mut self, sql: &[u8]) -> Option<(Pieces, Ambiguity)> {
         let bounds = self.bounds.as_ref()?;
         let toks = self.tokens.as_mut_slice();
-        let mut gap_start = 0usize;
-        let mut gaps = self.gap_ends.iter();
-        // the last literal's end in the shape (o) and in `sql` (n); the first token after it
-        let (mut o, mut n, mut from) = (0usize, 0usize, 0usize);
-        // the tokens from `from` on are moved by what the literals before them changed (their
-        // bytes are compared with the gap they stand in at the next literal)
-        let shift = |toks: &mut [Token], o: usize, n: usize| {
-            if n != o {
-                for x in toks {
-                    x.start = x.start.wrapping_sub(o).wrapping_add(n);
-                    x.end = x.end.wrapping_sub(o).wrapping_add(n);
-                }
-            }
-        };
-        for &i in &self.slots {
-            let i = i as usize;
-            let t = *toks.get(i)?;
-            let gap_end = *gaps.next()? as usize;
-            let gap = self.gaps.get(gap_start..gap_end)?;
+        let gaps = self.gaps.as_slice();
+        // `sql`'s bytes matched so far (n); what the literals so far grew or shrank the text
+        // by (delta, wrapping); the first token not yet moved (from); the next gap's start
+        let (mut n, mut delta, mut from, mut gap_start) = (0usize, 0usize, 0usize, 0usize);
+        for (&i, &gap_end) in self.slots.iter().zip(&self.gap_ends) {
+            let (i, gap_end) = (i as usize, gap_end as usize);
+            let gap = gaps.get(gap_start..gap_end)?;
             gap_start = gap_end;
             let s = n.checked_add(gap.len())?;
-            let new_gap = sql.get(n..s)?;
-            // (most gaps are a few bytes: compared in place rather than by a call)
-            let same = if gap.len() <= 16 {
-                gap.iter().zip(new_gap).all(|(a, b)| a == b)
-            } else {
-                gap == new_gap
-            };
-            if !same {
+            if !same_gap(gap, sql.get(n..s)?) {
                 return None;
+            }
+            // the tokens before the literal are moved by what the literals before them
+            // changed (their bytes are the gap just compared), then the literal is read
+            let (t, before) = toks.get_mut(from..=i)?.split_last_mut()?;
+            if delta != 0 {
+                for x in before {
+                    x.start = x.start.wrapping_add(delta);
+                    x.end = x.end.wrapping_add(delta);
+                }
             }
             let e = if t.kind == Tok::Str {
                 plain_string_end(sql, s)?
             } else {
-                let rest = sql.get(s..)?;
-                let k = rest
-                    .iter()
-                    .position(|c| !c.is_ascii_digit())
-                    .unwrap_or(rest.len());
-                if k == 0 {
-                    return None;
+                match digit_run(sql.get(s..)?) {
+                    0 => return None,
+                    k => s + k,
                 }
-                s + k
             };
-            shift(toks.get_mut(from..i)?, o, n);
-            let x = toks.get_mut(i)?;
-            (x.start, x.end) = (s, e);
-            (o, n, from) = (t.end, e, i + 1);
+            delta = e.wrapping_sub(t.end);
+            (t.start, t.end) = (s, e);
+            (n, from) = (e, i + 1);
         }
-        if sql.get(n..)? != self.gaps.get(gap_start..)? {
+        if sql.get(n..)? != gaps.get(gap_start..)? {
             return None;
         }
-        shift(toks.get_mut(from..)?, o, n);
+        if delta != 0 {
+            for x in toks.get_mut(from..)? {
+                x.start = x.start.wrapping_add(delta);
+                x.end = x.end.wrapping_add(delta);
+            }
+        }
         let toks = &*toks;
         let mut pieces = Pieces::new();
         for (p, &(a, b)) in self.pieces.iter().zip(bounds) {
@@ -1954,6 +1981,27 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The word-at-a-time digit run is the byte-by-byte one, for every byte after runs of
+    /// every length (bytes one off from a digit, 0x7F/0x80, 0xFF and zero bytes included).
+    #[test]
+    fn digit_run_agrees_with_a_byte_by_byte_count() {
+        let naive = |h: &[u8]| h.iter().take_while(|c| c.is_ascii_digit()).count();
+        let mut checked = 0;
+        for len in 0..20 {
+            for stop in 0..=255u8 {
+                for tail in [0u8, b'0', 0x80, 0xff] {
+                    let mut h: Vec<u8> = (0..len).map(|i| b'0' + (i % 10) as u8).collect();
+                    h.push(stop);
+                    h.extend([tail; 9]);
+                    assert_eq!(digit_run(&h), naive(&h), "{h:?}");
+                    assert_eq!(digit_run(&h[..len]), len);
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 20_000);
     }
 
     /// The word-at-a-time search finds what a byte-by-byte one finds, wherever the byte

@@ -69,6 +69,25 @@ pub fn check_insert(
     )
 }
 
+/// Where K, Q, T and V are among `names` (the first of each, as ASCII case-insensitive
+/// names): one pass over them.
+fn kqtv_at<'n>(names: impl Iterator<Item = &'n [u8]>) -> [Option<usize>; 4] {
+    let mut at = [None; 4];
+    for (i, name) in names.enumerate() {
+        let j = match name {
+            [b'K' | b'k'] => 0,
+            [b'Q' | b'q'] => 1,
+            [b'T' | b't'] => 2,
+            [b'V' | b'v'] => 3,
+            _ => continue,
+        };
+        if let Some(slot @ None) = at.get_mut(j) {
+            *slot = Some(i);
+        }
+    }
+    at
+}
+
 /// `check_insert`, over the statement's tokens when the text's split kept them
 /// (`scan::Kept::of`; None: the statement is lexed), going on after the head the router read
 /// over them when there is one (`insert::read_lexed_after`).
@@ -108,7 +127,10 @@ pub fn check_insert_lexed(
                     .iter()
                     .position(|c| col_is(c.as_bytes(), name)),
             };
-            at_kqtv = [position("K"), position("Q"), position("T"), position("V")];
+            at_kqtv = match &head.columns {
+                Some(c) => kqtv_at(c.iter().map(|c| &c[..])),
+                None => kqtv_at(limits.columns.iter().map(|c| c.as_bytes())),
+            };
             // a VALUES row may carry the prefix column's value (a backup restores it): checked
             // row by row below; any other source or form writes it unchecked
             if head.source != Source::Values {
@@ -409,4 +431,32 @@ pub fn check_assigned(
             why: "an UPDATE with a join, a subquery or another shape the reader does not place",
         }),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one pass finds what a search for each name finds: the first column that is the
+    /// name, in either case, and nothing for a longer name that begins with it.
+    #[test]
+    fn kqtv_found_in_one_pass_as_by_name() {
+        let lists: [&[&str]; 6] = [
+            &["K", "Q", "T", "V"],
+            &["v", "t", "q", "k"],
+            &["K", "k", "KK", "Q", "q", "x"],
+            &["KQ", "TV", "", "Kq"],
+            &[],
+            &["a", "T", "b", "V", "T", "K"],
+        ];
+        for names in lists {
+            let by_name =
+                ["K", "Q", "T", "V"].map(|n| names.iter().position(|c| col_is(c.as_bytes(), n)));
+            assert_eq!(
+                kqtv_at(names.iter().map(|c| c.as_bytes())),
+                by_name,
+                "{names:?}"
+            );
+        }
+    }
 }
