@@ -12,7 +12,7 @@ use crate::sql::splice::Splice;
 /// buffer sized up front).
 pub fn predicate(column: &str, prefixes: &[&[u8]]) -> Vec<u8> {
     let size = 16 + 2 * column.len() + prefixes.iter().map(|p| 2 * p.len() + 11).sum::<usize>();
-    let mut out = Vec::with_capacity(size);
+    let mut out = crate::sql::splice::spare(size);
     push_column(&mut out, column);
     if let [one] = prefixes {
         out.extend_from_slice(b" = ");
@@ -33,10 +33,16 @@ pub fn predicate(column: &str, prefixes: &[&[u8]]) -> Vec<u8> {
 /// `` AND `col` `` (a backquote inside the name doubled).
 fn push_column(out: &mut Vec<u8>, column: &str) {
     out.extend_from_slice(b" AND `");
-    for &c in column.as_bytes() {
-        out.push(c);
-        if c == b'`' {
+    let name = column.as_bytes();
+    // (a name without a backquote, as nearly every one is, copied at once)
+    if !name.contains(&b'`') {
+        out.extend_from_slice(name);
+    } else {
+        for &c in name {
             out.push(c);
+            if c == b'`' {
+                out.push(c);
+            }
         }
     }
     out.push(b'`');
@@ -254,5 +260,6 @@ mod tests {
             b" AND `a``b` IN (X'78', _binary'')"
         );
         assert_eq!(placeholder_predicate("a`b", 2), b" AND `a``b` IN (?, ?)");
+        assert_eq!(placeholder_predicate("``x`", 1), b" AND `````x``` = ?");
     }
 }

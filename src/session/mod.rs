@@ -1518,6 +1518,7 @@ impl Session {
         if let Some(text) = w.text {
             self.command.truncate(1);
             self.command.extend_from_slice(&text);
+            crate::sql::splice::give_back(text);
         }
         let refused = w.refused;
         if !w.notes.is_empty() {
