@@ -247,7 +247,7 @@ pub fn read_lexed_after(
     spans.clear();
     if values.capacity() <= ROW_ROOM && spans.capacity() <= ROW_ROOM {
         // (emptied, it holds no borrowed bytes: collected in place, as `Value<'static>`)
-        let values = values.into_iter().map(Value::into_owned).collect();
+        let values = values.into_iter().map(|_| Value::Unknown).collect();
         ROW_BUFS.set((values, spans));
     }
     read

@@ -1420,13 +1420,32 @@ fn plain_string_end(sql: &[u8], s: usize) -> Option<usize> {
 }
 
 /// Whether a gap of a text is the shape's: most gaps are a few bytes, compared in place rather
-/// than by a call.
+/// than by a call, as two words that may overlap (the first and the last bytes of the gap).
 #[inline]
 fn same_gap(gap: &[u8], new: &[u8]) -> bool {
-    if gap.len() <= 16 {
-        gap.len() == new.len() && gap.iter().zip(new).all(|(a, b)| a == b)
-    } else {
-        gap == new
+    #[inline]
+    fn word<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
+        let mut w = [0u8; N];
+        if let Some(s) = b.get(at..at + N) {
+            w.copy_from_slice(s);
+        }
+        w
+    }
+    let n = gap.len();
+    if n != new.len() {
+        return false;
+    }
+    match n {
+        0 => true,
+        // (bytes 0, n / 2 and n - 1 are every byte of a gap of one to three)
+        1..=3 => [0, n / 2, n - 1].iter().all(|&i| gap.get(i) == new.get(i)),
+        4..=7 => {
+            word::<4>(gap, 0) == word::<4>(new, 0) && word::<4>(gap, n - 4) == word::<4>(new, n - 4)
+        }
+        8..=16 => {
+            word::<8>(gap, 0) == word::<8>(new, 0) && word::<8>(gap, n - 8) == word::<8>(new, n - 8)
+        }
+        _ => gap == new,
     }
 }
 
@@ -1980,6 +1999,26 @@ mod tests {
                     "{sql}"
                 );
             }
+        }
+    }
+
+    /// Gaps compared as overlapping words are equal exactly when their bytes are: every
+    /// length up to 20, one byte changed at every place, and lengths that differ.
+    #[test]
+    fn gaps_compared_by_words_as_byte_by_byte() {
+        for n in 0..20usize {
+            let gap: Vec<u8> = (0..n).map(|i| b"(, -)'"[i % 6]).collect();
+            assert!(same_gap(&gap, &gap.clone()));
+            for at in 0..n {
+                for flip in [1u8, 0x80, 0xff] {
+                    let mut other = gap.clone();
+                    other[at] ^= flip;
+                    assert!(!same_gap(&gap, &other), "{gap:?} {other:?}");
+                }
+            }
+            let mut longer = gap.clone();
+            longer.push(b' ');
+            assert!(!same_gap(&gap, &longer) && !same_gap(&longer, &gap));
         }
     }
 
