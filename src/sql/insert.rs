@@ -688,6 +688,9 @@ impl<'a> Reader<'a> {
 
     /// One `( v, … )` row (or `ROW(…)`): the values into `out`, returns the offset of `)`.
     fn row(&mut self, out: &mut RowValues<'a>, spans: &mut Vec<(usize, usize)>) -> Step<usize> {
+        if let Some(close) = self.row_in_place(out, spans) {
+            return Ok(close);
+        }
         let mut t = self.tok()?;
         if self.word_is(&t, "ROW") {
             t = self.tok()?;
@@ -715,6 +718,79 @@ impl<'a> Reader<'a> {
             match end {
                 End::Comma => {}
                 End::Close(at) => return Ok(at),
+            }
+        }
+    }
+
+    /// `row` for the common row over kept tokens, looked at in place: `(`, then values of one
+    /// token or of a sign and a number, each ended by `,` or `)`. None: nothing is taken (`out`
+    /// and `spans` as they were, the tokens not read), and `row` reads the row token by token.
+    /// It reads what `row` and `short_value` read (the `sql_insert` fuzz target compares the
+    /// reading over kept tokens with the lexed one, which never takes this path).
+    #[inline]
+    fn row_in_place(
+        &mut self,
+        out: &mut RowValues<'a>,
+        spans: &mut Vec<(usize, usize)>,
+    ) -> Option<usize> {
+        if self.peeked.is_some() {
+            return None;
+        }
+        let Toks::Kept(it) = &mut self.toks else {
+            return None;
+        };
+        let (open, mut rest) = it.as_slice().split_first()?;
+        if !open.is_punct(b'(') {
+            return None;
+        }
+        let (had, had_spans, mut params) = (out.len(), spans.len(), self.params);
+        let close = loop {
+            if out.len() >= MAX_ROW_VALUES {
+                break None;
+            }
+            let (v, span, end, taken) = match rest {
+                [t, e, ..] if one_token_value(t.kind) => {
+                    if t.is_punct(b'?') {
+                        params += 1;
+                    }
+                    // (the value's own `?` is the last one counted, as in `short_value`)
+                    let v = literal_one(self.sql, self.d, t, params.checked_sub(1));
+                    (v, (t.start, t.end), e, 2)
+                }
+                [s, n, e, ..]
+                    if n.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) =>
+                {
+                    (
+                        int_value(self.sql, n, s.is_punct(b'-')),
+                        (s.start, n.end),
+                        e,
+                        3,
+                    )
+                }
+                _ => break None,
+            };
+            let at = match end.kind {
+                Tok::Punct(b',') => None,
+                Tok::Punct(b')') => Some(end.start),
+                _ => break None,
+            };
+            out.push(v);
+            spans.push(span);
+            rest = rest.get(taken..).unwrap_or_default();
+            if at.is_some() {
+                break at;
+            }
+        };
+        match close {
+            Some(at) => {
+                *it = rest.iter();
+                self.params = params;
+                Some(at)
+            }
+            None => {
+                out.truncate(had);
+                spans.truncate(had_spans);
+                None
             }
         }
     }
