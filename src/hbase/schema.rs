@@ -181,12 +181,36 @@ fn joined(db: &[u8], table: &[u8], ci: bool) -> Vec<u8> {
 }
 
 pub struct SchemaCache {
+    /// This cache among the process's (`LAST` is told which cache it is of).
+    id: u64,
     entries: Mutex<Entries>,
     /// `max_age` in the clock's readings.
     max_age: u64,
     /// Bumped, under the entries' lock, by every change of them (`put`, `clear`).
     generation: AtomicU64,
 }
+
+/// The last lookup on this thread that found an entry, and what it found: while the cache's
+/// generation is the same, the map is as it was then (every change bumps it under the lock),
+/// so the same names find the same entry, if it is not too old by then. Most statements name
+/// the table the last one named: they are answered here, without the key's folding, hash and
+/// lock.
+struct LastLookup {
+    cache: u64,
+    generation: u64,
+    names_ci: bool,
+    db: smallvec::SmallVec<[u8; 32]>,
+    table: smallvec::SmallVec<[u8; 32]>,
+    found: Option<Arc<TableSchema>>,
+    at: u64,
+}
+
+thread_local! {
+    static LAST: std::cell::RefCell<Option<LastLookup>> = const { std::cell::RefCell::new(None) };
+}
+
+/// Numbers the caches (`SchemaCache::id`).
+static CACHES: AtomicU64 = AtomicU64::new(0);
 
 /// What a caller keeps of one lookup it made (`get_seen`): while nothing was put into the
 /// cache or cleared from it since, and the entry is not too old, the same lookup would find
@@ -202,6 +226,7 @@ impl SchemaCache {
 
     pub fn new(max_age: Duration) -> SchemaCache {
         SchemaCache {
+            id: CACHES.fetch_add(1, Ordering::Relaxed),
             entries: Mutex::new(HashMap::default()),
             max_age: crate::clock::ticks(max_age),
             generation: AtomicU64::new(0),
@@ -231,6 +256,49 @@ impl SchemaCache {
     }
 
     fn get_named_seen(&self, db: &[u8], table: &[u8], names_ci: bool) -> (Lookup, Option<Seen>) {
+        let generation = self.generation.load(Ordering::Acquire);
+        let now = crate::clock::now();
+        let last = LAST.try_with(|last| {
+            let last = last.try_borrow().ok()?;
+            let l = last.as_ref()?;
+            let same = l.cache == self.id
+                && l.generation == generation
+                && l.names_ci == names_ci
+                && l.db.as_slice() == db
+                && l.table.as_slice() == table
+                && now.wrapping_sub(l.at) < self.max_age;
+            same.then(|| {
+                let seen = Seen {
+                    generation,
+                    at: l.at,
+                };
+                (Lookup::Known(l.found.clone()), Some(seen))
+            })
+        });
+        if let Ok(Some(hit)) = last {
+            return hit;
+        }
+        let found = self.get_named_locked(db, table, names_ci);
+        if let (Lookup::Known(v), Some(seen)) = &found {
+            let _ = LAST.try_with(|last| {
+                if let Ok(mut last) = last.try_borrow_mut() {
+                    *last = Some(LastLookup {
+                        cache: self.id,
+                        generation: seen.generation,
+                        names_ci,
+                        db: db.into(),
+                        table: table.into(),
+                        found: v.clone(),
+                        at: seen.at,
+                    });
+                }
+            });
+        }
+        found
+    }
+
+    /// `get_named_seen` from the map.
+    fn get_named_locked(&self, db: &[u8], table: &[u8], names_ci: bool) -> (Lookup, Option<Seen>) {
         let mut buf = [0u8; 256];
         let heap;
         let k: &[u8] = match joined_into(db, table, names_ci, &mut buf) {
@@ -349,6 +417,66 @@ mod tests {
             Lookup::Known(some_schema())
         );
         assert_eq!(c.get_named(&long, b"u", false), Lookup::Unknown);
+    }
+
+    /// The thread's last lookup answers the same names again only while the same cache is
+    /// unchanged: a put (of any table), a clear, another cache, the other case rule, other
+    /// names or an aged entry are looked up in the map.
+    #[test]
+    fn the_last_lookup_answers_only_while_it_would_find_the_same() {
+        let other_schema = || {
+            let mut s = (*some_schema().expect("a schema")).clone();
+            s.grouped = false;
+            Some(Arc::new(s))
+        };
+        let c = SchemaCache::new(Duration::from_secs(60));
+        c.put(key(b"db", b"t$f", false), some_schema());
+        assert_eq!(
+            c.get_named(b"db", b"t$f", false),
+            Lookup::Known(some_schema())
+        );
+        // remembered: a second lookup of the same names finds the same
+        assert!(LAST.with(|l| l
+            .borrow()
+            .as_ref()
+            .is_some_and(|l| l.table.as_slice() == b"t$f")));
+        assert_eq!(
+            c.get_named(b"db", b"t$f", false),
+            Lookup::Known(some_schema())
+        );
+        // a put changes what the names find
+        c.put(key(b"db", b"t$f", false), other_schema());
+        assert_eq!(
+            c.get_named(b"db", b"t$f", false),
+            Lookup::Known(other_schema())
+        );
+        // another cache, with the same generation, does not take this one's answer
+        let d = SchemaCache::new(Duration::from_secs(60));
+        d.put(key(b"db", b"x", false), None);
+        d.put(key(b"db", b"y", false), None);
+        assert_eq!(d.get_named(b"db", b"t$f", false), Lookup::Unknown);
+        // case: folded names find the entry only under the rule that folds them
+        assert_eq!(
+            c.get_named(b"db", b"t$f", false),
+            Lookup::Known(other_schema())
+        );
+        assert_eq!(c.get_named(b"db", b"T$F", false), Lookup::Unknown);
+        assert_eq!(
+            c.get_named(b"DB", b"T$F", true),
+            Lookup::Known(other_schema())
+        );
+        assert_eq!(c.get_named(b"DB", b"T$F", false), Lookup::Unknown);
+        // a clear forgets it
+        assert_eq!(
+            c.get_named(b"db", b"t$f", false),
+            Lookup::Known(other_schema())
+        );
+        c.clear();
+        assert_eq!(c.get_named(b"db", b"t$f", false), Lookup::Unknown);
+        // an aged entry is not answered
+        let young = SchemaCache::new(Duration::ZERO);
+        young.put(key(b"db", b"t$f", false), some_schema());
+        assert_eq!(young.get_named(b"db", b"t$f", false), Lookup::Unknown);
     }
 
     #[test]
