@@ -239,7 +239,9 @@ pub fn read_lexed_after(
     };
     // reused row to row, and kept for the thread's next statement; made for four values at
     // once (an HBase row's K, Q, T, V): a one-row INSERT goes through no growth
-    let (mut values, mut spans): (RowValues, _) = ROW_BUFS.take();
+    // (`try_with`: none while the thread's locals are being torn down)
+    let (mut values, mut spans): (RowValues, _) =
+        ROW_BUFS.try_with(std::cell::Cell::take).unwrap_or_default();
     values.reserve(4);
     spans.reserve(4);
     let read = read_rows(&mut r, head, &mut values, &mut spans, on_row);
@@ -248,7 +250,7 @@ pub fn read_lexed_after(
     if values.capacity() <= ROW_ROOM && spans.capacity() <= ROW_ROOM {
         // (emptied, it holds no borrowed bytes: collected in place, as `Value<'static>`)
         let values = values.into_iter().map(|_| Value::Unknown).collect();
-        ROW_BUFS.set((values, spans));
+        let _ = ROW_BUFS.try_with(|b| b.set((values, spans)));
     }
     read
 }
