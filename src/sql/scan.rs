@@ -1449,21 +1449,38 @@ fn same_gap(gap: &[u8], new: &[u8]) -> bool {
     }
 }
 
-/// How many ASCII digits `b` begins with: eight bytes a step (a byte `c` is a digit when
-/// `c ^ 0x30` is below 10: adding 0x76 sets its high bit otherwise, or it was set; a carry out
-/// of a byte with its high bit set only reaches bytes above the first marked one), then byte
-/// by byte.
+/// The bytes of a little-endian word that are no ASCII digit, marked by their high bit; the
+/// lowest mark is exact (a byte `c` is a digit when `c ^ 0x30` is below 10: adding 0x76 sets
+/// its high bit otherwise, or it was set; a carry out of a byte with its high bit set only
+/// reaches bytes above the first marked one). Zero: eight digits.
 #[inline]
-pub(crate) fn digit_run(b: &[u8]) -> usize {
+pub(crate) fn non_digits(w: u64) -> u64 {
     const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
+    let x = w ^ (LO * 0x30);
+    (x.wrapping_add(LO * 0x76) | x) & (LO * 0x80)
+}
+
+/// Moves `toks` by `delta` bytes (wrapping: a shrink is a wrap-around add).
+#[inline]
+fn move_tokens(toks: &mut [Token], delta: usize) {
+    if delta != 0 {
+        for x in toks {
+            x.start = x.start.wrapping_add(delta);
+            x.end = x.end.wrapping_add(delta);
+        }
+    }
+}
+
+/// How many ASCII digits `b` begins with: eight bytes a step (`non_digits`), then byte by
+/// byte.
+#[inline]
+fn digit_run(b: &[u8]) -> usize {
     let mut words = b.chunks_exact(8);
     let mut k = 0;
     for chunk in words.by_ref() {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(chunk);
-        let x = u64::from_le_bytes(bytes) ^ (LO * 0x30);
-        let m = (x.wrapping_add(LO * 0x76) | x) & HI;
+        let m = non_digits(u64::from_le_bytes(bytes));
         if m != 0 {
             return k + (m.trailing_zeros() / 8) as usize;
         }
@@ -1563,12 +1580,7 @@ impl Shape {
             // the tokens before the literal are moved by what the literals before them
             // changed (their bytes are the gap just compared), then the literal is read
             let (t, before) = toks.get_mut(from..=i)?.split_last_mut()?;
-            if delta != 0 {
-                for x in before {
-                    x.start = x.start.wrapping_add(delta);
-                    x.end = x.end.wrapping_add(delta);
-                }
-            }
+            move_tokens(before, delta);
             let e = if t.kind == Tok::Str {
                 plain_string_end(sql, s)?
             } else {
@@ -1584,12 +1596,7 @@ impl Shape {
         if sql.get(n..)? != gaps.get(gap_start..)? {
             return None;
         }
-        if delta != 0 {
-            for x in toks.get_mut(from..)? {
-                x.start = x.start.wrapping_add(delta);
-                x.end = x.end.wrapping_add(delta);
-            }
-        }
+        move_tokens(toks.get_mut(from..)?, delta);
         let toks = &*toks;
         let mut pieces = Pieces::new();
         for (p, &(a, b)) in self.pieces.iter().zip(bounds) {
