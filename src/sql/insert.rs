@@ -750,18 +750,35 @@ impl<'a> Reader<'a> {
             if out.len() >= MAX_ROW_VALUES {
                 break None;
             }
-            let Some(k) = kept_value(self.sql, self.d, rest, params) else {
-                break None;
-            };
-            let at = match k.end.kind {
-                Tok::Punct(b',') => None,
-                Tok::Punct(b')') => Some(k.end.start),
+            let (v, span, end, taken) = match rest {
+                [t, e, ..] if one_token_value(t.kind) => {
+                    if t.is_punct(b'?') {
+                        params += 1;
+                    }
+                    // (the value's own `?` is the last one counted, as in `short_value`)
+                    let v = literal_one(self.sql, self.d, t, params.checked_sub(1));
+                    (v, (t.start, t.end), e, 2)
+                }
+                [s, n, e, ..]
+                    if n.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) =>
+                {
+                    (
+                        int_value(self.sql, n, s.is_punct(b'-')),
+                        (s.start, n.end),
+                        e,
+                        3,
+                    )
+                }
                 _ => break None,
             };
-            params = k.params;
-            out.push(k.value);
-            spans.push(k.span);
-            rest = rest.get(k.taken..).unwrap_or_default();
+            let at = match end.kind {
+                Tok::Punct(b',') => None,
+                Tok::Punct(b')') => Some(end.start),
+                _ => break None,
+            };
+            out.push(v);
+            spans.push(span);
+            rest = rest.get(taken..).unwrap_or_default();
             if at.is_some() {
                 break at;
             }
@@ -922,16 +939,31 @@ impl<'a> Reader<'a> {
         let Toks::Kept(it) = &mut self.toks else {
             return None;
         };
-        let k = kept_value(self.sql, self.d, it.as_slice(), self.params)?;
-        let end = match k.end.kind {
-            Tok::Punct(b',') => End::Comma,
-            Tok::Punct(b')') => End::Close(k.end.start),
+        let ends = |e: &Token| match e.kind {
+            Tok::Punct(b',') => Some(End::Comma),
+            Tok::Punct(b')') => Some(End::Close(e.start)),
+            _ => None,
+        };
+        let (v, end, span, taken) = match it.as_slice() {
+            [t, e, ..] if one_token_value(t.kind) => {
+                let end = ends(e)?;
+                if t.is_punct(b'?') {
+                    self.params += 1;
+                }
+                // (the value's own `?` is the last one counted, as in `literal`)
+                let v = literal_one(self.sql, self.d, t, self.params.checked_sub(1));
+                (v, end, (t.start, t.end), 2)
+            }
+            [s, n, e, ..] if n.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) => {
+                let end = ends(e)?;
+                let v = int_value(self.sql, n, s.is_punct(b'-'));
+                (v, end, (s.start, n.end), 3)
+            }
             _ => return None,
         };
-        self.params = k.params;
         // (the iterator's `nth` takes `taken` tokens)
-        it.nth(k.taken - 1);
-        Some((k.value, end, k.span))
+        it.nth(taken - 1);
+        Some((v, end, span))
     }
 
     /// What the tokens of one value are, if they are a literal.
@@ -1094,48 +1126,6 @@ pub(crate) fn literal<'a>(
     }
 }
 
-/// A value at the start of kept tokens that is one token, or a sign and a number, and the
-/// token after it (`kept_value`).
-struct KeptValue<'a> {
-    value: Value<'a>,
-    span: (usize, usize),
-    /// The token after the value (a `,` or `)` ends it; the caller looks).
-    end: Token,
-    /// The value's tokens and `end`.
-    taken: usize,
-    /// The placeholders counted with the value's own.
-    params: u32,
-}
-
-/// The value `toks` begin with when it is one token, or a sign and a number, followed by a
-/// token; `params`: the placeholders counted before it (the value's own `?` is the last one
-/// counted, as in `literal`). None: another form, read token by token.
-#[inline]
-fn kept_value<'a>(sql: &'a [u8], d: Dialect, toks: &[Token], params: u32) -> Option<KeptValue<'a>> {
-    match toks {
-        [t, e, ..] if one_token_value(t.kind) => {
-            let params = params.saturating_add(u32::from(t.is_punct(b'?')));
-            Some(KeptValue {
-                value: literal_one(sql, d, t, params.checked_sub(1)),
-                span: (t.start, t.end),
-                end: *e,
-                taken: 2,
-                params,
-            })
-        }
-        [s, n, e, ..] if n.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) => {
-            Some(KeptValue {
-                value: int_value(sql, n, s.is_punct(b'-')),
-                span: (s.start, n.end),
-                end: *e,
-                taken: 3,
-                params,
-            })
-        }
-        _ => None,
-    }
-}
-
 /// A token that is a value alone (before a `,` or `)`): a literal, a word (NULL, DEFAULT or
 /// something the proxy cannot know) or a placeholder.
 #[inline]
@@ -1216,14 +1206,15 @@ fn integer(text: &[u8]) -> Option<i128> {
 const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// The value of eight ASCII digits read as a little-endian word (the first digit in the low
-/// byte), None when a byte is no digit (`scan::non_digits`): pairs, then fours, then the eight
-/// combined, each step in every lane at once.
+/// byte), None when a byte is no digit (`scan::digit_run`'s test: `c ^ 0x30` below 10): pairs,
+/// then fours, then the eight combined, each step in every lane at once.
 #[inline]
 fn eight_digits(w: u64) -> Option<u64> {
-    if crate::sql::scan::non_digits(w) != 0 {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    let x = w ^ (LO * 0x30);
+    if (x.wrapping_add(LO * 0x76) | x) & (LO * 0x80) != 0 {
         return None;
     }
-    let x = w ^ 0x3030_3030_3030_3030;
     let v = (x.wrapping_mul(10) + (x >> 8)) & 0x00ff_00ff_00ff_00ff;
     let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
     Some((v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff)

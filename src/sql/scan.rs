@@ -1454,7 +1454,7 @@ fn same_gap(gap: &[u8], new: &[u8]) -> bool {
 /// its high bit otherwise, or it was set; a carry out of a byte with its high bit set only
 /// reaches bytes above the first marked one). Zero: eight digits.
 #[inline]
-pub(crate) fn non_digits(w: u64) -> u64 {
+fn non_digits(w: u64) -> u64 {
     const LO: u64 = 0x0101_0101_0101_0101;
     let x = w ^ (LO * 0x30);
     (x.wrapping_add(LO * 0x76) | x) & (LO * 0x80)
