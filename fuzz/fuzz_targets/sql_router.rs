@@ -161,6 +161,14 @@ fuzz_target!(|data: &[u8]| {
     // the wrapper reader lands on a token of the text
     let ex = obkv_proxy::sql::scan::executed_part(sql, dialect);
     assert!(ex.offset <= sql.len() && (ex.offset > 0 || !ex.unsure));
+    // told by the first token where it is known (the split's kept one): the same
+    let first = obkv_proxy::sql::scan::Scanner::new(sql, dialect)
+        .next()
+        .and_then(Result::ok);
+    assert_eq!(
+        obkv_proxy::sql::scan::executed_part_from(sql, dialect, Some(first)),
+        ex
+    );
     // the UPDATE reader: a target belongs only to references of the statement, and one
     // without a qualifier (or an unsure reading) to all of them
     if let obkv_proxy::sql::assign::Read::Update(u) = obkv_proxy::sql::assign::read(sql, dialect) {

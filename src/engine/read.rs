@@ -149,7 +149,12 @@ pub(super) fn read_executed(
     dml_too: bool,
     kept: Option<&scan::Kept>,
 ) -> (Read, Piece) {
-    let ex = scan::executed_part(sql.get(p.start..p.end).unwrap_or_default(), d);
+    // (the kept first token, when the split kept them, tells most statements from a wrapper)
+    let ex = scan::executed_part_from(
+        sql.get(p.start..p.end).unwrap_or_default(),
+        d,
+        kept.and_then(|k| k.first_of(&p)),
+    );
     if ex.offset == 0 || p.program {
         return (read_piece(sql, p, d, scope, dml_too, kept), p);
     }

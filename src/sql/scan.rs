@@ -1841,6 +1841,26 @@ const ANALYZED: [&str; 6] = ["SELECT", "INSERT", "REPLACE", "UPDATE", "DELETE", 
 /// MySQL's `EXPLAIN ANALYZE … stmt` (which run their statement, unlike EXPLAIN). Linear, at most `MAX_WRAPPER_TOKENS` tokens of
 /// wrappers; anything else (or a wrapper that does not end) is no wrapper: offset 0.
 pub fn executed_part(piece: &[u8], d: Dialect) -> Executed {
+    executed_part_from(piece, d, None)
+}
+
+/// Whether a statement whose first token is `first` may be a wrapper `executed_part` reads
+/// through (`SET STATEMENT`, `ANALYZE`, `EXPLAIN ANALYZE`): when not, it runs itself.
+#[inline]
+pub fn may_wrap(piece: &[u8], first: &Token) -> bool {
+    ["SET", "ANALYZE", "EXPLAIN", "DESCRIBE", "DESC"]
+        .iter()
+        .any(|w| first.is_word(piece, w))
+}
+
+/// `executed_part`, given the piece's first token when it is known (`Some(None)`: the piece
+/// has none): a first token that is no wrapper's is the whole answer, without lexing.
+pub fn executed_part_from(piece: &[u8], d: Dialect, first: Option<Option<Token>>) -> Executed {
+    match first {
+        Some(None) => return Executed::default(),
+        Some(Some(t)) if !may_wrap(piece, &t) => return Executed::default(),
+        _ => {}
+    }
     let mut toks = Scanner::new(piece, d)
         .map_while(Result::ok)
         .take(MAX_WRAPPER_TOKENS);
@@ -2162,6 +2182,35 @@ mod tests {
                 "{sql}"
             );
         }
+    }
+
+    /// Given the statement's first token, the wrapper reader answers as it does lexing it.
+    #[test]
+    fn a_known_first_token_tells_a_wrapper_as_lexing_does() {
+        let d = Dialect::default();
+        let mut told = 0;
+        for sql in [
+            "SET STATEMENT a = 1 FOR UPDATE t SET b = 1",
+            "set statement a = ? for delete from t",
+            "ANALYZE SELECT 1",
+            "analyze format = json update t set a = 1",
+            "EXPLAIN ANALYZE DELETE FROM t",
+            "DESC ANALYZE DELETE FROM t",
+            "DESCRIBE t",
+            "SET a = 1",
+            "SELECT * FROM t",
+            "/* c */ SET STATEMENT a = 1 FOR DELETE FROM t",
+            "`SET` STATEMENT a = 1 FOR DELETE FROM t",
+            "(SELECT 1)",
+            "",
+            "  ",
+        ] {
+            let first = Scanner::new(sql.as_bytes(), d).next().and_then(Result::ok);
+            let from = executed_part_from(sql.as_bytes(), d, Some(first));
+            assert_eq!(from, executed_part(sql.as_bytes(), d), "{sql}");
+            told += usize::from(from.offset > 0);
+        }
+        assert_eq!(told, 7);
     }
 
     fn words(sql: &str, d: Dialect) -> Vec<String> {
