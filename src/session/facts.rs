@@ -595,15 +595,29 @@ fn may_change_charset(sql: &[u8]) -> bool {
 /// What running a text may change, by its first word (cheap and lexical): (DDL: tables'
 /// schemas; the session's current database or character set).
 pub(super) fn text_effects(sql: &[u8]) -> (bool, bool) {
-    let word = first_word(sql);
-    let any = |ws: &[&[u8]]| word.is_some_and(|w| ws.iter().any(|x| w.eq_ignore_ascii_case(x)));
     // HBase DDL in any other form (an executable comment) is cleared for in `apply`; a text
     // that merely starts with a comment must not make every session re-read its schemas
-    let ddl = any(&[b"DROP", b"ALTER", b"CREATE", b"RENAME", b"TRUNCATE"]);
-    let session = word.is_none()
-        || any(&[b"USE", b"SET", b"CALL", b"EXECUTE", b"DROP"])
-        || memchr::memchr(b';', sql).is_some();
-    (ddl, session)
+    // (DDL: DROP, ALTER, CREATE, RENAME, TRUNCATE; the session's: USE, SET, CALL, EXECUTE,
+    // DROP, told apart by length first: most texts begin with none of them)
+    let (ddl, session) = match first_word(sql) {
+        None => (false, true),
+        Some(w) => {
+            let is = |x: &[u8]| w.eq_ignore_ascii_case(x);
+            match w.len() {
+                3 => (false, is(b"USE") || is(b"SET")),
+                4 => {
+                    let drop = is(b"DROP");
+                    (drop, drop || is(b"CALL"))
+                }
+                5 => (is(b"ALTER"), false),
+                6 => (is(b"CREATE") || is(b"RENAME"), false),
+                7 => (false, is(b"EXECUTE")),
+                8 => (is(b"TRUNCATE"), false),
+                _ => (false, false),
+            }
+        }
+    };
+    (ddl, session || memchr::memchr(b';', sql).is_some())
 }
 
 /// The first word of a text, after white space and plain comments; None when it begins with
@@ -629,4 +643,66 @@ fn first_word(mut sql: &[u8]) -> Option<&[u8]> {
         return (end > 0).then(|| &sql[..end]);
     }
     None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// By length, then the word: what comparing the first word with every listed word finds.
+    #[test]
+    fn text_effects_are_the_listed_words() {
+        let by_list = |sql: &[u8]| {
+            let word = first_word(sql);
+            let any =
+                |ws: &[&[u8]]| word.is_some_and(|w| ws.iter().any(|x| w.eq_ignore_ascii_case(x)));
+            let ddl = any(&[b"DROP", b"ALTER", b"CREATE", b"RENAME", b"TRUNCATE"]);
+            let session = word.is_none()
+                || any(&[b"USE", b"SET", b"CALL", b"EXECUTE", b"DROP"])
+                || memchr::memchr(b';', sql).is_some();
+            (ddl, session)
+        };
+        let words = [
+            "USE",
+            "set",
+            "Call",
+            "EXECUTE",
+            "drop",
+            "ALTER",
+            "create",
+            "RENAME",
+            "truncate",
+            "SELECT",
+            "UPDATE",
+            "INSERT",
+            "DO",
+            "SHOW",
+            "LOAD",
+            "DELETE",
+            "REPLACE",
+            "BEGIN",
+            "CALLS",
+            "US",
+            "SETS",
+            "ALTERS",
+            "DROPS",
+            "EXECUTES",
+            "TRUNCATED",
+            "CREATEX",
+        ];
+        let mut ddl_seen = 0;
+        let mut session_seen = 0;
+        for w in words {
+            for tail in [" x", "; SELECT 1", "", "(1)"] {
+                for head in ["", "  ", "/* c */ ", "-- c\n", "/*!", "("] {
+                    let sql = format!("{head}{w}{tail}");
+                    let got = text_effects(sql.as_bytes());
+                    assert_eq!(got, by_list(sql.as_bytes()), "{sql:?}");
+                    ddl_seen += usize::from(got.0);
+                    session_seen += usize::from(got.1);
+                }
+            }
+        }
+        assert!(ddl_seen > 0 && session_seen > ddl_seen);
+    }
 }

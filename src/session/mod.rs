@@ -503,8 +503,6 @@ impl Session {
         }
     }
 
-    /// The write rules in force (None: cell rules and the transaction guard both off), with
-    /// this statement's time for a T the proxy fills in.
     /// The write rules' warnings and notes for the statement about to run: listed by the next
     /// SHOW WARNINGS and counted in the warning count of the response relayed next.
     fn keep_findings(&mut self, findings: Vec<crate::hbase::rules::Finding>) {
@@ -524,6 +522,8 @@ impl Session {
         self.own_warnings = u16::try_from(n).unwrap_or(u16::MAX);
     }
 
+    /// The write rules in force (None: cell rules and the transaction guard both off), with
+    /// this statement's time for a T the proxy fills in (one for every reading of the text).
     fn write_rules(&self) -> Option<crate::engine::write::WriteRules> {
         let h = &self.cfg.hbase;
         if h.enforcement == crate::config::Enforcement::Off
