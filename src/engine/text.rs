@@ -150,7 +150,11 @@ impl<'a> Text<'a> {
             // (by value: an INSERT's head goes on to its checks, which read on after it)
             let flow = match read {
                 Read::Plain => self.hidden_locking_read(&at),
-                Read::Dml(x) => self.dml(&at, &x),
+                Read::Dml(x) => {
+                    let flow = self.dml(&at, &x);
+                    dml::give_back(x);
+                    flow
+                }
                 Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),
                 Read::Insert(head) => self.insert(&at, head),
                 Read::InsertUnreadable(why) => self.unreadable_insert(&at, why),

@@ -359,11 +359,18 @@ pub(crate) fn read_framed(sql: &[u8], d: Dialect, toks: &[Token], frame: &Frame)
     // (the frame's tokens are these: the key it was found by holds their count)
     debug_assert!(f.body.as_ref().is_none_or(|(_, end, _)| *end <= toks.len()));
     let span = |(a, b): (usize, usize)| Some((toks.get(a)?.start, toks.get(b)?.end));
-    let mut dml = f.dml.clone();
+    // (into the reading the thread's last statement gave back, when it did: no allocation)
+    let mut dml = match SPARE.try_with(std::cell::Cell::take).ok().flatten() {
+        Some(mut spare) => {
+            spare.refill_from(&f.dml);
+            spare
+        }
+        None => Box::new(f.dml.clone()),
+    };
     dml.table_span = f.table.and_then(span).unwrap_or((0, 0));
     dml.alias = f.alias.and_then(|i| toks.get(i)).map(|t| (t.start, t.end));
     let Some((start, end, conjuncts)) = &f.body else {
-        return Read::Dml(Box::new(dml));
+        return Read::Dml(dml);
     };
     let body = toks.get(*start..*end).unwrap_or_default();
     dml.where_end = body.last().map(|t| t.end);
@@ -385,7 +392,66 @@ pub(crate) fn read_framed(sql: &[u8], d: Dialect, toks: &[Token], frame: &Frame)
         };
         r.predicates(conjuncts, &mut dml);
     }
-    Read::Dml(Box::new(dml))
+    Read::Dml(dml)
+}
+
+thread_local! {
+    /// One emptied reading a thread keeps for its next statement read from a frame
+    /// (`read_framed`), given back once the statement is decided (`give_back`).
+    static SPARE: std::cell::Cell<Option<Box<Dml>>> = const { std::cell::Cell::new(None) };
+}
+
+/// Most bytes of identifiers a kept reading holds on to (a longer list's is freed).
+const SPARE_IDENTS: usize = 256;
+
+/// A reading the caller is done with, kept emptied for the thread's next statement read from
+/// a frame (its literals are freed now; a reading with a long list of identifiers is not kept).
+pub fn give_back(mut dml: Box<Dml>) {
+    if dml.where_idents.0.capacity() > SPARE_IDENTS {
+        return;
+    }
+    dml.preds.clear();
+    dml.assignments.clear();
+    dml.assignments.shrink_to(0);
+    let _ = SPARE.try_with(|s| s.set(Some(dml)));
+}
+
+impl Dml {
+    /// Becomes `f` (a frame's reading) in place, reusing what it holds.
+    fn refill_from(&mut self, f: &Dml) {
+        // (every field named: one added later is not forgotten here)
+        let Dml {
+            verb,
+            explain,
+            table,
+            where_end,
+            preds,
+            where_idents,
+            backslash_literal,
+            params_before_where_end,
+            assignments,
+            locking,
+            table_span,
+            alias,
+            pred_spans,
+            three_part_name,
+        } = f;
+        self.verb = *verb;
+        self.explain = *explain;
+        self.table.clone_from(table);
+        self.where_end = *where_end;
+        self.preds.clone_from(preds);
+        self.where_idents.0.clear();
+        self.where_idents.0.extend_from_slice(&where_idents.0);
+        self.backslash_literal = *backslash_literal;
+        self.params_before_where_end = *params_before_where_end;
+        self.assignments.clone_from(assignments);
+        self.locking = *locking;
+        self.table_span = *table_span;
+        self.alias = *alias;
+        self.pred_spans.clone_from(pred_spans);
+        self.three_part_name = *three_part_name;
+    }
 }
 
 /// What `Reader::statement` leaves for a frame.

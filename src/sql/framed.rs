@@ -184,8 +184,9 @@ pub fn reads_after_shape(
                 let piece = text.get(p.start..p.end).unwrap_or_default();
                 if is_insert(piece) {
                     let _ = read_insert_head(&kept, piece, &p, d);
-                } else {
-                    let _ = read_dml(&kept, piece, &p, d);
+                } else if let Some(dml::Read::Dml(x)) = read_dml(&kept, piece, &p, d) {
+                    // (given back as the router does: a later reading from a frame reuses it)
+                    dml::give_back(x);
                 }
             }
         }
@@ -210,6 +211,11 @@ pub fn reads_after_shape(
                 });
             }
         } else if let Some((framed, from_frame)) = read_dml_framed(&kept, piece, &p, d) {
+            // (a copy given back, so the next statement's reading reuses a box that held
+            // another)
+            if let dml::Read::Dml(x) = &framed {
+                dml::give_back(x.clone());
+            }
             reads.push(AfterShape::Dml {
                 framed,
                 full: dml::read_lexed(piece, d, Some(&toks)),
