@@ -91,9 +91,12 @@ pub fn upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {
 /// follows. None when the pattern ends in a lone escape character (its meaning differs
 /// between servers).
 pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Prefix, bool)> {
-    let special = |c: &u8| *c == b'%' || *c == b'_' || Some(*c) == escape;
+    // (a word at a time: no escape character is a wildcard's byte again)
+    let special = |s: &[u8]| {
+        crate::sql::scan::find_any3(s, b'%', b'_', escape.unwrap_or(b'%')).unwrap_or(s.len())
+    };
     // the bytes before the first wildcard or escape character are literal, copied at once
-    let at = pattern.iter().position(special).unwrap_or(pattern.len());
+    let at = special(pattern);
     let (literal, mut from) = pattern.split_at(at);
     let mut out = Prefix::from_slice(literal);
     loop {
@@ -101,7 +104,7 @@ pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Prefix, bool)
             // an escape character that is also a wildcard escapes: the escape is read first
             [c, next, tail @ ..] if Some(*c) == escape => {
                 out.push(*next);
-                let at = tail.iter().position(special).unwrap_or(tail.len());
+                let at = special(tail);
                 let (literal, rest) = tail.split_at(at);
                 out.extend_from_slice(literal);
                 from = rest;
@@ -360,6 +363,28 @@ mod tests {
                         like_literal_bytewise(&pattern, e),
                         "{pattern:?} {e:?}"
                     );
+                }
+            }
+        }
+        // longer ones, read a word at a time: every alphabet byte at every place, then an
+        // escaped wildcard and another byte after it
+        for len in [7usize, 8, 9, 15, 16, 17, 24, 31] {
+            for i in 0..len {
+                for c in alphabet {
+                    for (j, d) in [(i + 2, b'%'), (i + 1, b'_'), (len - 1, b'!')] {
+                        let mut pattern = vec![b'k'; len];
+                        pattern[i] = c;
+                        if let Some(x) = pattern.get_mut(j) {
+                            *x = d;
+                        }
+                        for e in escapes {
+                            assert_eq!(
+                                like_literal(&pattern, e).map(|(l, w)| (l.into_vec(), w)),
+                                like_literal_bytewise(&pattern, e),
+                                "{pattern:?} {e:?}"
+                            );
+                        }
+                    }
                 }
             }
         }

@@ -361,6 +361,36 @@ pub fn find_stop(hay: &[u8], a: u8, b: u8, high: bool) -> Option<usize> {
         .map(|p| k + p)
 }
 
+/// The offset of the first byte of `hay` that is `a`, `b` or `c` (`find_stop`'s word test,
+/// for three bytes: a LIKE pattern's wildcards and its escape character).
+#[inline]
+pub fn find_any3(hay: &[u8], a: u8, b: u8, c: u8) -> Option<usize> {
+    const LO: u64 = 0x0101_0101_0101_0101;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let (fa, fb, fc) = (LO * u64::from(a), LO * u64::from(b), LO * u64::from(c));
+    let mut words = hay.chunks_exact(8);
+    let mut k = 0;
+    for chunk in words.by_ref() {
+        let mut bytes = [0u8; 8];
+        bytes.copy_from_slice(chunk);
+        let w = u64::from_le_bytes(bytes);
+        let (xa, xb, xc) = (w ^ fa, w ^ fb, w ^ fc);
+        let m = ((xa.wrapping_sub(LO) & !xa)
+            | (xb.wrapping_sub(LO) & !xb)
+            | (xc.wrapping_sub(LO) & !xc))
+            & HI;
+        if m != 0 {
+            return Some(k + (m.trailing_zeros() / 8) as usize);
+        }
+        k += 8;
+    }
+    words
+        .remainder()
+        .iter()
+        .position(|&x| x == a || x == b || x == c)
+        .map(|p| k + p)
+}
+
 /// A byte that can begin a two-byte character in gbk, big5 or sjis/cp932 (their lead ranges
 /// together: 0x81-0xFE).
 #[inline]
@@ -2115,6 +2145,14 @@ mod tests {
                             "{h:?} {a} {b} {high}"
                         );
                         checked += 1;
+                    }
+                    // and with a third byte
+                    for c in [a, 0x81, b'[', 0] {
+                        assert_eq!(
+                            find_any3(&h, a, b, c),
+                            h.iter().position(|&x| x == a || x == b || x == c),
+                            "{h:?} {a} {b} {c}"
+                        );
                     }
                 }
             }
