@@ -149,7 +149,9 @@ pub(super) fn read_executed(
     dml_too: bool,
     kept: Option<&scan::Kept>,
 ) -> (Read, Piece) {
-    // (the kept first token, when the split kept them, tells most statements from a wrapper)
+    // (the kept first token, when the split kept them, tells most statements from a wrapper:
+    // it is the piece's own first token because a text with an executable comment, whose
+    // state could carry across a `;`, keeps none — the router's `Kept::new(0)`)
     let ex = scan::executed_part_from(
         sql.get(p.start..p.end).unwrap_or_default(),
         d,

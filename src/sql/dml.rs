@@ -401,13 +401,27 @@ thread_local! {
     static SPARE: std::cell::Cell<Option<Box<Dml>>> = const { std::cell::Cell::new(None) };
 }
 
-/// Most bytes of identifiers a kept reading holds on to (a longer list's is freed).
-const SPARE_IDENTS: usize = 256;
+/// Most bytes a kept reading holds on to in each of its identifier list and its table's names,
+/// and most K terms it has room for (a reading holding more is freed).
+const SPARE_BYTES: usize = 256;
+const SPARE_TERMS: usize = 16;
 
 /// A reading the caller is done with, kept emptied for the thread's next statement read from
-/// a frame (its literals are freed now; a reading with a long list of identifiers is not kept).
+/// a frame (its literals are freed now). Only on a thread that keeps shapes (frames are
+/// theirs; a blocking pool's threads keep none), and not a reading that holds more than a
+/// statement usually does.
 pub fn give_back(mut dml: Box<Dml>) {
-    if dml.where_idents.0.capacity() > SPARE_IDENTS {
+    let t = &dml.table;
+    let names = t.name.capacity()
+        + t.raw_name.capacity()
+        + t.schema.as_ref().map_or(0, String::capacity)
+        + t.raw_schema.as_ref().map_or(0, Vec::capacity);
+    if !super::scan::keeps_shapes()
+        || dml.where_idents.0.capacity() > SPARE_BYTES
+        || names > SPARE_BYTES
+        || dml.preds.capacity() > SPARE_TERMS
+        || dml.pred_spans.capacity() > SPARE_TERMS
+    {
         return;
     }
     dml.preds.clear();
@@ -1235,6 +1249,44 @@ impl Reader<'_> {
 
 #[cfg(test)]
 mod tests {
+    /// A reading given back is kept emptied of its literals, only on a thread that keeps
+    /// shapes and only while it holds no more than a statement usually does; a kept one is
+    /// refilled into the frame's reading exactly.
+    #[test]
+    fn a_reading_given_back_is_kept_only_within_bounds() {
+        use super::{give_back, read_lexed, Read, SPARE};
+        let d = crate::sql::scan::Dialect::default();
+        let read = move |sql: &str| match read_lexed(sql.as_bytes(), d, None) {
+            Read::Dml(x) => x,
+            other => panic!("{sql}: {other:?}"),
+        };
+        let kept = || SPARE.with(|s| s.take());
+        std::thread::spawn(move || {
+            // a thread that keeps no shapes (a blocking pool's) keeps none
+            give_back(read("SELECT * FROM g$f WHERE K LIKE 'p%'"));
+            assert!(kept().is_none());
+            crate::sql::scan::keep_shapes_on_this_thread();
+            give_back(read("SELECT * FROM g$f WHERE K LIKE 'p%'"));
+            let spare = kept().expect("kept");
+            assert!(spare.preds.is_empty());
+            // refilled: the other reading, whole
+            let mut spare = spare;
+            let other = read("DELETE FROM db.h$g WHERE K = 'a' AND Q = 'b'");
+            spare.refill_from(&other);
+            assert_eq!(spare, other);
+            // long names, many identifiers: not kept
+            let long = format!("SELECT * FROM `{}$f` WHERE K = 1", "g".repeat(300));
+            give_back(read(&long));
+            assert!(kept().is_none());
+            let idents: Vec<String> = (0..80).map(|i| format!("c{i} = 1")).collect();
+            let many = format!("SELECT * FROM g$f WHERE {}", idents.join(" AND "));
+            give_back(read(&many));
+            assert!(kept().is_none());
+        })
+        .join()
+        .expect("the test thread");
+    }
+
     #[test]
     fn a_clause_word_is_one_of_the_list() {
         // every word of the list, in any case, and none else of the words read around them

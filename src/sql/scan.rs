@@ -1389,6 +1389,11 @@ pub fn keep_shapes_on_this_thread() {
     SHAPES_ON.set(true);
 }
 
+/// Whether this thread keeps shapes (`keep_shapes_on_this_thread`).
+pub fn keeps_shapes() -> bool {
+    SHAPES_ON.try_with(std::cell::Cell::get).unwrap_or(false)
+}
+
 /// Puts a shape back as the thread's most recently used: in place of one of its dialect, or
 /// of the least recently used.
 fn keep_shape(shape: Box<Shape>) {
