@@ -1206,15 +1206,14 @@ fn integer(text: &[u8]) -> Option<i128> {
 const POW10: [u64; 8] = [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000];
 
 /// The value of eight ASCII digits read as a little-endian word (the first digit in the low
-/// byte), None when a byte is no digit (`scan::digit_run`'s test: `c ^ 0x30` below 10): pairs,
-/// then fours, then the eight combined, each step in every lane at once.
+/// byte), None when a byte is no digit (`scan::non_digits`): pairs, then fours, then the
+/// eight combined, each step in every lane at once.
 #[inline]
 fn eight_digits(w: u64) -> Option<u64> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    let x = w ^ (LO * 0x30);
-    if (x.wrapping_add(LO * 0x76) | x) & (LO * 0x80) != 0 {
+    if super::scan::non_digits(w) != 0 {
         return None;
     }
+    let x = w ^ 0x3030_3030_3030_3030;
     let v = (x.wrapping_mul(10) + (x >> 8)) & 0x00ff_00ff_00ff_00ff;
     let v = (v.wrapping_mul(100) + (v >> 16)) & 0x0000_ffff_0000_ffff;
     Some((v.wrapping_mul(10_000) + (v >> 32)) & 0xffff_ffff)

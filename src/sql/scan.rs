@@ -327,28 +327,29 @@ const LEAD_DIGIT: u8 = 4;
 /// take.
 const SHORT_RUN: usize = 64;
 
-/// The offset of the first byte of `hay` that is `a` or `b` or, when `high`, at least 0x80;
-/// None when there is none. Eight bytes a step (the zero-byte test of a word: a byte of
-/// `w ^ a…a` is zero where `w` has `a`; the borrow of `x - 0x01…01` can only mark bytes above
-/// the first zero byte, so the lowest mark is exact), then byte by byte for a tail shorter
-/// than a word.
-#[inline]
-pub fn find_stop(hay: &[u8], a: u8, b: u8, high: bool) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
-    let (fa, fb) = (LO * u64::from(a), LO * u64::from(b));
+const LO: u64 = 0x0101_0101_0101_0101;
+const HI: u64 = 0x8080_8080_8080_8080;
+
+/// The bytes of `x` that are zero, marked by their high bit; the lowest mark is exact (the
+/// borrow of `x - 0x01…01` can only mark bytes above the first zero byte). A byte of
+/// `w ^ a…a` is zero where `w` has `a`.
+#[inline(always)]
+fn zero_bytes(x: u64) -> u64 {
+    x.wrapping_sub(LO) & !x & HI
+}
+
+/// The offset of the first byte of `hay` that `mark` marks (on a little-endian word: the high
+/// bit of each marked byte, the lowest mark exact) or, in a tail shorter than a word, that
+/// `stop` takes: eight bytes a step, then byte by byte. What `find_stop`, `find_any3` and
+/// `digit_run` share.
+#[inline(always)]
+fn first_marked(hay: &[u8], mark: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool) -> Option<usize> {
     let mut words = hay.chunks_exact(8);
     let mut k = 0;
     for chunk in words.by_ref() {
         let mut bytes = [0u8; 8];
         bytes.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(bytes);
-        let (xa, xb) = (w ^ fa, w ^ fb);
-        let mut m = (xa.wrapping_sub(LO) & !xa) | (xb.wrapping_sub(LO) & !xb);
-        if high {
-            m |= w;
-        }
-        let m = m & HI;
+        let m = mark(u64::from_le_bytes(bytes));
         if m != 0 {
             return Some(k + (m.trailing_zeros() / 8) as usize);
         }
@@ -357,38 +358,39 @@ pub fn find_stop(hay: &[u8], a: u8, b: u8, high: bool) -> Option<usize> {
     words
         .remainder()
         .iter()
-        .position(|&c| c == a || c == b || (high && c >= 0x80))
+        .position(|&c| stop(c))
         .map(|p| k + p)
 }
 
-/// The offset of the first byte of `hay` that is `a`, `b` or `c` (`find_stop`'s word test,
-/// for three bytes: a LIKE pattern's wildcards and its escape character).
+/// The offset of the first byte of `hay` that is `a` or `b` or, when `high`, at least 0x80;
+/// None when there is none (a word at a time: `first_marked`).
+#[inline]
+pub fn find_stop(hay: &[u8], a: u8, b: u8, high: bool) -> Option<usize> {
+    let (fa, fb) = (LO * u64::from(a), LO * u64::from(b));
+    first_marked(
+        hay,
+        |w| {
+            let m = zero_bytes(w ^ fa) | zero_bytes(w ^ fb);
+            if high {
+                m | (w & HI)
+            } else {
+                m
+            }
+        },
+        |c| c == a || c == b || (high && c >= 0x80),
+    )
+}
+
+/// The offset of the first byte of `hay` that is `a`, `b` or `c` (`find_stop` for three
+/// bytes: a LIKE pattern's wildcards and its escape character).
 #[inline]
 pub fn find_any3(hay: &[u8], a: u8, b: u8, c: u8) -> Option<usize> {
-    const LO: u64 = 0x0101_0101_0101_0101;
-    const HI: u64 = 0x8080_8080_8080_8080;
     let (fa, fb, fc) = (LO * u64::from(a), LO * u64::from(b), LO * u64::from(c));
-    let mut words = hay.chunks_exact(8);
-    let mut k = 0;
-    for chunk in words.by_ref() {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let w = u64::from_le_bytes(bytes);
-        let (xa, xb, xc) = (w ^ fa, w ^ fb, w ^ fc);
-        let m = ((xa.wrapping_sub(LO) & !xa)
-            | (xb.wrapping_sub(LO) & !xb)
-            | (xc.wrapping_sub(LO) & !xc))
-            & HI;
-        if m != 0 {
-            return Some(k + (m.trailing_zeros() / 8) as usize);
-        }
-        k += 8;
-    }
-    words
-        .remainder()
-        .iter()
-        .position(|&x| x == a || x == b || x == c)
-        .map(|p| k + p)
+    first_marked(
+        hay,
+        |w| zero_bytes(w ^ fa) | zero_bytes(w ^ fb) | zero_bytes(w ^ fc),
+        |x| x == a || x == b || x == c,
+    )
 }
 
 /// A byte that can begin a two-byte character in gbk, big5 or sjis/cp932 (their lead ranges
@@ -1489,8 +1491,7 @@ fn same_gap(gap: &[u8], new: &[u8]) -> bool {
 /// its high bit otherwise, or it was set; a carry out of a byte with its high bit set only
 /// reaches bytes above the first marked one). Zero: eight digits.
 #[inline]
-fn non_digits(w: u64) -> u64 {
-    const LO: u64 = 0x0101_0101_0101_0101;
+pub(crate) fn non_digits(w: u64) -> u64 {
     let x = w ^ (LO * 0x30);
     (x.wrapping_add(LO * 0x76) | x) & (LO * 0x80)
 }
@@ -1510,22 +1511,7 @@ fn move_tokens(toks: &mut [Token], delta: usize) {
 /// byte.
 #[inline]
 fn digit_run(b: &[u8]) -> usize {
-    let mut words = b.chunks_exact(8);
-    let mut k = 0;
-    for chunk in words.by_ref() {
-        let mut bytes = [0u8; 8];
-        bytes.copy_from_slice(chunk);
-        let m = non_digits(u64::from_le_bytes(bytes));
-        if m != 0 {
-            return k + (m.trailing_zeros() / 8) as usize;
-        }
-        k += 8;
-    }
-    k + words
-        .remainder()
-        .iter()
-        .position(|c| !c.is_ascii_digit())
-        .unwrap_or(words.remainder().len())
+    first_marked(b, non_digits, |c| !c.is_ascii_digit()).unwrap_or(b.len())
 }
 
 impl Shape {
