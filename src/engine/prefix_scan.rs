@@ -525,7 +525,7 @@ pub fn observe_read(
             let Some(lit) = sure(pattern, conn).filter(|l| !l.contains(&0)) else {
                 continue;
             };
-            let cut = crate::sql::scan::find_any3(lit, b'%', b'_', escape.unwrap_or(b'%'));
+            let cut = crate::hbase::prefix::special_at(lit, escape);
             match cut.and_then(|i| lit.get(i).map(|&b| (i, b))) {
                 Some((i, b)) if Some(b) != escape => return Some(scan(lit.get(..i)?)),
                 Some(_) => break,

@@ -87,14 +87,18 @@ pub fn upper_bound(prefix: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
+/// Where a LIKE pattern's first wildcard (`%`, `_`) or escape character is, a word at a time
+/// (with no escape character, `%` is looked for twice).
+#[inline]
+pub fn special_at(pattern: &[u8], escape: Option<u8>) -> Option<usize> {
+    crate::sql::scan::find_any3(pattern, b'%', b'_', escape.unwrap_or(b'%'))
+}
+
 /// The literal bytes of a LIKE pattern before its first wildcard, and whether a wildcard
 /// follows. None when the pattern ends in a lone escape character (its meaning differs
 /// between servers).
 pub fn like_literal(pattern: &[u8], escape: Option<u8>) -> Option<(Prefix, bool)> {
-    // (a word at a time: no escape character is a wildcard's byte again)
-    let special = |s: &[u8]| {
-        crate::sql::scan::find_any3(s, b'%', b'_', escape.unwrap_or(b'%')).unwrap_or(s.len())
-    };
+    let special = |s: &[u8]| special_at(s, escape).unwrap_or(s.len());
     // the bytes before the first wildcard or escape character are literal, copied at once
     let at = special(pattern);
     let (literal, mut from) = pattern.split_at(at);

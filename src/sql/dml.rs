@@ -114,6 +114,12 @@ impl Clone for Idents {
     fn clone(&self) -> Idents {
         Idents(smallvec::SmallVec::from_slice(&self.0))
     }
+
+    /// (into the buffer it has: a reading refilled from a frame's)
+    fn clone_from(&mut self, source: &Idents) {
+        self.0.clear();
+        self.0.extend_from_slice(&source.0);
+    }
 }
 
 impl Idents {
@@ -455,8 +461,7 @@ impl Dml {
         self.table.clone_from(table);
         self.where_end = *where_end;
         self.preds.clone_from(preds);
-        self.where_idents.0.clear();
-        self.where_idents.0.extend_from_slice(&where_idents.0);
+        self.where_idents.clone_from(where_idents);
         self.backslash_literal = *backslash_literal;
         self.params_before_where_end = *params_before_where_end;
         self.assignments.clone_from(assignments);
