@@ -186,6 +186,12 @@ pub(super) fn read_executed(
     }
 }
 
+/// Whether a statement the DML reader read is `Read::Dml` (else plain): where the scope covers
+/// its table's database.
+pub(super) fn in_scope(x: &dml::Dml, scope: &Scope) -> bool {
+    scope.covers(x.table.schema.as_deref())
+}
+
 /// One statement of a text, read (`kept`: the text's tokens, if its split kept them).
 pub(super) fn read_piece(
     sql: &[u8],
@@ -244,7 +250,7 @@ pub(super) fn read_piece(
             .and_then(|k| crate::sql::framed::read_dml(k, piece, &p, d))
             .unwrap_or_else(|| dml::read_lexed(piece, d, None));
         return match read {
-            dml::Read::Dml(x) if scope.covers(x.table.schema.as_deref()) => Read::Dml(x),
+            dml::Read::Dml(x) if in_scope(&x, scope) => Read::Dml(x),
             dml::Read::Dml(_) | dml::Read::NotDml => Read::Plain,
             dml::Read::Unreadable(why) => Read::DmlUnreadable(why),
         };

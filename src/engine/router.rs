@@ -423,32 +423,83 @@ fn decide_reading_into(
     d: Dialect,
     activity: &mut Activity,
 ) -> (Decision, scan::Ambiguity, Tally) {
-    // the split keeps the tokens for the DML reader (a text with an executable comment is
-    // lexed per statement, as the reader has always seen it)
-    let mut kept = scan::Kept::new(if dml::has_executable_comment(sql) {
-        0
-    } else {
-        dml::MAX_TOKENS + 1
-    });
-    let (pieces, mut ambiguity) = match scan::statements_keeping(sql, d, &mut kept) {
-        Ok(split) => split,
-        // the backend cannot read it either, in this reading; its error is the answer — unless
-        // the backend reads it another way (a backslash after a multibyte lead byte, `"…"`
-        // under ANSI_QUOTES): every other reading is tried, as for an ambiguous text
-        Err(_) => {
-            return (
-                unreadable_by_words(sql),
-                scan::Ambiguity {
-                    quotes: true,
-                    multibyte: true,
-                    // a SET of the reading state the split did not reach
-                    state: mentions_reading_state(sql),
-                    comment: dml::has_executable_comment(sql),
-                },
-                Tally::default(),
-            );
+    // a text that repeats a kept one but for its one literal's body: its statement's reading
+    // is the kept one's with that value (`sql::repeat`), and nothing in it is ambiguous, as
+    // nothing was in the kept text (read as `read_piece` reads: by the DML reader where the
+    // rules read tables, a `Read::Dml` where the scope covers its table's database)
+    let lent = match ctx
+        .tables
+        .as_ref()
+        .and_then(|_| crate::sql::repeat::read(sql, d))
+    {
+        Some((_, lent)) if !in_scope(&lent.dml, &ctx.scope) => {
+            crate::sql::repeat::put_back(d, lent);
+            None
+        }
+        lent => lent,
+    };
+    let mut kept;
+    let (pieces, ambiguity, given) = match lent {
+        Some((piece, lent)) => {
+            kept = scan::Kept::new(0);
+            (
+                smallvec::smallvec![piece],
+                scan::Ambiguity::default(),
+                Some(lent),
+            )
+        }
+        None => {
+            // the split keeps the tokens for the DML reader (a text with an executable
+            // comment is lexed per statement, as the reader has always seen it)
+            kept = scan::Kept::new(if dml::has_executable_comment(sql) {
+                0
+            } else {
+                dml::MAX_TOKENS + 1
+            });
+            match split(sql, d, &mut kept) {
+                Some((pieces, ambiguity)) => (pieces, ambiguity, None),
+                None => return unsplit(sql),
+            }
         }
     };
+    let dynamic = text::Dynamic {
+        decide: decide_dynamic,
+        check: check_dynamic,
+    };
+    // (its one statement's reading may be kept for texts that repeat it when nothing in the
+    // text is ambiguous)
+    let reading = text::Reading {
+        kept: &kept,
+        given,
+        repeat: ambiguity == scan::Ambiguity::default(),
+    };
+    let (decision, tally) =
+        text::decide_pieces(sql, &pieces, reading, (origin, ctx, d), &dynamic, activity);
+    (decision, ambiguity, tally)
+}
+
+/// The decision on a text that does not split in a reading: the backend cannot read it
+/// either, in this reading; its error is the answer — unless the backend reads it another way
+/// (a backslash after a multibyte lead byte, `"…"` under ANSI_QUOTES): every other reading is
+/// tried, as for an ambiguous text.
+fn unsplit(sql: &[u8]) -> (Decision, scan::Ambiguity, Tally) {
+    (
+        unreadable_by_words(sql),
+        scan::Ambiguity {
+            quotes: true,
+            multibyte: true,
+            // a SET of the reading state the split did not reach
+            state: mentions_reading_state(sql),
+            comment: dml::has_executable_comment(sql),
+        },
+        Tally::default(),
+    )
+}
+
+/// A text's statements under reading `d` and what in it is ambiguous (its tokens kept in
+/// `kept`); None where it does not split (`unsplit`).
+fn split(sql: &[u8], d: Dialect, kept: &mut scan::Kept) -> Option<(scan::Pieces, scan::Ambiguity)> {
+    let (pieces, mut ambiguity) = scan::statements_keeping(sql, d, kept).ok()?;
     // a statement that changes the reading state before another one: the text is read under
     // every state (issue 31: SET sql_mode = 'NO_BACKSLASH_ESCAPES'; INSERT …)
     ambiguity.state |= changes_reading_state(sql, &pieces, d);
@@ -463,13 +514,7 @@ fn decide_reading_into(
             ambiguity = ambiguity.union(alone.ambiguity);
         }
     }
-    let dynamic = text::Dynamic {
-        decide: decide_dynamic,
-        check: check_dynamic,
-    };
-    let (decision, tally) =
-        text::decide_pieces(sql, &pieces, &kept, (origin, ctx, d), &dynamic, activity);
-    (decision, ambiguity, tally)
+    Some((pieces, ambiguity))
 }
 
 /// Why a dynamic text may not run, if it may not.
@@ -1941,6 +1986,73 @@ mod tests {
         assert!(refusal_of(&d(&format!("SET @a = 1; {smuggle}"))).is_none());
         let scoped = r"SET STATEMENT sql_mode = 'NO_BACKSLASH_ESCAPES' FOR SELECT 1; SELECT * FROM g$f WHERE K LIKE 'abc\%%'";
         assert!(d(scoped).rewritten().is_some(), "{:?}", d(scoped));
+    }
+
+    /// A text that repeats a kept one but for its literal's body (`sql::repeat`: its reading
+    /// taken from the kept one's) is decided as the same text read in full, on both backends'
+    /// placements and readings, with the same activity for the metrics and the advisor.
+    #[test]
+    fn a_text_repeating_a_kept_one_is_decided_as_in_full() {
+        crate::sql::scan::keep_shapes_on_this_thread();
+        let contexts = [
+            checked_ctx(),
+            Context {
+                dialect: Dialect::from_server_version(b"5.5.5-10.11.19-MariaDB"),
+                tables: Some(crate::engine::prefix_scan::tests::view_placed(
+                    crate::hbase::schema::Placement::MySqlFamily,
+                )),
+                ..checked_ctx()
+            },
+            Context {
+                rewrite: false,
+                txn: Txn {
+                    active: true,
+                    pinned: None,
+                },
+                ..checked_ctx()
+            },
+        ];
+        let forms = [
+            ("SELECT K, Q, T, V FROM g$f WHERE K LIKE '", "'"),
+            ("SELECT * FROM hb.g$f WHERE K = '", "' LIMIT 10"),
+            ("select * from g$f t where t.K >= '", "' order by K"),
+            ("DELETE FROM g$f WHERE K = '", "'"),
+            ("SELECT * FROM g$f WHERE LEFT(K, 4) = '", "' FOR UPDATE"),
+            ("UPDATE g$f SET T = 5 WHERE K LIKE '", "'"),
+            ("SELECT * FROM other.g$f WHERE K LIKE '", "'"),
+        ];
+        let bodies = [
+            "abcd%", "ab%", "abcdefg%", "%x", "abcd", "", "a_c%", "wxyz12%",
+        ];
+        let run = |ctx: &Context, sql: &str| {
+            let mut activity = Activity::default();
+            let sql = sql.as_bytes();
+            let d = decide_observed(sql, classify(sql), Origin::Text, ctx, &mut activity);
+            (format!("{d:?}"), format!("{activity:?}"))
+        };
+        let mut hits = 0;
+        for ctx in &contexts {
+            for (head, tail) in forms {
+                for old in bodies {
+                    for new in bodies {
+                        let (o, n) = (format!("{head}{old}{tail}"), format!("{head}{new}{tail}"));
+                        crate::sql::repeat::forget();
+                        let full = run(ctx, &n);
+                        crate::sql::repeat::forget();
+                        let _ = run(ctx, &o);
+                        let lent = crate::sql::repeat::lent_count();
+                        assert_eq!(run(ctx, &n), full, "{o:?} then {n:?}");
+                        hits += usize::from(crate::sql::repeat::lent_count() > lent);
+                    }
+                }
+            }
+        }
+        // every form in every context was read from the kept text (one outside the scope's
+        // database too: its reading is lent, then the scope sends it down the full path)
+        assert_eq!(
+            hits,
+            contexts.len() * forms.len() * bodies.len() * bodies.len()
+        );
     }
 
     /// A text not rewritten after all (its readings disagree on the prefix, or it changes the

@@ -33,11 +33,22 @@ pub(super) struct Dynamic {
     pub check: fn(&[u8], &Context) -> DynamicCheck,
 }
 
+/// How a text's statements are read.
+pub(super) struct Reading<'a> {
+    /// The tokens its split kept.
+    pub kept: &'a scan::Kept,
+    /// Its one statement, read already: a repeat of a kept text (`sql::repeat`).
+    pub given: Option<crate::sql::repeat::Lent>,
+    /// Nothing in the text is ambiguous: its one statement's reading may be kept for texts
+    /// that repeat it (`sql::repeat::keep`).
+    pub repeat: bool,
+}
+
 /// The decision on one reading of a text, and the rewriter's counts for it.
 pub(super) fn decide_pieces(
     sql: &[u8],
     pieces: &[Piece],
-    kept: &scan::Kept,
+    reading: Reading<'_>,
     (origin, ctx, d): (Origin, &Context, Dialect),
     dynamic: &Dynamic,
     activity: &mut Activity,
@@ -46,7 +57,9 @@ pub(super) fn decide_pieces(
         dynamic,
         sql,
         pieces,
-        kept,
+        kept: reading.kept,
+        repeat: reading.repeat && reading.given.is_none() && pieces.len() == 1,
+        given: reading.given,
         origin,
         ctx,
         d,
@@ -95,6 +108,10 @@ struct Text<'a> {
     sql: &'a [u8],
     pieces: &'a [Piece],
     kept: &'a scan::Kept,
+    /// The first statement's reading, given (`Reading::Given`).
+    given: Option<crate::sql::repeat::Lent>,
+    /// The one statement's reading may be kept for texts that repeat it (`Reading::Kept`).
+    repeat: bool,
     origin: Origin,
     ctx: &'a Context,
     d: Dialect,
@@ -131,14 +148,21 @@ impl<'a> Text<'a> {
     fn run(&mut self) -> Decision {
         let (sql, d, ctx) = (self.sql, self.d, self.ctx);
         for (i, p) in self.pieces.iter().enumerate() {
-            let (read, run) = read_executed(
-                sql,
-                *p,
-                d,
-                &ctx.scope,
-                ctx.tables.is_some(),
-                Some(self.kept),
-            );
+            // (a reading lent by `sql::repeat` is put back once the statement is decided)
+            let (read, run, lent) = match self.given.take() {
+                Some(l) => (Read::Dml(l.dml), *p, Some(l.stamp)),
+                None => {
+                    let (read, run) = read_executed(
+                        sql,
+                        *p,
+                        d,
+                        &ctx.scope,
+                        ctx.tables.is_some(),
+                        Some(self.kept),
+                    );
+                    (read, run, None)
+                }
+            };
             let at = At {
                 i,
                 piece: sql.get(run.start..run.end).unwrap_or_default(),
@@ -152,7 +176,19 @@ impl<'a> Text<'a> {
                 Read::Plain => self.hidden_locking_read(&at),
                 Read::Dml(x) => {
                     let flow = self.dml(&at, &x);
-                    dml::give_back(x);
+                    // (kept for texts that repeat this one but for its literal, where it may
+                    // be: read whole, not under a wrapper)
+                    match (lent, self.repeat && run == *p) {
+                        (Some(stamp), _) => crate::sql::repeat::put_back(
+                            d,
+                            crate::sql::repeat::Lent { dml: x, stamp },
+                        ),
+                        (None, true) => match self.kept.of(p) {
+                            Some(toks) => crate::sql::repeat::keep(sql, d, *p, &toks, x),
+                            None => dml::give_back(x),
+                        },
+                        (None, false) => dml::give_back(x),
+                    }
                     flow
                 }
                 Read::DmlUnreadable(why) => self.unreadable_dml(&at, why),

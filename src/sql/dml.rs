@@ -366,13 +366,7 @@ pub(crate) fn read_framed(sql: &[u8], d: Dialect, toks: &[Token], frame: &Frame)
     debug_assert!(f.body.as_ref().is_none_or(|(_, end, _)| *end <= toks.len()));
     let span = |(a, b): (usize, usize)| Some((toks.get(a)?.start, toks.get(b)?.end));
     // (into the reading the thread's last statement gave back, when it did: no allocation)
-    let mut dml = match SPARE.try_with(std::cell::Cell::take).ok().flatten() {
-        Some(mut spare) => {
-            spare.refill_from(&f.dml);
-            spare
-        }
-        None => Box::new(f.dml.clone()),
-    };
+    let mut dml = refilled(&f.dml);
     dml.table_span = f.table.and_then(span).unwrap_or((0, 0));
     dml.alias = f.alias.and_then(|i| toks.get(i)).map(|t| (t.start, t.end));
     let Some((start, end, conjuncts)) = &f.body else {
@@ -399,6 +393,18 @@ pub(crate) fn read_framed(sql: &[u8], d: Dialect, toks: &[Token], frame: &Frame)
         r.predicates(conjuncts, &mut dml);
     }
     Read::Dml(dml)
+}
+
+/// A copy of `f`, made in the reading the thread's last statement gave back when it did (no
+/// allocation).
+pub(crate) fn refilled(f: &Dml) -> Box<Dml> {
+    match SPARE.try_with(std::cell::Cell::take).ok().flatten() {
+        Some(mut spare) => {
+            spare.refill_from(f);
+            spare
+        }
+        None => Box::new(f.clone()),
+    }
 }
 
 thread_local! {
@@ -470,6 +476,49 @@ impl Dml {
         self.alias = *alias;
         self.pred_spans.clone_from(pred_spans);
         self.three_part_name = *three_part_name;
+    }
+
+    /// Its offsets after `at` moved by `by` bytes (its statement's text grew or shrank there,
+    /// inside a literal: no offset lies in the bytes that changed); None where one would leave
+    /// the `usize` range.
+    pub(crate) fn moved(&mut self, at: usize, by: isize) -> Option<()> {
+        let mv = |o: &mut usize| -> Option<()> {
+            if *o > at {
+                *o = o.checked_add_signed(by)?;
+            }
+            Some(())
+        };
+        // (every field named: an offset added later is not forgotten here)
+        let Dml {
+            verb: _,
+            explain: _,
+            table: _,
+            where_end,
+            preds: _,
+            where_idents: _,
+            backslash_literal: _,
+            params_before_where_end: _,
+            assignments: _,
+            locking: _,
+            table_span,
+            alias,
+            pred_spans,
+            three_part_name: _,
+        } = self;
+        if let Some(e) = where_end {
+            mv(e)?;
+        }
+        mv(&mut table_span.0)?;
+        mv(&mut table_span.1)?;
+        if let Some((a, b)) = alias {
+            mv(a)?;
+            mv(b)?;
+        }
+        for (a, b) in pred_spans.iter_mut() {
+            mv(a)?;
+            mv(b)?;
+        }
+        Some(())
     }
 }
 

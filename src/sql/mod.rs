@@ -15,6 +15,7 @@ pub mod insert;
 pub mod lexer;
 pub mod load;
 pub mod probe;
+pub mod repeat;
 pub mod scan;
 pub mod session_state;
 pub mod splice;
