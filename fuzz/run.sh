@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-600}
 shift || true
 targets=("$@")
-((${#targets[@]})) || targets=(sql_router state_reading ddl_rules client_packets backend_responses sql_insert sql_load compressed_frames advisor diagnostics session_state shape_apply shape_reading)
+((${#targets[@]})) || targets=(sql_router state_reading ddl_rules client_packets backend_responses sql_insert sql_load compressed_frames advisor diagnostics session_state shape_apply shape_reading repeat_reading)
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz
 python3 fuzz/seed.py
 export RUSTC_BOOTSTRAP=1

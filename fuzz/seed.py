@@ -105,6 +105,15 @@ for s in sorted(sql):
         put("shape_reading", bytes([flags]) + s + b"\xff" + b"xyz'\\123;\xe9 ")
         put("shape_reading", bytes([flags]) + s + b"\xff" + s)
 
+# a text that repeats the kept one but for its literal's body: dialect, form, session, then
+# parts cut at 0xFF (bytes added to the head, the kept body, the new body, bytes added to the
+# tail)
+for flags in (0x00, 0x01, 0x12, 0x40, 0x64, 0xA0, 0xC0):
+    for form in range(0, 0x80, 0x11):
+        for session in (0x00, 0x03, 0x0C, 0x11):
+            for old, new in ((b"abcd%", b"wxyz%"), (b"!", b"a"), (b"a_c%", b""), (b"user1|", b"a'b")):
+                put("repeat_reading", bytes([flags, form, session]) + b"\xff" + old + b"\xff" + new + b"\xff")
+
 # what a text does to the session (multiplexing)
 for s in sorted(sql) + [
     b"SET sql_mode = 'ANSI_QUOTES', @@session.time_zone = '+00:00', LOCAL wait_timeout = -1",
