@@ -13,8 +13,9 @@
 //!
 //! Kept only where that reasoning holds: one statement, not a stored program nor under a
 //! wrapper, read by the DML reader from all its tokens, with exactly one string literal among
-//! them, which is the value of its one K term (`=`, `LIKE`, a bound, `LEFT(K, n) =`), in a text
-//! nothing in which is ambiguous (the caller's part). The `repeat_reading` fuzz target holds a
+//! them, which is the value of its one K term (`=`, `LIKE` without an `ESCAPE`, a bound,
+//! `LEFT(K, n) =`) with no hex literal in that term, in a text nothing in which is ambiguous
+//! (the caller's part). The `repeat_reading` fuzz target holds a
 //! reading taken from here equal to the full one.
 
 use super::dml::{self, Dml, Escape, Operand, Pred};
