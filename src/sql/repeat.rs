@@ -159,52 +159,41 @@ pub(crate) fn put_back(d: Dialect, lent: Lent) {
     let _ = LAST.try_with(|l| l.set(kept));
 }
 
+/// The value of a K term whose one operand is a literal, borrowed as the term is (one pattern
+/// for `literal_of` and `literal_in`).
+macro_rules! key_literal {
+    ($p:expr) => {
+        match $p {
+            Pred::Eq(Operand::Lit { bytes, .. })
+            | Pred::Like {
+                pattern: Operand::Lit { bytes, .. },
+                ..
+            }
+            | Pred::Lower {
+                bound: Operand::Lit { bytes, .. },
+                ..
+            }
+            | Pred::Upper {
+                bound: Operand::Lit { bytes, .. },
+                ..
+            }
+            | Pred::Left {
+                value: Operand::Lit { bytes, .. },
+                ..
+            } => Some(bytes),
+            _ => None,
+        }
+    };
+}
+
 /// The value of a K term whose one operand is a literal.
 fn literal_of(p: &mut Pred) -> Option<&mut Vec<u8>> {
-    match p {
-        Pred::Eq(Operand::Lit { bytes, .. })
-        | Pred::Like {
-            pattern: Operand::Lit { bytes, .. },
-            ..
-        }
-        | Pred::Lower {
-            bound: Operand::Lit { bytes, .. },
-            ..
-        }
-        | Pred::Upper {
-            bound: Operand::Lit { bytes, .. },
-            ..
-        }
-        | Pred::Left {
-            value: Operand::Lit { bytes, .. },
-            ..
-        } => Some(bytes),
-        _ => None,
-    }
+    key_literal!(p)
 }
 
 /// `literal_of`, read only.
 fn literal_in(p: &Pred) -> Option<&[u8]> {
-    match p {
-        Pred::Eq(Operand::Lit { bytes, .. })
-        | Pred::Like {
-            pattern: Operand::Lit { bytes, .. },
-            ..
-        }
-        | Pred::Lower {
-            bound: Operand::Lit { bytes, .. },
-            ..
-        }
-        | Pred::Upper {
-            bound: Operand::Lit { bytes, .. },
-            ..
-        }
-        | Pred::Left {
-            value: Operand::Lit { bytes, .. },
-            ..
-        } => Some(bytes),
-        _ => None,
-    }
+    key_literal!(p).map(Vec::as_slice)
 }
 
 /// Keeps the reading `x` of the one statement `piece` of `sql` under `d` (its tokens `toks`,
