@@ -9,18 +9,15 @@
 //! to the head, the kept text's body, the new text's body, bytes added to the tail.
 #![no_main]
 
-use std::sync::Arc;
-
 use libfuzzer_sys::fuzz_target;
 
-use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
-use obkv_proxy::engine::read::Scope;
+use obkv_proxy::engine::prefix_scan::ConnCharset;
 use obkv_proxy::engine::router::{decide_observed, Activity, Context, Origin};
-use obkv_proxy::sql::classify::classify;
 use obkv_proxy::engine::write::{Txn, WriteRules};
+use obkv_proxy::sql::classify::classify;
 use obkv_proxy::sql::repeat;
-use obkv_proxy::sql::scan::{Dialect, Flavor};
 
+mod dialects;
 mod tables;
 
 const HEADS: [&str; 16] = [
@@ -57,20 +54,7 @@ fuzz_target!(|data: &[u8]| {
     let [flags, form, session, rest @ ..] = data else {
         return;
     };
-    let (flavor, version) = match flags >> 6 {
-        0 => (Flavor::MariaDb, 101119),
-        1 => (Flavor::OceanBase, 50725),
-        2 => (Flavor::MySql, 80030),
-        _ => (Flavor::MySqlOrOceanBase, 50725),
-    };
-    let d = Dialect {
-        flavor,
-        version,
-        no_backslash_escapes: flags & 1 != 0,
-        ansi_quotes: flags & 2 != 0,
-        multibyte_backslash: flags & 4 != 0,
-        plain_comments: flags & 8 != 0,
-    };
+    let d = dialects::from_flags(*flags);
     let mut parts = rest.split(|&b| b == 0xFF);
     let mut next = || parts.next().unwrap_or_default();
     let (more_head, old_body, new_body, more_tail) = (next(), next(), next(), next());
@@ -109,25 +93,16 @@ fuzz_target!(|data: &[u8]| {
     let ctx = Context {
         dialect: d,
         strict: flags & 16 == 0,
-        scope: Scope {
-            databases: vec!["hb".to_string()].into(),
-            current: Some("hb".into()),
-            names_ci: true,
-        },
-        tables: Some(TableView {
-            cache: tables::cache(),
-            current_db: Some(Some(Arc::from(&b"hb"[..]))),
-            charset: [
+        scope: tables::scope(),
+        tables: Some(tables::view(
+            [
                 Some(ConnCharset::Utf8),
                 Some(ConnCharset::Latin1),
                 Some(ConnCharset::Other),
                 None,
             ][usize::from((session >> 1) & 3)],
-            names_ci: true,
-            settled: session & 8 == 0,
-            counters: Default::default(),
-            blind: Vec::new(),
-        }),
+            session & 8 == 0,
+        )),
         rewrite: flags & 32 == 0,
         writes: Some(WriteRules {
             now_ms: 1_763_700_000_000,

@@ -12,6 +12,7 @@ use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::sql::scan::{statements_after_shape, statements_keeping_unsettled, Dialect, Kept};
 
+mod dialects;
 mod shape_input;
 use shape_input::MAX;
 

@@ -7,7 +7,7 @@
 //! backslashes, bytes >= 0x80, an empty run, so that the shape must also refuse), a second
 //! such text after that one (the tokens moved twice), A after both, B, and A again.
 
-use obkv_proxy::sql::scan::{statements_keeping_unsettled, Dialect, Flavor, Kept, Tok};
+use obkv_proxy::sql::scan::{statements_keeping_unsettled, Dialect, Kept, Tok};
 
 pub const MAX: usize = 4097;
 
@@ -15,20 +15,7 @@ pub fn run(data: &[u8], check: impl Fn(&[&[u8]], &[u8], Dialect)) {
     let Some((&flags, rest)) = data.split_first() else {
         return;
     };
-    let (flavor, version) = match flags >> 6 {
-        0 => (Flavor::MariaDb, 101119),
-        1 => (Flavor::OceanBase, 50725),
-        2 => (Flavor::MySql, 80030),
-        _ => (Flavor::MySqlOrOceanBase, 50725),
-    };
-    let d = Dialect {
-        flavor,
-        version,
-        no_backslash_escapes: flags & 1 != 0,
-        ansi_quotes: flags & 2 != 0,
-        multibyte_backslash: flags & 4 != 0,
-        plain_comments: flags & 8 != 0,
-    };
+    let d = crate::dialects::from_flags(flags);
     let cut = rest.iter().position(|&b| b == 0xFF).unwrap_or(rest.len());
     let a = &rest[..cut];
     let b = rest.get(cut + 1..).unwrap_or_default();

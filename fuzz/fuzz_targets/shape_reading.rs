@@ -13,6 +13,7 @@ use libfuzzer_sys::fuzz_target;
 use obkv_proxy::sql::framed::reads_after_shape;
 use obkv_proxy::sql::scan::Dialect;
 
+mod dialects;
 mod shape_input;
 use shape_input::MAX;
 

@@ -44,29 +44,19 @@ fuzz_target!(|data: &[u8]| {
         plain_comments: false,
     };
     let scope = if flags & 128 != 0 {
-        Scope {
-            databases: vec!["hb".to_string()].into(),
-            current: Some("hb".into()),
-            names_ci: true,
-        }
+        tables::scope()
     } else {
         Scope::default()
     };
     // the rewriter sees `g$f` (and `hb.g$f`) as a KEY(K_PREFIX) table with n = 4
-    let cache = tables::cache();
     let tables = TableView {
-        cache,
-        current_db: Some(Some(std::sync::Arc::from(&b"hb"[..]))),
-        charset: Some(ConnCharset::Utf8),
-        names_ci: true,
-        settled: true,
-        counters: Default::default(),
         // a table whose schema the session could not read: never taken for a plain one
         blind: if data.len().is_multiple_of(3) {
             vec![(b"hb".to_vec(), b"g$g".to_vec())]
         } else {
             Vec::new()
         },
+        ..tables::view(Some(ConnCharset::Utf8), true)
     };
     // the write stage too: inside a transaction for texts of even length
     let ctx = Context {

@@ -17,11 +17,8 @@ use libfuzzer_sys::fuzz_target;
 
 mod tables;
 
-use std::sync::Arc;
-
 use obkv_proxy::engine::decision::{Answer, Decision};
-use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
-use obkv_proxy::engine::read::Scope;
+use obkv_proxy::engine::prefix_scan::ConnCharset;
 use obkv_proxy::engine::router::{decide, decide_as_read, Context, Origin};
 use obkv_proxy::engine::write::{Txn, WriteRules};
 use obkv_proxy::sql::classify::Class;
@@ -373,20 +370,8 @@ fuzz_target!(|data: &[u8]| {
     let ctx = Context {
         dialect: known,
         strict: true,
-        scope: Scope {
-            databases: vec!["hb".to_string()].into(),
-            current: Some("hb".into()),
-            names_ci: true,
-        },
-        tables: Some(TableView {
-            cache: tables::cache(),
-            current_db: Some(Some(Arc::from(&b"hb"[..]))),
-            charset: Some(charset),
-            names_ci: true,
-            settled: true,
-            counters: Default::default(),
-            blind: Vec::new(),
-        }),
+        scope: tables::scope(),
+        tables: Some(tables::view(Some(charset), true)),
         rewrite: true,
         writes: Some(WriteRules {
             now_ms: 1_763_700_000_000,

@@ -2,9 +2,35 @@
 
 use std::sync::{Arc, OnceLock};
 
+use obkv_proxy::engine::prefix_scan::{ConnCharset, TableView};
+use obkv_proxy::engine::read::Scope;
+
 use obkv_proxy::hbase::cells::CellLimits;
 use obkv_proxy::hbase::partition::Partitioning;
 use obkv_proxy::hbase::schema::{key, Placement, SchemaCache, TableSchema};
+
+/// The sessions' scope: HBase tables in `hb`, the current database.
+pub fn scope() -> Scope {
+    Scope {
+        databases: vec!["hb".to_string()].into(),
+        current: Some("hb".into()),
+        names_ci: true,
+    }
+}
+
+/// What the sessions know of the tables (`cache`), in `hb`, with the connection's character
+/// set as given and settled or not.
+pub fn view(charset: Option<ConnCharset>, settled: bool) -> TableView {
+    TableView {
+        cache: cache(),
+        current_db: Some(Some(Arc::from(&b"hb"[..]))),
+        charset,
+        names_ci: true,
+        settled,
+        counters: Default::default(),
+        blind: Vec::new(),
+    }
+}
 
 /// `hb.g$f`, a KEY(K_PREFIX) table with n = 4 and 97 partitions, and `hb.g$h`, a second family
 /// of its group with a blob V (joins of two HBase tables): built once per process.
