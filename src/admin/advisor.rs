@@ -56,6 +56,8 @@ static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(fa
 /// The observations a thread has not folded in yet, all from the second `since` began in.
 struct Pending {
     items: Vec<Observation>,
+    /// The rows `items` shows (`Observed::weight`): a batch is folded in at `BATCH` rows.
+    rows: usize,
     /// Unix seconds, and the latency clock's reading, when the first of `items` came.
     since: u64,
     since_tick: u64,
@@ -65,6 +67,7 @@ thread_local! {
     static PENDING: RefCell<Pending> = const {
         RefCell::new(Pending {
             items: Vec::new(),
+            rows: 0,
             since: 0,
             since_tick: 0,
         })
@@ -79,8 +82,9 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A text's observations (taken from `observed`). A batch holds about `BATCH` (a statement's
-/// observations are added whole: at most `BATCH + MAX_OBSERVED`) and spans about a second
+/// A text's observations (taken from `observed`). A batch shows about `BATCH` rows (a
+/// statement's observations are added whole: at most `BATCH + 2 * MAX_OBSERVED` observations
+/// of at most `BATCH + MAX_OBSERVED` keyed rows, `Observed::weight`) and spans about a second
 /// (its observations are counted in the second it began in), so no timer runs on the workers:
 /// a timer on each worker's runtime cost every command about 400 instructions (counted with
 /// scripts/cost.sh).
@@ -126,7 +130,12 @@ fn add(
             && now.wrapping_sub(p.since_tick) >= crate::admin::metrics::ticks_per_second())
         .then(|| (std::mem::take(&mut p.items), p.since));
         let was_empty = p.items.is_empty();
+        if was_empty {
+            p.rows = 0;
+        }
         if let Some(list) = list {
+            let rows: usize = list.iter().map(|o| o.what.weight()).sum();
+            p.rows = p.rows.saturating_add(rows);
             // an empty batch takes the statement's list whole (a 100-row INSERT's observations
             // are not copied, about 90 instructions a row); the list goes back empty, and no
             // larger than a session keeps one (the batch's buffer is sized for a batch)
@@ -139,12 +148,15 @@ fn add(
                 p.items.append(list);
             }
         }
-        p.items.extend(items);
+        for o in items {
+            p.rows = p.rows.saturating_add(o.what.weight());
+            p.items.push(o);
+        }
         if was_empty && !p.items.is_empty() {
             p.since = unix_now();
             p.since_tick = now;
         }
-        (stale, p.items.len() >= BATCH)
+        (stale, p.rows >= BATCH)
     });
     if let Some((mut items, since)) = stale {
         if let Some(s) = store() {
@@ -283,7 +295,7 @@ impl Store {
                 let b = stats.bytes();
                 if t.map.len() >= self.settings.max_tables || t.bytes + b > self.settings.max_bytes
                 {
-                    t.refused += run.len() as u64;
+                    t.refused += run.iter().map(|o| o.what.weight() as u64).sum::<u64>();
                     continue;
                 }
                 t.bytes += b;
@@ -305,6 +317,11 @@ impl Store {
                 match &o.what {
                     Observed::Write { partition, key } => {
                         s.write_cut(*partition, &key.bytes, key.len(), at)
+                    }
+                    Observed::Writes(rows) => {
+                        for (partition, key) in rows {
+                            s.write_cut(*partition, &key.bytes, key.len(), at);
+                        }
                     }
                     Observed::Placed { partition } => s.write_partition(*partition, 1, at),
                     Observed::Get { key, partition } => s.get_cut(&key.bytes, *partition, at),

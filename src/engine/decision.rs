@@ -208,6 +208,9 @@ pub struct Activity {
     pub tables: Vec<(Arc<crate::hbase::schema::TableSchema>, TableUse)>,
     /// What the rowkey advisor learns from the text (`crate::admin::advisor`).
     pub observed: Vec<Observation>,
+    /// The rows `observed` shows (`Observed::weight`), while it is not empty: what bounds it
+    /// (`observe`, `room`; a list emptied elsewhere counts from zero again).
+    shown: u32,
 }
 
 /// What one statement showed of an HBase table's keys, for the rowkey advisor.
@@ -253,17 +256,31 @@ impl Activity {
     /// An observation, kept while the text has fewer than `MAX_OBSERVED`; rows counted by
     /// partition (`Observed::Counts`, one a statement at most) up to `MAX_OBSERVED` more, so
     /// that a text's rows are all counted even where its rowkeys are not all read.
+    #[inline]
     pub fn observe(&mut self, o: Observation) {
+        let shown = self.shown();
         let counts = matches!(o.what, Observed::Counts { .. });
-        if self.observed.len() < MAX_OBSERVED || (counts && self.observed.len() < 2 * MAX_OBSERVED)
-        {
+        let weight = o.what.weight();
+        if shown.saturating_add(weight) <= MAX_OBSERVED {
             self.observed.push(o);
+            self.shown = u32::try_from(shown + weight).unwrap_or(u32::MAX);
+        } else if counts && self.observed.len() < 2 * MAX_OBSERVED {
+            self.observed.push(o);
+        }
+    }
+
+    /// The rows the text's observations show so far.
+    fn shown(&self) -> usize {
+        if self.observed.is_empty() {
+            0
+        } else {
+            self.shown as usize
         }
     }
 
     /// How many more rows' rowkeys this text may show the advisor.
     pub fn room(&self) -> usize {
-        MAX_OBSERVED.saturating_sub(self.observed.len())
+        MAX_OBSERVED.saturating_sub(self.shown())
     }
 }
 
@@ -328,15 +345,45 @@ mod observe_tests {
             });
         }
         assert_eq!(a.observed.len(), MAX_OBSERVED);
+        // a list of keyed rows weighs its rows: the room is what is left of MAX_OBSERVED rows
+        a.observed.clear();
+        assert_eq!(a.room(), MAX_OBSERVED, "an emptied list counts from zero");
+        let rows = |n: usize| Observation {
+            table: table.clone(),
+            what: Observed::Writes(vec![(Some(0), Key::of(b"k")); n]),
+        };
+        a.observe(rows(200));
+        assert_eq!(a.room(), MAX_OBSERVED - 200);
+        a.observe(rows(MAX_OBSERVED - 199));
+        assert_eq!((a.observed.len(), a.room()), (1, MAX_OBSERVED - 200));
+        a.observe(rows(MAX_OBSERVED - 200));
+        assert_eq!((a.observed.len(), a.room()), (2, 0));
+        // rows counted by partition still go in, up to twice MAX_OBSERVED observations
+        let counts = || Observation {
+            table: table.clone(),
+            what: Observed::Counts {
+                counts: Box::new([(0, 5)]),
+                unplaced: 0,
+            },
+        };
+        for _ in 0..1000 {
+            a.observe(counts());
+        }
+        assert_eq!(a.observed.len(), 2 * MAX_OBSERVED);
+        let rows_shown: usize = a.observed.iter().map(|o| o.what.weight()).sum();
+        assert!(
+            rows_shown <= 2 * MAX_OBSERVED + MAX_OBSERVED,
+            "{rows_shown}"
+        );
     }
 
     /// An `Activity` is moved with every text, and an observation is copied twice (into the
     /// text's list, then with the list into the thread's batch): both stay small. (An activity
     /// of inline lists moved five times a statement cost ~290 instructions of copying and
-    /// ~110 of dropping, counted with scripts/cost.sh.)
+    /// ~110 of dropping, counted with scripts/cost.sh; the count of rows shown adds a word.)
     #[test]
     fn observations_are_small() {
         assert!(std::mem::size_of::<Observation>() <= 96);
-        assert!(std::mem::size_of::<Activity>() <= 48);
+        assert!(std::mem::size_of::<Activity>() <= 56);
     }
 }

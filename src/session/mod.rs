@@ -205,6 +205,8 @@ pub struct Session {
     /// What the statements of the open transaction showed the rowkey advisor: given to it
     /// when the transaction commits, dropped when it rolls back (`settle_observations`).
     txn_observed: Vec<crate::engine::decision::Observation>,
+    /// The rows `txn_observed` shows, while it is not empty (`Observed::weight`).
+    txn_shown: usize,
     statement: Option<(metrics::Class, metrics::Outcome)>,
     /// The HBase table last counted and its counters' slot (`metrics::table_slot`): the
     /// schema is held, so the same `Arc` is the same table.
@@ -334,6 +336,7 @@ impl Session {
             hbase_reads: false,
             activity: Default::default(),
             txn_observed: Vec::new(),
+            txn_shown: 0,
             statement: None,
             table_slot: None,
             started: None,

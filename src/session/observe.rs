@@ -15,8 +15,8 @@ use crate::engine::router::{Answer, Decision};
 use crate::hbase::schema::TableSchema;
 use crate::sql::classify::Class;
 
-/// Observations an open transaction may hold for the advisor (its rows counted by partition
-/// past them are in `Observed::Counts`, one a statement).
+/// Rows an open transaction's observations may show the advisor (`Observed::weight`; its rows
+/// counted by partition past them are in `Observed::Counts`, one a statement).
 const TXN_OBSERVED: usize = 4096;
 
 /// An event on an HBase table, counted in the slot kept for it when it is the table counted
@@ -195,10 +195,18 @@ impl Session {
             return;
         }
         if in_txn {
-            let room = TXN_OBSERVED.saturating_sub(self.txn_observed.len());
-            let take = self.activity.observed.len().min(room);
-            self.txn_observed
-                .extend(self.activity.observed.drain(..take));
+            // the first rows up to TXN_OBSERVED (each observation weighs the rows it shows)
+            if self.txn_observed.is_empty() {
+                self.txn_shown = 0;
+            }
+            for o in self.activity.observed.drain(..) {
+                let w = o.what.weight();
+                if self.txn_shown.saturating_add(w) > TXN_OBSERVED {
+                    break;
+                }
+                self.txn_shown += w;
+                self.txn_observed.push(o);
+            }
             self.activity.observed.clear();
             return;
         }

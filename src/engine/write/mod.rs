@@ -27,9 +27,10 @@ pub use statement::{
 
 /// What a write that may run shows the rowkey advisor. With `keys` (the rows are an
 /// INSERT's, an execution's, a LOAD file's: `rows`): every row, in its partition — the first
-/// `room` with their rowkeys, the rest counted per partition (`Observed::Counts`), so that the
-/// counts per partition are the rows written whatever their number. Without (an UPDATE or
-/// DELETE, whose rows the text does not give): one row in each partition it writes (`touch`).
+/// `room` with their rowkeys (one `Observed::Writes`), the rest counted per partition
+/// (`Observed::Counts`), so that the counts per partition are the rows written whatever their
+/// number. Without (an UPDATE or DELETE, whose rows the text does not give): one row in each
+/// partition it writes (`touch`).
 pub fn observed(
     touch: Option<Touch>,
     rows: RowsSeen,
@@ -90,9 +91,14 @@ fn observed_rows(
         .collect();
     let counted =
         (!counts.is_empty() || unplaced > 0).then_some(Observed::Counts { counts, unplaced });
-    let written = keyed
-        .into_iter()
-        .map(|(partition, key)| Observed::Write { partition, key });
+    // the keyed rows as one observation, their list moved whole (one row alone)
+    let written = match keyed.len() {
+        0 => None,
+        1 => keyed
+            .pop()
+            .map(|(partition, key)| Observed::Write { partition, key }),
+        _ => Some(Observed::Writes(keyed)),
+    };
     placed.chain(written).chain(counted)
 }
 
@@ -275,14 +281,30 @@ mod tests {
             format!("INSERT INTO g$f (K, Q, T, V) VALUES {}", values.join(", "))
         };
         let p = prefixed().partitioning;
-        for (n, room) in [(3, 256), (50, 256), (300, 256), (300, 10), (40, 0)] {
+        for (n, room) in [
+            (1, 256),
+            (3, 256),
+            (50, 256),
+            (300, 256),
+            (300, 10),
+            (300, 1),
+            (40, 0),
+        ] {
             let (c, _) = insert(&rows(n));
             let seen = observed(c.touch, c.rows, true, room).collect::<Vec<_>>();
             let mut per = vec![0u64; 13];
             let mut keyed = Vec::new();
             for o in &seen {
                 match o {
+                    Observed::Writes(rows) => {
+                        assert!(keyed.is_empty() && rows.len() > 1, "one list of keyed rows");
+                        for (partition, key) in rows {
+                            keyed.push(key.bytes.to_vec());
+                            per[partition.expect("placed") as usize] += 1;
+                        }
+                    }
                     Observed::Write { partition, key } => {
+                        assert!(keyed.is_empty(), "one keyed row alone");
                         keyed.push(key.bytes.to_vec());
                         per[partition.expect("placed") as usize] += 1;
                     }

@@ -11,9 +11,15 @@ pub mod table;
 /// scripts/cost.sh counts every byte of that).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
-    /// A row written with this rowkey (an INSERT's, cut, see `Key`), in this partition (None:
-    /// no partition takes it). A multi-row INSERT shows one a partition.
+    /// A row written with this rowkey (a one-row INSERT's, cut, see `Key`), in this partition
+    /// (None: no partition takes it).
     Write { partition: Option<u32>, key: Key },
+    /// Rows written with these rowkeys (a multi-row INSERT's, an execution's, cut), in order,
+    /// each in its partition: one observation for all the rows of a statement whose rowkeys
+    /// are read (a 100-row INSERT's rows are moved as one list, not as 100 observations; a
+    /// one-row INSERT's row is a `Write`, and its list freed at once, where the allocator
+    /// gives the next statement's the same memory).
+    Writes(Vec<(Option<u32>, Key)>),
     /// A row written in this partition whose rowkey only placed it (an UPDATE, a DELETE).
     Placed { partition: u32 },
     /// A read of one rowkey, in this partition (None: no partition takes it).
@@ -27,6 +33,18 @@ pub enum Observed {
         counts: Box<[(u32, u32)]>,
         unplaced: u32,
     },
+}
+
+impl Observed {
+    /// How many rows this observation shows with their rowkeys or partitions: what the
+    /// bounds on a text's, a transaction's and a thread's observations count (rows counted
+    /// by partition only, `Counts`, count as one).
+    pub fn weight(&self) -> usize {
+        match self {
+            Observed::Writes(rows) => rows.len(),
+            _ => 1,
+        }
+    }
 }
 
 /// Bytes of a rowkey an observation holds without an allocation.
