@@ -585,6 +585,7 @@ pub fn literal_bytes<'a>(
 
 /// Whether a literal's bytes are the bytes the backend compares with K: Some(true) yes,
 /// Some(false) no, None when it depends on the session's character set, which is not known.
+#[inline]
 pub fn certain(bytes: &[u8], cs: LitCharset, conn: Option<ConnCharset>) -> Option<bool> {
     Some(match cs {
         LitCharset::Binary => true,

@@ -268,24 +268,35 @@ fn shown(b: &[u8]) -> String {
     format!("'{}{more}'", String::from_utf8_lossy(cut).escape_debug())
 }
 
+#[inline]
 fn too_long(column: &str, len: usize, limit: Option<u64>, row: usize, out: &mut Vec<Finding>) {
     too_long_n(column, len as u64, limit, row, out)
 }
 
+/// C2 (the test in line: a cell of every row of a batch passes it).
+#[inline]
 fn too_long_n(column: &str, len: u64, limit: Option<u64>, row: usize, out: &mut Vec<Finding>) {
     if let Some(limit) = limit {
         if len > limit {
-            out.push(error(
-                Rule::C2,
-                ER_DATA_TOO_LONG,
-                "22001",
-                format!("row {row}: {column} is {len} bytes, longer than its {limit}; a non-strict sql_mode would cut it silently"),
-            ));
+            too_long_found(column, len, limit, row, out);
         }
     }
 }
 
-/// C4 and C5 for one T.
+#[cold]
+#[inline(never)]
+fn too_long_found(column: &str, len: u64, limit: u64, row: usize, out: &mut Vec<Finding>) {
+    out.push(error(
+        Rule::C2,
+        ER_DATA_TOO_LONG,
+        "22001",
+        format!("row {row}: {column} is {len} bytes, longer than its {limit}; a non-strict sql_mode would cut it silently"),
+    ));
+}
+
+/// C4 and C5 for one T (the tests in line, the findings out of it: the T of every row of a
+/// batch passes them).
+#[inline]
 pub fn check_t(
     t: i128,
     convention: Convention,
@@ -293,6 +304,21 @@ pub fn check_t(
     row: usize,
     out: &mut Vec<Finding>,
 ) {
+    let wrong_sign = match convention {
+        Convention::NegatedMs => t > 0,
+        Convention::Ms => t < 0,
+    };
+    let magnitude = t.unsigned_abs();
+    let outside =
+        t != 0 && (magnitude < window.min_ms as u128 || magnitude > window.max_ms as u128);
+    if wrong_sign || outside {
+        t_found(t, convention, window, row, out);
+    }
+}
+
+#[cold]
+#[inline(never)]
+fn t_found(t: i128, convention: Convention, window: Window, row: usize, out: &mut Vec<Finding>) {
     let wrong_sign = match convention {
         Convention::NegatedMs => t > 0,
         Convention::Ms => t < 0,

@@ -982,7 +982,20 @@ pub fn string_value(sql: &[u8], t: &Token, d: Dialect) -> Vec<u8> {
 
 /// `string_value`, borrowed from the text when the literal holds neither an escape nor a doubled
 /// quote (most do: their bytes are as written).
+/// A plain literal's (`Token::plain`: most of a batch's) is its body, taken in line.
+#[inline]
 pub fn string_value_cow<'a>(sql: &'a [u8], t: &Token, d: Dialect) -> Cow<'a, [u8]> {
+    if t.plain {
+        if let Some(body) = sql.get(t.start + 1..t.end.saturating_sub(1)) {
+            return Cow::Borrowed(body);
+        }
+    }
+    string_value_read(sql, t, d)
+}
+
+/// `string_value_cow` of a literal not known plain: its body looked through.
+#[inline(never)]
+fn string_value_read<'a>(sql: &'a [u8], t: &Token, d: Dialect) -> Cow<'a, [u8]> {
     let raw = t.text(sql);
     let Some((&q, rest)) = raw.split_first() else {
         return Cow::Borrowed(&[]);
