@@ -26,7 +26,7 @@ struct Entry {
 struct Tables {
     map: HashMap<(String, String), Entry>,
     bytes: usize,
-    /// Observations of tables past the budget, not kept.
+    /// Rows (and reads) observed of tables past the budget, not kept (`Observed::weight`).
     refused: u64,
 }
 
@@ -82,44 +82,26 @@ fn unix_now() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// A text's observations (taken from `observed`). A batch shows about `BATCH` rows (a
-/// statement's observations are added whole: at most `BATCH + 2 * MAX_OBSERVED` observations
-/// of at most `BATCH + MAX_OBSERVED` keyed rows, `Observed::weight`) and spans about a second
+/// A text's observations (taken from `observed`). A batch shows about `BATCH` rows
+/// (`Observed::weight`; a text's observations are added whole: a batch holds fewer than `BATCH`
+/// rows and one text's, at most `MAX_OBSERVED` keyed rows, or a committed transaction's, at
+/// most `TXN_OBSERVED`, `session::observe`) and spans about a second
 /// (its observations are counted in the second it began in), so no timer runs on the workers:
 /// a timer on each worker's runtime cost every command about 400 instructions (counted with
 /// scripts/cost.sh).
 pub fn record(observed: &mut Vec<Observation>, tick: Option<u64>) {
     if !observed.is_empty() {
-        add(Some(observed), std::iter::empty(), tick);
+        add(observed, tick);
     }
 }
 
-/// One statement's observations of `table` (at most `MAX_OBSERVED` are kept).
-pub fn push_all(table: &Arc<TableSchema>, what: impl Iterator<Item = Observed>, tick: Option<u64>) {
-    add(
-        None,
-        what.take(crate::engine::decision::MAX_OBSERVED)
-            .map(|what| Observation {
-                table: table.clone(),
-                what,
-            }),
-        tick,
-    );
-}
-
-/// Adds one statement's observations (those moved out of `list`, then `items`) to this
-/// thread's buffer, with one borrow of it, so that a batch holds only observations from within
-/// a second of its first. `tick`: the latency clock's reading at the command's start, when the
-/// session took one for the metrics (else the clock is read here).
-fn add(
-    list: Option<&mut Vec<Observation>>,
-    items: impl Iterator<Item = Observation>,
-    tick: Option<u64>,
-) {
+/// Adds a text's observations (moved out of `list`) to this thread's buffer, with one borrow
+/// of it, so that a batch holds only observations from within a second of its first. `tick`:
+/// the latency clock's reading at the command's start, when the session took one for the
+/// metrics (else the clock is read here).
+fn add(list: &mut Vec<Observation>, tick: Option<u64>) {
     if !ON.load(std::sync::atomic::Ordering::Relaxed) {
-        if let Some(list) = list {
-            list.clear();
-        }
+        list.clear();
         return;
     }
     let (stale, full) = PENDING.with(|p| {
@@ -133,24 +115,18 @@ fn add(
         if was_empty {
             p.rows = 0;
         }
-        if let Some(list) = list {
-            let rows: usize = list.iter().map(|o| o.what.weight()).sum();
-            p.rows = p.rows.saturating_add(rows);
-            // an empty batch takes the statement's list whole (a 100-row INSERT's observations
-            // are not copied, about 90 instructions a row); the list goes back empty, and no
-            // larger than a session keeps one (the batch's buffer is sized for a batch)
-            if p.items.is_empty() {
-                std::mem::swap(&mut p.items, list);
-                if list.capacity() > crate::engine::decision::OBSERVED_KEEP {
-                    *list = Vec::new();
-                }
-            } else {
-                p.items.append(list);
+        let rows: usize = list.iter().map(|o| o.what.weight()).sum();
+        p.rows = p.rows.saturating_add(rows);
+        // an empty batch takes the text's list whole (its observations are not copied); the
+        // list goes back empty, and no larger than a session keeps one (the batch's buffer is
+        // sized for a batch)
+        if p.items.is_empty() {
+            std::mem::swap(&mut p.items, list);
+            if list.capacity() > crate::engine::decision::OBSERVED_KEEP {
+                *list = Vec::new();
             }
-        }
-        for o in items {
-            p.rows = p.rows.saturating_add(o.what.weight());
-            p.items.push(o);
+        } else {
+            p.items.append(list);
         }
         if was_empty && !p.items.is_empty() {
             p.since = unix_now();
@@ -440,7 +416,7 @@ pub fn sample(database: &str, table: &str) -> Option<String> {
     Some(out)
 }
 
-/// Tables kept, bytes they may hold, observations refused for the budget.
+/// Tables kept, bytes they may hold, rows and reads refused for the budget.
 pub fn usage() -> (usize, usize, u64) {
     match store() {
         Some(s) => {

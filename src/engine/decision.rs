@@ -222,9 +222,9 @@ pub struct Observation {
 
 pub use crate::hbase::advisor::{Key, Observed};
 
-/// Observations of one text at most (a multi-statement text of many writes is sampled by its
-/// first ones; a multi-row INSERT shows one row a partition, so 256 covers one into 193
-/// partitions).
+/// Rows one text's observations show at most (`Observed::weight`: a multi-statement text of
+/// many writes is sampled by its first ones; a multi-row INSERT's first 256 rows with their
+/// rowkeys, the rest counted per partition).
 pub const MAX_OBSERVED: usize = Key::MAX_ROWS;
 
 /// The room a session's list of observations keeps between statements.
@@ -253,9 +253,10 @@ impl Activity {
         }
     }
 
-    /// An observation, kept while the text has fewer than `MAX_OBSERVED`; rows counted by
-    /// partition (`Observed::Counts`, one a statement at most) up to `MAX_OBSERVED` more, so
-    /// that a text's rows are all counted even where its rowkeys are not all read.
+    /// An observation, kept while the rows the text's show stay within `MAX_OBSERVED`
+    /// (`Observed::weight`); rows counted by partition (`Observed::Counts`, one a statement at
+    /// most) while the text has fewer than twice `MAX_OBSERVED` observations, so that a text's
+    /// rows are all counted even where its rowkeys are not all read.
     #[inline]
     pub fn observe(&mut self, o: Observation) {
         let shown = self.shown();

@@ -199,9 +199,18 @@ impl Session {
             if self.txn_observed.is_empty() {
                 self.txn_shown = 0;
             }
-            for o in self.activity.observed.drain(..) {
+            for mut o in self.activity.observed.drain(..) {
+                let room = TXN_OBSERVED.saturating_sub(self.txn_shown);
+                // a list of keyed rows that does not fit keeps its first rows (as the
+                // transaction keeps its first observations)
+                if let crate::engine::decision::Observed::Writes(rows) = &mut o.what {
+                    if rows.len() > room {
+                        rows.truncate(room);
+                        rows.shrink_to_fit();
+                    }
+                }
                 let w = o.what.weight();
-                if self.txn_shown.saturating_add(w) > TXN_OBSERVED {
+                if w == 0 || w > room {
                     break;
                 }
                 self.txn_shown += w;

@@ -27,7 +27,8 @@ pub use statement::{
 
 /// What a write that may run shows the rowkey advisor. With `keys` (the rows are an
 /// INSERT's, an execution's, a LOAD file's: `rows`): every row, in its partition — the first
-/// `room` with their rowkeys (one `Observed::Writes`), the rest counted per partition
+/// `room` with their rowkeys (one `Observed::Writes`, a `Write` when there is one), their list
+/// no larger than they are, the rest counted per partition
 /// (`Observed::Counts`), so that the counts per partition are the rows written whatever their
 /// number. Without (an UPDATE or DELETE, whose rows the text does not give): one row in each
 /// partition it writes (`touch`).
@@ -97,7 +98,12 @@ fn observed_rows(
         1 => keyed
             .pop()
             .map(|(partition, key)| Observed::Write { partition, key }),
-        _ => Some(Observed::Writes(keyed)),
+        _ => {
+            // (what the bounds on observations count is the rows: the list holds no more room,
+            // a shrink that glibc does in place)
+            keyed.shrink_to_fit();
+            Some(Observed::Writes(keyed))
+        }
     };
     placed.chain(written).chain(counted)
 }

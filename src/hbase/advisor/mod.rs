@@ -6,9 +6,10 @@ pub mod detect;
 pub mod stats;
 pub mod table;
 
-/// What one statement showed the advisor of one row or one read. Small (a statement's
-/// observations are moved from the policy engine to the session and into a thread's batch:
-/// scripts/cost.sh counts every byte of that).
+/// What one statement showed the advisor of one row, of its keyed rows (`Writes`) or of one
+/// read. Small (a statement's observations are moved from the policy engine to the session and
+/// into a thread's batch: scripts/cost.sh counts every byte of that); the bounds on them count
+/// the rows they show (`weight`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Observed {
     /// A row written with this rowkey (a one-row INSERT's, cut, see `Key`), in this partition
