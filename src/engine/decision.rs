@@ -285,6 +285,32 @@ impl Activity {
     }
 }
 
+/// Moves the observations of `from` onto `to` (whose list shows `shown` rows) while they fit
+/// in `max` rows (`Observed::weight`): the first ones, a list of keyed rows that does not fit
+/// cut to the room left (its first rows), and none after it; what is not moved is dropped.
+/// `from` is left empty. (An open transaction's observations, kept until it ends.)
+pub fn move_within(
+    from: &mut Vec<Observation>,
+    (to, shown): (&mut Vec<Observation>, &mut usize),
+    max: usize,
+) {
+    for mut o in from.drain(..) {
+        let room = max.saturating_sub(*shown);
+        if let Observed::Writes(rows) = &mut o.what {
+            if rows.len() > room {
+                rows.truncate(room);
+                rows.shrink_to_fit();
+            }
+        }
+        let w = o.what.weight();
+        if w == 0 || w > room {
+            break;
+        }
+        *shown += w;
+        to.push(o);
+    }
+}
+
 /// What a statement did to an HBase table.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TableUse {
@@ -376,6 +402,64 @@ mod observe_tests {
             rows_shown <= 2 * MAX_OBSERVED + MAX_OBSERVED,
             "{rows_shown}"
         );
+    }
+
+    /// An open transaction keeps its first `max` rows' observations: a list of keyed rows
+    /// that does not fit keeps its first rows, and nothing after it is kept.
+    #[test]
+    fn a_transaction_keeps_its_first_rows() {
+        let table = Arc::new(crate::hbase::schema::TableSchema {
+            schema: "db".into(),
+            name: "g$f".into(),
+            partitioning: crate::hbase::partition::Partitioning::None,
+            prefix_column: None,
+            placement: crate::hbase::schema::Placement::MySqlFamily,
+            limits: Default::default(),
+            grouped: true,
+            attrs: crate::hbase::ttl::Attributes::default(),
+        });
+        let rows = |from: usize, n: usize| Observation {
+            table: table.clone(),
+            what: Observed::Writes(
+                (from..from + n)
+                    .map(|i| (Some(0), Key::of(format!("k{i}").as_bytes())))
+                    .collect(),
+            ),
+        };
+        let get = || Observation {
+            table: table.clone(),
+            what: Observed::Get {
+                key: Key::of(b"g"),
+                partition: None,
+            },
+        };
+        let (mut to, mut shown) = (Vec::new(), 0usize);
+        // fits whole
+        let mut from = vec![rows(0, 40), get()];
+        move_within(&mut from, (&mut to, &mut shown), 100);
+        assert!(from.is_empty());
+        assert_eq!((to.len(), shown), (2, 41));
+        // cut to the room left; what follows is dropped
+        let mut from = vec![rows(40, 200), get(), rows(240, 2)];
+        move_within(&mut from, (&mut to, &mut shown), 100);
+        assert!(from.is_empty());
+        assert_eq!((to.len(), shown), (3, 100));
+        match &to[2].what {
+            Observed::Writes(r) => {
+                assert_eq!(r.len(), 59);
+                assert_eq!(r.capacity(), 59, "shrunk to its rows");
+                assert_eq!(&r[0].1.bytes[..], b"k40");
+                assert_eq!(&r[58].1.bytes[..], b"k98");
+            }
+            other => panic!("{other:?}"),
+        }
+        // full: nothing more
+        let mut from = vec![get()];
+        move_within(&mut from, (&mut to, &mut shown), 100);
+        assert!(from.is_empty());
+        assert_eq!((to.len(), shown), (3, 100));
+        let total: usize = to.iter().map(|o| o.what.weight()).sum();
+        assert_eq!(total, shown);
     }
 
     /// An `Activity` is moved with every text, and an observation is copied twice (into the

@@ -199,23 +199,11 @@ impl Session {
             if self.txn_observed.is_empty() {
                 self.txn_shown = 0;
             }
-            for mut o in self.activity.observed.drain(..) {
-                let room = TXN_OBSERVED.saturating_sub(self.txn_shown);
-                // a list of keyed rows that does not fit keeps its first rows (as the
-                // transaction keeps its first observations)
-                if let crate::engine::decision::Observed::Writes(rows) = &mut o.what {
-                    if rows.len() > room {
-                        rows.truncate(room);
-                        rows.shrink_to_fit();
-                    }
-                }
-                let w = o.what.weight();
-                if w == 0 || w > room {
-                    break;
-                }
-                self.txn_shown += w;
-                self.txn_observed.push(o);
-            }
+            crate::engine::decision::move_within(
+                &mut self.activity.observed,
+                (&mut self.txn_observed, &mut self.txn_shown),
+                TXN_OBSERVED,
+            );
             self.activity.observed.clear();
             return;
         }
