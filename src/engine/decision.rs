@@ -285,15 +285,19 @@ impl Activity {
     }
 }
 
-/// Moves the observations of `from` onto `to` (whose list shows `shown` rows) while they fit
-/// in `max` rows (`Observed::weight`): the first ones, a list of keyed rows that does not fit
-/// cut to the room left (its first rows), and none after it; what is not moved is dropped.
-/// `from` is left empty. (An open transaction's observations, kept until it ends.)
+/// Moves the observations of `from` onto `to` (whose list shows `shown` rows while it is not
+/// empty; an emptied list counts from zero) while they fit in `max` rows (`Observed::weight`):
+/// the first ones, a list of keyed rows that does not fit cut to the room left (its first
+/// rows), and none after it; what is not moved is dropped. `from` is left empty. (An open
+/// transaction's observations, kept until it ends.)
 pub fn move_within(
     from: &mut Vec<Observation>,
     (to, shown): (&mut Vec<Observation>, &mut usize),
     max: usize,
 ) {
+    if to.is_empty() {
+        *shown = 0;
+    }
     for mut o in from.drain(..) {
         let room = max.saturating_sub(*shown);
         if let Observed::Writes(rows) = &mut o.what {
@@ -331,6 +335,20 @@ impl Activity {
 mod observe_tests {
     use super::*;
 
+    /// A table the observations name (what it is does not matter to their bounds).
+    fn table() -> Arc<crate::hbase::schema::TableSchema> {
+        Arc::new(crate::hbase::schema::TableSchema {
+            schema: "db".into(),
+            name: "g$f".into(),
+            partitioning: crate::hbase::partition::Partitioning::None,
+            prefix_column: None,
+            placement: crate::hbase::schema::Placement::MySqlFamily,
+            limits: Default::default(),
+            grouped: true,
+            attrs: crate::hbase::ttl::Attributes::default(),
+        })
+    }
+
     /// What a text leaves for the advisor is bounded whatever the text: keys are cut, and
     /// observations stop at `MAX_OBSERVED`.
     #[test]
@@ -345,22 +363,7 @@ mod observe_tests {
         let mut roomy = Vec::with_capacity(4096);
         roomy.extend_from_slice(b"row-1");
         assert!(Key::owned(roomy).bytes.capacity() <= 2 * Key::KEY_BYTES);
-        let table = Arc::new(crate::hbase::schema::TableSchema {
-            schema: "db".into(),
-            name: "g$f".into(),
-            partitioning: crate::hbase::partition::Partitioning::None,
-            prefix_column: None,
-            placement: crate::hbase::schema::Placement::MySqlFamily,
-            limits: crate::hbase::cells::CellLimits {
-                k: None,
-                q: None,
-                v: None,
-                prefix_column: None,
-                columns: Vec::new(),
-            },
-            grouped: true,
-            attrs: crate::hbase::ttl::Attributes::default(),
-        });
+        let table = table();
         let mut a = Activity::default();
         for _ in 0..1000 {
             a.observe(Observation {
@@ -408,16 +411,7 @@ mod observe_tests {
     /// that does not fit keeps its first rows, and nothing after it is kept.
     #[test]
     fn a_transaction_keeps_its_first_rows() {
-        let table = Arc::new(crate::hbase::schema::TableSchema {
-            schema: "db".into(),
-            name: "g$f".into(),
-            partitioning: crate::hbase::partition::Partitioning::None,
-            prefix_column: None,
-            placement: crate::hbase::schema::Placement::MySqlFamily,
-            limits: Default::default(),
-            grouped: true,
-            attrs: crate::hbase::ttl::Attributes::default(),
-        });
+        let table = table();
         let rows = |from: usize, n: usize| Observation {
             table: table.clone(),
             what: Observed::Writes(
@@ -460,6 +454,11 @@ mod observe_tests {
         assert_eq!((to.len(), shown), (3, 100));
         let total: usize = to.iter().map(|o| o.what.weight()).sum();
         assert_eq!(total, shown);
+        // an emptied list counts from zero whatever its count said
+        let (mut emptied, mut stale) = (Vec::new(), 100usize);
+        let mut from = vec![get()];
+        move_within(&mut from, (&mut emptied, &mut stale), 100);
+        assert_eq!((emptied.len(), stale), (1, 1));
     }
 
     /// An `Activity` is moved with every text, and an observation is copied twice (into the

@@ -311,45 +311,44 @@ pub fn check_t(
     let magnitude = t.unsigned_abs();
     let outside =
         t != 0 && (magnitude < window.min_ms as u128 || magnitude > window.max_ms as u128);
-    if wrong_sign || outside {
-        t_found(t, convention, window, row, out);
-    }
-}
-
-#[cold]
-#[inline(never)]
-fn t_found(t: i128, convention: Convention, window: Window, row: usize, out: &mut Vec<Finding>) {
-    let wrong_sign = match convention {
-        Convention::NegatedMs => t > 0,
-        Convention::Ms => t < 0,
-    };
     if wrong_sign {
-        // both ways out: the value in this convention, or the other convention
-        let message = match convention {
-            Convention::NegatedMs => format!(
-                "row {row}: T = {t} is positive, but T follows the default timestamp convention 'negated-ms' (OceanBase 4.x's HBase API stores T = -epoch_ms, newer versions first); write T = -epoch_ms (here {}), or set hbase.timestamp = \"ms\" in the proxy's configuration to store T = epoch_ms",
-                -t
-            ),
-            Convention::Ms => format!(
-                "row {row}: T = {t} is negative, but T follows the timestamp convention 'ms' (T = epoch_ms); write T = epoch_ms (here {}), or set hbase.timestamp = \"negated-ms\" in the proxy's configuration to store T = -epoch_ms as OceanBase 4.x's HBase API does",
-                -t
-            ),
-        };
-        out.push(error(Rule::C4, ER_WRONG_VALUE, "22007", message));
-        return;
-    }
-    let magnitude = t.unsigned_abs();
-    if t != 0 && (magnitude < window.min_ms as u128 || magnitude > window.max_ms as u128) {
-        let guess = if magnitude < window.min_ms as u128 {
+        t_wrong_sign(t, convention, row, out);
+    } else if outside {
+        let unit = if magnitude < window.min_ms as u128 {
             "seconds"
         } else {
             "microseconds"
         };
-        out.push(warning(
-            Rule::C5,
-            format!("row {row}: T = {t} looks like {guess}, not milliseconds"),
-        ));
+        t_outside(t, unit, row, out);
     }
+}
+
+/// C4: T's sign is the other convention's.
+#[cold]
+#[inline(never)]
+fn t_wrong_sign(t: i128, convention: Convention, row: usize, out: &mut Vec<Finding>) {
+    // both ways out: the value in this convention, or the other convention
+    let message = match convention {
+        Convention::NegatedMs => format!(
+            "row {row}: T = {t} is positive, but T follows the default timestamp convention 'negated-ms' (OceanBase 4.x's HBase API stores T = -epoch_ms, newer versions first); write T = -epoch_ms (here {}), or set hbase.timestamp = \"ms\" in the proxy's configuration to store T = epoch_ms",
+            -t
+        ),
+        Convention::Ms => format!(
+            "row {row}: T = {t} is negative, but T follows the timestamp convention 'ms' (T = epoch_ms); write T = epoch_ms (here {}), or set hbase.timestamp = \"negated-ms\" in the proxy's configuration to store T = -epoch_ms as OceanBase 4.x's HBase API does",
+            -t
+        ),
+    };
+    out.push(error(Rule::C4, ER_WRONG_VALUE, "22007", message));
+}
+
+/// C5: T's magnitude looks like `unit`, not milliseconds.
+#[cold]
+#[inline(never)]
+fn t_outside(t: i128, unit: &str, row: usize, out: &mut Vec<Finding>) {
+    out.push(warning(
+        Rule::C5,
+        format!("row {row}: T = {t} looks like {unit}, not milliseconds"),
+    ));
 }
 
 /// C6: a statement that writes the generated prefix column.

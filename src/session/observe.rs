@@ -196,15 +196,11 @@ impl Session {
         }
         if in_txn {
             // the first rows up to TXN_OBSERVED (each observation weighs the rows it shows)
-            if self.txn_observed.is_empty() {
-                self.txn_shown = 0;
-            }
             crate::engine::decision::move_within(
                 &mut self.activity.observed,
                 (&mut self.txn_observed, &mut self.txn_shown),
                 TXN_OBSERVED,
             );
-            self.activity.observed.clear();
             return;
         }
         if !self.txn_observed.is_empty() {
