@@ -221,17 +221,17 @@ pub fn read_lexed_after(
                     peeked: None,
                     params: at.params,
                 };
-                (r, h.insert)
+                (r, h.insert, at.laid_out)
             })
         }),
         _ => None,
     };
-    let (mut r, head) = match resumed {
+    let (mut r, head, laid_out) = match resumed {
         Some(rh) => rh,
         None => {
             let mut r = Reader::new(sql, d, lexed);
             match r.head() {
-                Ok(Some(h)) => (r, h),
+                Ok(Some(h)) => (r, h, None),
                 Ok(None) => return Read::NotInsert,
                 Err(why) => return Read::Unreadable(why),
             }
@@ -244,7 +244,7 @@ pub fn read_lexed_after(
         ROW_BUFS.try_with(std::cell::Cell::take).unwrap_or_default();
     values.reserve(4);
     spans.reserve(4);
-    let read = read_rows(&mut r, head, &mut values, &mut spans, on_row);
+    let read = read_rows(&mut r, head, laid_out, &mut values, &mut spans, on_row);
     values.clear();
     spans.clear();
     if values.capacity() <= ROW_ROOM && spans.capacity() <= ROW_ROOM {
@@ -255,10 +255,12 @@ pub fn read_lexed_after(
     read
 }
 
-/// `read_lexed_after`'s rows and tail, after the head, over the buffers `values` and `spans`.
+/// `read_lexed_after`'s rows and tail, after the head, over the buffers `values` and `spans`
+/// (`laid_out`: how the rows that follow are laid out, when they are).
 fn read_rows<'a>(
     r: &mut Reader<'a>,
     mut head: Arc<Insert>,
+    laid_out: Option<RowsLaidOut>,
     values: &mut RowValues<'a>,
     spans: &mut Vec<(usize, usize)>,
     mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
@@ -282,6 +284,12 @@ fn read_rows<'a>(
                 close,
             };
             stopped = on_row(&head, row).is_break();
+        }
+        Source::Values if laid_out.is_some() => {
+            match read_laid_out(r, &head, laid_out, values, spans, &mut on_row) {
+                Ok((n, stop)) => (rows, stopped) = (n, stop),
+                Err(why) => return Read::Unreadable(why),
+            }
         }
         Source::Values => loop {
             values.clear();
@@ -332,6 +340,77 @@ fn read_rows<'a>(
     Read::Insert { head, rows }
 }
 
+/// The rows laid out as `laid_out` says (`RowsLaidOut`) from the reader's place, handed to
+/// `on_row` as `Reader::row` reads them; the reader then stands after the last row. How many
+/// were handed out, and whether `on_row` stopped the reading. (An error only where the tokens
+/// are not the ones the layout was found in, which the head's `Resume::matches` rules out.)
+fn read_laid_out<'a>(
+    r: &mut Reader<'a>,
+    head: &Insert,
+    laid_out: Option<RowsLaidOut>,
+    values: &mut RowValues<'a>,
+    spans: &mut Vec<(usize, usize)>,
+    on_row: &mut impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+) -> Step<(usize, bool)> {
+    let Reader {
+        sql,
+        d,
+        toks: Toks::Kept(it),
+        peeked: None,
+        ..
+    } = r
+    else {
+        return Err(UNFOLLOWED);
+    };
+    let Some(l) = laid_out else {
+        return Err(UNFOLLOWED);
+    };
+    let (sql, d) = (*sql, *d);
+    let toks = it.as_slice();
+    // each row and the `,` after it (the last has none)
+    let width = l.width();
+    let taken = (l.rows as usize)
+        .checked_mul(width + 1)
+        .and_then(|n| n.checked_sub(1))
+        .ok_or(UNFOLLOWED)?;
+    let all = toks.get(..taken).ok_or(UNFOLLOWED)?;
+    for (index, row) in all.chunks(width + 1).enumerate() {
+        let (Some(open), Some(close)) = (row.first(), row.get(width - 1)) else {
+            return Err(UNFOLLOWED);
+        };
+        if !open.is_punct(b'(') || !close.is_punct(b')') {
+            return Err(UNFOLLOWED);
+        }
+        values.clear();
+        spans.clear();
+        // each value (a sign and a number where its column's is) and the `,` or `)` after it
+        let mut rest = row.get(1..).unwrap_or_default();
+        for c in 0..l.values {
+            let (v, span, n) = match rest {
+                [s, t, _, ..] if l.signed >> c & 1 == 1 => {
+                    (int_value(sql, t, s.is_punct(b'-')), (s.start, t.end), 3)
+                }
+                [t, _, ..] => (literal_one(sql, d, t, None), (t.start, t.end), 2),
+                _ => return Err(UNFOLLOWED),
+            };
+            values.push(v);
+            spans.push(span);
+            rest = rest.get(n..).unwrap_or_default();
+        }
+        let row = Row {
+            index,
+            values,
+            spans,
+            close: close.start,
+        };
+        if on_row(head, row).is_break() {
+            return Ok((index + 1, true));
+        }
+    }
+    *it = toks.get(taken..).unwrap_or_default().iter();
+    Ok((l.rows as usize, false))
+}
+
 /// The head of an INSERT / REPLACE (everything before its rows; None: not one), over kept
 /// tokens as `read_lexed`.
 pub fn read_head(
@@ -370,6 +449,102 @@ struct Resume {
     params: u32,
     total: usize,
     next_start: Option<usize>,
+    /// How the rows after the head are laid out, when they are (`RowsLaidOut`).
+    laid_out: Option<RowsLaidOut>,
+}
+
+/// An INSERT's VALUES rows as they stand among its tokens when every row is `(`, values
+/// between `,`s, and `)`, each value one token but `?` (a literal, NULL, DEFAULT or a word) or
+/// a sign and a number, each column's in the same form in every row, and rows are separated
+/// by `,` (a program's batch): the row reader then takes each row's values from known places
+/// (`read_laid_out`) instead of matching each token. It reads what `Reader::row_in_place`
+/// reads, row by row (the `sql_insert` fuzz target compares the readings). A text of a shape
+/// (`scan::Shape::apply`) has its first text's tokens, moved: its rows are laid out as the
+/// first text's were, so a head read from a frame (`HeadFrame`) keeps the layout.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct RowsLaidOut {
+    /// Values in each row (at most `LAID_OUT_VALUES`).
+    values: u32,
+    /// The columns whose value is a sign and a number, a bit each (the first the lowest).
+    signed: u64,
+    rows: u32,
+}
+
+/// Most values of a row laid out (`RowsLaidOut::signed` has a bit for each).
+const LAID_OUT_VALUES: usize = 64;
+
+impl RowsLaidOut {
+    /// A row's tokens: its `(`, each value's (two for a signed one) and the `,` or `)` after it.
+    fn width(&self) -> usize {
+        2 * self.values as usize + 1 + self.signed.count_ones() as usize
+    }
+}
+
+/// How a value begins at `toks`: one token (1) or a sign and a number (2) that `RowsLaidOut`
+/// takes, followed by `,` or `)` (which one, true: `)`).
+fn laid_out_value(toks: &[Token]) -> Option<(usize, bool)> {
+    let (n, end) = match toks {
+        [t, e, ..] if one_token_value(t.kind) && !t.is_punct(b'?') => (1, e),
+        [s, t, e, ..] if t.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) => {
+            (2, e)
+        }
+        _ => return None,
+    };
+    match end.kind {
+        Tok::Punct(b')') => Some((n, true)),
+        Tok::Punct(b',') => Some((n, false)),
+        _ => None,
+    }
+}
+
+/// How the rows at the start of `toks` are laid out, if they are (`RowsLaidOut`): up to the
+/// first token after a row that is not `,`. None: a row of another form among them (or none),
+/// which the reader reads token by token.
+fn rows_laid_out(toks: &[Token]) -> Option<RowsLaidOut> {
+    if !toks.first()?.is_punct(b'(') {
+        return None;
+    }
+    // the first row: its values, each followed by `,` or the `)` that ends it
+    let (mut values, mut signed, mut at) = (0usize, 0u64, 1usize);
+    loop {
+        if values >= LAID_OUT_VALUES {
+            return None;
+        }
+        let (n, last) = laid_out_value(toks.get(at..)?)?;
+        if n == 2 {
+            signed |= 1 << values;
+        }
+        values += 1;
+        at += n + 1;
+        if last {
+            break;
+        }
+    }
+    let first = RowsLaidOut {
+        values: values as u32,
+        signed,
+        rows: 1,
+    };
+    let width = first.width();
+    // the rows after it: `,` then a row of the same form
+    let mut rows = 1u32;
+    while toks.get(at).is_some_and(|t| t.is_punct(b',')) {
+        let row = toks.get(at + 1..at + 1 + width)?;
+        if !row.first()?.is_punct(b'(') {
+            return None;
+        }
+        let mut i = 1;
+        for c in 0..values {
+            let (n, last) = laid_out_value(row.get(i..)?)?;
+            if (n == 2) != (signed >> c & 1 == 1) || last != (c + 1 == values) {
+                return None;
+            }
+            i += n + 1;
+        }
+        rows = rows.checked_add(1)?;
+        at += 1 + width;
+    }
+    Some(RowsLaidOut { rows, ..first })
 }
 
 impl Resume {
@@ -397,6 +572,10 @@ pub fn read_head_resumable(
                 params: r.params,
                 total: all.len(),
                 next_start: all.get(taken).map(|t| t.start),
+                laid_out: match insert.source {
+                    Source::Values => rows_laid_out(all.get(taken..).unwrap_or_default()),
+                    _ => None,
+                },
             })
         }
         _ => None,
@@ -1343,6 +1522,95 @@ mod tests {
             let mut direct = Rows::new();
             assert_eq!(got, read(other, d, rows_of(&mut direct)), "{text}");
             assert_eq!(again, direct, "{text}");
+        }
+    }
+
+    /// Rows of one form (each column's value one token but `?`, or a sign and a number, in
+    /// every row) are laid out once and read from their places; any other form is not laid
+    /// out. Either way the rows handed out, where the reading stops included, are those the
+    /// reader reads token by token.
+    #[test]
+    fn rows_of_one_form_are_read_from_their_places() {
+        let wide = format!(
+            "INSERT INTO g$f VALUES ({})",
+            vec!["1"; LAID_OUT_VALUES + 1].join(", ")
+        );
+        let widest = format!(
+            "INSERT INTO g$f VALUES ({}), ({0})",
+            vec!["-1"; LAID_OUT_VALUES].join(", ")
+        );
+        let cases: [(&str, Option<(u32, u64, u32)>); 14] = [
+            (
+                "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', - 2, 'f')",
+                Some((4, 0b100, 2)),
+            ),
+            (
+                "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', 2, 'f')",
+                None,
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', NULL, DEFAULT, x'41', +7), ('b', 1.5, now, 'c', -0) \
+                 ON DUPLICATE KEY UPDATE V = 'x'",
+                Some((5, 0b10000, 2)),
+            ),
+            ("INSERT INTO g$f VALUES ('a'), ('b', 'c')", None),
+            ("INSERT INTO g$f VALUES ('a', 'b'), ('c')", None),
+            ("INSERT INTO g$f VALUES ('a', ?)", None),
+            ("INSERT INTO g$f VALUES ('a', NOW())", None),
+            ("INSERT INTO g$f VALUES ('a'), ROW('b')", None),
+            ("INSERT INTO g$f VALUES ('a'), ('b'), ", None),
+            ("INSERT INTO g$f VALUES (-'a')", None),
+            (
+                "REPLACE g$f VALUE ('a', 'b') AS new ON DUPLICATE KEY UPDATE V = new.V",
+                Some((2, 0, 1)),
+            ),
+            ("INSERT INTO g$f VALUES ('a' 'b')", None),
+            (&wide, None),
+            (&widest, Some((64, u64::MAX, 2))),
+        ];
+        type Rows = Vec<(usize, Vec<Value<'static>>, Vec<(usize, usize)>, usize)>;
+        fn rows_of(
+            r: &mut Rows,
+            stop: usize,
+        ) -> impl FnMut(&Insert, Row<'_>) -> ControlFlow<()> + '_ {
+            move |_, row| {
+                r.push((
+                    row.index,
+                    row.values.iter().cloned().map(Value::into_owned).collect(),
+                    row.spans.to_vec(),
+                    row.close,
+                ));
+                if r.len() == stop {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                }
+            }
+        }
+        let d = Dialect::default();
+        for (text, want) in cases {
+            let sql = text.as_bytes();
+            let tokens: Vec<Token> = Scanner::new(sql, d).collect::<Result<_, _>>().unwrap();
+            let head = read_head_resumable(sql, d, Some(&tokens)).unwrap().unwrap();
+            let laid_out = head.resume.and_then(|r| r.laid_out);
+            assert_eq!(
+                laid_out.map(|l| (l.values, l.signed, l.rows)),
+                want,
+                "{text}"
+            );
+            for stop in [0, 1, 2] {
+                let (mut whole, mut after) = (Rows::new(), Rows::new());
+                let want = read(sql, d, rows_of(&mut whole, stop));
+                let got = read_lexed_after(
+                    sql,
+                    d,
+                    Some(&tokens),
+                    Some(head.clone()),
+                    rows_of(&mut after, stop),
+                );
+                assert_eq!(got, want, "{text} {stop}");
+                assert_eq!(after, whole, "{text} {stop}");
+            }
         }
     }
 
