@@ -374,6 +374,11 @@ fn read_laid_out<'a>(
         .and_then(|n| n.checked_sub(1))
         .ok_or(UNFOLLOWED)?;
     let all = toks.get(..taken).ok_or(UNFOLLOWED)?;
+    // a row's values, each replaced by the next row's
+    values.clear();
+    values.resize(l.values as usize, Value::Unknown);
+    spans.clear();
+    spans.resize(l.values as usize, (0, 0));
     for (index, row) in all.chunks(width + 1).enumerate() {
         let (Some(open), Some(close)) = (row.first(), row.get(width - 1)) else {
             return Err(UNFOLLOWED);
@@ -381,20 +386,18 @@ fn read_laid_out<'a>(
         if !open.is_punct(b'(') || !close.is_punct(b')') {
             return Err(UNFOLLOWED);
         }
-        values.clear();
-        spans.clear();
-        // each value (a sign and a number where its column's is) and the `,` or `)` after it
+        // each value (a sign and a number where its column's is) and the `,` or `)` after it,
+        // in place of the last row's
         let mut rest = row.get(1..).unwrap_or_default();
-        for c in 0..l.values {
-            let (v, span, n) = match rest {
+        for (c, (value, span)) in values.iter_mut().zip(spans.iter_mut()).enumerate() {
+            let (v, at, n) = match rest {
                 [s, t, _, ..] if l.signed >> c & 1 == 1 => {
                     (int_value(sql, t, s.is_punct(b'-')), (s.start, t.end), 3)
                 }
                 [t, _, ..] => (literal_one(sql, d, t, None), (t.start, t.end), 2),
                 _ => return Err(UNFOLLOWED),
             };
-            values.push(v);
-            spans.push(span);
+            (*value, *span) = (v, at);
             rest = rest.get(n..).unwrap_or_default();
         }
         let row = Row {
