@@ -1542,7 +1542,9 @@ mod tests {
             "INSERT INTO g$f VALUES ({}), ({0})",
             vec!["-1"; LAID_OUT_VALUES].join(", ")
         );
-        let cases: [(&str, Option<(u32, u64, u32)>); 14] = [
+        // (values a row, the signed columns, rows)
+        type Layout = Option<(u32, u64, u32)>;
+        let cases: [(&str, Layout); 14] = [
             (
                 "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', - 2, 'f')",
                 Some((4, 0b100, 2)),
