@@ -285,39 +285,57 @@ fn read_rows<'a>(
             };
             stopped = on_row(&head, row).is_break();
         }
-        Source::Values if laid_out.is_some() => {
-            match read_laid_out(r, &head, laid_out, values, spans, &mut on_row) {
-                Ok((n, stop)) => (rows, stopped) = (n, stop),
-                Err(why) => return Read::Unreadable(why),
+        Source::Values => {
+            // the rows laid out (`RowsLaidOut`) as far as the tokens have the layout's form,
+            // then on from where that ended, as after any row (or from a row not of the form)
+            let mut more = true;
+            if let Some(l) = laid_out {
+                match read_laid_out(r, &head, l, values, spans, &mut on_row) {
+                    LaidOut::Stopped(n) => (rows, stopped, more) = (n, true, false),
+                    LaidOut::Ended(n) => {
+                        rows = n;
+                        match r.tok() {
+                            Ok(Some(t)) if t.is_punct(b',') => {}
+                            Ok(t) => {
+                                r.peeked = Some(t);
+                                more = false;
+                            }
+                            Err(why) => return Read::Unreadable(why),
+                        }
+                    }
+                    LaidOut::Unlike(n) => rows = n,
+                }
+            }
+            if more {
+                loop {
+                    values.clear();
+                    spans.clear();
+                    let close = match r.row(values, spans) {
+                        Ok(c) => c,
+                        Err(why) => return Read::Unreadable(why),
+                    };
+                    let row = Row {
+                        index: rows,
+                        values,
+                        spans,
+                        close,
+                    };
+                    rows += 1;
+                    if on_row(&head, row).is_break() {
+                        stopped = true;
+                        break;
+                    }
+                    match r.tok() {
+                        Ok(Some(t)) if t.is_punct(b',') => continue,
+                        Ok(t) => {
+                            r.peeked = Some(t);
+                            break;
+                        }
+                        Err(why) => return Read::Unreadable(why),
+                    }
+                }
             }
         }
-        Source::Values => loop {
-            values.clear();
-            spans.clear();
-            let close = match r.row(values, spans) {
-                Ok(c) => c,
-                Err(why) => return Read::Unreadable(why),
-            };
-            let row = Row {
-                index: rows,
-                values,
-                spans,
-                close,
-            };
-            rows += 1;
-            if on_row(&head, row).is_break() {
-                stopped = true;
-                break;
-            }
-            match r.tok() {
-                Ok(Some(t)) if t.is_punct(b',') => continue,
-                Ok(t) => {
-                    r.peeked = Some(t);
-                    break;
-                }
-                Err(why) => return Read::Unreadable(why),
-            }
-        },
     }
     // stopped by the callback: what follows the rows is not read
     if !stopped {
@@ -340,18 +358,28 @@ fn read_rows<'a>(
     Read::Insert { head, rows }
 }
 
-/// The rows laid out as `laid_out` says (`RowsLaidOut`) from the reader's place, handed to
-/// `on_row` as `Reader::row` reads them; the reader then stands after the last row. How many
-/// were handed out, and whether `on_row` stopped the reading. (An error only where the tokens
-/// are not the ones the layout was found in, which the head's `Resume::matches` rules out.)
+/// How a reading of laid-out rows (`read_laid_out`) ended, with how many rows it handed out.
+enum LaidOut {
+    /// `on_row` stopped the reading.
+    Stopped(usize),
+    /// After the last row it read: the reader stands at the token after it.
+    Ended(usize),
+    /// At a row not of the layout's form: the reader stands at its first token.
+    Unlike(usize),
+}
+
+/// The rows laid out as `l` says (`RowsLaidOut`) from the reader's place, handed to `on_row`
+/// as `Reader::row` reads them, for as long as the tokens have the layout's form (every token
+/// a row's value or punctuation is looked at: a head and tokens that are not the ones it was
+/// read over are read token by token from where they differ, not misread).
 fn read_laid_out<'a>(
     r: &mut Reader<'a>,
     head: &Insert,
-    laid_out: Option<RowsLaidOut>,
+    l: RowsLaidOut,
     values: &mut RowValues<'a>,
     spans: &mut Vec<(usize, usize)>,
     on_row: &mut impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
-) -> Step<(usize, bool)> {
+) -> LaidOut {
     let Reader {
         sql,
         d,
@@ -360,58 +388,100 @@ fn read_laid_out<'a>(
         ..
     } = r
     else {
-        return Err(UNFOLLOWED);
-    };
-    let Some(l) = laid_out else {
-        return Err(UNFOLLOWED);
+        return LaidOut::Unlike(0);
     };
     let (sql, d) = (*sql, *d);
     let toks = it.as_slice();
-    // each row and the `,` after it (the last has none)
     let width = l.width();
-    let taken = (l.rows as usize)
-        .checked_mul(width + 1)
-        .and_then(|n| n.checked_sub(1))
-        .ok_or(UNFOLLOWED)?;
-    let all = toks.get(..taken).ok_or(UNFOLLOWED)?;
     // a row's values, each replaced by the next row's
     values.clear();
     values.resize(l.values as usize, Value::Unknown);
     spans.clear();
     spans.resize(l.values as usize, (0, 0));
-    for (index, row) in all.chunks(width + 1).enumerate() {
-        let (Some(open), Some(close)) = (row.first(), row.get(width - 1)) else {
-            return Err(UNFOLLOWED);
+    // the row about to be read: its first token
+    let mut at = 0usize;
+    let rows = l.rows as usize;
+    for index in 0..rows {
+        let close = toks
+            .get(at..at + width)
+            .and_then(|row| laid_out_row(sql, d, row, l.signed, values, spans));
+        let Some(close) = close else {
+            *it = toks.get(at..).unwrap_or_default().iter();
+            return LaidOut::Unlike(index);
         };
-        if !open.is_punct(b'(') || !close.is_punct(b')') {
-            return Err(UNFOLLOWED);
-        }
-        // each value (a sign and a number where its column's is) and the `,` or `)` after it,
-        // in place of the last row's
-        let mut rest = row.get(1..).unwrap_or_default();
-        for (c, (value, span)) in values.iter_mut().zip(spans.iter_mut()).enumerate() {
-            let (v, at, n) = match rest {
-                [s, t, _, ..] if l.signed >> c & 1 == 1 => {
-                    (int_value(sql, t, s.is_punct(b'-')), (s.start, t.end), 3)
-                }
-                [t, _, ..] => (literal_one(sql, d, t, None), (t.start, t.end), 2),
-                _ => return Err(UNFOLLOWED),
-            };
-            (*value, *span) = (v, at);
-            rest = rest.get(n..).unwrap_or_default();
-        }
         let row = Row {
             index,
             values,
             spans,
-            close: close.start,
+            close,
         };
         if on_row(head, row).is_break() {
-            return Ok((index + 1, true));
+            return LaidOut::Stopped(index + 1);
+        }
+        at += width;
+        // (the `,` before the next row: anything else ends the rows, as after any row)
+        if index + 1 < rows {
+            if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
+                *it = toks.get(at..).unwrap_or_default().iter();
+                return LaidOut::Ended(index + 1);
+            }
+            at += 1;
         }
     }
-    *it = toks.get(taken..).unwrap_or_default().iter();
-    Ok((l.rows as usize, false))
+    *it = toks.get(at..).unwrap_or_default().iter();
+    LaidOut::Ended(rows)
+}
+
+/// One row's tokens (`(`, the values and the `,`s or `)` after them) read into the slots
+/// `values` and `spans` (one for each of its values), when they have the layout's form (the
+/// columns `signed` a sign and a number, the others one token but `?`): the offset of its
+/// `)`. None: a token of another form (the slots then hold part of the row).
+#[inline]
+fn laid_out_row<'a>(
+    sql: &'a [u8],
+    d: Dialect,
+    row: &[Token],
+    signed: u64,
+    values: &mut [Value<'a>],
+    spans: &mut [(usize, usize)],
+) -> Option<usize> {
+    let (open, mut rest) = row.split_first()?;
+    if !open.is_punct(b'(') {
+        return None;
+    }
+    let last = values.len().checked_sub(1)?;
+    let mut close = None;
+    for (c, (value, span)) in values.iter_mut().zip(spans.iter_mut()).enumerate() {
+        let (v, at, end, n) = match rest {
+            [s, t, e, ..]
+                if signed >> c & 1 == 1
+                    && t.kind == Tok::Number
+                    && matches!(s.kind, Tok::Punct(b'-' | b'+')) =>
+            {
+                (
+                    int_value(sql, t, s.kind == Tok::Punct(b'-')),
+                    (s.start, t.end),
+                    e,
+                    3,
+                )
+            }
+            // (a value of one token but `?`: `one_token_value`'s kinds but the placeholder)
+            [t, e, ..]
+                if signed >> c & 1 == 0
+                    && matches!(t.kind, Tok::Str | Tok::Number | Tok::Hex | Tok::Word) =>
+            {
+                (literal_one(sql, d, t, None), (t.start, t.end), e, 2)
+            }
+            _ => return None,
+        };
+        if end.kind != Tok::Punct(if c == last { b')' } else { b',' }) {
+            return None;
+        }
+        close = Some(end.start);
+        (*value, *span) = (v, at);
+        rest = rest.get(n..).unwrap_or_default();
+    }
+    close
 }
 
 /// The head of an INSERT / REPLACE (everything before its rows; None: not one), over kept
@@ -1615,6 +1685,54 @@ mod tests {
                 );
                 assert_eq!(got, want, "{text} {stop}");
                 assert_eq!(after, whole, "{text} {stop}");
+            }
+        }
+        // a head laid out over other tokens (as many, the rows starting at the same place)
+        // reads them as they are from the first token unlike its layout (found by a review)
+        let pairs = [
+            (
+                "INSERT INTO g$f VALUES (-1, 'a')",
+                "INSERT INTO g$f VALUES (1, 2 3)",
+            ),
+            (
+                "INSERT INTO g$f VALUES (1, 'a') ON DUPLICATE KEY UPDATE V = ?",
+                "INSERT INTO g$f VALUES (?, 'a') ON DUPLICATE KEY UPDATE V = ?",
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b'), ('c', 'd')",
+                "INSERT INTO g$f VALUES ('a', 'b'), ('c') 'd')",
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b'), ('c', 'd')",
+                "INSERT INTO g$f VALUES ('a', 'b'); ('c', 'd')",
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a'), ('b') AS n",
+                "INSERT INTO g$f VALUES ('a'), ('b'), n",
+            ),
+        ];
+        for (first, other) in pairs {
+            let (a, b) = (first.as_bytes(), other.as_bytes());
+            let ta: Vec<Token> = Scanner::new(a, d).collect::<Result<_, _>>().unwrap();
+            let tb: Vec<Token> = Scanner::new(b, d).collect::<Result<_, _>>().unwrap();
+            let head = read_head_resumable(a, d, Some(&ta)).unwrap().unwrap();
+            assert!(
+                head.resume
+                    .is_some_and(|r| r.laid_out.is_some() && r.matches(&tb)),
+                "{first} {other}"
+            );
+            for stop in [0, 1, 2] {
+                let (mut whole, mut after) = (Rows::new(), Rows::new());
+                let want = read(b, d, rows_of(&mut whole, stop));
+                let got = read_lexed_after(
+                    b,
+                    d,
+                    Some(&tb),
+                    Some(head.clone()),
+                    rows_of(&mut after, stop),
+                );
+                assert_eq!(got, want, "{other} {stop}");
+                assert_eq!(after, whole, "{other} {stop}");
             }
         }
     }
