@@ -2,7 +2,9 @@
 //! `scan::Shape::apply` matched with the thread's shape has the shape's bytes outside its
 //! literals (`'…'` strings whose body is their value, runs of digits), and its tokens are the
 //! shape's, moved. The DML reader and the INSERT head reader decide everything from words,
-//! names and punctuation, so what a statement's first reading found is kept with the shape
+//! names and punctuation (and the head's rows layout, `insert::RowsLaidOut`, from the tokens'
+//! kinds, which a shape's literals keep), so what a statement's first reading found is kept
+//! with the shape
 //! (`dml::Frame`, `insert::HeadFrame`, in `scan::Frames`) and a later text of the shape reads
 //! again only what its literals decide (`dml::read_framed`, `insert::read_head_framed`). The
 //! `shape_reading` fuzz target holds the framed and the full readings equal.

@@ -515,7 +515,8 @@ impl PartialEq for Head {
 impl Eq for Head {}
 
 /// Where a reading stopped among kept tokens: how many it took, the placeholders among them,
-/// and, to recognise the same tokens, how many there are and where the next one starts.
+/// and, to recognise the same tokens, how many there are and where the next one starts; and
+/// how the rows after it are laid out, when they are of one form (`RowsLaidOut`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Resume {
     taken: usize,
@@ -626,7 +627,8 @@ impl Resume {
     }
 }
 
-/// `read_head`, keeping where the rows begin when `lexed` is given.
+/// `read_head`, keeping where the rows begin when `lexed` is given (and, for VALUES rows, how
+/// they are laid out: one pass over their tokens' kinds, `rows_laid_out`).
 pub fn read_head_resumable(
     sql: &[u8],
     d: Dialect,
