@@ -287,22 +287,12 @@ fn read_rows<'a>(
         }
         Source::Values => {
             // the rows laid out (`RowsLaidOut`) as far as the tokens have the layout's form,
-            // then on from where that ended, as after any row (or from a row not of the form)
+            // then token by token from a row not of the form
             let mut more = true;
             if let Some(l) = laid_out {
                 match read_laid_out(r, &head, l, values, spans, &mut on_row) {
                     LaidOut::Stopped(n) => (rows, stopped, more) = (n, true, false),
-                    LaidOut::Ended(n) => {
-                        rows = n;
-                        match r.tok() {
-                            Ok(Some(t)) if t.is_punct(b',') => {}
-                            Ok(t) => {
-                                r.peeked = Some(t);
-                                more = false;
-                            }
-                            Err(why) => return Read::Unreadable(why),
-                        }
-                    }
+                    LaidOut::Ended(n) => (rows, more) = (n, false),
                     LaidOut::Unlike(n) => rows = n,
                 }
             }
@@ -362,7 +352,7 @@ fn read_rows<'a>(
 enum LaidOut {
     /// `on_row` stopped the reading.
     Stopped(usize),
-    /// After the last row it read: the reader stands at the token after it.
+    /// After a row followed by no `,`: the reader stands at the token after it (the tail's).
     Ended(usize),
     /// At a row not of the layout's form: the reader stands at its first token.
     Unlike(usize),
@@ -399,9 +389,8 @@ fn read_laid_out<'a>(
     spans.clear();
     spans.resize(l.values as usize, (0, 0));
     // the row about to be read: its first token
-    let mut at = 0usize;
-    let rows = l.rows as usize;
-    for index in 0..rows {
+    let (mut at, mut index) = (0usize, 0usize);
+    loop {
         let close = toks
             .get(at..at + width)
             .and_then(|row| laid_out_row(sql, d, row, l.signed, values, spans));
@@ -419,17 +408,14 @@ fn read_laid_out<'a>(
             return LaidOut::Stopped(index + 1);
         }
         at += width;
+        index += 1;
         // (the `,` before the next row: anything else ends the rows, as after any row)
-        if index + 1 < rows {
-            if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
-                *it = toks.get(at..).unwrap_or_default().iter();
-                return LaidOut::Ended(index + 1);
-            }
-            at += 1;
+        if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
+            *it = toks.get(at..).unwrap_or_default().iter();
+            return LaidOut::Ended(index);
         }
+        at += 1;
     }
-    *it = toks.get(at..).unwrap_or_default().iter();
-    LaidOut::Ended(rows)
 }
 
 /// One row's tokens (`(`, the values and the `,`s or `)` after them) read into the slots
@@ -527,11 +513,11 @@ struct Resume {
     laid_out: Option<RowsLaidOut>,
 }
 
-/// An INSERT's VALUES rows as they stand among its tokens when every row is `(`, values
+/// How an INSERT's VALUES rows stand among its tokens when its first row is `(`, values
 /// between `,`s, and `)`, each value one token but `?` (a literal, NULL, DEFAULT or a word) or
-/// a sign and a number, each column's in the same form in every row, and rows are separated
-/// by `,` (a program's batch): the row reader then takes each row's values from known places
-/// (`read_laid_out`) instead of matching each token. It reads what `Reader::row_in_place`
+/// a sign and a number: how many values, and which are signed. The row reader then takes the
+/// values of each row of that form (a program's batch: every row) from known places
+/// (`read_laid_out`) instead of matching each token, and reads any other row token by token. It reads what `Reader::row_in_place`
 /// reads, row by row (the `sql_insert` fuzz target compares the readings). A text of a shape
 /// (`scan::Shape::apply`) has its first text's tokens, moved: its rows are laid out as the
 /// first text's were, so a head read from a frame (`HeadFrame`) keeps the layout.
@@ -541,7 +527,6 @@ struct RowsLaidOut {
     values: u32,
     /// The columns whose value is a sign and a number, a bit each (the first the lowest).
     signed: u64,
-    rows: u32,
 }
 
 /// Most values of a row laid out (`RowsLaidOut::signed` has a bit for each).
@@ -571,8 +556,8 @@ fn laid_out_value(toks: &[Token]) -> Option<(usize, bool)> {
     }
 }
 
-/// How the rows at the start of `toks` are laid out, if they are (`RowsLaidOut`): up to the
-/// first token after a row that is not `,`. None: a row of another form among them (or none),
+/// How the rows at the start of `toks` are laid out (`RowsLaidOut`), from the first of them
+/// (each later row is looked at as it is read). None: a first row of another form (or none),
 /// which the reader reads token by token.
 fn rows_laid_out(toks: &[Token]) -> Option<RowsLaidOut> {
     if !toks.first()?.is_punct(b'(') {
@@ -594,31 +579,10 @@ fn rows_laid_out(toks: &[Token]) -> Option<RowsLaidOut> {
             break;
         }
     }
-    let first = RowsLaidOut {
+    Some(RowsLaidOut {
         values: values as u32,
         signed,
-        rows: 1,
-    };
-    let width = first.width();
-    // the rows after it: `,` then a row of the same form
-    let mut rows = 1u32;
-    while toks.get(at).is_some_and(|t| t.is_punct(b',')) {
-        let row = toks.get(at + 1..at + 1 + width)?;
-        if !row.first()?.is_punct(b'(') {
-            return None;
-        }
-        let mut i = 1;
-        for c in 0..values {
-            let (n, last) = laid_out_value(row.get(i..)?)?;
-            if (n == 2) != (signed >> c & 1 == 1) || last != (c + 1 == values) {
-                return None;
-            }
-            i += n + 1;
-        }
-        rows = rows.checked_add(1)?;
-        at += 1 + width;
-    }
-    Some(RowsLaidOut { rows, ..first })
+    })
 }
 
 impl Resume {
@@ -628,7 +592,7 @@ impl Resume {
 }
 
 /// `read_head`, keeping where the rows begin when `lexed` is given (and, for VALUES rows, how
-/// they are laid out: one pass over their tokens' kinds, `rows_laid_out`).
+/// they are laid out, from the first: `rows_laid_out`).
 pub fn read_head_resumable(
     sql: &[u8],
     d: Dialect,
@@ -1600,9 +1564,9 @@ mod tests {
         }
     }
 
-    /// Rows of one form (each column's value one token but `?`, or a sign and a number, in
-    /// every row) are laid out once and read from their places; any other form is not laid
-    /// out. Either way the rows handed out, where the reading stops included, are those the
+    /// Rows whose first is of one form (each value one token but `?`, or a sign and a
+    /// number) are laid out from it, and each row of that form is read from its places; a
+    /// first row of another form is not laid out. Either way the rows handed out, where the reading stops included, are those the
     /// reader reads token by token.
     #[test]
     fn rows_of_one_form_are_read_from_their_places() {
@@ -1614,36 +1578,36 @@ mod tests {
             "INSERT INTO g$f VALUES ({}), ({0})",
             vec!["-1"; LAID_OUT_VALUES].join(", ")
         );
-        // (values a row, the signed columns, rows)
-        type Layout = Option<(u32, u64, u32)>;
+        // (values a row, the signed columns)
+        type Layout = Option<(u32, u64)>;
         let cases: [(&str, Layout); 14] = [
             (
                 "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', - 2, 'f')",
-                Some((4, 0b100, 2)),
+                Some((4, 0b100)),
             ),
             (
                 "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', 2, 'f')",
-                None,
+                Some((4, 0b100)),
             ),
             (
                 "INSERT INTO g$f VALUES ('a', NULL, DEFAULT, x'41', +7), ('b', 1.5, now, 'c', -0) \
                  ON DUPLICATE KEY UPDATE V = 'x'",
-                Some((5, 0b10000, 2)),
+                Some((5, 0b10000)),
             ),
-            ("INSERT INTO g$f VALUES ('a'), ('b', 'c')", None),
-            ("INSERT INTO g$f VALUES ('a', 'b'), ('c')", None),
+            ("INSERT INTO g$f VALUES ('a'), ('b', 'c')", Some((1, 0))),
+            ("INSERT INTO g$f VALUES ('a', 'b'), ('c')", Some((2, 0))),
             ("INSERT INTO g$f VALUES ('a', ?)", None),
             ("INSERT INTO g$f VALUES ('a', NOW())", None),
-            ("INSERT INTO g$f VALUES ('a'), ROW('b')", None),
-            ("INSERT INTO g$f VALUES ('a'), ('b'), ", None),
+            ("INSERT INTO g$f VALUES ('a'), ROW('b')", Some((1, 0))),
+            ("INSERT INTO g$f VALUES ('a'), ('b'), ", Some((1, 0))),
             ("INSERT INTO g$f VALUES (-'a')", None),
             (
                 "REPLACE g$f VALUE ('a', 'b') AS new ON DUPLICATE KEY UPDATE V = new.V",
-                Some((2, 0, 1)),
+                Some((2, 0)),
             ),
             ("INSERT INTO g$f VALUES ('a' 'b')", None),
             (&wide, None),
-            (&widest, Some((64, u64::MAX, 2))),
+            (&widest, Some((64, u64::MAX))),
         ];
         type Rows = Vec<(usize, Vec<Value<'static>>, Vec<(usize, usize)>, usize)>;
         fn rows_of(
@@ -1670,11 +1634,7 @@ mod tests {
             let tokens: Vec<Token> = Scanner::new(sql, d).collect::<Result<_, _>>().unwrap();
             let head = read_head_resumable(sql, d, Some(&tokens)).unwrap().unwrap();
             let laid_out = head.resume.and_then(|r| r.laid_out);
-            assert_eq!(
-                laid_out.map(|l| (l.values, l.signed, l.rows)),
-                want,
-                "{text}"
-            );
+            assert_eq!(laid_out.map(|l| (l.values, l.signed)), want, "{text}");
             for stop in [0, 1, 2] {
                 let (mut whole, mut after) = (Rows::new(), Rows::new());
                 let want = read(sql, d, rows_of(&mut whole, stop));
