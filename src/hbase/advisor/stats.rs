@@ -73,6 +73,10 @@ pub struct TopK {
     capacity: usize,
     key_bytes: usize,
     slots: Vec<TopEntry>,
+    /// At most the smallest count of a slot: counts only grow, and the slot replaced goes
+    /// from the smallest to one more, so the smallest never falls. A slot with this count is
+    /// the lightest, found without looking at every slot.
+    floor: u64,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -92,6 +96,7 @@ impl TopK {
             capacity: capacity.max(1),
             key_bytes,
             slots: Vec::new(),
+            floor: 0,
         }
     }
 
@@ -122,9 +127,22 @@ impl TopK {
             });
             return;
         }
-        // replace the smallest: the newcomer inherits its count as possible error
-        if let Some(min) = self.slots.iter_mut().min_by_key(|e| e.count) {
+        // replace the smallest (the first of them): the newcomer inherits its count as
+        // possible error. A slot at the floor is one; else the floor is raised to the
+        // smallest count.
+        let floor = self.floor;
+        let at = match self.slots.iter().position(|e| e.count == floor) {
+            Some(i) => Some(i),
+            None => self
+                .slots
+                .iter()
+                .enumerate()
+                .min_by_key(|(_, e)| e.count)
+                .map(|(i, _)| i),
+        };
+        if let Some(min) = at.and_then(|i| self.slots.get_mut(i)) {
             let floor = min.count;
+            self.floor = floor;
             min.hash = h;
             min.key.clear();
             min.key.extend_from_slice(kept);
@@ -260,6 +278,66 @@ mod tests {
         }
         assert_eq!(ln_poisson_upper_tail(0, 3.0), 0.0);
         assert!(ln_poisson_upper_tail(1_000_000, 1.0) < -1e6);
+    }
+
+    /// The lookup by the hashes beside the slots and the lightest slot found from the floor
+    /// keep what space-saving keeps: the same slots, counts and errors as a plain reading
+    /// (every slot looked at, the first lightest replaced), on streams with hash collisions,
+    /// ties and long keys.
+    #[test]
+    fn top_k_keeps_what_a_plain_reading_keeps() {
+        fn plain(slots: &mut Vec<TopEntry>, cap: usize, kb: usize, key: &[u8], h: u64) {
+            let kept = &key[..key.len().min(kb)];
+            let truncated = kept.len() < key.len();
+            if let Some(e) = slots
+                .iter_mut()
+                .find(|e| e.hash == h && e.key == kept && e.truncated == truncated)
+            {
+                e.count += 1;
+                return;
+            }
+            if slots.len() < cap {
+                slots.push(TopEntry {
+                    hash: h,
+                    key: kept.to_vec(),
+                    truncated,
+                    count: 1,
+                    error: 0,
+                });
+                return;
+            }
+            if let Some(min) = slots.iter_mut().min_by_key(|e| e.count) {
+                let floor = min.count;
+                (min.hash, min.truncated, min.count, min.error) = (h, truncated, floor + 1, floor);
+                min.key = kept.to_vec();
+            }
+        }
+        let mut rng = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        for round in 0..40 {
+            let (cap, kb) = (1 + round % 9, 1 + round % 5);
+            let mut t = TopK::new(cap, kb);
+            let mut reference = Vec::new();
+            for _ in 0..3_000 {
+                let r = next();
+                // few keys (hits), many keys (misses), skewed; a weak hash (collisions)
+                let id = match r % 3 {
+                    0 => r >> 8 & 7,
+                    1 => r >> 8 & 1023,
+                    _ => (r >> 8 & 63) * (r >> 20 & 63) / 64,
+                };
+                let key = format!("{id:0width$}", width = (r >> 40 & 7) as usize);
+                let h = if round % 2 == 0 { id % 5 } else { hash(key.as_bytes()) };
+                t.add_hashed(key.as_bytes(), h);
+                plain(&mut reference, t.capacity, kb, key.as_bytes(), h);
+                assert_eq!(t.slots, reference, "round {round}");
+            }
+        }
     }
 
     #[test]
