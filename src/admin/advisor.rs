@@ -117,10 +117,13 @@ fn add(list: &mut Vec<Observation>, tick: Option<u64>) {
         }
         let rows: usize = list.iter().map(|o| o.what.weight()).sum();
         p.rows = p.rows.saturating_add(rows);
-        // an empty batch takes the text's list whole (its observations are not copied); the
-        // list goes back empty, and no larger than a session keeps one (the batch's buffer is
-        // sized for a batch)
-        if p.items.is_empty() {
+        // an empty batch without room for the text's list takes it whole (its observations
+        // are not copied); the list goes back empty, and no larger than a session keeps one.
+        // A batch with room (its buffer is kept from one batch to the next: `flush_local`)
+        // takes the observations in, and keeps its buffer: handing it to the session, which
+        // keeps no buffer that large, made every batch grow from a session's list again
+        // (about 27 instructions a statement in reallocations, scripts/cost.sh)
+        if p.items.is_empty() && p.items.capacity() < list.len() {
             std::mem::swap(&mut p.items, list);
             if list.capacity() > crate::engine::decision::OBSERVED_KEEP {
                 *list = Vec::new();
