@@ -223,7 +223,7 @@ impl PreparedPlan {
                         Bound::Other => return None,
                     },
                 };
-                if no_backslash && bytes.contains(&b'\\') {
+                if no_backslash && crate::sql::scan::has_byte(bytes, b'\\') {
                     return None;
                 }
                 match certain(bytes, cs, charset) {
