@@ -332,7 +332,11 @@ mod tests {
                     _ => (r >> 8 & 63) * (r >> 20 & 63) / 64,
                 };
                 let key = format!("{id:0width$}", width = (r >> 40 & 7) as usize);
-                let h = if round % 2 == 0 { id % 5 } else { hash(key.as_bytes()) };
+                let h = if round % 2 == 0 {
+                    id % 5
+                } else {
+                    hash(key.as_bytes())
+                };
                 t.add_hashed(key.as_bytes(), h);
                 plain(&mut reference, t.capacity, kb, key.as_bytes(), h);
                 assert_eq!(t.slots, reference, "round {round}");
