@@ -362,15 +362,6 @@ fn first_marked(hay: &[u8], mark: impl Fn(u64) -> u64, stop: impl Fn(u8) -> bool
         .map(|p| k + p)
 }
 
-/// Whether `hay` holds byte `b`: eight bytes a step (`first_marked`), where `<[u8]>::contains`
-/// calls out to a search whose setup costs more than the few bytes of a literal (about 40
-/// instructions on a prepared prefix scan's pattern, scripts/cost.sh).
-#[inline]
-pub fn has_byte(hay: &[u8], b: u8) -> bool {
-    let fb = LO * u64::from(b);
-    first_marked(hay, |w| zero_bytes(w ^ fb), |c| c == b).is_some()
-}
-
 /// The offset of the first byte of `hay` that is `a` or `b` or, when `high`, at least 0x80;
 /// None when there is none (a word at a time: `first_marked`).
 #[inline]
@@ -2159,8 +2150,6 @@ mod tests {
                         );
                         checked += 1;
                     }
-                    // one byte alone
-                    assert_eq!(has_byte(&h, a), h.contains(&a), "{h:?} {a}");
                     // and with a third byte
                     for c in [a, 0x81, b'[', 0] {
                         assert_eq!(
