@@ -451,6 +451,17 @@ fn laid_out_row<'a>(
                     3,
                 )
             }
+            // (a plain string, most of a batch's values: its body, taken in line)
+            [t, e, ..] if signed >> c & 1 == 0 && t.kind == Tok::Str && t.plain => {
+                let v = match sql.get(t.start + 1..t.end.wrapping_sub(1)) {
+                    Some(body) => Value::Bytes {
+                        bytes: Cow::Borrowed(body),
+                        charset: LitCharset::Connection,
+                    },
+                    None => literal_one(sql, d, t, None),
+                };
+                (v, (t.start, t.end), e, 2)
+            }
             // (a value of one token but `?`: `one_token_value`'s kinds but the placeholder)
             [t, e, ..]
                 if signed >> c & 1 == 0

@@ -2,8 +2,8 @@
 //! is left out), UPDATE / DELETE / a locking SELECT, and an UPDATE in any shape.
 
 use super::checked::{
-    check_assigned_v, col_is, rowkey, seen, unchecked, where_rows, Checked, NeedCharset, RowTrace,
-    Rows, Touch, WriteRules, MAX_FINDINGS,
+    check_assigned_v, col_is, rowkey, seen, seen_fast, unchecked, where_rows, Checked, NeedCharset,
+    RowTrace, Rows, Touch, WriteRules, MAX_FINDINGS,
 };
 use std::ops::ControlFlow;
 
@@ -161,31 +161,27 @@ pub fn check_insert_lexed(
                 auto_t = Some(t);
             }
         }
-        let value = |name: &str| -> Option<&Value> {
-            let at = match name {
-                "K" => at_kqtv[0],
-                "Q" => at_kqtv[1],
-                "T" => at_kqtv[2],
-                _ => at_kqtv[3],
-            };
-            at.map(|i| row.values.get(i).unwrap_or(&Value::Unknown))
-        };
+        // K, Q, T and V (0 to 3) as the row gives them
         let mut need = false;
-        let mut get = |name: &str| match value(name) {
-            // a hex or _binary literal for T: the backend reads X'…' as a number and _binary'…'
-            // as a string; the proxy does not guess which (noted, C8)
-            Some(Value::Bytes {
-                charset: crate::sql::insert::LitCharset::Binary,
-                ..
-            }) if name == "T" => Seen::Unknown,
-            Some(v) => seen(v, conn, &mut need),
-            None => Seen::Absent,
+        let mut get = |c: usize| -> Seen<'_> {
+            let Some(i) = at_kqtv.get(c).copied().flatten() else {
+                return Seen::Absent;
+            };
+            match row.values.get(i).unwrap_or(&Value::Unknown) {
+                // a hex or _binary literal for T: the backend reads X'…' as a number and
+                // _binary'…' as a string; the proxy does not guess which (noted, C8)
+                Value::Bytes {
+                    charset: crate::sql::insert::LitCharset::Binary,
+                    ..
+                } if c == 2 => Seen::Unknown,
+                v => seen_fast(v, conn, &mut need),
+            }
         };
         let cell = Cell {
-            k: rowkey(get("K")),
-            q: get("Q"),
-            t: get("T"),
-            v: get("V"),
+            k: rowkey(get(0)),
+            q: get(1),
+            t: get(2),
+            v: get(3),
         };
         need_charset |= need;
         let before = findings.len();
