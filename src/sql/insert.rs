@@ -1403,6 +1403,24 @@ fn int_value<'a>(sql: &[u8], t: &Token, negative: bool) -> Value<'a> {
 /// overflow a u64: summed without checks (a timestamp is 13), eight at a time, longer runs
 /// with checks.
 fn integer(text: &[u8]) -> Option<i128> {
+    // nine to sixteen digits (a millisecond timestamp has 13): the first eight bytes and the
+    // last eight, overlapping; the first word shifted so that only its digits before the
+    // last eight stay, led by zeros
+    if let (Some(first), Some(last)) = (
+        text.first_chunk::<8>(),
+        text.len().checked_sub(8).and_then(|at| text.get(at..)?.first_chunk::<8>()),
+    ) {
+        if let Some(r @ 1..=8) = text.len().checked_sub(8) {
+            let (first, last) = (u64::from_le_bytes(*first), u64::from_le_bytes(*last));
+            let high = match r {
+                8 => first,
+                _ => (first << (8 * (8 - r))) | (0x3030_3030_3030_3030 >> (8 * r)),
+            };
+            return Some(i128::from(
+                eight_digits(high)? * 100_000_000 + eight_digits(last)?,
+            ));
+        }
+    }
     if text.len() <= 18 {
         let mut n: u64 = 0;
         let mut eights = text.chunks_exact(8);
