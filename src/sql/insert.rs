@@ -1406,10 +1406,7 @@ fn integer(text: &[u8]) -> Option<i128> {
     // nine to sixteen digits (a millisecond timestamp has 13): the first eight bytes and the
     // last eight, overlapping; the first word shifted so that only its digits before the
     // last eight stay, led by zeros
-    if let (Some(first), Some(last)) = (
-        text.first_chunk::<8>(),
-        text.len().checked_sub(8).and_then(|at| text.get(at..)?.first_chunk::<8>()),
-    ) {
+    if let (Some(first), Some(last)) = (text.first_chunk::<8>(), text.last_chunk::<8>()) {
         if let Some(r @ 1..=8) = text.len().checked_sub(8) {
             let (first, last) = (u64::from_le_bytes(*first), u64::from_le_bytes(*last));
             let high = match r {
