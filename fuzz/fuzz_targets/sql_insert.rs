@@ -9,7 +9,8 @@ use libfuzzer_sys::fuzz_target;
 
 use obkv_proxy::hbase::cells::{check_cell, Cell, CellLimits, Convention, Seen, Window};
 use obkv_proxy::sql::insert::{
-    read, read_head, read_head_resumable, read_lexed, read_lexed_after, Read, Source, Value,
+    picking_agrees, read, read_head, read_head_resumable, read_lexed, read_lexed_after, Read,
+    Source, Value,
 };
 use obkv_proxy::sql::scan::{Dialect, Flavor, Scanner, Token};
 
@@ -132,6 +133,11 @@ fuzz_target!(|data: &[u8]| {
         });
         assert_eq!(resumed, r);
         assert_eq!(after, lexing);
+        // rows handed with four columns picked in their plain form hold what the values say
+        // (the columns picked from the flags' high bits: an index, or none)
+        let pick = [(flags >> 4) & 3, (flags >> 5) & 7, flags >> 6, (flags >> 3) & 1]
+            .map(|c| (c != 3).then_some(usize::from(c)));
+        picking_agrees(sql, d, pick);
     }
     let head = read_head(sql, d, None);
     assert_eq!(read_head(sql, d, Some(&tokens)), head);

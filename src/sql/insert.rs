@@ -138,6 +138,22 @@ pub struct Row<'v> {
     /// VALUES row; empty for a SET list.
     pub spans: &'v [(usize, usize)],
     pub close: usize,
+    /// The picked columns' values in their plain form, when the reading was asked for them
+    /// (`read_lexed_picking`) and the row is laid out with only plain values: then `values`
+    /// and `spans` are empty.
+    pub plain: Option<&'v [Plain<'v>; 4]>,
+}
+
+/// A value of a laid-out row in the form a check takes without a `Value` (`Row::plain`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Plain<'a> {
+    /// The column is not among the row's.
+    Absent,
+    /// A plain string's body (`Token::plain`: ASCII, no backslash, no doubled quote; no
+    /// introducer: the connection's character set). As a `Value`, `Bytes` of `Connection`.
+    Ascii(&'a [u8]),
+    /// An integer, with its sign. As a `Value`, `Int`.
+    Int(i128),
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -211,6 +227,21 @@ pub fn read_lexed_after(
     head: Option<Head>,
     on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
 ) -> Read {
+    read_lexed_picking(sql, d, lexed, head, None, on_row)
+}
+
+/// `read_lexed_after`, handing a row as `Row::plain` where it can (`pick`: the four columns
+/// wanted, by their index among the values a row gives; None: a column not given): a row laid
+/// out (`RowsLaidOut`) after the head given, whose values are all plain strings and integers.
+/// Any other row is handed with its `values` and `spans` as `read_lexed_after` hands it.
+pub fn read_lexed_picking(
+    sql: &[u8],
+    d: Dialect,
+    lexed: Option<&[Token]>,
+    head: Option<Head>,
+    pick: Option<[Option<usize>; 4]>,
+    on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
+) -> Read {
     let resumed = match (head, lexed) {
         (Some(h), Some(all)) => h.resume.and_then(|at| {
             at.matches(all).then(|| {
@@ -244,6 +275,8 @@ pub fn read_lexed_after(
         ROW_BUFS.try_with(std::cell::Cell::take).unwrap_or_default();
     values.reserve(4);
     spans.reserve(4);
+    // (rows are laid out only after a head given: the one `pick` was worked out on)
+    let laid_out = laid_out.map(|l| (l, pick.map(|p| p.map(|c| c.unwrap_or(usize::MAX)))));
     let read = read_rows(&mut r, head, laid_out, &mut values, &mut spans, on_row);
     values.clear();
     spans.clear();
@@ -256,11 +289,12 @@ pub fn read_lexed_after(
 }
 
 /// `read_lexed_after`'s rows and tail, after the head, over the buffers `values` and `spans`
-/// (`laid_out`: how the rows that follow are laid out, when they are).
+/// (`laid_out`: how the rows that follow are laid out, when they are, and the columns picked
+/// for `Row::plain`, `usize::MAX` for one not given).
 fn read_rows<'a>(
     r: &mut Reader<'a>,
     mut head: Arc<Insert>,
-    laid_out: Option<RowsLaidOut>,
+    laid_out: Option<(RowsLaidOut, Option<[usize; 4]>)>,
     values: &mut RowValues<'a>,
     spans: &mut Vec<(usize, usize)>,
     mut on_row: impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
@@ -282,6 +316,7 @@ fn read_rows<'a>(
                 values,
                 spans: &[],
                 close,
+                plain: None,
             };
             stopped = on_row(&head, row).is_break();
         }
@@ -289,8 +324,8 @@ fn read_rows<'a>(
             // the rows laid out (`RowsLaidOut`) as far as the tokens have the layout's form,
             // then token by token from a row not of the form
             let mut more = true;
-            if let Some(l) = laid_out {
-                match read_laid_out(r, &head, l, values, spans, &mut on_row) {
+            if let Some((l, pick)) = laid_out {
+                match read_laid_out(r, &head, l, pick, values, spans, &mut on_row) {
                     LaidOut::Stopped(n) => (rows, stopped, more) = (n, true, false),
                     LaidOut::Ended(n) => (rows, more) = (n, false),
                     LaidOut::Unlike(n) => rows = n,
@@ -309,6 +344,7 @@ fn read_rows<'a>(
                         values,
                         spans,
                         close,
+                        plain: None,
                     };
                     rows += 1;
                     if on_row(&head, row).is_break() {
@@ -366,6 +402,7 @@ fn read_laid_out<'a>(
     r: &mut Reader<'a>,
     head: &Insert,
     l: RowsLaidOut,
+    pick: Option<[usize; 4]>,
     values: &mut RowValues<'a>,
     spans: &mut Vec<(usize, usize)>,
     on_row: &mut impl FnMut(&Insert, Row<'_>) -> ControlFlow<()>,
@@ -388,21 +425,55 @@ fn read_laid_out<'a>(
     values.resize(l.values as usize, Value::Unknown);
     spans.clear();
     spans.resize(l.values as usize, (0, 0));
+    // a row's picked values in their plain form (`Row::plain`), when it has only such values
+    // (not when a column picked is past a row's values: that one is not absent but unknown,
+    // as the backend refuses a row of fewer values than columns)
+    let pick = pick.filter(|p| p.iter().all(|&c| c == usize::MAX || c < l.values as usize));
+    // each column's place in `Row::plain` (4: none), worked out once for the rows (two
+    // places picking one column: no plain rows)
+    let places = pick.and_then(|p| {
+        let mut places = [4u8; LAID_OUT_VALUES];
+        for (j, &c) in p.iter().enumerate() {
+            if let Some(at) = places.get_mut(c) {
+                if *at != 4 {
+                    return None;
+                }
+                *at = j as u8;
+            }
+        }
+        Some(places)
+    });
+    let mut plain = [Plain::Absent; 4];
     // the row about to be read: its first token
     let (mut at, mut index) = (0usize, 0usize);
     loop {
-        let close = toks
-            .get(at..at + width)
-            .and_then(|row| laid_out_row(sql, d, row, l.signed, values, spans));
-        let Some(close) = close else {
-            *it = toks.get(at..).unwrap_or_default().iter();
-            return LaidOut::Unlike(index);
+        let row = toks.get(at..at + width);
+        let plain_close = match (&places, row) {
+            (Some(places), Some(row)) => plain_row(sql, row, l, places, &mut plain),
+            _ => None,
         };
-        let row = Row {
-            index,
-            values,
-            spans,
-            close,
+        let row = match plain_close {
+            Some(close) => Row {
+                index,
+                values: &[],
+                spans: &[],
+                close,
+                plain: Some(&plain),
+            },
+            None => {
+                let close = row.and_then(|row| laid_out_row(sql, d, row, l.signed, values, spans));
+                let Some(close) = close else {
+                    *it = toks.get(at..).unwrap_or_default().iter();
+                    return LaidOut::Unlike(index);
+                };
+                Row {
+                    index,
+                    values,
+                    spans,
+                    close,
+                    plain: None,
+                }
+            }
         };
         if on_row(head, row).is_break() {
             return LaidOut::Stopped(index + 1);
@@ -480,6 +551,153 @@ fn laid_out_row<'a>(
         rest = rest.get(n..).unwrap_or_default();
     }
     close
+}
+
+/// `laid_out_row` for a row whose values are all plain strings (`Token::plain`, `'…'` or
+/// `"…"` as the lexer found them) and integers (a number of digits only, signed or not as the
+/// layout says): the value of column `c` put in `out[places[c]]` (none where that is 4 or
+/// more), and the offset of the row's `)`. None:
+/// a token of another form, or a value of another kind (a `NULL`, a hex string, a fraction):
+/// the row is then to be read by `laid_out_row` (what `out` holds is not to be used). What it
+/// puts in `out` is what `laid_out_row` reads for those columns (`Plain`'s `Value`s).
+#[inline]
+fn plain_row<'a>(
+    sql: &'a [u8],
+    row: &[Token],
+    l: RowsLaidOut,
+    places: &[u8; LAID_OUT_VALUES],
+    out: &mut [Plain<'a>; 4],
+) -> Option<usize> {
+    let (open, mut rest) = row.split_first()?;
+    if !open.is_punct(b'(') {
+        return None;
+    }
+    let n = l.values as usize;
+    let last = n.checked_sub(1)?;
+    *out = [Plain::Absent; 4];
+    let mut close = None;
+    for c in 0..n {
+        let signed = l.signed >> c & 1 == 1;
+        let (v, end, k) = match rest {
+            [s, t, e, ..]
+                if signed && t.kind == Tok::Number && matches!(s.kind, Tok::Punct(b'-' | b'+')) =>
+            {
+                let text = t.text(sql);
+                let n = integer(text).filter(|_| !text.is_empty())?;
+                let n = if s.kind == Tok::Punct(b'-') { -n } else { n };
+                (Plain::Int(n), e, 3)
+            }
+            [t, e, ..] if !signed && t.kind == Tok::Str && t.plain => (
+                Plain::Ascii(sql.get(t.start + 1..t.end.wrapping_sub(1))?),
+                e,
+                2,
+            ),
+            [t, e, ..] if !signed && t.kind == Tok::Number => {
+                let text = t.text(sql);
+                (
+                    Plain::Int(integer(text).filter(|_| !text.is_empty())?),
+                    e,
+                    2,
+                )
+            }
+            _ => return None,
+        };
+        if end.kind != Tok::Punct(if c == last { b')' } else { b',' }) {
+            return None;
+        }
+        close = Some(end.start);
+        if let Some(slot) = places.get(c).and_then(|&j| out.get_mut(usize::from(j))) {
+            *slot = v;
+        }
+        rest = rest.get(k..).unwrap_or_default();
+    }
+    close
+}
+
+/// Reads `sql` (lexed, after its head read over the same tokens) with `pick` and without, and
+/// panics unless the two hand out the same rows: a row handed in its plain form
+/// (`Row::plain`) with, for each picked column, the `Value` the other reading has there as
+/// `Plain` says (`Bytes` of the connection's character set for `Ascii`, the bytes ASCII;
+/// `Int`); any other row alike. How many rows were handed in their plain form: what the
+/// `sql_insert` fuzz target and the unit tests run.
+#[doc(hidden)]
+pub fn picking_agrees(sql: &[u8], d: Dialect, pick: [Option<usize>; 4]) -> usize {
+    type Seen = Vec<(
+        usize,
+        usize,
+        Option<Vec<Value<'static>>>,
+        Vec<(usize, usize)>,
+    )>;
+    let Ok(tokens) = crate::sql::scan::Scanner::new(sql, d).collect::<Result<Vec<Token>, _>>()
+    else {
+        return 0;
+    };
+    let head = || read_head_resumable(sql, d, Some(&tokens)).ok().flatten();
+    let rows_of = |out: &mut Seen, row: Row<'_>, plain: bool| {
+        let values = match row.plain {
+            Some(p) => {
+                assert!(plain, "a plain row handed without picking");
+                assert!(row.values.is_empty() && row.spans.is_empty());
+                p.iter()
+                    .map(|v| match *v {
+                        Plain::Absent => None,
+                        Plain::Ascii(b) => {
+                            assert!(b.is_ascii());
+                            Some(Value::Bytes {
+                                bytes: Cow::Owned(b.to_vec()),
+                                charset: LitCharset::Connection,
+                            })
+                        }
+                        Plain::Int(i) => Some(Value::Int(i)),
+                    })
+                    .collect::<Vec<_>>()
+            }
+            None => return out.push((row.index, row.close, None, row.spans.to_vec())),
+        };
+        // (the picked columns of a plain row, compared with the other reading's below)
+        out.push((
+            row.index,
+            row.close,
+            Some(
+                values
+                    .into_iter()
+                    .map(|v| v.unwrap_or(Value::Default))
+                    .collect(),
+            ),
+            Vec::new(),
+        ));
+    };
+    let (mut picked, mut whole): (Seen, Seen) = (Vec::new(), Vec::new());
+    let mut whole_values: Vec<Vec<Value<'static>>> = Vec::new();
+    let a = read_lexed_picking(sql, d, Some(&tokens), head(), Some(pick), |_, row| {
+        rows_of(&mut picked, row, true);
+        ControlFlow::Continue(())
+    });
+    let b = read_lexed_after(sql, d, Some(&tokens), head(), |_, row| {
+        whole_values.push(row.values.iter().cloned().map(Value::into_owned).collect());
+        rows_of(&mut whole, row, false);
+        ControlFlow::Continue(())
+    });
+    assert_eq!(a, b);
+    assert_eq!(picked.len(), whole.len());
+    let mut plain = 0;
+    for ((p, w), values) in picked.iter().zip(&whole).zip(&whole_values) {
+        assert_eq!((p.0, p.1), (w.0, w.1));
+        match &p.2 {
+            None => assert_eq!(p.3, w.3),
+            Some(got) => {
+                plain += 1;
+                for (g, c) in got.iter().zip(pick) {
+                    let want = match c {
+                        None => Value::Default,
+                        Some(c) => values.get(c).cloned().unwrap_or(Value::Unknown),
+                    };
+                    assert_eq!(*g, want, "{:?}", String::from_utf8_lossy(sql));
+                }
+            }
+        }
+    }
+    plain
 }
 
 /// The head of an INSERT / REPLACE (everything before its rows; None: not one), over kept
@@ -1588,6 +1806,64 @@ mod tests {
             let mut direct = Rows::new();
             assert_eq!(got, read(other, d, rows_of(&mut direct)), "{text}");
             assert_eq!(again, direct, "{text}");
+        }
+    }
+
+    /// A laid-out row of plain strings and integers is handed with the columns picked in
+    /// their plain form, holding what the reading without picking hands as their values; a
+    /// row with any other value, or a picked column its rows do not reach, is handed as
+    /// without picking.
+    #[test]
+    fn plain_rows_hold_what_the_values_say() {
+        let all = [Some(0), Some(1), Some(2), Some(3)];
+        let cases: [(&str, [Option<usize>; 4], usize); 12] = [
+            (
+                "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', \"e\", - 2, 'f')",
+                all,
+                2,
+            ),
+            // an unsigned number where the first row had a sign: no longer laid out there
+            (
+                "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', 2, 'f')",
+                all,
+                1,
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 17, 'c'), ('d', 'e', 0, '')",
+                [Some(3), None, Some(0), Some(2)],
+                2,
+            ),
+            // a fraction, a NULL, a hex string, a word, an escape: the row is read whole
+            ("INSERT INTO g$f VALUES ('a', 'b', 1.5, 'c')", all, 0),
+            (
+                "INSERT INTO g$f VALUES ('a', NULL, 1, 'c'), ('a', 'b', 1, 'c')",
+                all,
+                1,
+            ),
+            ("INSERT INTO g$f VALUES ('a', x'41', 1, 'c')", all, 0),
+            ("INSERT INTO g$f VALUES ('a', 'b', 1, now)", all, 0),
+            ("INSERT INTO g$f VALUES ('a\\'', 'b', 1, 'c')", all, 0),
+            (
+                "INSERT INTO g$f VALUES ('a''', 'b', 1, 'c'), ('a', 'b', 1, 'c')",
+                all,
+                1,
+            ),
+            // a column picked past the rows' values, one column picked twice
+            ("INSERT INTO g$f VALUES ('a', 'b', 1)", all, 0),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 1, 'c')",
+                [Some(1), None, Some(1), Some(0)],
+                0,
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 1, 'c', 99999999999999999999999)",
+                [Some(4), None, None, Some(0)],
+                1,
+            ),
+        ];
+        for (text, pick, want) in cases {
+            let plain = picking_agrees(text.as_bytes(), Dialect::default(), pick);
+            assert_eq!(plain, want, "{text}");
         }
     }
 

@@ -10,7 +10,7 @@ use crate::hbase::prefix::{pin, KeyPreds};
 use crate::hbase::rules::{Enforcement, Finding, Level, Rule};
 use crate::hbase::schema::TableSchema;
 use crate::sql::dml::Dml;
-use crate::sql::insert::{LitCharset, Value};
+use crate::sql::insert::{LitCharset, Plain, Value};
 
 /// The write rules in force for a session.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -335,6 +335,17 @@ pub(super) fn seen_fast<'a>(v: &'a Value, conn: Option<ConnCharset>, need: &mut 
             charset: LitCharset::Connection,
         } if conn != Some(ConnCharset::Wide) && b.is_ascii() => Seen::Bytes(b),
         _ => seen(v, conn, need),
+    }
+}
+
+/// What `seen_fast` makes of a laid-out row's plain value (`insert::Plain`) as a `Value`, on a
+/// connection whose character set is not a wide one: a plain string's body is ASCII.
+#[inline(always)]
+pub(super) fn plain_seen(v: Plain<'_>) -> Seen<'_> {
+    match v {
+        Plain::Absent => Seen::Absent,
+        Plain::Ascii(b) => Seen::Bytes(b),
+        Plain::Int(i) => Seen::Int(i),
     }
 }
 

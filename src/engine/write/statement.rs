@@ -2,8 +2,8 @@
 //! is left out), UPDATE / DELETE / a locking SELECT, and an UPDATE in any shape.
 
 use super::checked::{
-    check_assigned_v, col_is, rowkey, seen, seen_fast, unchecked, where_rows, Checked, NeedCharset,
-    RowTrace, Rows, Touch, WriteRules, MAX_FINDINGS,
+    check_assigned_v, col_is, plain_seen, rowkey, seen, seen_fast, unchecked, where_rows, Checked,
+    NeedCharset, RowTrace, Rows, Touch, WriteRules, MAX_FINDINGS,
 };
 use std::ops::ControlFlow;
 
@@ -88,6 +88,33 @@ fn kqtv_at<'n>(names: impl Iterator<Item = &'n [u8]>) -> [Option<usize>; 4] {
     at
 }
 
+/// Where K, Q, T and V are among the values an INSERT's rows give (by its column list, else
+/// the table's columns), and where the prefix column is, with the prefix's length and K's
+/// place (None: the rows do not give it).
+#[allow(clippy::type_complexity)]
+fn columns_at(
+    head: &insert::Insert,
+    schema: &TableSchema,
+) -> ([Option<usize>; 4], Option<(usize, usize, Option<usize>)>) {
+    let limits = &schema.limits;
+    let position = |name: &str| match &head.columns {
+        Some(c) => c.iter().position(|c| col_is(c, name)),
+        None => limits
+            .columns
+            .iter()
+            .position(|c| col_is(c.as_bytes(), name)),
+    };
+    let at = match &head.columns {
+        Some(c) => kqtv_at(c.iter().map(|c| &c[..])),
+        None => kqtv_at(limits.columns.iter().map(|c| c.as_bytes())),
+    };
+    let prefix = schema
+        .prefix_column
+        .as_ref()
+        .and_then(|(p, n)| position(p).map(|i| (i, *n, at[0])));
+    (at, prefix)
+}
+
 /// `check_insert`, over the statement's tokens when the text's split kept them
 /// (`scan::Kept::of`; None: the statement is lexed), going on after the head the router read
 /// over them when there is one (`insert::read_lexed_after`).
@@ -117,20 +144,22 @@ pub fn check_insert_lexed(
     // (the prefix column's index, n, K's index) among the columns the rows give
     let mut prefix_at: Option<(usize, usize, Option<usize>)> = None;
     let mut defaults: Vec<(usize, usize)> = Vec::new();
-    let read = insert::read_lexed_after(piece, d, lexed, read_head, |head, row| {
+    // a row laid out after the head the router read is handed with K, Q, T and V in their
+    // plain form when they are plain strings and integers (`insert::Plain`): no `Value` and
+    // no `Seen` conversion for them. Not where the rows carry the prefix column (checked
+    // against K from the row's values), nor on a connection whose character set does not
+    // keep ASCII (there a string is not its bytes).
+    let pick = match &read_head {
+        Some(h) if conn != Some(ConnCharset::Wide) && h.insert.source == Source::Values => {
+            let (at, prefix) = columns_at(&h.insert, schema);
+            prefix.is_none().then_some(at)
+        }
+        _ => None,
+    };
+    let read = insert::read_lexed_picking(piece, d, lexed, read_head, pick, |head, row| {
         if !head_checked {
             head_checked = true;
-            let position = |name: &str| match &head.columns {
-                Some(c) => c.iter().position(|c| col_is(c, name)),
-                None => limits
-                    .columns
-                    .iter()
-                    .position(|c| col_is(c.as_bytes(), name)),
-            };
-            at_kqtv = match &head.columns {
-                Some(c) => kqtv_at(c.iter().map(|c| &c[..])),
-                None => kqtv_at(limits.columns.iter().map(|c| c.as_bytes())),
-            };
+            (at_kqtv, prefix_at) = columns_at(head, schema);
             // a VALUES row may carry the prefix column's value (a backup restores it): checked
             // row by row below; any other source or form writes it unchecked
             if head.source != Source::Values {
@@ -139,10 +168,6 @@ pub fn check_insert_lexed(
                     limits,
                 ));
             }
-            prefix_at = schema
-                .prefix_column
-                .as_ref()
-                .and_then(|(p, n)| position(p).map(|i| (i, *n, at_kqtv[0])));
             let has_t = at_kqtv[2].is_some();
             if !has_t && head.columns.is_some() {
                 let t = match fill {
@@ -177,11 +202,21 @@ pub fn check_insert_lexed(
                 v => seen_fast(v, conn, &mut need),
             }
         };
-        let cell = Cell {
-            k: rowkey(get(0)),
-            q: get(1),
-            t: get(2),
-            v: get(3),
+        let cell = match row.plain {
+            // (what `seen_fast` makes of their `Value`s: `Plain::Ascii` is an ASCII string of
+            // the connection's character set, which is not a wide one here)
+            Some(p) => Cell {
+                k: rowkey(plain_seen(p[0])),
+                q: plain_seen(p[1]),
+                t: plain_seen(p[2]),
+                v: plain_seen(p[3]),
+            },
+            None => Cell {
+                k: rowkey(get(0)),
+                q: get(1),
+                t: get(2),
+                v: get(3),
+            },
         };
         need_charset |= need;
         let before = findings.len();
@@ -195,6 +230,9 @@ pub fn check_insert_lexed(
                 &mut findings,
             );
         }
+        // (a row handed in its plain form has no values to compare: it is one only where
+        // the rows do not give the prefix column)
+        debug_assert!(row.plain.is_none() || prefix_at.is_none());
         if let Some((i, n, k_at)) = prefix_at {
             let named = head.columns.is_some();
             let given = row.values.get(i).map(|v| seen(v, conn, &mut need_charset));
