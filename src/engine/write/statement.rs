@@ -6,6 +6,7 @@ use super::checked::{
     NeedCharset, RowTrace, Rows, Touch, WriteRules, MAX_FINDINGS,
 };
 use std::ops::ControlFlow;
+use std::sync::Arc;
 
 use crate::engine::prefix_scan::ConnCharset;
 use crate::hbase::cells::{self, Cell, Convention, Seen};
@@ -149,17 +150,25 @@ pub fn check_insert_lexed(
     // no `Seen` conversion for them. Not where the rows carry the prefix column (checked
     // against K from the row's values), nor on a connection whose character set does not
     // keep ASCII (there a string is not its bytes).
-    let pick = match &read_head {
-        Some(h) if conn != Some(ConnCharset::Wide) && h.insert.source == Source::Values => {
-            let (at, prefix) = columns_at(&h.insert, schema);
-            prefix.is_none().then_some(at)
+    // (the head given, held so that the reading's head is known to be it when it is the same
+    // one, and where its columns are: worked out once, for the pick and for the rows)
+    let given = match &read_head {
+        Some(h) if h.insert.source == Source::Values => {
+            Some((Arc::clone(&h.insert), columns_at(&h.insert, schema)))
         }
+        _ => None,
+    };
+    let pick = match &given {
+        Some((_, (at, None))) if conn != Some(ConnCharset::Wide) => Some(*at),
         _ => None,
     };
     let read = insert::read_lexed_picking(piece, d, lexed, read_head, pick, |head, row| {
         if !head_checked {
             head_checked = true;
-            (at_kqtv, prefix_at) = columns_at(head, schema);
+            (at_kqtv, prefix_at) = match &given {
+                Some((h, at)) if std::ptr::eq(head, Arc::as_ptr(h)) => *at,
+                _ => columns_at(head, schema),
+            };
             // a VALUES row may carry the prefix column's value (a backup restores it): checked
             // row by row below; any other source or form writes it unchecked
             if head.source != Source::Values {
