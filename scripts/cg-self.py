@@ -14,6 +14,13 @@ callee's inclusive cost, which is not the caller's own.
   scripts/cg-self.py callers DUMP PATTERN [--per N] [--top K]  who calls the functions whose
                                                                name contains PATTERN, and what
                                                                those calls cost (inclusive)
+  scripts/cg-self.py asm DUMP FUNCTION [--bin B] [--per N]     own cost per instruction of the
+                                                               function whose name ends with
+                                                               FUNCTION, beside objdump's
+                                                               disassembly of B (default
+                                                               target/release/obkv-proxy); the
+                                                               dump made with
+                                                               COST_VALGRIND_ARGS=--dump-instr=yes
 
 PATTERN keeps functions (fn, line) or files (line) whose name contains it; --per divides the
 counts (the queries counted, 2000 by default in cost.sh).
@@ -46,14 +53,19 @@ def read(path):
     fn = fl = here = None
     line = 0
     callee_cost_next = False
+    # a dump made with --dump-instr=yes has an address before the line on each cost line
+    lead = 0
     with open(path, errors="replace") as f:
         for raw in f:
             s = raw.rstrip("\n")
             if not s:
                 continue
+            if s.startswith("positions:"):
+                lead = 1 if "instr" in s.split() else 0
+                continue
             c = s[0]
             if c.isdigit() or c in "+-*":
-                fields = s.split()
+                fields = s.split()[lead:]
                 pos = fields[0]
                 if pos.startswith("+"):
                     line += int(pos[1:])
@@ -86,18 +98,100 @@ def read(path):
     return per_fn, per_line, calls
 
 
+def asm(path, function, binary, per):
+    """Own cost per instruction address of the function whose name ends with `function`,
+    printed beside its disassembly (the dump's addresses are the running process's: the
+    lowest one the function ran is taken for its symbol's start)."""
+    import subprocess
+
+    names = {}
+
+    def name(value):
+        m = ID.match(value)
+        if not m:
+            return value
+        if m.group(2):
+            names[m.group(1)] = m.group(2)
+        return names.get(m.group(1), "?")
+
+    cost = collections.Counter()
+    fn = None
+    addr = 0
+    skip = False
+    with open(path, errors="replace") as f:
+        for raw in f:
+            s = raw.rstrip("\n")
+            if not s:
+                continue
+            if s[0].isdigit() or s[0] in "+-*":
+                fields = s.split()
+                a = fields[0]
+                if a.startswith("0x"):
+                    addr = int(a, 16)
+                elif a.startswith("+"):
+                    addr += int(a[1:])
+                elif a.startswith("-"):
+                    addr -= int(a[1:])
+                if skip:
+                    skip = False
+                    continue
+                if fn and fn.endswith(function) and len(fields) > 2:
+                    cost[addr] += int(fields[2])
+                continue
+            key, _, value = s.partition("=")
+            if key == "fn":
+                fn = name(value)
+            elif key == "cfn":
+                name(value)
+            elif key == "calls":
+                skip = True
+    if not cost:
+        sys.exit(f"no cost of a function ending with {function} (a dump made with --dump-instr=yes?)")
+    lo, hi = min(cost), max(cost)
+    symbols = subprocess.run(
+        ["nm", "-C", "-S", "--defined-only", binary], capture_output=True, text=True
+    ).stdout
+    found = None
+    for entry in symbols.splitlines():
+        p = entry.split(None, 3)
+        if len(p) == 4 and p[3].endswith(function):
+            start, size = int(p[0], 16), int(p[1], 16)
+            if hi - (lo - start) < start + size:
+                found = (start, size, p[3], lo - start)
+                break
+    if not found:
+        sys.exit(f"no symbol ending with {function} in {binary} covers the costs")
+    start, size, symbol, base = found
+    print(f"# {symbol} at {start:#x}, {size} bytes, own cost {sum(cost.values()) / per:.1f}")
+    dis = subprocess.run(
+        ["objdump", "-d", "--no-show-raw-insn", "-C",
+         f"--start-address={start:#x}", f"--stop-address={start + size:#x}", binary],
+        capture_output=True, text=True,
+    ).stdout
+    for entry in dis.splitlines():
+        m = re.match(r"\s*([0-9a-f]+):\s*(.*)", entry)
+        if m:
+            v = cost.get(int(m.group(1), 16) + base, 0)
+            shown = f"{v / per:8.1f}" if v else " " * 8
+            print(f"{shown}  {m.group(1)}: {m.group(2)}")
+
+
 def short(path):
     return (path or "?").rsplit("/", 1)[-1]
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("mode", choices=["fn", "line", "diff", "callers"])
+    ap.add_argument("mode", choices=["fn", "line", "diff", "callers", "asm"])
     ap.add_argument("dump")
     ap.add_argument("other", nargs="?", default="")
     ap.add_argument("--per", type=float, default=1.0)
     ap.add_argument("--top", type=int, default=40)
+    ap.add_argument("--bin", default="target/release/obkv-proxy")
     a = ap.parse_args()
+    if a.mode == "asm":
+        asm(a.dump, a.other, a.bin, a.per)
+        return
     per_fn, per_line, calls = read(a.dump)
     total = sum(per_fn.values())
     if a.mode == "diff":

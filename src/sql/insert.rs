@@ -1816,7 +1816,36 @@ mod tests {
     #[test]
     fn plain_rows_hold_what_the_values_say() {
         let all = [Some(0), Some(1), Some(2), Some(3)];
-        let cases: [(&str, [Option<usize>; 4], usize); 12] = [
+        let cases: [(&str, [Option<usize>; 4], usize); 17] = [
+            // rows of another form than the row before them (each is read as it comes): a
+            // string where a number was, a `+` where a `-` was, then the first form again
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 1, 'c'), ('d', 'e', '7', 'f'), ('g', 'h', 3, 'i')",
+                all,
+                3,
+            ),
+            (
+                "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', 'e', +2, 'f'), ('g', 'h', -3, 'i'), ('j', 'k', -4, 'l')",
+                all,
+                4,
+            ),
+            // of the form but for a number not handed that is no integer, a string that is
+            // not plain: read whole, and the rows after them of the form again
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 1, 'c', 5), ('d', 'e', 2, 'f', 999999999999999999999999999999999999999999), ('g', 'h', 3, 'i', 6)",
+                all,
+                2,
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 1, 'c'), ('d', 'e\\'x', 2, 'f'), ('g', 'h', 3, 'i'), ('j', 'k''', 4, 'l')",
+                all,
+                2,
+            ),
+            (
+                "INSERT INTO g$f VALUES ('a', 'b', 1, 'c', 5), ('d', 'e', 2, 'f', 6)",
+                [Some(4), Some(2), None, Some(1)],
+                2,
+            ),
             (
                 "INSERT INTO g$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', \"e\", - 2, 'f')",
                 all,
