@@ -1459,7 +1459,14 @@ fn a_session_whose_connection_went_to_a_waiter_reads_its_own_row_count() {
         // (the poll's own text holds the marker only split in two)
         let running = "SELECT COUNT(*) FROM information_schema.PROCESSLIST \
                        WHERE INFO LIKE CONCAT('%a_', 'waits FROM%')";
+        // (each wait bounded: a run that never gets there fails saying what it saw)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
         while d.scalar(running) == "0" {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "{}: a's locking read never reached the backend",
+                kind.name()
+            );
             std::thread::yield_now();
         }
         // b waits for the connection a's read holds
@@ -1474,7 +1481,23 @@ fn a_session_whose_connection_went_to_a_waiter_reads_its_own_row_count() {
                 .copied()
                 .unwrap_or(0.0)
         };
+        // (b's wait is at most 10 s, a's read's lock wait 50: a run past both is reported)
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(40);
         while waiting(&admin) < 1.0 {
+            if std::time::Instant::now() >= deadline {
+                let (_, body) = http_get(&admin, "/metrics");
+                let lines: Vec<&str> = body
+                    .lines()
+                    .filter(|l| l.starts_with("obkv_proxy_multiplex_"))
+                    .collect();
+                panic!(
+                    "{}: b was never seen waiting for the connection a's read holds \
+                     (a's read finished: {}, b's update finished: {}); {lines:#?}",
+                    kind.name(),
+                    a_reads.is_finished(),
+                    b_writes.is_finished()
+                );
+            }
             std::thread::yield_now();
         }
         l.exec("COMMIT").expect("commit");
