@@ -34,7 +34,9 @@ ID = re.compile(r"\((\d+)\)(?:\s+(.*))?")
 
 
 def read(path):
-    """(own cost per function, own cost per (file, line, function))."""
+    """(own cost per function, own cost per (file, line, function), inclusive cost per
+    (caller, callee), own cost per (function, instruction address): only in a dump made with
+    --dump-instr=yes)."""
     names = {"fn": {}, "fl": {}}
 
     def name(space, value):
@@ -48,6 +50,7 @@ def read(path):
 
     per_fn = collections.Counter()
     per_line = collections.Counter()
+    per_addr = collections.Counter()
     calls = collections.Counter()
     callee = None
     fn = fl = here = None
@@ -55,6 +58,7 @@ def read(path):
     callee_cost_next = False
     # a dump made with --dump-instr=yes has an address before the line on each cost line
     lead = 0
+    addr = 0
     with open(path, errors="replace") as f:
         for raw in f:
             s = raw.rstrip("\n")
@@ -65,7 +69,16 @@ def read(path):
                 continue
             c = s[0]
             if c.isdigit() or c in "+-*":
-                fields = s.split()[lead:]
+                fields = s.split()
+                if lead:
+                    a = fields[0]
+                    if a.startswith("0x"):
+                        addr = int(a, 16)
+                    elif a.startswith("+"):
+                        addr += int(a[1:])
+                    elif a.startswith("-"):
+                        addr -= int(a[1:])
+                    fields = fields[1:]
                 pos = fields[0]
                 if pos.startswith("+"):
                     line += int(pos[1:])
@@ -80,6 +93,8 @@ def read(path):
                 cost = int(fields[1]) if len(fields) > 1 else 0
                 per_fn[fn] += cost
                 per_line[(here, line, fn)] += cost
+                if lead:
+                    per_addr[(fn, addr)] += cost
                 continue
             key, _, value = s.partition("=")
             if key == "fn":
@@ -95,56 +110,19 @@ def read(path):
                 name("fl", value)
             elif key == "calls":
                 callee_cost_next = True
-    return per_fn, per_line, calls
+    return per_fn, per_line, calls, per_addr
 
 
-def asm(path, function, binary, per):
+def asm(per_addr, function, binary, per):
     """Own cost per instruction address of the function whose name ends with `function`,
     printed beside its disassembly (the dump's addresses are the running process's: the
     lowest one the function ran is taken for its symbol's start)."""
     import subprocess
 
-    names = {}
-
-    def name(value):
-        m = ID.match(value)
-        if not m:
-            return value
-        if m.group(2):
-            names[m.group(1)] = m.group(2)
-        return names.get(m.group(1), "?")
-
     cost = collections.Counter()
-    fn = None
-    addr = 0
-    skip = False
-    with open(path, errors="replace") as f:
-        for raw in f:
-            s = raw.rstrip("\n")
-            if not s:
-                continue
-            if s[0].isdigit() or s[0] in "+-*":
-                fields = s.split()
-                a = fields[0]
-                if a.startswith("0x"):
-                    addr = int(a, 16)
-                elif a.startswith("+"):
-                    addr += int(a[1:])
-                elif a.startswith("-"):
-                    addr -= int(a[1:])
-                if skip:
-                    skip = False
-                    continue
-                if fn and fn.endswith(function) and len(fields) > 2:
-                    cost[addr] += int(fields[2])
-                continue
-            key, _, value = s.partition("=")
-            if key == "fn":
-                fn = name(value)
-            elif key == "cfn":
-                name(value)
-            elif key == "calls":
-                skip = True
+    for (fn, addr), v in per_addr.items():
+        if fn and fn.endswith(function):
+            cost[addr] += v
     if not cost:
         sys.exit(f"no cost of a function ending with {function} (a dump made with --dump-instr=yes?)")
     lo, hi = min(cost), max(cost)
@@ -189,15 +167,15 @@ def main():
     ap.add_argument("--top", type=int, default=40)
     ap.add_argument("--bin", default="target/release/obkv-proxy")
     a = ap.parse_args()
+    per_fn, per_line, calls, per_addr = read(a.dump)
     if a.mode == "asm":
-        asm(a.dump, a.other, a.bin, a.per)
+        asm(per_addr, a.other, a.bin, a.per)
         return
-    per_fn, per_line, calls = read(a.dump)
     total = sum(per_fn.values())
     if a.mode == "diff":
         if not a.other:
             sys.exit("diff needs two dumps")
-        other, _, _ = read(a.other)
+        other, _, _, _ = read(a.other)
         keys = sorted(set(per_fn) | set(other), key=lambda k: -abs(other[k] - per_fn[k]))
         print(f"{'B-A':>10} {'A':>10} {'B':>10}  function")
         for k in keys[: a.top]:

@@ -150,9 +150,10 @@ pub fn check_insert_lexed(
     // no `Seen` conversion for them. Not where the rows carry the prefix column (checked
     // against K from the row's values), nor on a connection whose character set does not
     // keep ASCII (there a string is not its bytes).
-    // (the head given, held so that the reading's head is known to be it when it is the same
-    // one, and where its columns are: worked out once, for the pick and for the rows)
-    let given = match &read_head {
+    // (the head given, held until the first row so that the reading's head is known to be
+    // it when it is the same one, and where its columns are: worked out once, for the pick
+    // and for the rows; let go then, so a tail that adds to the head does not copy it)
+    let mut given = match &read_head {
         Some(h) if h.insert.source == Source::Values => {
             Some((Arc::clone(&h.insert), columns_at(&h.insert, schema)))
         }
@@ -165,8 +166,8 @@ pub fn check_insert_lexed(
     let read = insert::read_lexed_picking(piece, d, lexed, read_head, pick, |head, row| {
         if !head_checked {
             head_checked = true;
-            (at_kqtv, prefix_at) = match &given {
-                Some((h, at)) if std::ptr::eq(head, Arc::as_ptr(h)) => *at,
+            (at_kqtv, prefix_at) = match given.take() {
+                Some((h, at)) if std::ptr::eq(head, Arc::as_ptr(&h)) => at,
                 _ => columns_at(head, schema),
             };
             // a VALUES row may carry the prefix column's value (a backup restores it): checked
