@@ -224,13 +224,14 @@ async fn establish_relayed(
         )
         .await);
     }
-    let Some(status) = relay_auth(
+    let Some(Authed { status, ok }) = relay_auth(
         &mut client,
         &mut backend,
         seq_delta,
         seq.wrapping_add(1),
         &addr,
         shared.config().handshake_timeout(),
+        true,
     )
     .await?
     else {
@@ -238,12 +239,15 @@ async fn establish_relayed(
         client.shutdown().await;
         return Err(HandshakeFailure::Rejected("authentication failed"));
     };
-    if client_caps & cap::COMPRESS != 0 {
-        // both sides switch right after the OK that was just relayed
-        client.enable_compression(true);
+    let compress = client_caps & cap::COMPRESS != 0;
+    if compress {
+        // both sides switch right after the OK (the client's once `run` sent it to it)
         backend.enable_compression(false);
         bump(&shared.stats.compressed_sessions);
     }
+    let Some((ok_seq, ok)) = ok else {
+        return Err(HandshakeFailure::Rejected("login OK missing"));
+    };
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), compressed = client.is_compressed(), "session established");
     // the connections this login's may share with (multiplexing): the same backend user and
     // wire shape
@@ -266,7 +270,8 @@ async fn establish_relayed(
     )
     .with_backend(&greeting.server_version, status, greeting.connection_id)
     .with_user(&response.user)
-    .with_mux(set, db.as_deref(), greeting.connection_id))
+    .with_mux(set, db.as_deref(), greeting.connection_id)
+    .with_login_ok(ok_seq, ok, compress))
 }
 
 /// TLS to the backend as `backend.tls.mode` says (the client's own TLS ends at the proxy):
@@ -339,6 +344,14 @@ async fn report_backend_down(
 /// to the client. Client sequence ids are the backend's plus `seq_delta`; `next_client_seq` is the
 /// id the client expects next. Every packet is capped at MAX_LOGIN_PACKET, and a backend that does
 /// not answer within `wait` is reported to the client (error 2013), not left hanging.
+/// A login the backend accepted (`relay_auth`).
+pub struct Authed {
+    /// The status its OK carried.
+    pub status: u16,
+    /// The OK and its client sequence id, not sent yet (`hold_ok`).
+    pub ok: Option<(u8, Vec<u8>)>,
+}
+
 pub async fn relay_auth(
     client: &mut PacketStream<ClientIo>,
     backend: &mut BackendStream,
@@ -346,7 +359,8 @@ pub async fn relay_auth(
     mut next_client_seq: u8,
     addr: &str,
     wait: std::time::Duration,
-) -> Result<Option<u16>, HandshakeFailure> {
+    hold_ok: bool,
+) -> Result<Option<Authed>, HandshakeFailure> {
     let mut p = Vec::new();
     loop {
         let read = crate::timer::timeout(wait, backend.read_frame_capped(&mut p, MAX_LOGIN_PACKET));
@@ -362,13 +376,19 @@ pub async fn relay_auth(
                 .await)
             }
         };
-        client
-            .send_packet(h.seq.wrapping_add(seq_delta), &p)
-            .await?;
+        let seq = h.seq.wrapping_add(seq_delta);
+        if hold_ok && p.first() == Some(&0x00) {
+            let status = crate::protocol::packets::parse_ok(&p).map_or(0, |ok| ok.status);
+            return Ok(Some(Authed {
+                status,
+                ok: Some((seq, p)),
+            }));
+        }
+        client.send_packet(seq, &p).await?;
         match p.first() {
             Some(0x00) => {
                 let status = crate::protocol::packets::parse_ok(&p).map_or(0, |ok| ok.status);
-                return Ok(Some(status));
+                return Ok(Some(Authed { status, ok: None }));
             }
             Some(0xff) => return Ok(None),
             Some(0x01) if p.as_slice() == [0x01, 0x03] => continue, // caching_sha2 fast auth: OK follows
@@ -464,11 +484,8 @@ async fn establish_proxy_auth(
             return Err(reject(&mut client, next_seq, err, "backend unreachable").await);
         }
     };
-    client
-        .send_packet(next_seq, &ok_packet(0, 0, backend_greeting.status, 0))
-        .await?;
-    if client_caps & cap::COMPRESS != 0 {
-        client.enable_compression(true);
+    let compress = client_caps & cap::COMPRESS != 0;
+    if compress {
         bump(&shared.stats.compressed_sessions);
     }
     info!(%peer, user = %String::from_utf8_lossy(&response.user), backend_user = %spec.user, "session established (proxy auth)");
@@ -487,9 +504,15 @@ async fn establish_proxy_auth(
     let session = Session::new(shared, peer, client, stream, caps, Some(pooled))
         .with_backend(&backend_greeting.server_version, status, 0)
         .with_user(&response.user);
+    // (the OK goes once the session is whole: `Session::with_login_ok`)
     Ok(session
         .with_mux_own_login(id)
-        .with_mux(set, db.as_deref(), conn_id))
+        .with_mux(set, db.as_deref(), conn_id)
+        .with_login_ok(
+            next_seq,
+            ok_packet(0, 0, backend_greeting.status, 0),
+            compress,
+        ))
 }
 
 /// The client's mysql_native_password answer; asks for it with an auth switch when the client

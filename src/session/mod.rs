@@ -138,6 +138,13 @@ pub async fn serve(mut sock: ClientSock, peer: Peer, shared: Arc<Shared>) {
     run.await;
 }
 
+/// A login's OK not yet sent (`Session::with_login_ok`).
+struct LoginOk {
+    seq: u8,
+    packet: Vec<u8>,
+    compress: bool,
+}
+
 pub struct Session {
     shared: Arc<Shared>,
     /// The configuration this session follows, and its generation: taken again between
@@ -244,6 +251,8 @@ pub struct Session {
     /// The `wait_timeout` a multiplexed session set: the backend closes no connection of its
     /// for idling, so the proxy ends the session after that long without a command.
     client_wait_timeout: Option<std::time::Duration>,
+    /// The login's OK, until `run` sends it (`with_login_ok`).
+    login_ok: Option<Box<LoginOk>>,
 }
 
 /// The backend speaks between commands (it is closing the connection); for a session that
@@ -352,7 +361,35 @@ impl Session {
             kill_slot: None,
             mux_user: None,
             client_wait_timeout: None,
+            login_ok: None,
         }
+    }
+
+    /// The login's OK, sent by `run` before the first command is read: the session is then
+    /// whole (its connection counted in its multiplexing set, `with_mux`) before its client can
+    /// send anything. `compress`: both sides of the client's stream switch right after it.
+    fn with_login_ok(mut self, seq: u8, packet: Vec<u8>, compress: bool) -> Self {
+        self.login_ok = Some(Box::new(LoginOk {
+            seq,
+            packet,
+            compress,
+        }));
+        self
+    }
+
+    /// Sends the login's OK (`with_login_ok`). Some: the client is gone.
+    async fn finish_login(&mut self) -> Option<End> {
+        let ok = self.login_ok.take()?;
+        // (bounded as the rest of the login was)
+        let wait = self.cfg.handshake_timeout();
+        let sent = crate::timer::timeout(wait, self.client.send_packet(ok.seq, &ok.packet)).await;
+        if !matches!(sent, Ok(Ok(_))) {
+            return Some(End::ClientGone);
+        }
+        if ok.compress {
+            self.client.enable_compression(true);
+        }
+        None
     }
 
     fn with_user(mut self, user: &[u8]) -> Self {
@@ -675,13 +712,16 @@ impl Session {
             // futures of every command it may carry out) lives in a box; a session that goes idle
             // (`busy_loop`) drops it and its buffers, waits for its next command holding a few
             // KiB, and makes them again when it comes.
-            let end = loop {
-                if let Some(end) = Box::pin(self.busy_loop()).await {
-                    break end;
-                }
-                if let Some(end) = self.idle_wait().await {
-                    break end;
-                }
+            let end = match self.finish_login().await {
+                Some(end) => end,
+                None => loop {
+                    if let Some(end) = Box::pin(self.busy_loop()).await {
+                        break end;
+                    }
+                    if let Some(end) = self.idle_wait().await {
+                        break end;
+                    }
+                },
             };
             self.observe_close();
             self.shared
@@ -1334,9 +1374,9 @@ impl Session {
         }
         let addr = self.cfg.backend.address.clone();
         let wait = self.cfg.handshake_timeout();
-        match handshake::relay_auth(&mut self.client, be!(self), 0, 1, &addr, wait).await {
-            Ok(Some(st)) => {
-                self.last_status = st;
+        match handshake::relay_auth(&mut self.client, be!(self), 0, 1, &addr, wait, false).await {
+            Ok(Some(authed)) => {
+                self.last_status = authed.status;
                 let user = handshake::parse_change_user(
                     self.command.get(1..).unwrap_or_default(),
                     self.client_caps.base,

@@ -1383,6 +1383,36 @@ fn a_variable_the_backend_reports_changed_is_carried_though_the_text_set_nothing
     }
 }
 
+/// A client that has its login's OK is a session of its set already: its connection is
+/// counted (and can be asked for) before the client can send anything. (The OK went before
+/// the session joined its set once; a statement another session sent right after that login
+/// could then find the set under its limit and keep a connection that the new login's made
+/// one too many, so that nobody ever waited.)
+#[test]
+fn a_login_is_counted_in_its_set_before_its_client_has_the_ok() {
+    for kind in BOTH {
+        let backend = shared(kind);
+        databases(&backend.addr);
+        let p = proxy::start(multiplexed(proxy::config_for(&backend.addr), 1, 5_000));
+        let mut a = RawConn::connect(&p.addr, "root", "", Some(DB)).expect("a");
+        let mut others = Vec::new();
+        for n in 1..=20u64 {
+            others.push(RawConn::connect(&p.addr, "root", "", Some(DB)).expect("other"));
+            let s = status(&mut a);
+            assert_eq!(
+                proxy_counter(&s, "multiplex_sessions"),
+                n + 1,
+                "{}: login {n}",
+                kind.name()
+            );
+        }
+        // and each of them is served, one after the other, on the set's connections
+        for (i, o) in others.iter_mut().enumerate() {
+            assert_eq!(o.scalar(&format!("SELECT {i}")), i.to_string());
+        }
+    }
+}
+
 /// A session that has sent nothing since its login keeps its login's connection only until
 /// another session waits (relayed authentication: the set holds the connections its logins
 /// made; over the limit, the busy session's is closed when it comes back, and the idle one's
