@@ -206,9 +206,17 @@ pub fn reads_after_shape(
         };
         if is_insert(piece) {
             if let Some((framed, from_frame)) = read_insert_head_framed(&kept, piece, &p, d) {
+                // its rows, read after the head the frame gave, are the rows read in full
+                // (panics otherwise: `insert::picking_agrees_after`)
+                if let Ok(head) = &framed {
+                    let pick = [Some(0), Some(1), Some(2), Some(3)];
+                    insert::picking_agrees_after(piece, d, &toks, head.clone(), pick);
+                }
                 reads.push(AfterShape::Head {
                     framed,
-                    full: insert::read_head_resumable(piece, d, Some(&toks)),
+                    // (with the rows' plain form counted over these tokens, as the frame's
+                    // first text had it counted over its own)
+                    full: insert::read_head_framing(piece, d, &toks).0,
                     from_frame,
                 });
             }
@@ -348,6 +356,12 @@ mod tests {
             (
                 "INSERT INTO t$f SET K = 'k', Q = 'q'",
                 "INSERT INTO t$f SET K = 'kk', Q = ''",
+            ),
+            // rows whose plain form the frame counted (two: the third holds a NULL), with
+            // other literals, one a digit run too long for an integer (read in full then)
+            (
+                "INSERT INTO t$f (K, Q, T, V) VALUES ('a', 'b', -1, 'c'), ('d', \"e\", +2, 3), ('g', 'h', -3, NULL), ('i', 'j', -4, 'k')",
+                "INSERT INTO t$f (K, Q, T, V) VALUES ('aaa', '', -99, 'c'), ('', \"e\", +999999999999999999999999999999999999999999, 12345), ('', 'hh', -3, NULL), ('x', 'y', -5, 'z')",
             ),
         ] {
             let (reads, from_shape) =

@@ -443,13 +443,28 @@ fn read_laid_out<'a>(
         }
         Some(places)
     });
+    // where each picked column's value is among a row's tokens, and whether a sign is
+    // before it, for the rows known to be plain (`RowsLaidOut::plain_rows`)
+    let known = pick.map(|p| {
+        p.map(|c| {
+            let signed = c < LAID_OUT_VALUES && l.signed >> c & 1 == 1;
+            let before = l.signed & 1u64.checked_shl(c as u32).map_or(u64::MAX, |b| b - 1);
+            (c != usize::MAX).then(|| {
+                let at = 1 + 2 * c + before.count_ones() as usize + usize::from(signed);
+                (at, signed)
+            })
+        })
+    });
     let mut plain = [Plain::Absent; 4];
     // the row about to be read: its first token
     let (mut at, mut index) = (0usize, 0usize);
     loop {
         let row = toks.get(at..at + width);
-        let plain_close = match (&places, row) {
-            (Some(places), Some(row)) => plain_row(sql, row, l, places, &mut plain),
+        let plain_close = match (&places, row, &known) {
+            (Some(_), Some(row), Some(known)) if index < l.plain_rows as usize => {
+                known_plain_row(sql, row, known, &mut plain)
+            }
+            (Some(places), Some(row), _) => plain_row(sql, row, l, places, &mut plain),
             _ => None,
         };
         let row = match plain_close {
@@ -614,25 +629,71 @@ fn plain_row<'a>(
     close
 }
 
+/// `plain_row` for a row of the count a shape's frame holds (`RowsLaidOut::plain_rows`):
+/// its tokens' kinds are known, so only the picked values are read, each at its place
+/// (`known`: its token among the row's, and whether a sign is before it; None: a column not
+/// given). None: a digit run too long for an integer, which `laid_out_row` reads then.
+#[inline]
+fn known_plain_row<'a>(
+    sql: &'a [u8],
+    row: &[Token],
+    known: &[Option<(usize, bool)>; 4],
+    out: &mut [Plain<'a>; 4],
+) -> Option<usize> {
+    let close = row.last()?.start;
+    for (slot, col) in out.iter_mut().zip(known) {
+        *slot = match *col {
+            None => Plain::Absent,
+            Some((i, signed)) => {
+                let t = row.get(i)?;
+                if t.kind == Tok::Str {
+                    Plain::Ascii(sql.get(t.start + 1..t.end.wrapping_sub(1))?)
+                } else {
+                    let n = integer(t.text(sql))?;
+                    let minus = signed && row.get(i.wrapping_sub(1))?.kind == Tok::Punct(b'-');
+                    Plain::Int(if minus { -n } else { n })
+                }
+            }
+        };
+    }
+    Some(close)
+}
+
 /// Reads `sql` (lexed, after its head read over the same tokens) with `pick` and without, and
 /// panics unless the two hand out the same rows: a row handed in its plain form
 /// (`Row::plain`) with, for each picked column, the `Value` the other reading has there as
 /// `Plain` says (`Bytes` of the connection's character set for `Ascii`, the bytes ASCII;
 /// `Int`); any other row alike. How many rows were handed in their plain form: what the
-/// `sql_insert` fuzz target and the unit tests run.
+/// `sql_insert` fuzz target and the unit tests run. Read a third time after the head a
+/// shape's frame of it keeps (`read_head_framing`: its rows' plain form counted), the rows
+/// are the same too.
 #[doc(hidden)]
 pub fn picking_agrees(sql: &[u8], d: Dialect, pick: [Option<usize>; 4]) -> usize {
+    let Ok(tokens) = crate::sql::scan::Scanner::new(sql, d).collect::<Result<Vec<Token>, _>>()
+    else {
+        return 0;
+    };
+    let framed = read_head_framing(sql, d, &tokens).0.ok().flatten();
+    picking_agrees_after(sql, d, &tokens, framed, pick)
+}
+
+/// `picking_agrees` over `tokens` (`sql`'s, kept), its third reading after `framed` (the head
+/// a frame gave, for a text of a shape: `framed::reads_after_shape`).
+#[doc(hidden)]
+pub fn picking_agrees_after(
+    sql: &[u8],
+    d: Dialect,
+    tokens: &[Token],
+    framed: Option<Head>,
+    pick: [Option<usize>; 4],
+) -> usize {
     type Seen = Vec<(
         usize,
         usize,
         Option<Vec<Value<'static>>>,
         Vec<(usize, usize)>,
     )>;
-    let Ok(tokens) = crate::sql::scan::Scanner::new(sql, d).collect::<Result<Vec<Token>, _>>()
-    else {
-        return 0;
-    };
-    let head = || read_head_resumable(sql, d, Some(&tokens)).ok().flatten();
+    let head = || read_head_resumable(sql, d, Some(tokens)).ok().flatten();
     let rows_of = |out: &mut Seen, row: Row<'_>, plain: bool| {
         let values = match row.plain {
             Some(p) => {
@@ -669,33 +730,56 @@ pub fn picking_agrees(sql: &[u8], d: Dialect, pick: [Option<usize>; 4]) -> usize
     };
     let (mut picked, mut whole): (Seen, Seen) = (Vec::new(), Vec::new());
     let mut whole_values: Vec<Vec<Value<'static>>> = Vec::new();
-    let a = read_lexed_picking(sql, d, Some(&tokens), head(), Some(pick), |_, row| {
+    let a = read_lexed_picking(sql, d, Some(tokens), head(), Some(pick), |_, row| {
         rows_of(&mut picked, row, true);
         ControlFlow::Continue(())
     });
-    let b = read_lexed_after(sql, d, Some(&tokens), head(), |_, row| {
+    let b = read_lexed_after(sql, d, Some(tokens), head(), |_, row| {
         whole_values.push(row.values.iter().cloned().map(Value::into_owned).collect());
         rows_of(&mut whole, row, false);
         ControlFlow::Continue(())
     });
     assert_eq!(a, b);
+    // with the head a shape's frame keeps (its rows' plain form counted): the same rows
+    let mut from_frame: Seen = Vec::new();
+    let c = read_lexed_picking(sql, d, Some(tokens), framed, Some(pick), |_, row| {
+        rows_of(&mut from_frame, row, true);
+        ControlFlow::Continue(())
+    });
+    assert_eq!(a, c);
     assert_eq!(picked.len(), whole.len());
-    let mut plain = 0;
-    for ((p, w), values) in picked.iter().zip(&whole).zip(&whole_values) {
-        assert_eq!((p.0, p.1), (w.0, w.1));
-        match &p.2 {
-            None => assert_eq!(p.3, w.3),
-            Some(got) => {
-                plain += 1;
-                for (g, c) in got.iter().zip(pick) {
-                    let want = match c {
-                        None => Value::Default,
-                        Some(c) => values.get(c).cloned().unwrap_or(Value::Unknown),
-                    };
-                    assert_eq!(*g, want, "{:?}", String::from_utf8_lossy(sql));
+    // each row as the whole reading has it; how many were handed plain
+    let agree = |seen: &Seen| -> usize {
+        assert_eq!(seen.len(), whole.len());
+        let mut plain = 0;
+        for ((p, w), values) in seen.iter().zip(&whole).zip(&whole_values) {
+            assert_eq!((p.0, p.1), (w.0, w.1));
+            match &p.2 {
+                None => assert_eq!(p.3, w.3),
+                Some(got) => {
+                    plain += 1;
+                    for (g, c) in got.iter().zip(pick) {
+                        let want = match c {
+                            None => Value::Default,
+                            Some(c) => values.get(c).cloned().unwrap_or(Value::Unknown),
+                        };
+                        assert_eq!(*g, want, "{:?}", String::from_utf8_lossy(sql));
+                    }
                 }
             }
         }
+        plain
+    };
+    let plain = agree(&picked);
+    agree(&from_frame);
+    // (a row the frame's count holds is read without its columns not picked: it is handed
+    // plain where those hold a digit run too long for an integer, as it is not otherwise)
+    for (p, f) in picked.iter().zip(&from_frame) {
+        assert!(
+            p.2.is_none() || f.2.is_some(),
+            "{:?}",
+            String::from_utf8_lossy(sql)
+        );
     }
     plain
 }
@@ -757,6 +841,10 @@ struct RowsLaidOut {
     values: u32,
     /// The columns whose value is a sign and a number, a bit each (the first the lowest).
     signed: u64,
+    /// How many rows, from the first, have the plain form by their tokens alone
+    /// (`plain_rows`), counted where a shape's frame is made (`read_head_framing`), so known
+    /// for every text of the shape; 0 anywhere else (not counted).
+    plain_rows: u32,
 }
 
 /// Most values of a row laid out (`RowsLaidOut::signed` has a bit for each).
@@ -812,7 +900,64 @@ fn rows_laid_out(toks: &[Token]) -> Option<RowsLaidOut> {
     Some(RowsLaidOut {
         values: values as u32,
         signed,
+        plain_rows: 0,
     })
+}
+
+/// How many rows from the first of `toks` (rows laid out as `l` says) have the plain form by
+/// their tokens alone: `(`, each value a plain string (`Token::plain`) or a run of digits (a
+/// sign before it where the layout has one), each followed by `,` or, the last, `)`; rows
+/// between `,`s. A text of a shape (`scan::Shape::apply`) has the shape's first text's
+/// tokens with other plain `'…'` strings and digit runs as its literals, and every other
+/// token's bytes: the count is the same for every text of the shape, and its rows are read
+/// from known places without looking at their tokens' kinds again (`known_plain_row`).
+fn plain_rows(sql: &[u8], toks: &[Token], l: RowsLaidOut) -> u32 {
+    let digits = |t: &Token| {
+        t.kind == Tok::Number && {
+            let text = t.text(sql);
+            !text.is_empty() && text.iter().all(u8::is_ascii_digit)
+        }
+    };
+    let row_is_plain = |row: &[Token]| -> bool {
+        let Some((open, mut rest)) = row.split_first() else {
+            return false;
+        };
+        if !open.is_punct(b'(') {
+            return false;
+        }
+        let last = (l.values as usize).saturating_sub(1);
+        for c in 0..l.values as usize {
+            let signed = l.signed >> c & 1 == 1;
+            let (end, k) = match rest {
+                [s, t, e, ..]
+                    if signed && matches!(s.kind, Tok::Punct(b'-' | b'+')) && digits(t) =>
+                {
+                    (e, 3)
+                }
+                [t, e, ..] if !signed && ((t.kind == Tok::Str && t.plain) || digits(t)) => (e, 2),
+                _ => return false,
+            };
+            if end.kind != Tok::Punct(if c == last { b')' } else { b',' }) {
+                return false;
+            }
+            rest = rest.get(k..).unwrap_or_default();
+        }
+        true
+    };
+    let width = l.width();
+    let (mut n, mut at) = (0u32, 0usize);
+    while let Some(row) = toks.get(at..at + width) {
+        if !row_is_plain(row) {
+            break;
+        }
+        n = n.saturating_add(1);
+        at += width;
+        if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
+            break;
+        }
+        at += 1;
+    }
+    n
 }
 
 impl Resume {
@@ -871,7 +1016,16 @@ pub(crate) fn read_head_framing(
     d: Dialect,
     toks: &[Token],
 ) -> (Result<Option<Head>, &'static str>, Option<HeadFrame>) {
-    let head = read_head_resumable(sql, d, Some(toks));
+    let mut head = read_head_resumable(sql, d, Some(toks));
+    // (the rows' plain form, counted once for the texts of the shape)
+    if let Ok(Some(Head {
+        resume: Some(r), ..
+    })) = &mut head
+    {
+        if let Some(l) = r.laid_out.as_mut() {
+            l.plain_rows = plain_rows(sql, toks.get(r.taken..).unwrap_or_default(), *l);
+        }
+    }
     let close = match &head {
         Ok(Some(h)) => match h.insert.columns_close {
             Some(c) => {
