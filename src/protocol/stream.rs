@@ -25,82 +25,6 @@ const WRITE_HIGH_WATER: usize = 64 * 1024;
 /// than the write's second buffer).
 const VECTORED_MIN: usize = 2 * 1024;
 
-/// Frames at least this large are taken whole from the read buffer by handing the buffer
-/// over (`take_whole_frame`) rather than by copying their payload out of it.
-const SWAP_MIN: usize = 2 * 1024;
-
-/// A command's payload as read: the bytes of `buf` from `start` on. A frame handed over whole
-/// from a stream's read buffer keeps what came before its payload (its header) in front of it
-/// (`PacketStream::take_whole_frame`); everywhere else `start` is 0.
-#[derive(Debug, Default, Clone)]
-pub struct Payload {
-    buf: Vec<u8>,
-    start: usize,
-}
-
-impl Payload {
-    pub fn clear(&mut self) {
-        self.buf.clear();
-        self.start = 0;
-    }
-
-    /// The room its buffer holds (what came before the payload included).
-    pub fn capacity(&self) -> usize {
-        self.buf.capacity()
-    }
-
-    /// Keeps its first `n` bytes.
-    pub fn truncate(&mut self, n: usize) {
-        self.buf.truncate(self.start.saturating_add(n));
-    }
-
-    pub fn extend_from_slice(&mut self, more: &[u8]) {
-        self.buf.extend_from_slice(more);
-    }
-
-    /// The payload as a vector of its own (for what inserts into it or cuts its front; what
-    /// came before it is dropped first, which moves its bytes once).
-    pub fn vec_mut(&mut self) -> &mut Vec<u8> {
-        if self.start != 0 {
-            self.buf.drain(..self.start.min(self.buf.len()));
-            self.start = 0;
-        }
-        &mut self.buf
-    }
-
-    pub fn into_vec(mut self) -> Vec<u8> {
-        self.vec_mut();
-        self.buf
-    }
-}
-
-impl From<Vec<u8>> for Payload {
-    fn from(buf: Vec<u8>) -> Self {
-        Payload { buf, start: 0 }
-    }
-}
-
-impl std::ops::Deref for Payload {
-    type Target = [u8];
-    #[inline]
-    fn deref(&self) -> &[u8] {
-        self.buf.get(self.start..).unwrap_or_default()
-    }
-}
-
-impl std::ops::DerefMut for Payload {
-    #[inline]
-    fn deref_mut(&mut self) -> &mut [u8] {
-        self.buf.get_mut(self.start..).unwrap_or_default()
-    }
-}
-
-impl PartialEq<[u8]> for Payload {
-    fn eq(&self, other: &[u8]) -> bool {
-        **self == *other
-    }
-}
-
 pub struct PacketStream<S> {
     io: S,
     /// Bytes read from the socket; `rbuf[rpos..]` is not consumed yet. Its length is what
@@ -436,11 +360,7 @@ impl<S: AsyncRead + AsyncWrite + DirectIo + Unpin> PacketStream<S> {
     /// Takes one frame shorter than a full one into `out` when it is already read whole and
     /// its payload is at most `max` bytes, without waiting: the usual command arrives in one
     /// piece, and reading it needs no timer then. None leaves the stream as it was.
-    ///
-    /// A frame of at least `SWAP_MIN` bytes that ends the bytes read (the usual large
-    /// command: nothing came after it) is not copied: the read buffer becomes `out`'s, its
-    /// payload after the header, and `out`'s buffer, emptied, the stream's read buffer.
-    pub fn take_whole_frame(&mut self, out: &mut Payload, max: usize) -> Option<Header> {
+    pub fn take_whole_frame(&mut self, out: &mut Vec<u8>, max: usize) -> Option<Header> {
         let buf = self.rbuf.get(self.rpos..)?;
         let h = buf.get(..4)?;
         let len = frame_len(h);
@@ -449,16 +369,8 @@ impl<S: AsyncRead + AsyncWrite + DirectIo + Unpin> PacketStream<S> {
         }
         let payload = buf.get(4..4 + len)?;
         let seq = h[3];
-        let start = self.rpos + 4;
-        if len >= SWAP_MIN && start + len == self.rbuf.len() && self.comp.is_none() {
-            out.clear();
-            std::mem::swap(&mut self.rbuf, &mut out.buf);
-            out.start = start;
-            self.rpos = 0;
-            return Some(Header { len, seq });
-        }
         out.clear();
-        out.buf.extend_from_slice(payload);
+        out.extend_from_slice(payload);
         self.rpos += 4 + len;
         Some(Header { len, seq })
     }
@@ -1321,57 +1233,16 @@ mod tests {
     #[tokio::test]
     async fn a_command_read_whole_is_taken_without_waiting() {
         let mut r = read_all(&[3, 0, 0, 0, 3, b'a', b'b', 2, 0]).await;
-        let mut out = Payload::from(vec![7]);
+        let mut out = vec![7];
         // over the size allowed: left for the reader that reports it
         assert_eq!(r.take_whole_frame(&mut out, 2), None);
-        assert_eq!(&*out, [7]);
+        assert_eq!(out, [7]);
         let h = r.take_whole_frame(&mut out, 3).unwrap();
         assert_eq!((h.len, h.seq), (3, 0));
-        assert_eq!(&*out, [3, b'a', b'b']);
+        assert_eq!(out, [3, b'a', b'b']);
         // a frame not read whole is not taken
         assert_eq!(r.take_whole_frame(&mut out, 100), None);
         assert_eq!(r.buffered(), 2);
-    }
-
-    /// A large frame that ends what was read is handed over with the read buffer, not copied;
-    /// one that is followed by more bytes, or a small one, is copied; either way the payload
-    /// and what the stream reads next are as they were sent.
-    #[tokio::test]
-    async fn a_large_frame_read_whole_is_handed_over_not_copied() {
-        let frame = |len: usize, seq: u8, fill: u8| {
-            let mut f = vec![len as u8, (len >> 8) as u8, (len >> 16) as u8, seq];
-            f.extend(std::iter::repeat_n(fill, len));
-            f
-        };
-        let big = SWAP_MIN + 5;
-        // alone: handed over (the buffer `out` had goes to the stream, emptied)
-        let mut r = read_all(&frame(big, 0, b'x')).await;
-        let mut out = Payload::from(Vec::with_capacity(100));
-        let h = r.take_whole_frame(&mut out, 1 << 20).unwrap();
-        assert_eq!((h.len, h.seq), (big, 0));
-        assert_eq!(out.len(), big);
-        assert!(out.iter().all(|&b| b == b'x'));
-        assert_eq!(out.start, 4, "handed over, header kept in front");
-        assert_eq!((r.buffered(), r.rbuf.len(), r.rbuf.capacity()), (0, 0, 100));
-        // growing or cutting it goes on from the payload
-        out.truncate(3);
-        out.extend_from_slice(b"yz");
-        assert_eq!(&*out, b"xxxyz");
-        assert_eq!(out.vec_mut().as_slice(), b"xxxyz");
-        assert_eq!(out.start, 0);
-        // followed by more: copied, and the rest stays to be read
-        let mut both = frame(big, 0, b'a');
-        both.extend(frame(1, 0, b'b'));
-        let mut r = read_all(&both).await;
-        let h = r.take_whole_frame(&mut out, 1 << 20).unwrap();
-        assert_eq!((h.len, out.start, out.len()), (big, 0, big));
-        assert!(out.iter().all(|&b| b == b'a'));
-        r.take_whole_frame(&mut out, 1 << 20).unwrap();
-        assert_eq!(&*out, b"b");
-        // small: copied
-        let mut r = read_all(&frame(3, 0, b'c')).await;
-        r.take_whole_frame(&mut out, 1 << 20).unwrap();
-        assert_eq!((&*out, out.start), (&b"ccc"[..], 0));
     }
 
     #[tokio::test]
@@ -1405,9 +1276,8 @@ mod tests {
         // and reads it whole when it comes
         peer.write_all(&[3, 0, 0, 0, 3, 0xab, 0xcd]).await.unwrap();
         s.wait_readable_lean().await.unwrap();
-        let mut taken = Payload::default();
-        let h = s.take_whole_frame(&mut taken, 100).unwrap();
-        assert_eq!((h.len, h.seq, &taken[..]), (3, 0, &[3, 0xab, 0xcd][..]));
+        let h = s.take_whole_frame(&mut out, 100).unwrap();
+        assert_eq!((h.len, h.seq, &out[..]), (3, 0, &[3, 0xab, 0xcd][..]));
         // bytes not consumed yet are kept: nothing is given back then
         peer.write_all(&[1, 0]).await.unwrap();
         s.wait_readable().await.unwrap();

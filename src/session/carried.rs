@@ -341,7 +341,7 @@ impl Session {
         };
         if let Some(packet) = execute::rebuild(Vec::new(), &e, bid, types, None, 0, &[]) {
             on.typed = c.types_generation;
-            self.command = packet.into();
+            self.command = packet;
         }
         true
     }

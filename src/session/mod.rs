@@ -163,7 +163,7 @@ pub struct Session {
     /// Server status of the last response (transaction state for local answers).
     last_status: u16,
     /// The current command, frames joined.
-    command: crate::protocol::stream::Payload,
+    command: Vec<u8>,
     /// How many frames the client used for the current command.
     command_frames: u8,
     /// What the backend can do natively (decides how HBase DDL is carried out); asked lazily.
@@ -326,7 +326,7 @@ impl Session {
             pooled,
             statements: prepared::Statements::default(),
             last_status: status::AUTOCOMMIT,
-            command: Default::default(),
+            command: Vec::new(),
             command_frames: 1,
             flavor: None,
             pending_warnings: Vec::new(),
@@ -859,7 +859,7 @@ impl Session {
         if let Some(b) = self.backend.as_mut() {
             b.release_idle();
         }
-        self.command = Default::default();
+        self.command = Vec::new();
         self.statements.spare = Vec::new();
         self.activity = Default::default();
         // (a transaction's observations wait for its end; after one, the list's room goes)
@@ -964,7 +964,7 @@ impl Session {
                 b.shrink_buffers();
             }
             if self.command.capacity() > COMMAND_KEEP {
-                self.command = Default::default();
+                self.command = Vec::new();
             }
             // Between commands the backend has nothing to say; if it speaks, it is closing the
             // connection (KILL, wait_timeout, restart). Watching costs no system call: tokio
@@ -1611,7 +1611,7 @@ async fn read_command(
     limits: &ReadLimits,
     idle_deadline: Option<tokio::time::Instant>,
     begun: &std::sync::atomic::AtomicBool,
-    out: &mut crate::protocol::stream::Payload,
+    out: &mut Vec<u8>,
 ) -> Result<u8, ReadError> {
     out.clear();
     client.expect_command();
@@ -1656,12 +1656,7 @@ async fn read_command(
         if out.len() + h.len > limits.max_bytes {
             return Err(ReadError::TooLarge(expected));
         }
-        match crate::timer::timeout(
-            limits.net_read,
-            client.read_payload_into(h.len, out.vec_mut()),
-        )
-        .await
-        {
+        match crate::timer::timeout(limits.net_read, client.read_payload_into(h.len, out)).await {
             Ok(r) => r.map_err(failed)?,
             Err(_) => return Err(ReadError::Timeout(expected)),
         }

@@ -355,7 +355,7 @@ impl Session {
                     let mut command = Vec::with_capacity(text.len() + 1);
                     command.push(com::QUERY);
                     command.extend_from_slice(&text);
-                    self.command = command.into();
+                    self.command = command;
                 }
             }
         }
@@ -1301,7 +1301,7 @@ impl Session {
             Some(k) => {
                 let mut text = vec![com::QUERY];
                 text.extend_from_slice(&k.text_for(current));
-                self.command = text.into();
+                self.command = text;
             }
             None => {
                 if let Some(b) = self.command.get_mut(1..5) {

@@ -737,9 +737,9 @@ impl Session {
         let routed = routed?;
         match routed {
             Some(packet) => {
-                let client = std::mem::replace(&mut self.command, packet.into());
+                let client = std::mem::replace(&mut self.command, packet);
                 if client.capacity() <= SPARE_PACKET {
-                    self.statements.spare = client.into_vec();
+                    self.statements.spare = client;
                 }
             }
             None => execute::with_statement_id(&mut self.command, backend_id),
