@@ -81,4 +81,53 @@ fuzz_target!(|data: &[u8]| {
         };
         tokio::join!(writer, reader);
     });
+    // commands as the session takes them: a whole frame from the read buffer without
+    // waiting, else header and payload read; each payload as the bytes say, in order
+    rt.block_on(async {
+        let (mut a, b) = tokio::io::duplex(1 << 16);
+        let input = data.to_vec();
+        let mut want = Vec::new();
+        let mut at = 0usize;
+        while let Some(h) = data.get(at..at + 4) {
+            let len = usize::from(h[0]) | usize::from(h[1]) << 8 | usize::from(h[2]) << 16;
+            let Some(p) = data.get(at + 4..at + 4 + len) else {
+                break;
+            };
+            want.push(p.to_vec());
+            at += 4 + len;
+        }
+        let writer = async move {
+            use tokio::io::AsyncWriteExt;
+            // (in two writes: a frame may be read in pieces)
+            let half = input.len() / 2;
+            let _ = a.write_all(&input[..half]).await;
+            tokio::task::yield_now().await;
+            let _ = a.write_all(&input[half..]).await;
+            drop(a);
+        };
+        let reader = async move {
+            let mut s = PacketStream::new(b);
+            let mut got = Vec::new();
+            let mut out = Vec::new();
+            loop {
+                if s.wait_readable().await.is_err() {
+                    break;
+                }
+                if let Some(h) = s.take_whole_frame(&mut out, 1 << 20) {
+                    assert_eq!(out.len(), h.len);
+                    got.push(out.clone());
+                    continue;
+                }
+                let Ok(h) = s.read_header().await else { break };
+                out.clear();
+                if s.read_payload_into(h.len, &mut out).await.is_err() {
+                    break;
+                }
+                got.push(out.clone());
+            }
+            got
+        };
+        let ((), got) = tokio::join!(writer, reader);
+        assert_eq!(got, want);
+    });
 });
