@@ -444,15 +444,20 @@ fn read_laid_out<'a>(
         Some(places)
     });
     // where each picked column's value is among a row's tokens, and whether a sign is
-    // before it, for the rows known to be plain (`RowsLaidOut::plain_rows`)
-    let known = pick.map(|p| {
+    // before it, for the rows known to be plain (`RowsLaidOut::plain_rows`): worked out
+    // when there are two or more (for one, about as dear as `plain_row` reading it)
+    let known = pick.filter(|_| l.plain_rows > 1).map(|p| {
         p.map(|c| {
             let signed = c < LAID_OUT_VALUES && l.signed >> c & 1 == 1;
-            let before = l.signed & 1u64.checked_shl(c as u32).map_or(u64::MAX, |b| b - 1);
-            (c != usize::MAX).then(|| {
-                let at = 1 + 2 * c + before.count_ones() as usize + usize::from(signed);
-                (at, signed)
-            })
+            // the signed columns before it, one step each (most layouts have one, T; without
+            // a popcnt instruction, `count_ones` costs about twenty)
+            let mut before = l.signed & 1u64.checked_shl(c as u32).map_or(u64::MAX, |b| b - 1);
+            let mut signs = 0;
+            while before != 0 {
+                before &= before - 1;
+                signs += 1;
+            }
+            (c != usize::MAX).then(|| (1 + 2 * c + signs + usize::from(signed), signed))
         })
     });
     let mut plain = [Plain::Absent; 4];
