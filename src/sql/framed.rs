@@ -212,11 +212,18 @@ pub fn reads_after_shape(
                     let pick = [Some(0), Some(1), Some(2), Some(3)];
                     insert::picking_agrees_after(piece, d, &toks, head.clone(), pick);
                 }
+                // (with the rows' plain form counted over these tokens, as the frame's first
+                // text had it counted over its own; not where a reading not from a frame did
+                // not count it: a text with no frames, whose reading counts nothing)
+                let mut full = insert::read_head_framing(piece, d, &toks).0;
+                if let (Ok(Some(f)), Ok(Some(h))) = (&framed, &mut full) {
+                    if !from_frame && f.plain_rows() == 0 {
+                        h.forget_plain_rows();
+                    }
+                }
                 reads.push(AfterShape::Head {
                     framed,
-                    // (with the rows' plain form counted over these tokens, as the frame's
-                    // first text had it counted over its own)
-                    full: insert::read_head_framing(piece, d, &toks).0,
+                    full,
                     from_frame,
                 });
             }

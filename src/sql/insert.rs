@@ -1051,6 +1051,23 @@ pub(crate) fn read_head_framing(
     (head, Some(frame))
 }
 
+impl Head {
+    /// How many rows from the first have the plain form by their tokens alone, where that was
+    /// counted (`read_head_framing`; 0: not counted).
+    pub fn plain_rows(&self) -> u32 {
+        self.resume
+            .and_then(|r| r.laid_out)
+            .map_or(0, |l| l.plain_rows)
+    }
+
+    /// The head as read where the rows' plain form is not counted (`plain_rows` 0).
+    pub fn forget_plain_rows(&mut self) {
+        if let Some(l) = self.resume.as_mut().and_then(|r| r.laid_out.as_mut()) {
+            l.plain_rows = 0;
+        }
+    }
+}
+
 /// The head of the statement whose tokens `toks` are those of the statement `frame` was made
 /// from, with other literals in them: what `read_head_resumable` gives for it.
 pub(crate) fn read_head_framed(
