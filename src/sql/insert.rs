@@ -443,33 +443,44 @@ fn read_laid_out<'a>(
         }
         Some(places)
     });
-    // where each picked column's value is among a row's tokens, and whether a sign is
-    // before it, for the rows known to be plain (`RowsLaidOut::plain_rows`): worked out
-    // when there are two or more (for one, about as dear as `plain_row` reading it)
-    let known = pick.filter(|_| l.plain_rows > 1).map(|p| {
-        p.map(|c| {
-            let signed = c < LAID_OUT_VALUES && l.signed >> c & 1 == 1;
-            // the signed columns before it, one step each (most layouts have one, T; without
-            // a popcnt instruction, `count_ones` costs about twenty)
-            let mut before = l.signed & 1u64.checked_shl(c as u32).map_or(u64::MAX, |b| b - 1);
-            let mut signs = 0;
-            while before != 0 {
-                before &= before - 1;
-                signs += 1;
-            }
-            (c != usize::MAX).then(|| (1 + 2 * c + signs + usize::from(signed), signed))
-        })
-    });
     let mut plain = [Plain::Absent; 4];
     // the row about to be read: its first token
     let (mut at, mut index) = (0usize, 0usize);
+    // the rows known to be plain first (`RowsLaidOut::plain_rows`), read at their places;
+    // when there are two or more (for one, working the places out costs about what
+    // `plain_row` spends reading it); from a row that is not read so (a digit run too long
+    // for an integer), as any row
+    if let (Some(p), Some(_), true) = (pick, &places, l.plain_rows > 1) {
+        let known = known_places(l, p);
+        while index < l.plain_rows as usize {
+            let row = toks.get(at..at + width);
+            let Some(close) = row.and_then(|row| known_plain_row(sql, row, &known, &mut plain))
+            else {
+                break;
+            };
+            let row = Row {
+                index,
+                values: &[],
+                spans: &[],
+                close,
+                plain: Some(&plain),
+            };
+            if on_row(head, row).is_break() {
+                return LaidOut::Stopped(index + 1);
+            }
+            at += width;
+            index += 1;
+            if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
+                *it = toks.get(at..).unwrap_or_default().iter();
+                return LaidOut::Ended(index);
+            }
+            at += 1;
+        }
+    }
     loop {
         let row = toks.get(at..at + width);
-        let plain_close = match (&places, row, &known) {
-            (Some(_), Some(row), Some(known)) if index < l.plain_rows as usize => {
-                known_plain_row(sql, row, known, &mut plain)
-            }
-            (Some(places), Some(row), _) => plain_row(sql, row, l, places, &mut plain),
+        let plain_close = match (&places, row) {
+            (Some(places), Some(row)) => plain_row(sql, row, l, places, &mut plain),
             _ => None,
         };
         let row = match plain_close {
@@ -632,6 +643,24 @@ fn plain_row<'a>(
         rest = rest.get(k..).unwrap_or_default();
     }
     close
+}
+
+/// Where each picked column's value (`pick`, `usize::MAX`: not given) is among the tokens of
+/// a row laid out as `l` says, and whether a sign is before it (`known_plain_row`).
+#[inline(never)]
+fn known_places(l: RowsLaidOut, pick: [usize; 4]) -> [Option<(usize, bool)>; 4] {
+    pick.map(|c| {
+        let signed = c < LAID_OUT_VALUES && l.signed >> c & 1 == 1;
+        // the signed columns before it, one step each (most layouts have one, T; without a
+        // popcnt instruction, `count_ones` costs about twenty)
+        let mut before = l.signed & 1u64.checked_shl(c as u32).map_or(u64::MAX, |b| b - 1);
+        let mut signs = 0;
+        while before != 0 {
+            before &= before - 1;
+            signs += 1;
+        }
+        (c != usize::MAX).then(|| (1 + 2 * c + signs + usize::from(signed), signed))
+    })
 }
 
 /// `plain_row` for a row of the count a shape's frame holds (`RowsLaidOut::plain_rows`):
