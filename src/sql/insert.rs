@@ -2018,6 +2018,68 @@ mod tests {
     /// their plain form, holding what the reading without picking hands as their values; a
     /// row with any other value, or a picked column its rows do not reach, is handed as
     /// without picking.
+    /// A row a shape's frame counts plain is read at its places (`known_places`,
+    /// `known_plain_row`) as `plain_row` reads it, for every pick of columns, signed columns
+    /// anywhere in the row; and the count stops at the first row of another form. (A wrong
+    /// place is caught here: in a reading it only sends the row on to `plain_row`.)
+    #[test]
+    fn rows_known_plain_are_read_at_their_places_as_plain_row_reads_them() {
+        let d = Dialect::default();
+        for (text, count) in [
+            ("INSERT INTO t VALUES (-1, 'a', +2, 3, 'b'), (-4, \"c\", -5, 66, ''), (-7, 'd', +8, 9, 'e')", 3),
+            ("INSERT INTO t VALUES ('k', 'q', -1, 'v'), ('k2', 'q2', -22, 'v2'), ('k', 'q', -1, NULL)", 2),
+            ("INSERT INTO t VALUES (1, 2, 3, 4), (5, 6, 7, 8)", 2),
+            ("INSERT INTO t VALUES ('a', -1), ('b', -2.5), ('c', -3)", 1),
+        ] {
+            let toks: Vec<Token> = crate::sql::scan::Scanner::new(text.as_bytes(), d)
+                .collect::<Result<_, _>>()
+                .expect("lexed");
+            let head = read_head_framing(text.as_bytes(), d, &toks)
+                .0
+                .expect("read")
+                .expect("an INSERT");
+            let r = head.resume.expect("resumable");
+            let l = r.laid_out.expect("laid out");
+            assert_eq!(l.plain_rows, count, "{text}");
+            let rows = toks.get(r.taken..).unwrap_or_default();
+            let n = l.values as usize;
+            // every pick of up to three distinct columns (and columns not given)
+            let columns: Vec<usize> = (0..n).chain([usize::MAX]).collect();
+            for &a in &columns {
+                for &b in &columns {
+                    for &c in &columns {
+                        let pick = [a, b, c, usize::MAX];
+                        let given: Vec<usize> =
+                            pick.iter().copied().filter(|&x| x != usize::MAX).collect();
+                        let mut seen = given.clone();
+                        seen.sort_unstable();
+                        seen.dedup();
+                        if seen.len() != given.len() {
+                            continue;
+                        }
+                        let mut places = [4u8; LAID_OUT_VALUES];
+                        for (j, &x) in pick.iter().enumerate() {
+                            if let Some(p) = places.get_mut(x) {
+                                *p = j as u8;
+                            }
+                        }
+                        let known = known_places(l, pick);
+                        for i in 0..count as usize {
+                            let at = i * (l.width() + 1);
+                            let row = &rows[at..at + l.width()];
+                            let (mut x, mut y) = ([Plain::Absent; 4], [Plain::Absent; 4]);
+                            let by_kinds = plain_row(text.as_bytes(), row, l, &places, &mut x);
+                            let by_places = known_plain_row(text.as_bytes(), row, &known, &mut y);
+                            assert!(by_kinds.is_some(), "{text} row {i}");
+                            assert_eq!(by_places, by_kinds, "{text} row {i} {pick:?}");
+                            assert_eq!(x, y, "{text} row {i} {pick:?}");
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     #[test]
     fn plain_rows_hold_what_the_values_say() {
         let all = [Some(0), Some(1), Some(2), Some(3)];
