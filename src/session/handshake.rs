@@ -224,14 +224,16 @@ async fn establish_relayed(
         )
         .await);
     }
-    let Some(Authed { status, ok }) = relay_auth(
+    let Some(Authed {
+        status,
+        ok: (ok_seq, ok),
+    }) = relay_auth(
         &mut client,
         &mut backend,
         seq_delta,
         seq.wrapping_add(1),
         &addr,
         shared.config().handshake_timeout(),
-        true,
     )
     .await?
     else {
@@ -245,9 +247,6 @@ async fn establish_relayed(
         backend.enable_compression(false);
         bump(&shared.stats.compressed_sessions);
     }
-    let Some((ok_seq, ok)) = ok else {
-        return Err(HandshakeFailure::Rejected("login OK missing"));
-    };
     info!(%peer, user = %String::from_utf8_lossy(&response.user), tls = client.get_ref().is_tls(), compressed = client.is_compressed(), "session established");
     // the connections this login's may share with (multiplexing): the same backend user and
     // wire shape
@@ -340,18 +339,20 @@ async fn report_backend_down(
     HandshakeFailure::Rejected("backend unreachable")
 }
 
-/// Relays an auth exchange until the backend's OK (its server status) or ERR (None), each relayed
-/// to the client. Client sequence ids are the backend's plus `seq_delta`; `next_client_seq` is the
-/// id the client expects next. Every packet is capped at MAX_LOGIN_PACKET, and a backend that does
-/// not answer within `wait` is reported to the client (error 2013), not left hanging.
 /// A login the backend accepted (`relay_auth`).
 pub struct Authed {
     /// The status its OK carried.
     pub status: u16,
-    /// The OK and its client sequence id, not sent yet (`hold_ok`).
-    pub ok: Option<(u8, Vec<u8>)>,
+    /// The OK, not yet sent to the client, and its client sequence id.
+    pub ok: (u8, Vec<u8>),
 }
 
+/// Relays an auth exchange until the backend's OK (its server status, and the OK itself, which
+/// is left to the caller to send: a login sends it once its session is whole) or ERR (None,
+/// relayed). Every other packet is relayed to the client. Client sequence ids are the backend's
+/// plus `seq_delta`; `next_client_seq` is the id the client expects next. Every packet is capped
+/// at MAX_LOGIN_PACKET, and a backend that does not answer within `wait` is reported to the
+/// client (error 2013), not left hanging.
 pub async fn relay_auth(
     client: &mut PacketStream<ClientIo>,
     backend: &mut BackendStream,
@@ -359,7 +360,6 @@ pub async fn relay_auth(
     mut next_client_seq: u8,
     addr: &str,
     wait: std::time::Duration,
-    hold_ok: bool,
 ) -> Result<Option<Authed>, HandshakeFailure> {
     let mut p = Vec::new();
     loop {
@@ -377,19 +377,15 @@ pub async fn relay_auth(
             }
         };
         let seq = h.seq.wrapping_add(seq_delta);
-        if hold_ok && p.first() == Some(&0x00) {
+        if p.first() == Some(&0x00) {
             let status = crate::protocol::packets::parse_ok(&p).map_or(0, |ok| ok.status);
             return Ok(Some(Authed {
                 status,
-                ok: Some((seq, p)),
+                ok: (seq, p),
             }));
         }
         client.send_packet(seq, &p).await?;
         match p.first() {
-            Some(0x00) => {
-                let status = crate::protocol::packets::parse_ok(&p).map_or(0, |ok| ok.status);
-                return Ok(Some(Authed { status, ok: None }));
-            }
             Some(0xff) => return Ok(None),
             Some(0x01) if p.as_slice() == [0x01, 0x03] => continue, // caching_sha2 fast auth: OK follows
             _ => {}

@@ -1374,8 +1374,12 @@ impl Session {
         }
         let addr = self.cfg.backend.address.clone();
         let wait = self.cfg.handshake_timeout();
-        match handshake::relay_auth(&mut self.client, be!(self), 0, 1, &addr, wait, false).await {
+        match handshake::relay_auth(&mut self.client, be!(self), 0, 1, &addr, wait).await {
             Ok(Some(authed)) => {
+                let (seq, ok) = &authed.ok;
+                if self.client.send_packet(*seq, ok).await.is_err() {
+                    return Err(End::ClientGone);
+                }
                 self.last_status = authed.status;
                 let user = handshake::parse_change_user(
                     self.command.get(1..).unwrap_or_default(),

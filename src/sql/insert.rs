@@ -468,13 +468,11 @@ fn read_laid_out<'a>(
             if on_row(head, row).is_break() {
                 return LaidOut::Stopped(index + 1);
             }
-            at += width;
             index += 1;
-            if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
-                *it = toks.get(at..).unwrap_or_default().iter();
-                return LaidOut::Ended(index);
+            match next_row(toks, at + width, it) {
+                Some(next) => at = next,
+                None => return LaidOut::Ended(index),
             }
-            at += 1;
         }
     }
     loop {
@@ -509,15 +507,28 @@ fn read_laid_out<'a>(
         if on_row(head, row).is_break() {
             return LaidOut::Stopped(index + 1);
         }
-        at += width;
         index += 1;
-        // (the `,` before the next row: anything else ends the rows, as after any row)
-        if !toks.get(at).is_some_and(|t| t.is_punct(b',')) {
-            *it = toks.get(at..).unwrap_or_default().iter();
-            return LaidOut::Ended(index);
+        match next_row(toks, at + width, it) {
+            Some(next) => at = next,
+            None => return LaidOut::Ended(index),
         }
-        at += 1;
     }
+}
+
+/// Where the next laid-out row's tokens begin, after a row whose tokens end before `at`: past
+/// the `,` there. None: anything else ends the rows, as after any row (the reader `it` then
+/// stands at that token).
+#[inline(always)]
+fn next_row<'t>(
+    toks: &'t [Token],
+    at: usize,
+    it: &mut std::slice::Iter<'t, Token>,
+) -> Option<usize> {
+    if toks.get(at).is_some_and(|t| t.is_punct(b',')) {
+        return Some(at + 1);
+    }
+    *it = toks.get(at..).unwrap_or_default().iter();
+    None
 }
 
 /// One row's tokens (`(`, the values and the `,`s or `)` after them) read into the slots
