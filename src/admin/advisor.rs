@@ -50,6 +50,12 @@ fn store() -> Option<&'static Store> {
     STORE.get().filter(|s| s.settings.enabled)
 }
 
+/// Whether the advisor keeps anything: what the write checks are told, so that they keep no
+/// rowkeys for an advisor that is off (`WriteRules::observe`).
+pub fn on() -> bool {
+    ON.load(std::sync::atomic::Ordering::Relaxed)
+}
+
 /// Whether the advisor keeps anything (one relaxed load on the statement path).
 static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 

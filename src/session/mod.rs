@@ -583,6 +583,7 @@ impl Session {
             },
             transactions: h.transactions,
             now_ms,
+            observe: crate::admin::advisor::on(),
         })
     }
 

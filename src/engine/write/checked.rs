@@ -22,6 +22,9 @@ pub struct WriteRules {
     pub transactions: Transactions,
     /// The time an INSERT without T is written at, in epoch milliseconds (one per statement).
     pub now_ms: i64,
+    /// Whether the rowkey advisor is on: the rows' keys are kept for it (`RowsSeen`) only
+    /// then (off, keeping them cost a batch row about 70 instructions for nothing).
+    pub observe: bool,
 }
 
 impl Default for WriteRules {
@@ -32,6 +35,7 @@ impl Default for WriteRules {
             window: Window::default(),
             transactions: Transactions::SinglePartition,
             now_ms: 0,
+            observe: true,
         }
     }
 }
@@ -100,6 +104,8 @@ pub(super) struct Rows<S> {
     seen: std::collections::HashSet<u32, foldhash::fast::FixedState>,
     unknown: Option<&'static str>,
     written: RowsSeen,
+    /// Whether the rows written are kept for the advisor (`WriteRules::observe`).
+    observe: bool,
 }
 
 /// Rows of one statement whose rowkeys the advisor reads: the first this many (in order, so
@@ -176,7 +182,14 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
             seen: Default::default(),
             unknown: None,
             written: RowsSeen::default(),
+            observe: true,
         }
+    }
+
+    /// `new`, keeping the rows written for the advisor only when `observe` says so.
+    pub(super) fn observing(mut self, observe: bool) -> Self {
+        self.observe = observe;
+        self
     }
 
     /// A row (or prefix) with rowkey `k`; its partition.
@@ -209,12 +222,16 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
         match k {
             Seen::Bytes(k) => {
                 let p = self.key(k);
-                self.written.row(p, k, partitions);
+                if self.observe {
+                    self.written.row(p, k, partitions);
+                }
             }
             // the backend stores the column's default: an empty rowkey
             Seen::DefaultK => {
                 let p = self.key(b"");
-                self.written.row(p, b"", partitions);
+                if self.observe {
+                    self.written.row(p, b"", partitions);
+                }
             }
             _ => self.not_known("a rowkey the proxy cannot read"),
         }

@@ -219,7 +219,7 @@ pub fn check_execution<'a>(
                 };
                 check_assigned_v(v, &schema.limits, rules, &mut findings);
             }
-            let mut touched = Rows::new(&**schema);
+            let mut touched = Rows::new(&**schema).observing(rules.observe);
             let mut ignored = false;
             for (i, row) in rows.iter().enumerate() {
                 let mut get = |name: &str| -> Seen<'_> {

@@ -96,7 +96,7 @@ impl LoadCheck {
             file,
             row: 0,
             findings,
-            rows: Rows::new(schema),
+            rows: Rows::new(schema).observing(rules.observe),
             max_row,
             trace: None,
         }

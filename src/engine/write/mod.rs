@@ -274,6 +274,44 @@ mod tests {
         assert_eq!(got, want);
     }
 
+    /// With the advisor off (`WriteRules::observe` false) the rows' keys are not kept for it,
+    /// and nothing else changes: the same places, findings and text.
+    #[test]
+    fn an_advisor_that_is_off_is_kept_no_rows() {
+        let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v'), ('row2', 'q', -1, 'v'), (DEFAULT, 'q', -1763700000000, 'v')";
+        let check = |observe: bool| {
+            let mut splice = Splice::new();
+            let rules = WriteRules { observe, ..rules() };
+            let c = check_insert(
+                sql.as_bytes(),
+                Dialect::default(),
+                &prefixed(),
+                &rules,
+                Some(ConnCharset::Utf8),
+                true,
+                &mut splice,
+                0,
+                FillT::Literal,
+                None,
+            )
+            .expect("no charset needed");
+            (c, splice.apply(sql.as_bytes()))
+        };
+        let (on, on_text) = check(true);
+        let (off, off_text) = check(false);
+        assert_eq!(on.rows.rows(), 3, "{:?}", on.rows);
+        assert_eq!(off.rows, RowsSeen::default());
+        assert_eq!(
+            (&on.touch, &on.findings, on_text),
+            (&off.touch, &off.findings, off_text)
+        );
+        assert!(
+            matches!(&off.touch, Some(Touch::At(places)) if !places.is_empty()),
+            "{:?}",
+            off.touch
+        );
+    }
+
     /// Issue 39: the advisor is shown every row of a multi-row INSERT, each in its own
     /// partition — the first rows with their rowkeys (in order), the rest counted per partition —
     /// so the counts per partition sum to the rows written.

@@ -134,7 +134,7 @@ pub fn check_insert_lexed(
     let limits = &schema.limits;
     let strict = rules.cells == Enforcement::Strict;
     let mut findings: Vec<Finding> = Vec::new();
-    let mut rows = Rows::new(schema);
+    let mut rows = Rows::new(schema).observing(rules.observe);
     let mut need_charset = false;
     let mut auto_t: Option<Vec<u8>> = None;
     let mut positions: Vec<(usize, Vec<u8>)> = Vec::new();
