@@ -197,21 +197,6 @@ pub fn check_insert_lexed(
             }
         }
         // K, Q, T and V (0 to 3) as the row gives them
-        let mut need = false;
-        let mut get = |c: usize| -> Seen<'_> {
-            let Some(i) = at_kqtv.get(c).copied().flatten() else {
-                return Seen::Absent;
-            };
-            match row.values.get(i).unwrap_or(&Value::Unknown) {
-                // a hex or _binary literal for T: the backend reads X'…' as a number and
-                // _binary'…' as a string; the proxy does not guess which (noted, C8)
-                Value::Bytes {
-                    charset: crate::sql::insert::LitCharset::Binary,
-                    ..
-                } if c == 2 => Seen::Unknown,
-                v => seen_fast(v, conn, &mut need),
-            }
-        };
         let cell = match row.plain {
             // (what `seen_fast` makes of their `Value`s: `Plain::Ascii` is an ASCII string of
             // the connection's character set, which is not a wide one here)
@@ -221,14 +206,32 @@ pub fn check_insert_lexed(
                 t: plain_seen(p[2]),
                 v: plain_seen(p[3]),
             },
-            None => Cell {
-                k: rowkey(get(0)),
-                q: get(1),
-                t: get(2),
-                v: get(3),
-            },
+            None => {
+                let mut need = false;
+                let mut get = |c: usize| -> Seen<'_> {
+                    let Some(i) = at_kqtv.get(c).copied().flatten() else {
+                        return Seen::Absent;
+                    };
+                    match row.values.get(i).unwrap_or(&Value::Unknown) {
+                        // a hex or _binary literal for T: the backend reads X'…' as a number
+                        // and _binary'…' as a string; the proxy does not guess which (noted, C8)
+                        Value::Bytes {
+                            charset: crate::sql::insert::LitCharset::Binary,
+                            ..
+                        } if c == 2 => Seen::Unknown,
+                        v => seen_fast(v, conn, &mut need),
+                    }
+                };
+                let cell = Cell {
+                    k: rowkey(get(0)),
+                    q: get(1),
+                    t: get(2),
+                    v: get(3),
+                };
+                need_charset |= need;
+                cell
+            }
         };
-        need_charset |= need;
         let before = findings.len();
         if findings.len() < MAX_FINDINGS {
             cells::check_cell(
