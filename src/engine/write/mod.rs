@@ -312,6 +312,29 @@ mod tests {
         );
     }
 
+    /// A count of rows to come makes room for their keyed rows at once, at most `KEYED_ROWS`
+    /// of them whatever the count, and none for an advisor that is off or a single row.
+    #[test]
+    fn rows_to_come_make_room_for_at_most_the_keyed_rows() {
+        let schema = prefixed();
+        let room = |observe: bool, n: usize| {
+            let mut rows = checked::Rows::new(&schema).observing(observe);
+            rows.expect_rows(n);
+            rows.finish_seen().1.keyed.capacity()
+        };
+        assert!(room(true, 100) >= 100);
+        assert!((KEYED_ROWS..2 * KEYED_ROWS).contains(&room(true, 1_000_000)));
+        assert_eq!(room(true, 1), 0);
+        assert_eq!(room(false, 100), 0);
+        // the rows themselves are kept as before
+        let sql: String = (0..100)
+            .map(|i| format!("('k{i:05}', 'q', -1763700000000, 'v')"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (c, _) = insert(&format!("INSERT INTO g$f (K, Q, T, V) VALUES {sql}"));
+        assert_eq!(c.rows.keyed.len(), 100);
+    }
+
     /// Issue 39: the advisor is shown every row of a multi-row INSERT, each in its own
     /// partition — the first rows with their rowkeys (in order), the rest counted per partition —
     /// so the counts per partition sum to the rows written.

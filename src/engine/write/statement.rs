@@ -159,6 +159,11 @@ pub fn check_insert_lexed(
         }
         _ => None,
     };
+    // the rows the head's frame counted plain are as many keyed rows for the advisor at least:
+    // their list is made that long at once, not grown row by row
+    if let Some(h) = &read_head {
+        rows.expect_rows(h.plain_rows() as usize);
+    }
     let pick = match &given {
         Some((_, (at, None))) if conn != Some(ConnCharset::Wide) => Some(*at),
         _ => None,
