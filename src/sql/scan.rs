@@ -1471,8 +1471,10 @@ fn plain_string_end(sql: &[u8], s: usize) -> Option<usize> {
 
 /// Whether a gap of a text is the shape's: most gaps are a few bytes, compared in place rather
 /// than by a call, as two words that may overlap (the first and the last bytes of the gap).
+/// (Any two short byte strings alike: the write checks compare a row's partitioning bytes
+/// with the row before's by it.)
 #[inline]
-fn same_gap(gap: &[u8], new: &[u8]) -> bool {
+pub(crate) fn same_gap(gap: &[u8], new: &[u8]) -> bool {
     #[inline]
     fn word<const N: usize>(b: &[u8], at: usize) -> [u8; N] {
         let mut w = [0u8; N];

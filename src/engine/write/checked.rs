@@ -194,6 +194,37 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
 
     /// A row (or prefix) with rowkey `k`; its partition.
     pub(super) fn key(&mut self, k: &[u8]) -> Option<u32> {
+        // KEY partitioning places a rowkey by its first bytes (`hashed`) alone
+        let hashed = match self.schema.partitioning {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } => k.get(..n).unwrap_or(k),
+            Partitioning::Key {
+                prefix_len: None, ..
+            } => k,
+            _ => return self.place_key(k),
+        };
+        // the same bytes as the rowkey that made the last place: that place's partition (a
+        // batch's rows, or an HBase row's cells, mostly share their prefix), neither hashed
+        // again nor looked up among the places
+        if let Some(l) = self.places.last() {
+            let before = match self.schema.partitioning {
+                Partitioning::Key {
+                    prefix_len: Some(n),
+                    ..
+                } => l.rowkey.get(..n).unwrap_or(&l.rowkey),
+                _ => &l.rowkey,
+            };
+            if crate::sql::scan::same_gap(before, hashed) {
+                return Some(l.partition);
+            }
+        }
+        self.place_key(k)
+    }
+
+    /// `key` worked out: the partition, and the place when it is the first row there.
+    fn place_key(&mut self, k: &[u8]) -> Option<u32> {
         let p = self.schema.partitioning.partition_of(k);
         match p {
             Some(p) if self.first_time(p) => self.places.push(place(&self.schema, p, k)),

@@ -312,6 +312,72 @@ mod tests {
         );
     }
 
+    /// A row whose partitioning bytes are the last place's rowkey's is put in that place's
+    /// partition without hashing: on every kind of KEY partitioning and on RANGE, each row's
+    /// partition and the places (each partition once, with the first rowkey there, in order)
+    /// are the model's.
+    #[test]
+    fn a_row_like_the_last_place_is_in_its_partition() {
+        let mut rng = 0x2545_f491_4f6c_dd1du64;
+        for partitioning in [
+            Partitioning::Key {
+                prefix_len: Some(4),
+                partitions: 13,
+            },
+            Partitioning::Key {
+                prefix_len: Some(20),
+                partitions: 7,
+            },
+            Partitioning::Key {
+                prefix_len: None,
+                partitions: 5,
+            },
+            Partitioning::RangeK {
+                bounds: vec![
+                    crate::sql::ddl::RangeBound::LessThan(b"m".to_vec()),
+                    crate::sql::ddl::RangeBound::MaxValue,
+                ],
+            },
+        ] {
+            let schema = schema(partitioning.clone());
+            let mut rows = checked::Rows::new(&schema);
+            let mut want: Vec<(u32, Vec<u8>)> = Vec::new();
+            for _ in 0..2_000 {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                // runs of one prefix, prefixes shorter and longer than the partitioning's,
+                // keys that are a prefix of the last place's and the other way round
+                let key = match rng % 5 {
+                    0 => format!("ab{}", rng >> 60),
+                    1 => format!("abcd{}", rng >> 61),
+                    2 => format!("{:x}", rng >> 40),
+                    3 => "abcdefghijklmnopqrstuvwxyz"
+                        .get(..(rng >> 59) as usize)
+                        .unwrap_or("")
+                        .to_string(),
+                    _ => format!("abcd-{}-{}", rng >> 62, rng >> 32),
+                };
+                let p = partitioning.partition_of(key.as_bytes());
+                assert_eq!(rows.key(key.as_bytes()), p, "{key}");
+                if let Some(p) = p {
+                    if !want.iter().any(|(q, _)| *q == p) {
+                        want.push((p, key.into_bytes()));
+                    }
+                }
+            }
+            let places = match rows.finish() {
+                Touch::At(places) => places,
+                other => panic!("{other:?}"),
+            };
+            let got: Vec<(u32, Vec<u8>)> = places
+                .into_iter()
+                .map(|l| (l.partition, l.rowkey))
+                .collect();
+            assert_eq!(got, want, "{partitioning:?}");
+        }
+    }
+
     /// A count of rows to come makes room for their keyed rows at once, at most `KEYED_ROWS`
     /// of them whatever the count, and none for an advisor that is off or a single row.
     #[test]
