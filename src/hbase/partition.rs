@@ -65,6 +65,21 @@ impl Partitioning {
         }
     }
 
+    /// The bytes of a rowkey a KEY partitioning hashes (its prefix, or all of it): two rowkeys
+    /// with the same ones are in the same partition. None for the other partitionings.
+    pub fn key_bytes<'k>(&self, rowkey: &'k [u8]) -> Option<&'k [u8]> {
+        match self {
+            Partitioning::Key {
+                prefix_len: Some(n),
+                ..
+            } => Some(rowkey.get(..*n).unwrap_or(rowkey)),
+            Partitioning::Key {
+                prefix_len: None, ..
+            } => Some(rowkey),
+            _ => None,
+        }
+    }
+
     /// The partition index of a rowkey; `None` when no RANGE partition takes it (a key at or
     /// above the last bound without MAXVALUE, which the database rejects).
     pub fn partition_of(&self, rowkey: &[u8]) -> Option<u32> {

@@ -194,29 +194,15 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
 
     /// A row (or prefix) with rowkey `k`; its partition.
     pub(super) fn key(&mut self, k: &[u8]) -> Option<u32> {
-        // KEY partitioning places a rowkey by its first bytes (`hashed`) alone
-        let hashed = match self.schema.partitioning {
-            Partitioning::Key {
-                prefix_len: Some(n),
-                ..
-            } => k.get(..n).unwrap_or(k),
-            Partitioning::Key {
-                prefix_len: None, ..
-            } => k,
-            _ => return self.place_key(k),
-        };
-        // the same bytes as the rowkey that made the last place: that place's partition (a
-        // batch's rows, or an HBase row's cells, mostly share their prefix), neither hashed
-        // again nor looked up among the places
-        if let Some(l) = self.places.last() {
-            let before = match self.schema.partitioning {
-                Partitioning::Key {
-                    prefix_len: Some(n),
-                    ..
-                } => l.rowkey.get(..n).unwrap_or(&l.rowkey),
-                _ => &l.rowkey,
-            };
-            if crate::sql::scan::same_gap(before, hashed) {
+        // the same bytes hashed as for the rowkey that made the last place: that place's
+        // partition (a batch's rows, or an HBase row's cells, mostly share their prefix),
+        // neither hashed again nor looked up among the places
+        let partitioning = &self.schema.partitioning;
+        if let (Some(hashed), Some(l)) = (partitioning.key_bytes(k), self.places.last()) {
+            if partitioning
+                .key_bytes(&l.rowkey)
+                .is_some_and(|before| crate::sql::scan::same_gap(before, hashed))
+            {
                 return Some(l.partition);
             }
         }
@@ -259,21 +245,15 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
     /// A row written with rowkey `k` as the proxy sees it.
     pub(super) fn row(&mut self, k: Seen<'_>) {
         let partitions = self.schema.partitioning.partition_count() as usize;
-        match k {
-            Seen::Bytes(k) => {
-                let p = self.key(k);
-                if self.observe {
-                    self.written.row(p, k, partitions);
-                }
-            }
+        let k = match k {
+            Seen::Bytes(k) => k,
             // the backend stores the column's default: an empty rowkey
-            Seen::DefaultK => {
-                let p = self.key(b"");
-                if self.observe {
-                    self.written.row(p, b"", partitions);
-                }
-            }
-            _ => self.not_known("a rowkey the proxy cannot read"),
+            Seen::DefaultK => b"",
+            _ => return self.not_known("a rowkey the proxy cannot read"),
+        };
+        let p = self.key(k);
+        if self.observe {
+            self.written.row(p, k, partitions);
         }
     }
 

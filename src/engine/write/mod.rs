@@ -165,12 +165,16 @@ mod tests {
     }
 
     fn insert(sql: &str) -> (Checked, Vec<u8>) {
+        insert_with(sql, &rules())
+    }
+
+    fn insert_with(sql: &str, rules: &WriteRules) -> (Checked, Vec<u8>) {
         let mut splice = Splice::new();
         let c = check_insert(
             sql.as_bytes(),
             Dialect::default(),
             &prefixed(),
-            &rules(),
+            rules,
             Some(ConnCharset::Utf8),
             true,
             &mut splice,
@@ -279,24 +283,7 @@ mod tests {
     #[test]
     fn an_advisor_that_is_off_is_kept_no_rows() {
         let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v'), ('row2', 'q', -1, 'v'), (DEFAULT, 'q', -1763700000000, 'v')";
-        let check = |observe: bool| {
-            let mut splice = Splice::new();
-            let rules = WriteRules { observe, ..rules() };
-            let c = check_insert(
-                sql.as_bytes(),
-                Dialect::default(),
-                &prefixed(),
-                &rules,
-                Some(ConnCharset::Utf8),
-                true,
-                &mut splice,
-                0,
-                FillT::Literal,
-                None,
-            )
-            .expect("no charset needed");
-            (c, splice.apply(sql.as_bytes()))
-        };
+        let check = |observe: bool| insert_with(sql, &WriteRules { observe, ..rules() });
         let (on, on_text) = check(true);
         let (off, off_text) = check(false);
         assert_eq!(on.rows.rows(), 3, "{:?}", on.rows);

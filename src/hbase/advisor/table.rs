@@ -160,13 +160,7 @@ impl TableStats {
 
     /// The partitioning key of a rowkey: the prefix the partition function reads.
     fn partition_key<'k>(&self, rowkey: &'k [u8]) -> &'k [u8] {
-        match self.partitioning {
-            Partitioning::Key {
-                prefix_len: Some(n),
-                ..
-            } => &rowkey[..n.min(rowkey.len())],
-            _ => rowkey,
-        }
+        self.partitioning.key_bytes(rowkey).unwrap_or(rowkey)
     }
 
     /// The epoch `now` (unix seconds) falls in, made (and the oldest dropped) as time passes.
