@@ -142,6 +142,10 @@ pub struct AdvisorSection {
     pub sample: usize,
     /// A table with no traffic for this long is forgotten.
     pub idle_seconds: u64,
+    /// One row written (and one get) in this many, drawn at random, has its rowkey read for
+    /// the advisor's sketches (top keys, prefixes, order, the replay sample); every row is
+    /// counted in its partition and in the distinct count of partitioning keys. 1: every row.
+    pub sample_every: u32,
 }
 
 impl Default for AdvisorSection {
@@ -155,6 +159,7 @@ impl Default for AdvisorSection {
             epochs: d.shape.epochs,
             sample: d.shape.sample,
             idle_seconds: d.idle_seconds,
+            sample_every: d.shape.sample_every,
         }
     }
 }
@@ -169,6 +174,7 @@ impl AdvisorSection {
                 epoch_seconds: self.epoch_seconds.max(1),
                 epochs: self.epochs.clamp(1, 360),
                 sample: self.sample.min(65_536),
+                sample_every: self.sample_every.clamp(1, 65_536),
             },
             idle_seconds: self.idle_seconds.max(1),
         }

@@ -44,17 +44,32 @@ pub fn init(settings: Settings) {
         tables: Mutex::new(Tables::default()),
     });
     ON.store(store().is_some(), std::sync::atomic::Ordering::Relaxed);
+    EVERY.store(
+        store().map_or(0, |s| s.settings.shape.sample_every.max(1)),
+        std::sync::atomic::Ordering::Relaxed,
+    );
 }
 
 fn store() -> Option<&'static Store> {
     STORE.get().filter(|s| s.settings.enabled)
 }
 
-/// Whether the advisor keeps anything: what the write checks are told, so that they keep no
-/// rowkeys for an advisor that is off (`WriteRules::observe`).
+/// Whether the advisor keeps anything.
 pub fn on() -> bool {
     ON.load(std::sync::atomic::Ordering::Relaxed)
 }
+
+/// Which rows of a statement the write checks keep the rowkeys of for the advisor
+/// (`WriteRules::observe`): none when it is off, else one in `sample_every` drawn from `seed`.
+pub fn sampling(seed: u64) -> crate::hbase::advisor::Sampling {
+    crate::hbase::advisor::Sampling {
+        every: EVERY.load(std::sync::atomic::Ordering::Relaxed),
+        seed,
+    }
+}
+
+/// `advisor.sample_every` while the advisor is on, else 0 (one relaxed load a statement).
+static EVERY: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Whether the advisor keeps anything (one relaxed load on the statement path).
 static ON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
@@ -300,13 +315,34 @@ impl Store {
             let s = &mut e.stats;
             for o in run {
                 match &o.what {
-                    Observed::Write { partition, key } => {
-                        s.write_cut(*partition, &key.bytes, key.len(), at)
+                    Observed::Write {
+                        partition,
+                        key,
+                        distinct,
+                    } => {
+                        s.write_keyed(*partition, &key.bytes, key.len(), at);
+                        s.distinct_key(*distinct);
+                        s.longest(key.len());
+                    }
+                    Observed::Row {
+                        partition,
+                        distinct,
+                        len,
+                    } => {
+                        s.write_counted(*partition, at);
+                        s.distinct_key(*distinct);
+                        s.longest(*len as usize);
                     }
                     Observed::Writes(rows) => {
                         for (partition, key) in rows {
-                            s.write_cut(*partition, &key.bytes, key.len(), at);
+                            s.write_keyed(*partition, &key.bytes, key.len(), at);
                         }
+                    }
+                    Observed::Keys { distinct, longest } => {
+                        for u in distinct.iter() {
+                            s.distinct_key(*u);
+                        }
+                        s.longest(*longest as usize);
                     }
                     Observed::Placed { partition } => s.write_partition(*partition, 1, at),
                     Observed::Get { key, partition } => s.get_cut(&key.bytes, *partition, at),

@@ -73,6 +73,7 @@ pub fn partition(
                 epoch_seconds: 1,
                 epochs: 1,
                 sample: 4096,
+                sample_every: 1,
             },
         );
         for k in &keys {

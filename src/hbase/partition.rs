@@ -80,6 +80,25 @@ impl Partitioning {
         }
     }
 
+    /// A 64-bit hash of a rowkey's partitioning key (`key_bytes`, or the whole rowkey for the
+    /// other partitionings): what the advisor's distinct count of partitioning keys reads. For
+    /// KEY it is the hash the partition is taken from (`place`).
+    pub fn key_hash(&self, rowkey: &[u8]) -> u64 {
+        murmur2::murmur64a(self.key_bytes(rowkey).unwrap_or(rowkey), 0)
+    }
+
+    /// `partition_of`, with `key_hash` when the partition was worked out from it (KEY).
+    #[inline]
+    pub fn place(&self, rowkey: &[u8]) -> (Option<u32>, Option<u64>) {
+        match self {
+            Partitioning::Key { partitions, .. } => {
+                let h = self.key_hash(rowkey);
+                (Some(key_partition_of_hash(h, *partitions)), Some(h))
+            }
+            _ => (self.partition_of(rowkey), None),
+        }
+    }
+
     /// The partition index of a rowkey; `None` when no RANGE partition takes it (a key at or
     /// above the last bound without MAXVALUE, which the database rejects).
     pub fn partition_of(&self, rowkey: &[u8]) -> Option<u32> {
@@ -120,7 +139,12 @@ pub fn key_partition(rowkey: &[u8], prefix_len: Option<usize>, partitions: u32) 
         Some(n) => &rowkey[..n.min(rowkey.len())],
         None => rowkey,
     };
-    let h = murmur2::murmur64a(data, 0);
+    key_partition_of_hash(murmur2::murmur64a(data, 0), partitions)
+}
+
+/// `key_partition` of the partitioning key whose MurmurHash64A (seed 0) is `h`.
+#[inline]
+fn key_partition_of_hash(h: u64, partitions: u32) -> u32 {
     let v = (h as i64).unsigned_abs();
     (v % u64::from(partitions.max(1))) as u32
 }

@@ -571,9 +571,10 @@ impl Session {
         {
             return None;
         }
-        let now_ms = std::time::SystemTime::now()
+        let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+            .unwrap_or_default();
+        let now_ms = i64::try_from(now.as_millis()).unwrap_or(i64::MAX);
         Some(crate::engine::write::WriteRules {
             cells: h.enforcement,
             convention: h.timestamp,
@@ -583,7 +584,8 @@ impl Session {
             },
             transactions: h.transactions,
             now_ms,
-            observe: crate::admin::advisor::on(),
+            // (the sample's seed: the clock's nanoseconds, mixed by the sampler)
+            observe: crate::admin::advisor::sampling(now.as_nanos() as u64),
         })
     }
 

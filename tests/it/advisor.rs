@@ -207,6 +207,18 @@ fn partition_counts(c: &mut RawConn, table: &str, column: usize) -> Vec<u64> {
 
 const WRITES: u64 = 1200;
 
+/// A configuration whose advisor reads every row's rowkey (`advisor.sample_every = 1`): for
+/// the tests of what the advisor shows of a few hundred writes (its views, its grants, the
+/// rows a prepared statement writes), where the default sample (one row in 16) would read too
+/// few. The default sample is what the design test and the counting test run with.
+fn every_row() -> (tempfile::TempDir, String) {
+    let dir = tempfile::tempdir().expect("dir");
+    let path = dir.path().join("every-row.toml");
+    std::fs::write(&path, "[advisor]\nsample_every = 1\n").expect("config");
+    let path = path.to_str().expect("path").to_string();
+    (dir, path)
+}
+
 #[test]
 fn each_bad_design_gets_its_finding_and_good_ones_none() {
     for kind in BOTH {
@@ -354,7 +366,8 @@ fn uniform_runs(kind: Kind) {
 #[test]
 fn advice_follows_the_backends_grants() {
     let kind = Kind::MariaDb;
-    let p = proxy::spawn_binary(&shared(kind).addr, &[]);
+    let (_dir, every_row) = every_row();
+    let p = proxy::spawn_binary(&shared(kind).addr, &["--config", &every_row]);
     let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
     c.exec("CREATE DATABASE IF NOT EXISTS adv_grants")
         .expect("db");
@@ -397,7 +410,11 @@ fn advice_follows_the_backends_grants() {
 fn the_page_shows_the_hot_partition_as_the_brightest_column() {
     let kind = Kind::MariaDb;
     let admin = format!("127.0.0.1:{}", free_port());
-    let p = proxy::spawn_binary(&shared(kind).addr, &["--admin-listen", &admin]);
+    let (_dir, every_row) = every_row();
+    let p = proxy::spawn_binary(
+        &shared(kind).addr,
+        &["--admin-listen", &admin, "--config", &every_row],
+    );
     let mut c = RawConn::connect(&p.addr, "root", "", None).expect("proxy");
     c.exec("CREATE DATABASE IF NOT EXISTS adv_page")
         .expect("db");
@@ -600,7 +617,10 @@ async fn totals(c: &mut mysql_async::Conn) -> (u64, u64) {
 async fn prepared_executions_are_observed() {
     use mysql_async::prelude::*;
     for kind in BOTH {
-        let p = tokio::task::block_in_place(|| proxy::spawn_binary(&shared(kind).addr, &[]));
+        let (_dir, every_row) = every_row();
+        let p = tokio::task::block_in_place(|| {
+            proxy::spawn_binary(&shared(kind).addr, &["--config", &every_row])
+        });
         let (host, port) = p.addr.rsplit_once(':').expect("addr");
         let db = format!("adv_prep_{}", kind.name());
         let opts = mysql_async::OptsBuilder::default()
@@ -729,7 +749,8 @@ fn the_admin_listener_shows_rowkeys_only_to_accounts_the_backend_authorises() {
     ];
     for (config, rowkeys) in [("default", None), ("container", Some("off"))] {
         let admin = format!("127.0.0.1:{}", free_port());
-        let mut args = vec!["--admin-listen", admin.as_str()];
+        let (_dir, every_row) = every_row();
+        let mut args = vec!["--admin-listen", admin.as_str(), "--config", &every_row];
         if let Some(r) = rowkeys {
             args.extend(["--admin-rowkeys", r]);
         }

@@ -4,6 +4,8 @@
 
 use crate::config::Transactions;
 use crate::engine::prefix_scan::{certain, key_preds, literal_bytes, operand_bytes, ConnCharset};
+use crate::hbase::advisor::stats::Distinct;
+use crate::hbase::advisor::{Sampler, Sampling, DISTINCT_UPDATES};
 use crate::hbase::cells::{self, Cell, Convention, Seen, Window};
 use crate::hbase::partition::Partitioning;
 use crate::hbase::prefix::{pin, KeyPreds};
@@ -22,9 +24,10 @@ pub struct WriteRules {
     pub transactions: Transactions,
     /// The time an INSERT without T is written at, in epoch milliseconds (one per statement).
     pub now_ms: i64,
-    /// Whether the rowkey advisor is on: the rows' keys are kept for it (`RowsSeen`) only
-    /// then (off, keeping them cost a batch row about 70 instructions for nothing).
-    pub observe: bool,
+    /// Which rows' keys are kept for the rowkey advisor (`RowsSeen`): none when it is off
+    /// (keeping them cost a batch row about 70 instructions for nothing), else a sample, one
+    /// row in `advisor.sample_every`, drawn afresh for each statement.
+    pub observe: Sampling,
 }
 
 impl Default for WriteRules {
@@ -35,7 +38,7 @@ impl Default for WriteRules {
             window: Window::default(),
             transactions: Transactions::SinglePartition,
             now_ms: 0,
-            observe: true,
+            observe: Sampling::ALL,
         }
     }
 }
@@ -104,8 +107,12 @@ pub(super) struct Rows<S> {
     seen: std::collections::HashSet<u32, foldhash::fast::FixedState>,
     unknown: Option<&'static str>,
     written: RowsSeen,
-    /// Whether the rows written are kept for the advisor (`WriteRules::observe`).
-    observe: bool,
+    /// Which rows written have their rowkeys kept for the advisor (`WriteRules::observe`;
+    /// None: none is, nor counted).
+    sampler: Option<Sampler>,
+    /// `Partitioning::key_hash` of the last place's rowkey, when its partition came from it
+    /// (else 0: `key_hashed`).
+    last_hash: u64,
 }
 
 /// Rows of one statement whose rowkeys the advisor reads: the first this many (in order, so
@@ -113,29 +120,112 @@ pub(super) struct Rows<S> {
 pub const KEYED_ROWS: usize = crate::hbase::advisor::Key::MAX_ROWS;
 
 /// What the rowkey advisor is shown of the rows one statement (or execution, or LOAD file)
-/// writes: every row, in its partition. The first `KEYED_ROWS` with their rowkeys (cut, see
-/// `Key`), the rest counted per partition (a sample: the advisor shows the share it read).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// writes: every row, in its partition, its partitioning key in the distinct count and its
+/// length in the longest. Those the sample took (`Sampling`; at most the first `KEYED_ROWS` of
+/// them) with their rowkeys (cut, see `Key`), the rest counted per partition (the advisor
+/// shows the share it read).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RowsSeen {
     pub keyed: Vec<(Option<u32>, crate::hbase::advisor::Key)>,
-    /// Rows past the keyed ones, per partition (index = partition; allocated at the first).
+    /// Rows not keyed, per partition (index = partition; allocated at the first).
     pub counted: Vec<u32>,
-    /// Rows past the keyed ones that no partition takes.
+    /// Rows not keyed that no partition takes.
     pub unplaced: u32,
+    /// The first row not keyed while it is the only one (its partition, None: no partition
+    /// takes it): a one-row statement's is not given a list of every partition.
+    pub alone: Option<Option<u32>>,
+    /// What every row's partitioning key adds to the distinct count (`Distinct::update_of`),
+    /// a row like the one before adding none; at most `2 × DISTINCT_UPDATES` (then made one a
+    /// register). A one-row statement's held inline.
+    pub distinct: smallvec::SmallVec<[u16; 4]>,
+    /// The last of `distinct` (`u32::MAX` before the first: no update is).
+    pub last_update: u32,
+    /// The hash the last row's update came from (a row with the same adds nothing).
+    pub last_hash: u64,
+    /// The longest rowkey's length (`u32::MAX` for any longer).
+    pub longest: u32,
+}
+
+impl Default for RowsSeen {
+    fn default() -> Self {
+        RowsSeen {
+            keyed: Vec::new(),
+            counted: Vec::new(),
+            unplaced: 0,
+            alone: None,
+            distinct: smallvec::SmallVec::new(),
+            last_update: u32::MAX,
+            last_hash: 0,
+            longest: 0,
+        }
+    }
 }
 
 impl RowsSeen {
-    /// A row with rowkey `k` in partition `p`.
-    pub fn row(&mut self, p: Option<u32>, k: &[u8], partitions: usize) {
-        if self.keyed.len() < KEYED_ROWS {
+    /// A row with rowkey `k` in partition `p`, its rowkey kept when `taken` (the sample took
+    /// it), `h` its partitioning key's hash (`Partitioning::key_hash`). The usual row (not
+    /// taken, in a partition counted before, its partitioning key like the row before's) is a
+    /// few instructions in line; the rest is out of line.
+    #[inline(always)]
+    pub fn row(&mut self, p: Option<u32>, k: &[u8], taken: bool, h: u64, to: &Partitioning) {
+        match p.and_then(|p| self.counted.get_mut(p as usize)) {
+            Some(c) if !taken => *c = c.saturating_add(1),
+            _ => self.row_out_of_line(p, k, taken, to),
+        }
+        self.longest = self.longest.max(u32::try_from(k.len()).unwrap_or(u32::MAX));
+        if h != self.last_hash {
+            self.last_hash = h;
+            self.distinct_key(Distinct::update_of(h));
+        }
+    }
+
+    /// `row`'s count or keyed row.
+    #[inline(never)]
+    fn row_out_of_line(&mut self, p: Option<u32>, k: &[u8], taken: bool, to: &Partitioning) {
+        if taken && self.keyed.len() < KEYED_ROWS {
             self.keyed.push((p, crate::hbase::advisor::Key::of(k)));
+        } else {
+            self.count(p, 1, to.partition_count() as usize);
+        }
+    }
+
+    /// What a row's partitioning key adds to the distinct count.
+    pub fn distinct_key(&mut self, update: u16) {
+        if u32::from(update) == self.last_update {
             return;
         }
-        self.count(p, 1, partitions);
+        self.last_update = u32::from(update);
+        if self.distinct.len() >= 2 * DISTINCT_UPDATES {
+            self.compact();
+        }
+        self.distinct.push(update);
+    }
+
+    /// The distinct count's updates made one a register in use (at most 256).
+    #[inline(never)]
+    fn compact(&mut self) {
+        let mut d = Distinct::default();
+        for u in &self.distinct {
+            d.add_update(*u);
+        }
+        self.distinct.clear();
+        self.distinct.extend(d.updates());
     }
 
     /// `n` rows in partition `p` whose rowkeys are not kept.
     pub fn count(&mut self, p: Option<u32>, n: u32, partitions: usize) {
+        if n == 1 && self.alone.is_none() && self.counted.is_empty() && self.unplaced == 0 {
+            self.alone = Some(p);
+            return;
+        }
+        if let Some(q) = self.alone.take() {
+            self.count_listed(q, 1, partitions);
+        }
+        self.count_listed(p, n, partitions);
+    }
+
+    /// `count` in the list of every partition.
+    fn count_listed(&mut self, p: Option<u32>, n: u32, partitions: usize) {
         match p.map(|p| p as usize).filter(|&p| p < partitions.max(1)) {
             Some(p) => {
                 if self.counted.is_empty() {
@@ -164,6 +254,13 @@ impl RowsSeen {
             }
         }
         self.unplaced = self.unplaced.saturating_add(other.unplaced);
+        if let Some(q) = other.alone {
+            self.count(q, 1, partitions);
+        }
+        for u in other.distinct {
+            self.distinct_key(u);
+        }
+        self.longest = self.longest.max(other.longest);
     }
 
     /// Every row: the keyed ones and those counted.
@@ -171,6 +268,7 @@ impl RowsSeen {
         self.keyed.len() as u64
             + self.counted.iter().map(|&n| u64::from(n)).sum::<u64>()
             + u64::from(self.unplaced)
+            + u64::from(self.alone.is_some())
     }
 }
 
@@ -182,18 +280,27 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
             seen: Default::default(),
             unknown: None,
             written: RowsSeen::default(),
-            observe: true,
+            sampler: Some(Sampler::new(Sampling::ALL)),
+            last_hash: 0,
         }
     }
 
-    /// `new`, keeping the rows written for the advisor only when `observe` says so.
-    pub(super) fn observing(mut self, observe: bool) -> Self {
-        self.observe = observe;
+    /// `new`, keeping the rows written for the advisor as `observe` says (none when off).
+    pub(super) fn observing(mut self, observe: Sampling) -> Self {
+        self.sampler = observe.on().then(|| Sampler::new(observe));
         self
     }
 
     /// A row (or prefix) with rowkey `k`; its partition.
     pub(super) fn key(&mut self, k: &[u8]) -> Option<u32> {
+        self.key_hashed(k).0
+    }
+
+    /// `key`, and `Partitioning::key_hash` of `k` where the partition came from it, else 0
+    /// (a hash that is 0 is worked out again: the pair fits in two registers, an `Option`
+    /// of the hash did not). In line: a batch's row is mostly the comparison alone.
+    #[inline(always)]
+    fn key_hashed(&mut self, k: &[u8]) -> (Option<u32>, u64) {
         // the same bytes hashed as for the rowkey that made the last place: that place's
         // partition (a batch's rows, or an HBase row's cells, mostly share their prefix),
         // neither hashed again nor looked up among the places
@@ -203,21 +310,26 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
                 .key_bytes(&l.rowkey)
                 .is_some_and(|before| crate::sql::scan::same_gap(before, hashed))
             {
-                return Some(l.partition);
+                return (Some(l.partition), self.last_hash);
             }
         }
         self.place_key(k)
     }
 
     /// `key` worked out: the partition, and the place when it is the first row there.
-    fn place_key(&mut self, k: &[u8]) -> Option<u32> {
-        let p = self.schema.partitioning.partition_of(k);
+    #[inline(never)]
+    fn place_key(&mut self, k: &[u8]) -> (Option<u32>, u64) {
+        let (p, h) = self.schema.partitioning.place(k);
+        let h = h.unwrap_or(0);
         match p {
-            Some(p) if self.first_time(p) => self.places.push(place(&self.schema, p, k)),
+            Some(p) if self.first_time(p) => {
+                self.places.push(place(&self.schema, p, k));
+                self.last_hash = h;
+            }
             Some(_) => {}
             None => self.not_known("a rowkey beyond the last RANGE partition"),
         }
-        p
+        (p, h)
     }
 
     /// Whether no row before was in partition `p`: the few partitions of most statements are
@@ -236,25 +348,39 @@ impl<S: std::ops::Deref<Target = TableSchema>> Rows<S> {
     /// At least `n` rows are to come: room for as many keyed rows as will be kept of them
     /// (a 100-row batch's list grown from four entries copied about 32 instructions a row).
     pub(super) fn expect_rows(&mut self, n: usize) {
+        let Some(s) = &self.sampler else {
+            return;
+        };
+        if n <= 1 {
+            return;
+        }
+        // room for the rows the sample will likely take (its mean and four standard
+        // deviations: a 100-row batch's list grown from four entries, one in sixteen rows,
+        // copied about 8 instructions a row); the distinct count's updates grow as they come
+        // (a batch's rows often share their partitioning key: one update)
         let keyed = &mut self.written.keyed;
-        if self.observe && n > 1 && keyed.is_empty() {
-            keyed.reserve_exact(n.min(KEYED_ROWS));
+        if keyed.is_empty() {
+            keyed.reserve_exact(s.likely(n).min(KEYED_ROWS));
         }
     }
 
     /// A row written with rowkey `k` as the proxy sees it.
+    #[inline(always)]
     pub(super) fn row(&mut self, k: Seen<'_>) {
-        let partitions = self.schema.partitioning.partition_count() as usize;
         let k = match k {
             Seen::Bytes(k) => k,
             // the backend stores the column's default: an empty rowkey
             Seen::DefaultK => b"",
             _ => return self.not_known("a rowkey the proxy cannot read"),
         };
-        let p = self.key(k);
-        if self.observe {
-            self.written.row(p, k, partitions);
-        }
+        let (p, h) = self.key_hashed(k);
+        let Some(s) = &mut self.sampler else {
+            return;
+        };
+        let taken = s.take();
+        let to = &self.schema.partitioning;
+        let h = if h == 0 { to.key_hash(k) } else { h };
+        self.written.row(p, k, taken, h, to);
     }
 
     pub(super) fn not_known(&mut self, why: &'static str) {

@@ -67,45 +67,84 @@ fn observed_rows(
         mut keyed,
         mut counted,
         mut unplaced,
+        alone,
+        distinct,
+        longest,
+        ..
     } = rows;
     let over = keyed.split_off(keyed.len().min(room));
-    if !over.is_empty() {
-        let n = counted.len().max(
-            over.iter()
-                .filter_map(|(p, _)| *p)
-                .max()
-                .map_or(0, |p| p as usize + 1),
-        );
-        counted.resize(n, 0);
-        for (p, _) in over {
-            match p.and_then(|p| counted.get_mut(p as usize)) {
-                Some(c) => *c = c.saturating_add(1),
-                None => unplaced = unplaced.saturating_add(1),
+    // one row alone: one observation with no list (a one-row INSERT's, whether the sample
+    // took its rowkey or not)
+    if let ([update], true) = (&*distinct, counted.is_empty() && unplaced == 0) {
+        let one = match (keyed.len(), over.len(), alone) {
+            (1, 0, None) => keyed.pop().map(|(partition, key)| Observed::Write {
+                partition,
+                key,
+                distinct: *update,
+            }),
+            (0, 0, Some(partition)) => Some(Observed::Row {
+                partition,
+                distinct: *update,
+                len: longest,
+            }),
+            (0, 1, None) => over.first().map(|(partition, _)| Observed::Row {
+                partition: *partition,
+                distinct: *update,
+                len: longest,
+            }),
+            _ => None,
+        };
+        if one.is_some() {
+            return placed.chain(one).chain(None).chain(None);
+        }
+    }
+    let rest = over.iter().map(|(p, _)| *p).chain(alone);
+    for p in rest {
+        match p {
+            Some(p) => {
+                let p = p as usize;
+                if counted.len() <= p {
+                    counted.resize(p + 1, 0);
+                }
+                if let Some(c) = counted.get_mut(p) {
+                    *c = c.saturating_add(1);
+                }
+            }
+            None => unplaced = unplaced.saturating_add(1),
+        }
+    }
+    // the partitions counted, eight at a time past those with none (a batch's rows are in a
+    // few of a table's partitions: looking at each of 97 one by one cost a 100-row batch
+    // about 7 instructions a row)
+    let mut list = smallvec::SmallVec::<[(u32, u32); 8]>::new();
+    for (i, chunk) in counted.chunks(8).enumerate() {
+        if chunk.iter().all(|n| *n == 0) {
+            continue;
+        }
+        for (j, n) in chunk.iter().enumerate() {
+            if *n > 0 {
+                list.push((u32::try_from(i * 8 + j).unwrap_or(u32::MAX), *n));
             }
         }
     }
-    let counts: Box<[(u32, u32)]> = counted
-        .iter()
-        .enumerate()
-        .filter(|(_, n)| **n > 0)
-        .map(|(p, n)| (u32::try_from(p).unwrap_or(u32::MAX), *n))
-        .collect();
+    // (one allocation of the size needed)
+    let counts: Box<[(u32, u32)]> = Box::from(&list[..]);
     let counted =
         (!counts.is_empty() || unplaced > 0).then_some(Observed::Counts { counts, unplaced });
-    // the keyed rows as one observation, their list moved whole (one row alone)
-    let written = match keyed.len() {
-        0 => None,
-        1 => keyed
-            .pop()
-            .map(|(partition, key)| Observed::Write { partition, key }),
-        _ => {
-            // (what the bounds on observations count is the rows: the list holds no more room,
-            // a shrink that glibc does in place)
+    // the keyed rows as one observation, their list moved whole
+    let written = if keyed.is_empty() {
+        None
+    } else {
+        // (what the bounds on observations count is the rows: the list holds little more
+        // room than it has rows, a shrink that glibc does in place; the room a sample's list
+        // was given, about twice what it takes, is kept)
+        if keyed.capacity() > 2 * keyed.len() + 8 {
             keyed.shrink_to_fit();
-            Some(Observed::Writes(keyed))
         }
+        Some(Observed::Writes(keyed))
     };
-    placed.chain(written).chain(counted)
+    let keys = (!distinct.is_empty()).then_some(Observed::Keys { distinct, longest });
+    placed.chain(written).chain(counted).chain(keys)
 }
 
 #[cfg(test)]
@@ -114,6 +153,7 @@ mod tests {
     use super::*;
     use crate::config::Transactions;
     use crate::engine::prefix_scan::ConnCharset;
+    use crate::hbase::advisor::Sampling;
     use crate::hbase::cells;
     use crate::hbase::partition::Partitioning;
     use crate::hbase::rules::{Enforcement, Finding, Rule};
@@ -278,14 +318,14 @@ mod tests {
         assert_eq!(got, want);
     }
 
-    /// With the advisor off (`WriteRules::observe` false) the rows' keys are not kept for it,
-    /// and nothing else changes: the same places, findings and text.
+    /// With the advisor off (`WriteRules::observe` `Sampling::OFF`) the rows' keys are not
+    /// kept for it, and nothing else changes: the same places, findings and text.
     #[test]
     fn an_advisor_that_is_off_is_kept_no_rows() {
         let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('row1', 'q', -1763700000000, 'v'), ('row2', 'q', -1, 'v'), (DEFAULT, 'q', -1763700000000, 'v')";
-        let check = |observe: bool| insert_with(sql, &WriteRules { observe, ..rules() });
-        let (on, on_text) = check(true);
-        let (off, off_text) = check(false);
+        let check = |observe: Sampling| insert_with(sql, &WriteRules { observe, ..rules() });
+        let (on, on_text) = check(Sampling::ALL);
+        let (off, off_text) = check(Sampling::OFF);
         assert_eq!(on.rows.rows(), 3, "{:?}", on.rows);
         assert_eq!(off.rows, RowsSeen::default());
         assert_eq!(
@@ -365,20 +405,164 @@ mod tests {
         }
     }
 
+    /// Issue 42: a batch sampled one row in sixteen shows the advisor every row all the same:
+    /// each in its partition (the counts sum to the rows, partition by partition), each
+    /// partitioning key in the distinct count (the updates carried make the very registers
+    /// that hashing every row's key makes), the longest rowkey; and the rowkeys of about one
+    /// row in sixteen, in order.
+    #[test]
+    fn a_sampled_batch_shows_every_row_and_the_keys_of_a_sample() {
+        use crate::hbase::advisor::stats::Distinct;
+        use crate::hbase::advisor::Observed;
+        let n = 3000;
+        let values: Vec<String> = (0..n)
+            .map(|i| {
+                format!(
+                    "('{:04}x{i:05}', 'q', -1763700000000, 'v')",
+                    (i * 7919) % 1000
+                )
+            })
+            .collect();
+        let sql = format!("INSERT INTO g$f (K, Q, T, V) VALUES {}", values.join(", "));
+        let key = |i: usize| format!("{:04}x{i:05}", (i * 7919) % 1000);
+        let p = prefixed().partitioning;
+        for seed in [1u64, 2, 3] {
+            let sampled = WriteRules {
+                observe: Sampling { every: 16, seed },
+                ..rules()
+            };
+            let (c, _) = insert_with(&sql, &sampled);
+            let seen = observed(c.touch, c.rows, true, usize::MAX).collect::<Vec<_>>();
+            let mut per = vec![0u64; 13];
+            let mut keyed = Vec::new();
+            let mut got = Distinct::default();
+            let mut longest = 0;
+            for o in &seen {
+                match o {
+                    Observed::Writes(rows) => {
+                        for (partition, key) in rows {
+                            keyed.push(key.bytes.to_vec());
+                            per[partition.expect("placed") as usize] += 1;
+                        }
+                    }
+                    Observed::Counts { counts, unplaced } => {
+                        assert_eq!(*unplaced, 0);
+                        for (p, k) in counts.iter() {
+                            per[*p as usize] += u64::from(*k);
+                        }
+                    }
+                    Observed::Keys {
+                        distinct,
+                        longest: l,
+                    } => {
+                        assert!(distinct.len() <= 2 * crate::hbase::advisor::DISTINCT_UPDATES);
+                        distinct.iter().for_each(|u| got.add_update(*u));
+                        longest = *l;
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+            let mut expected = vec![0u64; 13];
+            let mut want = Distinct::default();
+            for i in 0..n {
+                let k = key(i);
+                expected[p.partition_of(k.as_bytes()).unwrap() as usize] += 1;
+                want.add_hash(p.key_hash(k.as_bytes()));
+            }
+            assert_eq!(per, expected, "seed {seed}");
+            assert_eq!(got.estimate(), want.estimate(), "seed {seed}");
+            assert_eq!(longest, 10);
+            // about 3000 / 16 = 187.5 (five standard deviations: 13.3 × 5)
+            assert!(
+                (120..=255).contains(&keyed.len()),
+                "seed {seed}: {}",
+                keyed.len()
+            );
+            // in the order written
+            let order: Vec<usize> = keyed
+                .iter()
+                .map(|k| {
+                    std::str::from_utf8(&k[5..])
+                        .ok()
+                        .and_then(|s| s.parse().ok())
+                        .expect("index")
+                })
+                .collect();
+            assert!(order.windows(2).all(|w| w[0] < w[1]), "{order:?}");
+        }
+    }
+
+    /// A one-row INSERT shows one observation with no list: its rowkey when the sample takes
+    /// it, else its partition, partitioning key and length only.
+    #[test]
+    fn a_one_row_insert_is_one_observation_taken_or_not() {
+        use crate::hbase::advisor::stats::Distinct;
+        use crate::hbase::advisor::Observed;
+        let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('row42', 'q', -1763700000000, 'v')";
+        let p = prefixed().partitioning;
+        let partition = p.partition_of(b"row42");
+        let update = Distinct::update_of(p.key_hash(b"row42"));
+        let seen = |observe: Sampling| {
+            let (c, _) = insert_with(sql, &WriteRules { observe, ..rules() });
+            observed(c.touch, c.rows, true, 100).collect::<Vec<_>>()
+        };
+        match &seen(Sampling::ALL)[..] {
+            [Observed::Write {
+                partition: p,
+                key,
+                distinct,
+            }] => {
+                assert_eq!(
+                    (*p, &key.bytes[..], *distinct),
+                    (partition, &b"row42"[..], update)
+                );
+            }
+            other => panic!("{other:?}"),
+        }
+        // a sample of one in four billion takes it (nearly) never
+        let never = Sampling {
+            every: u32::MAX,
+            seed: 5,
+        };
+        assert_eq!(
+            seen(never),
+            [Observed::Row {
+                partition,
+                distinct: update,
+                len: 5
+            }]
+        );
+        // nor when there is no room left for a keyed row
+        let (c, _) = insert(sql);
+        assert_eq!(
+            observed(c.touch, c.rows, true, 0).collect::<Vec<_>>(),
+            [Observed::Row {
+                partition,
+                distinct: update,
+                len: 5
+            }]
+        );
+        assert!(seen(Sampling::OFF).is_empty());
+    }
+
     /// A count of rows to come makes room for their keyed rows at once, at most `KEYED_ROWS`
     /// of them whatever the count, and none for an advisor that is off or a single row.
     #[test]
     fn rows_to_come_make_room_for_at_most_the_keyed_rows() {
         let schema = prefixed();
-        let room = |observe: bool, n: usize| {
+        let room = |observe: Sampling, n: usize| {
             let mut rows = checked::Rows::new(&schema).observing(observe);
             rows.expect_rows(n);
             rows.finish_seen().1.keyed.capacity()
         };
-        assert!(room(true, 100) >= 100);
-        assert!((KEYED_ROWS..2 * KEYED_ROWS).contains(&room(true, 1_000_000)));
-        assert_eq!(room(true, 1), 0);
-        assert_eq!(room(false, 100), 0);
+        let all = Sampling::ALL;
+        assert!(room(all, 100) >= 100);
+        assert!((KEYED_ROWS..2 * KEYED_ROWS).contains(&room(all, 1_000_000)));
+        assert_eq!(room(all, 1), 0);
+        assert_eq!(room(Sampling::OFF, 100), 0);
+        // a sample of one in sixteen: room for about what it takes (6.25 of 100 rows, and
+        // four standard deviations), not for every row
+        assert!((7..=20).contains(&room(Sampling { every: 16, seed: 1 }, 100)));
         // the rows themselves are kept as before
         let sql: String = (0..100)
             .map(|i| format!("('k{i:05}', 'q', -1763700000000, 'v')"))
@@ -417,13 +601,16 @@ mod tests {
             for o in &seen {
                 match o {
                     Observed::Writes(rows) => {
-                        assert!(keyed.is_empty() && rows.len() > 1, "one list of keyed rows");
+                        assert!(
+                            keyed.is_empty() && !rows.is_empty(),
+                            "one list of keyed rows"
+                        );
                         for (partition, key) in rows {
                             keyed.push(key.bytes.to_vec());
                             per[partition.expect("placed") as usize] += 1;
                         }
                     }
-                    Observed::Write { partition, key } => {
+                    Observed::Write { partition, key, .. } => {
                         assert!(keyed.is_empty(), "one keyed row alone");
                         keyed.push(key.bytes.to_vec());
                         per[partition.expect("placed") as usize] += 1;
@@ -433,6 +620,11 @@ mod tests {
                         for (p, k) in counts.iter() {
                             per[*p as usize] += u64::from(*k);
                         }
+                    }
+                    // every row's partitioning key and length, beside the rows
+                    Observed::Keys { distinct, longest } => {
+                        assert!(n > 1 && !distinct.is_empty(), "{n}");
+                        assert_eq!(*longest, 6);
                     }
                     other => panic!("{other:?}"),
                 }

@@ -5,7 +5,14 @@
 use std::fmt::Write;
 
 use super::stats::ln_poisson_upper_tail;
-use super::table::{TableStats, KEY_LENGTHS, PREFIX_LENGTHS, SKETCH_EVERY};
+use super::table::{TableStats, KEY_LENGTHS, PREFIX_LENGTHS};
+
+/// Sampled operations a finding read from the sketches needs at least (a hot key's, the
+/// consecutive pairs of a monotonic key, the rowkeys of a leading field): counts of the sample,
+/// whatever its rate, so that a share is never read off a handful.
+pub const HOT_KEY_SAMPLES: u64 = 13;
+pub const ORDER_PAIRS: u64 = 25;
+pub const LEAD_SAMPLES: u64 = 50;
 use crate::hbase::partition::Partitioning;
 
 /// Family-wise false-alarm rate of the hot-partition test: the chance that keys spread
@@ -163,7 +170,7 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
     let mut out = Vec::new();
     let n = t.partitions();
     let (reads, writes) = t.recent();
-    let traffic = t.writes + t.gets;
+    let traffic = t.rows_written() + t.gets;
     let prefix_len = match t.partitioning {
         Partitioning::Key { prefix_len, .. } => prefix_len,
         _ => None,
@@ -197,7 +204,8 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
     let distinct_pk = t.partition_keys.estimate();
     // (a partition's share of the values is Poisson with mean values/partitions: under 4 a
     // partition, some get two or three times the mean and others none)
-    let few_pk = n > 1 && t.writes >= 8 * n as u64 && distinct_pk < 4.0 * n as f64;
+    // (both over every row written: the distinct count is not of the sample)
+    let few_pk = n > 1 && t.rows_written() >= 8 * n as u64 && distinct_pk < 4.0 * n as f64;
 
     // hot key: one rowkey, or one partitioning-key value, with a large share of the traffic
     // (when the partitioning key has few values at all, that is the finding, not one of them)
@@ -210,7 +218,7 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
             if few_pk && what != "rowkey" {
                 continue;
             }
-            // the top lists see one write (and get) in SKETCH_EVERY: shares are of those
+            // the top lists see the sampled writes (and gets): shares are of those
             let denominator = if what == "rowkey" {
                 t.sketched + t.sketched_gets
             } else {
@@ -221,7 +229,7 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
             };
             let sure = e.count - e.error;
             let share = sure as f64 / denominator.max(1) as f64;
-            if sure * SKETCH_EVERY >= 50 && share >= 0.05 && share >= fair {
+            if sure >= HOT_KEY_SAMPLES && share >= 0.05 && share >= fair {
                 let shown = if keys {
                     show_key(&e.key, e.truncated)
                 } else {
@@ -243,7 +251,7 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
 
     // monotonic rowkeys under RANGE: every new write goes to the end of the key space
     let pairs = t.ascending + t.descending;
-    if range && pairs * SKETCH_EVERY >= 100 {
+    if range && pairs >= ORDER_PAIRS {
         let up = t.ascending as f64 / pairs as f64;
         if !(0.1..=0.9).contains(&up) {
             let dir = if up > 0.5 { "ascending" } else { "descending" };
@@ -294,7 +302,7 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
 
     let leads = t.leads.estimate();
     let mostly_separated =
-        t.sketched * SKETCH_EVERY >= 200 && t.with_separator as f64 >= 0.9 * t.sketched as f64;
+        t.sketched >= LEAD_SAMPLES && t.with_separator as f64 >= 0.9 * t.sketched as f64;
     let lead_governs = range || few_pk;
     if mostly_separated && leads <= 16.0 && lead_governs {
         let shown: Vec<String> = t
@@ -332,9 +340,8 @@ pub fn findings_from(table: &str, t: &TableStats, keys: bool, source: Source) ->
             })
             .map(|(l, _)| *l);
         let mut evidence = format!(
-            "the {len}-byte prefix has about {distinct_pk:.0} distinct values for {n} partitions over {} writes{}",
-            t.writes,
-            t.keys_read()
+            "the {len}-byte prefix has about {distinct_pk:.0} distinct values for {n} partitions over {} writes",
+            t.rows_written()
         );
         let mut ddl = None;
         if let Some(l) = better {
@@ -427,6 +434,59 @@ mod tests {
             z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
             z ^ (z >> 31)
         }
+    }
+
+    /// Issue 42: rows whose rowkeys the sample did not take still count, in their partitions
+    /// and in the distinct count of partitioning keys, so a prefix too short for its
+    /// partitions is found from every row written while the sketches read one in sixteen; and
+    /// the evidence counts every row.
+    #[test]
+    fn a_short_prefix_is_found_from_every_row_while_the_sketches_read_a_sample() {
+        let mut next = rng(11);
+        let p = Partitioning::Key {
+            prefix_len: Some(2),
+            partitions: 97,
+        };
+        let mut t = stats(p.clone());
+        let mut sampler = crate::hbase::advisor::Sampler::new(crate::hbase::advisor::Sampling {
+            every: 16,
+            seed: 3,
+        });
+        for _ in 0..1600 {
+            let k = format!("{:08}|{:08}", next() % 100_000_000, next());
+            let k = k.as_bytes();
+            if sampler.take() {
+                t.write(k, 100);
+            } else {
+                t.write_counted(p.partition_of(k), 100);
+                t.distinct_key(crate::hbase::advisor::stats::Distinct::update_of(
+                    p.key_hash(k),
+                ));
+                t.longest(k.len());
+            }
+        }
+        assert!(t.writes < 200 && t.rows_written() == 1600, "{}", t.writes);
+        let f = findings("g$f", &t, true);
+        let short = f
+            .iter()
+            .find(|f| f.rule == "prefix_too_short")
+            .unwrap_or_else(|| panic!("{f:?}"));
+        assert!(short.evidence.contains("over 1600 writes"), "{short:?}");
+        // the same rows with only the sampled ones counted (the rows read alone) are too few
+        // to tell: 8 a partition are needed
+        let mut few = stats(p.clone());
+        let mut next = rng(11);
+        let mut sampler = crate::hbase::advisor::Sampler::new(crate::hbase::advisor::Sampling {
+            every: 16,
+            seed: 3,
+        });
+        for _ in 0..1600 {
+            let k = format!("{:08}|{:08}", next() % 100_000_000, next());
+            if sampler.take() {
+                few.write(k.as_bytes(), 100);
+            }
+        }
+        assert!(!rules(&findings("g$f", &few, true)).contains(&"prefix_too_short"));
     }
 
     /// Uniform random keys through the real partition function: the false-alarm rate of the

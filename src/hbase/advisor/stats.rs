@@ -181,14 +181,37 @@ impl Default for Distinct {
 
 impl Distinct {
     pub fn add_hash(&mut self, h: u64) {
-        let idx = (h >> 56) as usize;
-        let rest = h << 8;
-        let rank = (rest.leading_zeros() + 1).min(57) as u8;
-        if let Some(r) = self.registers.get_mut(idx) {
+        self.add_update(Self::update_of(h));
+    }
+
+    /// What adding hash `h` does, in two bytes (its register, then its rank): what a
+    /// statement's rows carry to the table's count (`add_update`), with no count of their own.
+    #[inline]
+    pub fn update_of(h: u64) -> u16 {
+        let idx = (h >> 56) as u16;
+        let rank = ((h << 8).leading_zeros() + 1).min(57) as u16;
+        (idx << 8) | rank
+    }
+
+    /// `add_hash` of the hash whose `update_of` this is.
+    #[inline]
+    pub fn add_update(&mut self, u: u16) {
+        let rank = (u & 0xff) as u8;
+        if let Some(r) = self.registers.get_mut(usize::from(u >> 8)) {
             if rank > *r {
                 *r = rank;
             }
         }
+    }
+
+    /// The updates that make this count (one a register in use), for a statement that
+    /// gathered more than it may carry.
+    pub fn updates(&self) -> impl Iterator<Item = u16> + '_ {
+        self.registers
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| **r > 0)
+            .map(|(i, r)| ((i as u16) << 8) | u16::from(*r))
     }
 
     pub fn estimate(&self) -> f64 {

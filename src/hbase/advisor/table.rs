@@ -3,6 +3,7 @@
 //! docs/ADVISOR.md adds up).
 
 use super::stats::{hash, prefix_hashes, Distinct, TopK};
+use super::{Sampler, Sampling};
 use crate::hbase::partition::Partitioning;
 
 /// How the advisor's memory is shaped (`[advisor]` in the configuration).
@@ -14,6 +15,14 @@ pub struct Shape {
     pub epochs: usize,
     /// Rowkeys kept as a uniform sample for what-if replays.
     pub sample: usize,
+    /// One write (and one get) in this many, at random, goes to the sketches: the top lists,
+    /// the prefixes' distinct counts, the leading field, the order and the lengths of rowkeys,
+    /// the sample (`super::Sampling`; the writes are sampled where they are read, so that a
+    /// row not taken costs its statement no copy of its rowkey). The partition counts, the
+    /// partitioning key's distinct count and the longest rowkey see every row. A uniform
+    /// sample keeps every share the detectors read (a hot key's, a leading field's values,
+    /// ascending pairs); their thresholds count sampled operations.
+    pub sample_every: u32,
 }
 
 impl Default for Shape {
@@ -22,16 +31,10 @@ impl Default for Shape {
             epoch_seconds: 10,
             epochs: 8,
             sample: 128,
+            sample_every: 16,
         }
     }
 }
-
-/// One write (and one get) in this many goes to the sketches: the top lists, the prefixes'
-/// distinct counts, the leading field, the order and the lengths of rowkeys, the sample. The
-/// partition counts, the partitioning key's distinct count and the longest rowkey see every
-/// one. A uniform one-in-four sample keeps every share the detectors read (a hot key's, a
-/// leading field's values, ascending pairs) and costs a quarter (scripts/cost.sh).
-pub const SKETCH_EVERY: u64 = 4;
 
 /// Candidate prefix lengths whose distinct counts are kept (and the table's own).
 pub const PREFIX_LENGTHS: [usize; 8] = [1, 2, 4, 6, 8, 12, 16, 24];
@@ -70,13 +73,14 @@ pub struct TableStats {
     pub total_writes: Vec<u64>,
     /// Writes whose rowkey no RANGE partition takes (the database refuses them).
     pub unplaced: u64,
-    /// Writes whose rowkey was read (the sketches', the order's, the distinct counts' source).
+    /// Writes whose rowkey was read (the sample: the sketches', the order's source).
     pub writes: u64,
-    /// Rows written whose rowkeys were not read: a statement's past its first `Key::MAX_ROWS`
-    /// (counted in their partitions only). `writes` is then a sample of `writes + counted`.
+    /// Rows written whose rowkeys were not read (the sample did not take them, or a statement
+    /// had more than `Key::MAX_ROWS`): counted in their partitions and the distinct count of
+    /// partitioning keys only. `writes` is a sample of `writes + counted`.
     pub counted: u64,
     pub gets: u64,
-    /// Writes and gets that went to the sketches (one in `SKETCH_EVERY`; see `write_cut`).
+    /// Writes and gets that went to the sketches (the writes read; one get in `sample_every`).
     pub sketched: u64,
     pub sketched_gets: u64,
     pub scans: u64,
@@ -89,7 +93,8 @@ pub struct TableStats {
     pub with_separator: u64,
     /// Distinct prefixes at each of `PREFIX_LENGTHS`.
     pub prefixes: [Distinct; PREFIX_LENGTHS.len()],
-    /// Distinct values of the partitioning key itself.
+    /// Distinct values of the partitioning key itself, over every row written
+    /// (`Partitioning::key_hash`).
     pub partition_keys: Distinct,
     /// Scans by the length of their literal prefix (`SCAN_LITERALS` and over share the last).
     pub scan_literals: [u64; SCAN_LITERALS + 1],
@@ -103,6 +108,8 @@ pub struct TableStats {
     pub sample: Vec<Vec<u8>>,
     sampled_from: u64,
     rng: u64,
+    /// Which gets go to the sketches (the writes come sampled).
+    gets_sampler: Sampler,
     /// The unix second the newest epoch was last made current for (a batch's observations
     /// share one: the epoch is worked out once for them).
     current: u64,
@@ -140,6 +147,10 @@ impl TableStats {
             sample: Vec::with_capacity(shape.sample),
             sampled_from: 0,
             rng: 0x9e37_79b9_7f4a_7c15,
+            gets_sampler: Sampler::new(Sampling {
+                every: shape.sample_every,
+                seed: 0x6a09_e667_f3bc_c908,
+            }),
             current: u64::MAX,
         }
     }
@@ -206,15 +217,42 @@ impl TableStats {
         // a clock that stepped back counts into the newest epoch
     }
 
-    /// A write of `rowkey` (an INSERT's row, a Put), at unix second `now`.
+    /// A write of `rowkey` (an INSERT's row, a Put), at unix second `now`, its rowkey read.
     pub fn write(&mut self, rowkey: &[u8], now: u64) {
         let p = self.partitioning.partition_of(rowkey);
-        self.write_cut(p, rowkey, rowkey.len(), now);
+        self.write_keyed(p, rowkey, rowkey.len(), now);
+        self.distinct_key(Distinct::update_of(self.partitioning.key_hash(rowkey)));
+        self.longest(rowkey.len());
     }
 
-    /// `write` of a rowkey `len` bytes long known by its first bytes (`rowkey`) and its
-    /// partition (None: no partition takes it).
-    pub fn write_cut(&mut self, partition: Option<u32>, rowkey: &[u8], len: usize, now: u64) {
+    /// A write whose rowkey the sample did not take: its partition (None: no partition
+    /// takes it). Its partitioning key and length come with the statement's (`distinct_key`,
+    /// `longest`).
+    pub fn write_counted(&mut self, partition: Option<u32>, now: u64) {
+        match partition {
+            Some(p) => {
+                self.write_partition(p, 1, now);
+                self.counted_rows(1, 0);
+            }
+            None => self.counted_rows(1, 1),
+        }
+    }
+
+    /// What a written row's partitioning key adds to their distinct count
+    /// (`Distinct::update_of` of `Partitioning::key_hash`).
+    pub fn distinct_key(&mut self, update: u16) {
+        self.partition_keys.add_update(update);
+    }
+
+    /// A written rowkey `len` bytes long.
+    pub fn longest(&mut self, len: usize) {
+        self.longest_key = self.longest_key.max(len);
+    }
+
+    /// A write the sample took, of a rowkey `len` bytes long known by its first bytes
+    /// (`rowkey`) and its partition (None: no partition takes it): counted, and read by the
+    /// sketches. (Its partitioning key and length come with the statement's.)
+    pub fn write_keyed(&mut self, partition: Option<u32>, rowkey: &[u8], len: usize, now: u64) {
         self.writes += 1;
         match partition {
             Some(p) => {
@@ -228,19 +266,12 @@ impl TableStats {
             }
             None => self.unplaced += 1,
         }
-        // every write: the partitioning key's distinct values, the longest rowkey
         let key_bytes = rowkey.get(..TOP_KEY_BYTES).unwrap_or(rowkey);
         let pk = self.partition_key(rowkey);
         let pk_bytes = pk.get(..TOP_KEY_BYTES).unwrap_or(pk);
-        let hpk = hash(pk_bytes);
-        self.partition_keys.add_hash(hpk);
-        self.longest_key = self.longest_key.max(len);
-        // one in SKETCH_EVERY (the first included): the rest
-        if self.writes % SKETCH_EVERY != 1 {
-            return;
-        }
         self.sketched += 1;
-        // each hash once: the rowkey's, the prefixes' in one pass
+        // each hash once: the rowkey's, the partitioning key's, the prefixes' in one pass
+        let hpk = hash(pk_bytes);
         let hk = if pk_bytes.len() == key_bytes.len() {
             hpk
         } else {
@@ -338,7 +369,7 @@ impl TableStats {
                 *c = c.saturating_add(1);
             }
         }
-        if self.gets % SKETCH_EVERY == 1 {
+        if self.gets_sampler.take() {
             self.sketched_gets += 1;
             self.top_keys.add(rowkey);
         }
@@ -446,6 +477,7 @@ mod tests {
             epoch_seconds: 10,
             epochs: 3,
             sample: 4,
+            sample_every: 1,
         };
         let mut t = TableStats::new(key97(), shape);
         for s in 0..100u64 {
@@ -457,9 +489,9 @@ mod tests {
         assert_eq!(w.iter().sum::<u64>(), 30);
         assert_eq!(t.total_writes.iter().sum::<u64>(), 100);
         assert_eq!(t.sample.len(), 4);
-        // one write in four goes to the sketches
-        assert_eq!(t.with_separator, 25);
-        assert_eq!(t.sketched, 25);
+        // every write read goes to the sketches (the writes come sampled)
+        assert_eq!(t.with_separator, 100);
+        assert_eq!(t.sketched, 100);
         assert!(t.bytes() < 128 * 1024, "{}", t.bytes());
     }
 
@@ -469,8 +501,8 @@ mod tests {
         for i in 0..100u64 {
             t.write(format!("{:012}", 1_700_000_000 + i).as_bytes(), 5);
         }
-        // the sketched writes (one in four) in order
-        assert_eq!((t.ascending, t.descending), (24, 0));
+        // the sketched writes in order
+        assert_eq!((t.ascending, t.descending), (99, 0));
         assert_eq!(t.median_key_bucket(), Some(16));
         t.scan(b"17", None, 5);
         t.scan(b"1700", Some(3), 5);
