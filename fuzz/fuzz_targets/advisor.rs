@@ -38,20 +38,29 @@ fuzz_target!(|data: &[u8]| {
         epoch_seconds: 1 + u64::from(flags >> 5),
         epochs: 3,
         sample: 16,
+        sample_every: 1 + u32::from(flags & 0x7),
     };
     let mut t = TableStats::new(p.clone(), shape);
     for (i, k) in keys.iter().enumerate() {
         let now = i as u64 / 7;
-        match k.first().map(|b| b % 3) {
+        match k.first().map(|b| b % 4) {
             Some(0) => t.get(k, now),
             Some(1) => t.scan(k, p.partition_of(k), now),
+            // a row the sample did not take: its partition, partitioning key and length only
+            Some(3) => {
+                t.write_counted(p.partition_of(k), now);
+                t.distinct_key(
+                    obkv_proxy::hbase::advisor::stats::Distinct::update_of(p.key_hash(k)),
+                );
+                t.longest(k.len());
+            }
             _ => t.write(k, now),
         }
     }
     assert!(t.epochs.len() <= 3);
     assert!(t.sample.len() <= 16);
     let placed: u64 = t.total_writes.iter().sum();
-    assert_eq!(placed + t.unplaced, t.writes);
+    assert_eq!(placed + t.unplaced, t.rows_written());
     let _ = hot_partition(&t.total_writes);
     let _ = replay(&t.sample, &p);
     let f = findings("db.g$f", &t, flags & 0x10 != 0);
