@@ -492,6 +492,39 @@ mod tests {
         }
     }
 
+    /// The statements of one text share the text's seed, mixed with where each starts: a text
+    /// of one-row INSERTs has about half of them taken at one in two, not all or none.
+    #[test]
+    fn each_statement_of_a_text_draws_its_own_sample() {
+        let sql = "INSERT INTO g$f (K, Q, T, V) VALUES ('row42', 'q', -1763700000000, 'v')";
+        let rules = WriteRules {
+            observe: Sampling { every: 2, seed: 9 },
+            ..rules()
+        };
+        let taken = (0..400usize)
+            .filter(|i| {
+                let mut splice = Splice::new();
+                let c = check_insert(
+                    sql.as_bytes(),
+                    Dialect::default(),
+                    &prefixed(),
+                    &rules,
+                    Some(ConnCharset::Utf8),
+                    true,
+                    &mut splice,
+                    i * sql.len(),
+                    FillT::Literal,
+                    None,
+                )
+                .expect("no charset needed");
+                assert_eq!(c.rows.rows(), 1);
+                !c.rows.keyed.is_empty()
+            })
+            .count();
+        // 200 expected, standard deviation 10
+        assert!((150..=250).contains(&taken), "{taken}");
+    }
+
     /// A one-row INSERT shows one observation with no list: its rowkey when the sample takes
     /// it, else its partition, partitioning key and length only.
     #[test]
