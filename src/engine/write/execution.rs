@@ -220,11 +220,7 @@ pub fn check_execution<'a>(
                 check_assigned_v(v, &schema.limits, rules, &mut findings);
             }
             // (a bulk execution checks each row set alone: each draws its own sample)
-            let observe = crate::hbase::advisor::Sampling {
-                seed: rules.observe.seed ^ (first_row as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-                ..rules.observe
-            };
-            let mut touched = Rows::new(&**schema).observing(observe);
+            let mut touched = Rows::new(&**schema).observing(rules.observe.part(first_row));
             let mut ignored = false;
             for (i, row) in rows.iter().enumerate() {
                 let mut get = |name: &str| -> Seen<'_> {

@@ -136,11 +136,7 @@ pub fn check_insert_lexed(
     let mut findings: Vec<Finding> = Vec::new();
     // (each statement of a text draws its own sample: the seed is the text's, mixed with
     // where the statement starts, so a text of one-row INSERTs is not all taken or none)
-    let observe = crate::hbase::advisor::Sampling {
-        seed: rules.observe.seed ^ (base as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
-        ..rules.observe
-    };
-    let mut rows = Rows::new(schema).observing(observe);
+    let mut rows = Rows::new(schema).observing(rules.observe.part(base));
     let mut need_charset = false;
     let mut auto_t: Option<Vec<u8>> = None;
     let mut positions: Vec<(usize, Vec<u8>)> = Vec::new();

@@ -89,6 +89,16 @@ impl Sampling {
     pub fn on(&self) -> bool {
         self.every > 0
     }
+
+    /// The sampling of part `n` of what this one was drawn for (a text's statement by where it
+    /// starts, a bulk execution's row set by its first row): the seed mixed with `n`, so each
+    /// part draws its own sample (part 0 is this one).
+    pub fn part(self, n: usize) -> Sampling {
+        Sampling {
+            seed: self.seed ^ (n as u64).wrapping_mul(0x9e37_79b9_7f4a_7c15),
+            ..self
+        }
+    }
 }
 
 /// A `Sampling` drawn: each row taken with chance 1 / every, independently of the others (a
