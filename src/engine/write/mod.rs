@@ -405,6 +405,27 @@ mod tests {
         }
     }
 
+    /// Adds a statement's keyed rows (`Writes`: their keys, in order) and its counted rows
+    /// (`Counts`, none unplaced) to the rows seen in each partition.
+    fn tally(o: &crate::hbase::advisor::Observed, per: &mut [u64], keyed: &mut Vec<Vec<u8>>) {
+        use crate::hbase::advisor::Observed;
+        match o {
+            Observed::Writes(rows) => {
+                for (partition, key) in rows {
+                    keyed.push(key.bytes.to_vec());
+                    per[partition.expect("placed") as usize] += 1;
+                }
+            }
+            Observed::Counts { counts, unplaced } => {
+                assert_eq!(*unplaced, 0);
+                for (p, k) in counts.iter() {
+                    per[*p as usize] += u64::from(*k);
+                }
+            }
+            other => panic!("not a list of rows: {other:?}"),
+        }
+    }
+
     /// Issue 42: a batch sampled one row in sixteen shows the advisor every row all the same:
     /// each in its partition (the counts sum to the rows, partition by partition), each
     /// partitioning key in the distinct count (the updates carried make the very registers
@@ -439,18 +460,7 @@ mod tests {
             let mut longest = 0;
             for o in &seen {
                 match o {
-                    Observed::Writes(rows) => {
-                        for (partition, key) in rows {
-                            keyed.push(key.bytes.to_vec());
-                            per[partition.expect("placed") as usize] += 1;
-                        }
-                    }
-                    Observed::Counts { counts, unplaced } => {
-                        assert_eq!(*unplaced, 0);
-                        for (p, k) in counts.iter() {
-                            per[*p as usize] += u64::from(*k);
-                        }
-                    }
+                    Observed::Writes(_) | Observed::Counts { .. } => tally(o, &mut per, &mut keyed),
                     Observed::Keys {
                         distinct,
                         longest: l,
@@ -638,22 +648,14 @@ mod tests {
                             keyed.is_empty() && !rows.is_empty(),
                             "one list of keyed rows"
                         );
-                        for (partition, key) in rows {
-                            keyed.push(key.bytes.to_vec());
-                            per[partition.expect("placed") as usize] += 1;
-                        }
+                        tally(o, &mut per, &mut keyed);
                     }
                     Observed::Write { partition, key, .. } => {
                         assert!(keyed.is_empty(), "one keyed row alone");
                         keyed.push(key.bytes.to_vec());
                         per[partition.expect("placed") as usize] += 1;
                     }
-                    Observed::Counts { counts, unplaced } => {
-                        assert_eq!(*unplaced, 0);
-                        for (p, k) in counts.iter() {
-                            per[*p as usize] += u64::from(*k);
-                        }
-                    }
+                    Observed::Counts { .. } => tally(o, &mut per, &mut keyed),
                     // every row's partitioning key and length, beside the rows
                     Observed::Keys { distinct, longest } => {
                         assert!(n > 1 && !distinct.is_empty(), "{n}");
